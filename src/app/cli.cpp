@@ -1,0 +1,28 @@
+#include "app/cli.hpp"
+
+#include <fmt/core.h>
+#include <CLI/CLI.hpp>
+
+#include "app/version.hpp"
+
+namespace warden::app {
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"LM Warden: routes agent conversations to the vLLM replica that holds their prefix cache"};
+  app.require_subcommand(1);
+  add_serve_command(app);
+  add_sim_command(app);
+  add_bench_command(app);
+  add_simulate_command(app);
+  app.add_subcommand("version", "Print the version and exit")->callback([] {
+    fmt::print("lm-warden {}\n", kVersion);
+  });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return 0;
+}
+
+}  // namespace warden::app
