@@ -1,0 +1,51 @@
+#pragma once
+// Routing counters per replica since the warden started (the "Data parallel routing" card).
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/types.hpp"
+
+namespace warden::core {
+
+struct ReplicaCounters {
+  /// Live: routed and not yet finished.
+  std::uint32_t in_flight = 0;
+  /// Cumulative since start, one per routed request, by route.
+  std::uint64_t new_conversations = 0;
+  std::uint64_t sticky = 0;
+  std::uint64_t spilled_in = 0;  ///< requests spilled *to* this replica
+  std::uint64_t client_pinned = 0;
+  std::uint64_t balanced = 0;
+  std::uint64_t failover = 0;  ///< conversations re-homed *to* this replica
+
+  [[nodiscard]] std::uint64_t routed() const {
+    return new_conversations + sticky + spilled_in + client_pinned + balanced + failover;
+  }
+};
+
+/// Counters of one model. Not thread-safe on its own (the Router guards it).
+class ModelCounters {
+ public:
+  /// Grows (never shrinks: history is kept if replicas are removed) to `count` replicas.
+  void ensure(std::size_t count);
+  /// Counts a routed request (decision.ok() required) and increments in_flight.
+  void record(const Decision& decision);
+  /// Decrements in_flight (never below zero).
+  void finish(ReplicaIndex replica);
+
+  [[nodiscard]] const std::vector<ReplicaCounters>& replicas() const { return replicas_; }
+  [[nodiscard]] ReplicaCounters totals() const;
+  /// sticky / (sticky + spilled) over all replicas, in percent; nullopt before any sticky or spilled request.
+  [[nodiscard]] std::optional<double> sticky_percent() const;
+  /// Requests that found no replica (any reason).
+  [[nodiscard]] std::uint64_t unrouted() const { return unrouted_; }
+  void record_unrouted() { ++unrouted_; }
+
+ private:
+  std::vector<ReplicaCounters> replicas_;
+  std::uint64_t unrouted_ = 0;
+};
+
+}  // namespace warden::core

@@ -1,0 +1,49 @@
+#pragma once
+// The warden's routing rule as a pure function: decide(snapshot, facts, rng) -> decision. The gateway, the
+// what-if driver and the tests all call this same function. docs/routing.md explains the rules and the
+// placement score for users.
+
+#include "core/rng.hpp"
+#include "core/types.hpp"
+
+namespace warden::core {
+
+/// The warden's rule (policy `affinity`; with snapshot.affinity == false it is `vllm-lb`):
+///  1. No replicas → no replica (no_replicas).
+///  2. Pin → that replica, route `pinned`, even if unhealthy: the client asked for it explicitly and vLLM's
+///     own X-data-parallel-rank has no fallback either. A pin out of range → no replica (pin_out_of_range).
+///  3. No healthy replica → no replica (no_healthy_replica).
+///  4. Affinity off → vLLM's rule: lowest `4*waiting + running + sent_since_scrape` among healthy replicas,
+///     ties by RNG; route `balanced`.
+///  5. Known conversation, healthy home: the home (`sticky`), unless home.in_flight > spill_threshold; then
+///     the healthy non-home replica with the lowest load_score (`spilled`; the home is kept) — but only if
+///     it has fewer requests in flight than the home: a spill never moves a request to a busier replica
+///     (then it stays home, `sticky`).
+///  6. Known conversation whose home is unhealthy or out of range → least placement_score (`failover`; the
+///     Router re-homes the conversation there).
+///  7. New conversation (or no session key) → least placement_score among healthy replicas, ties by RNG
+///     (`new_conversation`).
+[[nodiscard]] Decision decide(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng);
+
+/// Score for placing a conversation (lower is better). With S = max(1, max_num_seqs) and C the KV capacity
+/// in tokens:
+///   in_flight/S + kv_usage + active_conversations/S + (C > 0 ? held_tokens/C : 0)
+/// Live load plus expected load: conversations between turns come back, and their held tokens must fit the
+/// replica's KV cache for their prefixes to survive. See docs/routing.md for the rationale.
+[[nodiscard]] double placement_score(const ReplicaState& replica, std::uint32_t max_num_seqs);
+
+/// Score for a one-off move (spill target; lower is better): in_flight/S + kv_usage. The request will not
+/// hit the cache wherever it goes, so only the current load counts.
+[[nodiscard]] double load_score(const ReplicaState& replica, std::uint32_t max_num_seqs);
+
+/// vLLM's internal DP balancer score: 4*waiting + running + sent_since_scrape.
+[[nodiscard]] std::uint64_t vllm_lb_score(const ReplicaState& replica);
+
+/// Pin handling shared by every policy: if facts.pin is set, the decision for it (pinned, or
+/// pin_out_of_range; also no_replicas); nullopt when there is no pin.
+[[nodiscard]] std::optional<Decision> decide_pin(const Snapshot& snapshot, const RequestFacts& facts);
+
+/// Number of healthy replicas.
+[[nodiscard]] std::size_t healthy_count(const Snapshot& snapshot);
+
+}  // namespace warden::core

@@ -1,0 +1,102 @@
+#pragma once
+// Per-model routing facade for the gateway and the what-if driver: session table + policy + counters +
+// runtime-changeable config. route() = look up home → decide → commit (home, counters, in_flight).
+//
+// Thread safety: every public member takes an internal std::mutex held only for the in-memory work
+// (a few microseconds at most, never across I/O), so the gateway may call from any thread. The what-if
+// driver (single-threaded) pays an uncontended lock.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/counters.hpp"
+#include "core/policy.hpp"
+#include "core/rng.hpp"
+#include "core/session_table.hpp"
+#include "core/types.hpp"
+
+namespace warden::core {
+
+/// What the poller knows about one replica (metrics scrape + health).
+struct ReplicaMetrics {
+  bool healthy = true;
+  std::uint32_t running = 0;
+  std::uint32_t waiting = 0;
+  double kv_usage = 0.0;                 ///< 0..1; values outside are clamped
+  std::uint64_t kv_capacity_tokens = 0;  ///< 0 = unknown
+  /// Incremented by the poller on every successful scrape of this replica: when it changes, the Router
+  /// resets the replica's sent_since_scrape (vLLM's balancer view works the same way).
+  std::uint64_t scrape_generation = 0;
+};
+
+struct RouterConfig {
+  RoutingConfig routing{};
+  SessionTableConfig sessions{};
+};
+
+/// Read-only view for the console / admin API / what-if report (a copy, taken under the lock).
+struct RouterView {
+  RoutingConfig routing;
+  std::uint32_t spill_threshold = 8;  ///< resolved
+  std::string spill_label;            ///< "8 (auto)" or "4"
+  std::vector<ReplicaCounters> counters;
+  std::vector<ReplicaSessions> sessions;  ///< active conversations / held tokens per replica
+  ReplicaCounters totals;
+  std::optional<double> sticky_percent;
+  std::uint64_t unrouted = 0;
+  std::size_t live_sessions = 0;
+};
+
+class Router {
+ public:
+  /// Throws std::invalid_argument if routing.policy is not a registered policy name (config error).
+  explicit Router(RouterConfig config = {});
+
+  /// Routes one request. `facts.home` is ignored (filled from the session table). `metrics` has one entry
+  /// per replica (index = replica). On success in_flight is incremented: call finish(replica) exactly once
+  /// when the request ends (however it ends). Commit rules: new/failover → home := chosen; sticky →
+  /// refresh; spilled → refresh, home kept; pinned → home := pin if the conversation was new, else kept;
+  /// balanced → home := chosen (the freshest cache, should affinity be turned back on).
+  Decision route(RequestFacts facts, std::span<const ReplicaMetrics> metrics, Time now, Rng& rng);
+
+  /// The request routed to `replica` ended (success, error or client disconnect).
+  void finish(ReplicaIndex replica);
+
+  /// Runtime configuration (admin API). set_policy returns false for an unknown name (nothing changes).
+  void set_affinity(bool on);
+  void set_spill_threshold(SpillThreshold threshold);
+  void set_max_num_seqs(std::uint32_t max_num_seqs);
+  bool set_policy(std::string_view name);
+  void set_session_config(const SessionTableConfig& config);
+  [[nodiscard]] RoutingConfig routing_config() const;
+
+  /// The snapshot route() would decide over right now (for logs, tests, the what-if trace).
+  [[nodiscard]] Snapshot snapshot(std::span<const ReplicaMetrics> metrics, Time now);
+
+  [[nodiscard]] RouterView view(Time now);
+
+  /// The home the table holds for a session key (nullopt if unknown or expired).
+  [[nodiscard]] std::optional<ReplicaIndex> home_of(std::uint64_t session_hash, Time now) const;
+
+ private:
+  void build_snapshot(std::span<const ReplicaMetrics> metrics, Time now);
+  void commit(const RequestFacts& facts, const Decision& decision, Time now);
+
+  mutable std::mutex mutex_;
+  RoutingConfig routing_;
+  SessionTable sessions_;
+  ModelCounters counters_;
+  std::unique_ptr<Policy> policy_;
+  // Reused across calls so route() does not allocate.
+  Snapshot snapshot_;
+  std::vector<std::uint32_t> sent_since_scrape_;
+  std::vector<std::uint64_t> scrape_generation_;
+};
+
+}  // namespace warden::core

@@ -1,0 +1,116 @@
+#pragma once
+// The conversation → home replica table. Bounded (entry count + idle TTL, LRU eviction), time passed in,
+// and keeping per-replica aggregates (active conversations, tokens they hold) current in O(1) amortised.
+// Not thread-safe: the Router serialises access.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <boost/unordered/unordered_flat_map.hpp>
+
+#include "core/types.hpp"
+
+namespace warden::core {
+
+struct SessionTableConfig {
+  /// Maximum number of remembered conversations; the least recently seen is evicted beyond it.
+  std::size_t max_entries = 1'000'000;
+  /// A conversation not seen for this long is forgotten.
+  Time idle_ttl = std::chrono::minutes(30);
+  /// A conversation seen within this window counts as active on its home replica.
+  Time active_window = std::chrono::minutes(5);
+};
+
+/// What the table knows about one conversation.
+struct SessionEntry {
+  ReplicaIndex home = 0;
+  std::uint32_t prompt_tokens = 0;
+  Time last_seen{};
+};
+
+/// Per-replica aggregates over the *active* conversations (seen within the active window).
+struct ReplicaSessions {
+  std::uint32_t active_conversations = 0;
+  std::uint64_t held_tokens = 0;
+};
+
+class SessionTable {
+ public:
+  explicit SessionTable(SessionTableConfig config = {});
+
+  /// The conversation's entry, or nullopt if unknown or idle longer than the TTL (even if expire() has not
+  /// run yet). Does not refresh it.
+  [[nodiscard]] std::optional<SessionEntry> lookup(std::uint64_t key, Time now) const;
+
+  /// Records that the conversation was just seen with home `home` and a prompt of `prompt_tokens`
+  /// (inserting it, moving it to another home, or refreshing it). Evicts the least recently seen entry when
+  /// full. `now` earlier than a time already seen is treated as that time (callers on several threads may
+  /// pass slightly out-of-order stamps); the table stays ordered.
+  void assign(std::uint64_t key, ReplicaIndex home, std::uint32_t prompt_tokens, Time now);
+
+  /// Refreshes last_seen and the prompt size but keeps the home (a spilled or pinned request). No-op if
+  /// the key is unknown.
+  void touch(std::uint64_t key, std::uint32_t prompt_tokens, Time now);
+
+  /// Forgets one conversation. Returns whether it was known.
+  bool erase(std::uint64_t key);
+
+  /// Moves conversations out of the active window (updating aggregates) and drops those idle beyond the
+  /// TTL. Amortised O(1) per entry over its lifetime; call it before reading aggregates.
+  void expire(Time now);
+
+  /// Aggregates for one replica (zero for a replica never seen).
+  [[nodiscard]] ReplicaSessions replica(ReplicaIndex index) const;
+  /// Aggregates for replicas 0..count-1.
+  [[nodiscard]] std::vector<ReplicaSessions> replicas(std::size_t count) const;
+
+  [[nodiscard]] std::size_t size() const { return index_.size(); }
+  [[nodiscard]] std::size_t active_size() const { return active_count_; }
+  [[nodiscard]] const SessionTableConfig& config() const { return config_; }
+  /// Changes limits; shrinking max_entries evicts immediately.
+  void reconfigure(const SessionTableConfig& config);
+
+  /// Bytes currently reserved by the table (slab + hash index + aggregates), for memory accounting.
+  [[nodiscard]] std::size_t memory_bytes() const;
+
+ private:
+  static constexpr std::uint32_t nil = 0xFFFFFFFFu;
+
+  // Slab node; prev/next link it into either the active list or the idle list (both most recent first).
+  struct Node {
+    std::uint64_t key = 0;
+    Time last_seen{};
+    std::uint32_t prompt_tokens = 0;
+    std::uint32_t home = 0;
+    std::uint32_t prev = nil;
+    std::uint32_t next = nil;
+    bool active = false;
+  };
+  struct List {
+    std::uint32_t head = nil;
+    std::uint32_t tail = nil;
+  };
+
+  void unlink(std::uint32_t slot);
+  void push_front(List& list, std::uint32_t slot);
+  void activate(Node& node);
+  void deactivate(Node& node);
+  void remove(std::uint32_t slot);
+  void evict_to(std::size_t limit);
+  ReplicaSessions& aggregate(ReplicaIndex index);
+  Time stamp(Time now);
+
+  SessionTableConfig config_;
+  boost::unordered_flat_map<std::uint64_t, std::uint32_t> index_;
+  std::vector<Node> nodes_;
+  std::vector<std::uint32_t> free_;
+  List active_;
+  List idle_;
+  std::size_t active_count_ = 0;
+  std::vector<ReplicaSessions> per_replica_;
+  Time latest_{};
+};
+
+}  // namespace warden::core

@@ -1,0 +1,155 @@
+#pragma once
+// Value types of the routing core: what a routing decision reads (Snapshot, RequestFacts) and what it
+// returns (Decision). Pure data, no I/O; the gateway (`serve`) and the what-if driver (`simulate`) build the
+// same values, so the same decision code runs under both.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace warden::core {
+
+/// Replica index 0..N-1 within one model (a DP rank or one endpoint of an external-LB set).
+using ReplicaIndex = std::uint32_t;
+
+/// Time is always a parameter: nanoseconds since an epoch the caller chooses (the gateway passes
+/// steady_clock::now().time_since_epoch(), the what-if driver its virtual clock). Never read a clock here.
+using Time = std::chrono::nanoseconds;
+
+/// Live state of one replica as the router sees it at decision time. Copied into a Snapshot: decisions
+/// never read live atomics.
+struct ReplicaState {
+  /// From the poller (health check / scrape success). Unhealthy replicas are never chosen unless pinned.
+  bool healthy = true;
+  /// Requests the warden has sent to this replica and not yet finished (its own live count; fresh).
+  std::uint32_t in_flight = 0;
+  /// Requests the warden sent since the last successful metrics scrape (vLLM's balancer adds its own
+  /// assignments to its stale copy the same way).
+  std::uint32_t sent_since_scrape = 0;
+  /// `vllm:num_requests_running` / `vllm:num_requests_waiting` at the last scrape.
+  std::uint32_t running = 0;
+  std::uint32_t waiting = 0;
+  /// `vllm:kv_cache_usage_perc`, 0..1 (clamped by consumers; scraped values are validated upstream).
+  double kv_usage = 0.0;
+  /// Conversations whose home is this replica and that were seen within the active window.
+  std::uint32_t active_conversations = 0;
+  /// Estimate of the KV tokens those conversations hold: the sum of their last prompt lengths.
+  std::uint64_t held_tokens = 0;
+  /// KV-cache capacity in tokens (num_gpu_blocks * block_size from `vllm:cache_config_info`); 0 = unknown.
+  std::uint64_t kv_capacity_tokens = 0;
+};
+
+/// Spill threshold of a model: "auto" (= max(1, max_num_seqs / 4), 8 at 32) or a fixed number.
+struct SpillThreshold {
+  /// Empty = auto.
+  std::optional<std::uint32_t> fixed;
+
+  /// The threshold in requests in flight for a model with this `max_num_seqs` (always >= 1).
+  [[nodiscard]] std::uint32_t resolve(std::uint32_t max_num_seqs) const;
+  [[nodiscard]] bool is_auto() const { return !fixed.has_value(); }
+  /// "auto" or a positive integer; nullopt for anything else (the caller reports the config error).
+  [[nodiscard]] static std::optional<SpillThreshold> parse(std::string_view text);
+  /// "auto" or the number, as it would be written in the config.
+  [[nodiscard]] std::string to_string() const;
+  /// UI label: "8 (auto)" or "4".
+  [[nodiscard]] std::string label(std::uint32_t max_num_seqs) const;
+
+  friend bool operator==(const SpillThreshold&, const SpillThreshold&) = default;
+};
+
+/// Routing configuration of one model, changeable at runtime through the Router.
+struct RoutingConfig {
+  /// Off = balance like vLLM's own balancer (route `balanced`).
+  bool affinity = true;
+  SpillThreshold spill_threshold{};
+  /// Per replica (vLLM applies `--max-num-seqs` per DP rank). vLLM's default is 256; 0 is treated as 1.
+  std::uint32_t max_num_seqs = 256;
+  /// Registry name of the policy the Router uses (see policy.hpp); `decide()` itself is always `affinity`.
+  std::string policy = "affinity";
+};
+
+/// Immutable copy of everything a decision reads. Cheap to build (one small vector).
+struct Snapshot {
+  std::vector<ReplicaState> replicas;
+  bool affinity = true;
+  /// Already resolved against max_num_seqs (>= 1).
+  std::uint32_t spill_threshold = 8;
+  std::uint32_t max_num_seqs = 32;
+  std::string policy = "affinity";
+
+  /// Fills affinity, spill_threshold (resolved), max_num_seqs and policy from a RoutingConfig.
+  void apply(const RoutingConfig& config);
+};
+
+/// Where the session key came from (the protocol layer decides; see docs/session-identity.md).
+enum class SessionSource : std::uint8_t {
+  /// An id the client sent (X-Warden-Session, X-Claude-Code-Session-Id, session-id, prompt_cache_key,
+  /// metadata.user_id).
+  explicit_id,
+  /// The conversation fingerprint (hash of the start of the prompt).
+  fingerprint,
+};
+
+[[nodiscard]] std::string_view session_source_name(SessionSource source);  // "explicit" / "fingerprint"
+
+/// A conversation's identity as a 64-bit hash (the protocol layer hashes the id or the fingerprint).
+struct SessionKey {
+  std::uint64_t hash = 0;
+  SessionSource source = SessionSource::explicit_id;
+
+  friend bool operator==(const SessionKey&, const SessionKey&) = default;
+};
+
+/// The routing facts of one request: plain values, already validated by the protocol layer.
+struct RequestFacts {
+  /// Empty when the request has no conversation identity at all: it is placed like a new conversation and
+  /// nothing is remembered.
+  std::optional<SessionKey> session;
+  /// The conversation's home replica, looked up in the session table (the Router fills this in itself).
+  std::optional<ReplicaIndex> home;
+  /// Client pin (X-Warden-Replica or X-data-parallel-rank). Out of range: the gateway should already have
+  /// answered 400; decide() returns no replica with reason pin_out_of_range rather than guessing.
+  std::optional<ReplicaIndex> pin;
+  /// Prompt size estimate in tokens (remembered as the tokens the conversation holds on its home).
+  std::uint32_t prompt_tokens = 0;
+};
+
+/// How a request was routed. Names (route_name) go into the X-Warden-Route header and logs.
+enum class Route : std::uint8_t {
+  new_conversation,  ///< "new": first request of a conversation, placed on the least-loaded replica
+  sticky,            ///< "sticky": stayed on the conversation's home
+  spilled,           ///< "spilled": home over the spill threshold; this request went elsewhere, home kept
+  pinned,            ///< "pinned": the client pinned the replica
+  balanced,          ///< "balanced": affinity off (or a load-only baseline policy)
+  failover,          ///< "failover": home unhealthy (or gone); the conversation was re-homed
+};
+inline constexpr std::size_t route_count = 6;
+
+[[nodiscard]] std::string_view route_name(Route route);
+[[nodiscard]] std::optional<Route> parse_route(std::string_view name);
+
+/// Why a decision has no replica.
+enum class NoReplicaReason : std::uint8_t {
+  none,
+  no_replicas,         ///< the model has no replicas configured
+  no_healthy_replica,  ///< every replica is unhealthy (gateway: 503)
+  pin_out_of_range,    ///< pin >= number of replicas (gateway: 400; should have been caught earlier)
+};
+
+[[nodiscard]] std::string_view no_replica_reason_name(NoReplicaReason reason);
+
+/// Result of a routing decision.
+struct Decision {
+  /// Empty when no replica can take the request; `reason` says why.
+  std::optional<ReplicaIndex> replica;
+  Route route = Route::new_conversation;
+  NoReplicaReason reason = NoReplicaReason::none;
+
+  [[nodiscard]] bool ok() const { return replica.has_value(); }
+  friend bool operator==(const Decision&, const Decision&) = default;
+};
+
+}  // namespace warden::core
