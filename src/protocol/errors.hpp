@@ -1,0 +1,43 @@
+#pragma once
+// Error bodies in each client's own format (the gateway never answers an Anthropic client in OpenAI's).
+//   OpenAI:    {"error":{"message":"...","type":"invalid_request_error","param":null,"code":null}}
+//   Anthropic: {"type":"error","error":{"type":"invalid_request_error","message":"..."}}
+
+#include "protocol/api.hpp"
+#include "protocol/error.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace warden::protocol {
+
+enum class ErrorFormat { openai, anthropic };
+
+constexpr ErrorFormat error_format_for(ApiKind k) noexcept {
+  return is_anthropic(k) ? ErrorFormat::anthropic : ErrorFormat::openai;
+}
+
+/// Conventional OpenAI error type for an HTTP status: 400/404/413/422 invalid_request_error,
+/// 401 authentication_error, 403 permission_error, 429 rate_limit_error, 503 service_unavailable,
+/// other 5xx server_error (other 4xx invalid_request_error).
+std::string_view openai_error_type(int status) noexcept;
+
+/// Anthropic error type: 400 invalid_request_error, 401 authentication_error, 403 permission_error,
+/// 404 not_found_error, 413 request_too_large, 429 rate_limit_error, 500/502 api_error,
+/// 503/529 overloaded_error, 504 timeout_error (other 4xx invalid_request_error, other 5xx api_error).
+std::string_view anthropic_error_type(int status) noexcept;
+
+/// The JSON error body for `status` with `message` (escaped as needed). `code` is OpenAI's "code"
+/// member (null if empty); Anthropic has no code and ignores it.
+std::string format_error(ErrorFormat format, int status, std::string_view message,
+                         std::string_view code = {});
+
+inline std::string format_error(ApiKind api, int status, std::string_view message,
+                                std::string_view code = {}) {
+  return format_error(error_format_for(api), status, message, code);
+}
+
+/// A human-readable message for a request-inspection error (e.g. "request body is not valid JSON").
+std::string_view describe(Errc e) noexcept;
+
+}  // namespace warden::protocol

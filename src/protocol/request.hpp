@@ -1,0 +1,153 @@
+#pragma once
+// Request inspection: the routing facts of one inference request, read from its headers and JSON body
+// in one SAX pass (boost::json::basic_parser) without building a DOM or copying the body.
+//
+//   std::vector<HeaderField> h = {{"X-Claude-Code-Session-Id", "..."}};
+//   Result<RequestInfo> r = inspect_request(ApiKind::anthropic_messages, HeaderLookup{h}, body);
+//   if (!r) -> 400 in the client's format (errors.hpp), reason r.error() (Errc).
+//
+// Session key, first match wins (RequestInfo::session_source records which):
+//   1 header X-Warden-Session            (explicit, any client)
+//   2 header X-Claude-Code-Session-Id    (Claude Code)
+//   3 header session-id, then session_id (Codex CLI; older builds use the underscore)
+//   4 body prompt_cache_key              (Codex, OpenAI's documented cache-routing hint)
+//   5 body metadata.user_id              (Claude Code: a JSON string {"device_id":..,"account_uuid":..,
+//                                         "session_id":"<uuid>"}, or the legacy form
+//                                         "user_<hex>_account_<uuid or empty>_session_<uuid>"; the
+//                                         session uuid is the key; a user_id of neither form is ignored)
+//   6 conversation fingerprint           (see below)
+// Header names are matched case-insensitively; values are trimmed of spaces/tabs; empty values are
+// skipped (fall through to the next source). A key longer than 256 bytes is replaced by
+// "h:<16 hex of xxh3-64 of it>" so the session table never stores huge keys.
+// Keys carry no source prefix, so the same uuid from the header and from the body is the same session.
+//
+// Conversation fingerprint (source 6): key "fp:<16 hex>", a 64-bit XXH3 over the *start* of the prompt:
+//   - anthropic_*: the top-level "system" value, the "tools" value, and the "messages" array elements up
+//     to and including the first one with role "user";
+//   - openai_chat: "tools", and the "messages" elements up to and including the first role "user";
+//   - openai_responses: "instructions", "tools", and "input": if a string, its first 4096 bytes; if an
+//     array, the items up to and including the first one with role "user";
+//   - openai_completions: the first 4096 bytes of "prompt" (a string, or the first string of an array),
+//     or its first 1024 token ids if it is an array of integers.
+// Values are hashed structurally (object keys, strings, numbers, literals and nesting, each tagged and
+// length-prefixed), so JSON whitespace and escape spelling do not matter, and every "cache_control"
+// member is skipped (clients move cache breakpoints between turns). Each part is hashed on its own and
+// the parts combined in a fixed order, so top-level member order does not matter either.
+// Hence identical on every turn of one conversation (later turns only append messages) and different
+// between conversations that differ in system prompt, tools or first user message.
+// Limits: two conversations with the same system prompt, tools and first user message collide (they
+// share a home replica, which is harmless for cache locality); a client that edits or compacts its history
+// (e.g. Claude Code's /compact) or changes its tools mid-conversation starts a new fingerprint; for
+// completions, prompts that share their first 4096 bytes collide. If none of the parts is present the
+// source is SessionSource::none and the key is empty.
+//
+// Client pin: header X-Warden-Replica, else X-data-parallel-rank (vLLM's own header, which a client may
+// send). Decimal integer >= 0 with optional surrounding spaces; anything else is PinState::invalid (the
+// gateway answers 400, as for a pin outside 0..N-1 — see ClientPin::in_range).
+//
+// Validation: malformed JSON (incl. invalid UTF-8, truncation, trailing bytes) -> Errc::malformed_json;
+// top level not an object -> body_not_object; nesting deeper than max_depth -> too_deep;
+// "model" absent or "" -> missing_model; "model" not a string -> model_not_string.
+// Duplicate top-level members: the last one wins (as in vLLM's Python JSON parsing).
+
+#include "protocol/api.hpp"
+#include "protocol/error.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace warden::protocol {
+
+struct HeaderField {
+  std::string_view name;
+  std::string_view value;
+};
+
+/// Non-owning view of request headers, built from a span of fields (case-insensitive linear search) or
+/// from any callable `std::optional<std::string_view>(std::string_view name)` which must itself match
+/// names case-insensitively (e.g. a lambda over Beast's http::fields::find). The source must outlive it.
+class HeaderLookup {
+ public:
+  HeaderLookup() = default;
+  HeaderLookup(std::span<const HeaderField> fields) noexcept;  // NOLINT: implicit on purpose
+  template <class F>
+  requires std::is_invocable_r_v < std::optional<std::string_view>,
+  const F&,
+      std::string_view > HeaderLookup(const F& f) noexcept  // NOLINT: implicit on purpose
+      : ctx_(&f),
+  fn_([](const void* c, std::string_view n) -> std::optional<std::string_view> {
+    return (*static_cast<const F*>(c))(n);
+  }) {}
+
+  /// Value of the first header called `name` (any case), or nullopt.
+  std::optional<std::string_view> find(std::string_view name) const;
+
+ private:
+  std::span<const HeaderField> fields_;
+  const void* ctx_ = nullptr;
+  std::optional<std::string_view> (*fn_)(const void*, std::string_view) = nullptr;
+};
+
+enum class SessionSource {
+  warden_header,       // X-Warden-Session
+  claude_code_header,  // X-Claude-Code-Session-Id
+  codex_header,        // session-id / session_id
+  prompt_cache_key,    // body prompt_cache_key
+  metadata_user_id,    // body metadata.user_id (either form)
+  fingerprint,         // hash of the prompt start
+  none,                // nothing to go on (empty prompt)
+};
+/// "warden_header", "claude_code_header", ... (stable names for logs, stats and the admin API).
+std::string_view to_string(SessionSource s) noexcept;
+
+enum class PinState { absent, valid, invalid };
+enum class PinSource { none, warden_replica, data_parallel_rank };
+
+struct ClientPin {
+  PinState state = PinState::absent;
+  PinSource source = PinSource::none;
+  std::int64_t replica = -1;  // meaningful only when state == valid
+
+  /// Valid and within 0..replicas-1. The gateway returns 400 when state != absent && !in_range(N).
+  bool in_range(std::int64_t replicas) const noexcept {
+    return state == PinState::valid && replica >= 0 && replica < replicas;
+  }
+};
+
+/// Parses one pin header value: absent (nullopt) / valid / invalid.
+ClientPin parse_pin(std::optional<std::string_view> value, PinSource source) noexcept;
+
+struct RequestInfo {
+  ApiKind api = ApiKind::openai_chat;
+  std::string model;
+  bool stream = false;                     // top-level "stream": true
+  bool include_usage = false;              // stream_options.include_usage: true (as the client asked)
+  std::optional<std::int64_t> max_tokens;  // max_tokens, max_completion_tokens or max_output_tokens
+
+  std::string session_key;  // see the header comment; empty iff session_source == none
+  SessionSource session_source = SessionSource::none;
+  std::uint64_t session_hash = 0;  // XXH3-64 of session_key (0 if none): a compact table key
+
+  ClientPin pin;
+
+  std::uint64_t prompt_bytes = 0;            // bytes of text in the prompt fields (unescaped strings)
+  std::uint64_t prompt_tokens_estimate = 0;  // ~ prompt_bytes / 4, at least 1 if any text
+};
+
+struct InspectOptions {
+  std::size_t max_depth = 128;  // JSON nesting limit (tool schemas nest; hostile bodies nest more)
+};
+
+/// Inspects one request. Never throws on bad input; see the header comment for errors.
+Result<RequestInfo> inspect_request(ApiKind api, const HeaderLookup& headers, std::string_view body,
+                                    const InspectOptions& options = {});
+
+/// Extracts the session uuid from a metadata.user_id value (either Claude Code form), or nullopt.
+std::optional<std::string> session_from_user_id(std::string_view user_id);
+
+}  // namespace warden::protocol

@@ -1,0 +1,81 @@
+#pragma once
+// Token usage and first-content detection in engine responses (non-streaming bodies and SSE events).
+//
+// Normalised: prompt_tokens is ALWAYS the whole prompt, cached_tokens the part served from the prefix
+// cache (nullopt = the engine did not measure it: treat as computed), completion_tokens the output.
+//   OpenAI chat/completions: usage.prompt_tokens, usage.completion_tokens,
+//     usage.prompt_tokens_details.cached_tokens (missing or null -> nullopt).
+//   Responses API: usage.input_tokens, usage.output_tokens, usage.input_tokens_details.cached_tokens;
+//     in the body, or in the stream's "response.completed" event under "response".
+//   Anthropic: usage.input_tokens counts only the uncached part when cache details are given, so
+//     prompt_tokens = input_tokens + cache_read_input_tokens + cache_creation_input_tokens (absent = 0),
+//     cached_tokens = cache_read_input_tokens (absent -> nullopt). Streams: message_start carries
+//     message.usage (input side), message_delta carries usage.output_tokens (and possibly updated input
+//     figures, which then win).
+
+#include "protocol/api.hpp"
+#include "protocol/error.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace warden::protocol {
+
+struct Usage {
+  std::int64_t prompt_tokens = 0;
+  std::optional<std::int64_t> cached_tokens;
+  std::int64_t completion_tokens = 0;
+  friend bool operator==(const Usage&, const Usage&) = default;
+};
+
+/// Usage of a non-streaming response body. Errc::not_json_object for a body that is not a JSON object,
+/// Errc::no_usage if it has no usage object (e.g. an error body).
+Result<Usage> parse_usage_body(ApiKind api, std::string_view body);
+
+/// What one SSE event of an engine stream carries. Input: the event's `event:` name (may be empty) and
+/// its data. Never fails: unparseable data yields a default StreamEventInfo with `json_ok` false.
+struct StreamEventInfo {
+  bool json_ok = false;     // data parsed as a JSON object
+  bool done = false;        // data is "[DONE]"
+  bool content = false;     // carries generated content (first one = TTFB point)
+  bool usage_only = false;  // OpenAI: the usage chunk ("choices": [] and a usage object) — drop it when
+                            // the client did not ask for include_usage
+  bool error = false;       // an error event (Anthropic "error" / OpenAI {"error":...} / response.failed)
+  // Usage fields found in this event (already normalised as described above; Anthropic message_start
+  // input split is folded into prompt_tokens here).
+  std::optional<std::int64_t> prompt_tokens;
+  std::optional<std::int64_t> cached_tokens;
+  std::optional<std::int64_t> completion_tokens;
+};
+
+/// Content rules: OpenAI chat choices[*].delta.content (or reasoning_content / tool_calls) non-empty;
+/// OpenAI completions choices[*].text non-empty; Anthropic "content_block_delta"; Responses
+/// "response.output_text.delta" (and other *.delta output events). The event type is taken from the
+/// data's "type" member when present, else from the SSE event name.
+StreamEventInfo inspect_stream_event(ApiKind api, std::string_view event_name, std::string_view data);
+
+/// Follows one engine stream: feed every SSE event; tells when content first appears and what the usage
+/// was at the end. Cheap: once content was seen, events that cannot carry usage are not parsed.
+class StreamUsageTracker {
+ public:
+  explicit StreamUsageTracker(ApiKind api) : api_(api) {}
+
+  /// Returns the event's info (fields may be partially skipped for events known not to matter).
+  StreamEventInfo on_event(std::string_view event_name, std::string_view data);
+
+  bool saw_content() const noexcept { return saw_content_; }
+  bool saw_done() const noexcept { return saw_done_; }
+  bool saw_error() const noexcept { return saw_error_; }
+  /// Usage if any usage figure was seen, else nullopt.
+  std::optional<Usage> usage() const;
+
+ private:
+  ApiKind api_;
+  bool saw_content_ = false;
+  bool saw_done_ = false;
+  bool saw_error_ = false;
+  std::optional<std::int64_t> prompt_, cached_, completion_;
+};
+
+}  // namespace warden::protocol
