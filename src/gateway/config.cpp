@@ -1,0 +1,592 @@
+#include "gateway/config.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <boost/url/parse.hpp>
+#include <charconv>
+#include <fstream>
+#include <initializer_list>
+#include <set>
+#include <sstream>
+
+namespace warden::gateway {
+
+const UpstreamUrl& ModelConfig::replica_url(int index) const {
+  if (data_parallel) {
+    return dp_url;
+  }
+  return urls.at(static_cast<std::size_t>(index));
+}
+
+int ModelConfig::effective_spill_threshold() const {
+  if (routing.spill_threshold) {
+    return *routing.spill_threshold;
+  }
+  return std::max(1, max_num_seqs / 4);
+}
+
+const ModelConfig* Config::find_model(std::string_view name) const {
+  for (const auto& m : models) {
+    if (m.name == name) {
+      return &m;
+    }
+  }
+  return nullptr;
+}
+
+std::string ConfigResult::error_text() const {
+  std::string out;
+  for (const auto& e : errors) {
+    if (!out.empty()) {
+      out += '\n';
+    }
+    out += e.message;
+  }
+  return out;
+}
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+// Splits "12.5ms" into the number and the unit.
+bool split_number_unit(std::string_view text, double& number, std::string_view& unit) {
+  text = trim(text);
+  std::size_t i = 0;
+  while (i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) {
+    ++i;
+  }
+  if (i == 0) {
+    return false;
+  }
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + i, number);
+  if (ec != std::errc{} || ptr != text.data() + i) {
+    return false;
+  }
+  unit = trim(text.substr(i));
+  return true;
+}
+
+}  // namespace
+
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
+  double n = 0;
+  std::string_view unit;
+  if (!split_number_unit(text, n, unit)) {
+    return std::nullopt;
+  }
+  double ms = 0;
+  if (unit.empty() || unit == "s") {
+    ms = n * 1000;
+  } else if (unit == "ms") {
+    ms = n;
+  } else if (unit == "m" || unit == "min") {
+    ms = n * 60'000;
+  } else if (unit == "h") {
+    ms = n * 3'600'000;
+  } else {
+    return std::nullopt;
+  }
+  if (ms > 1e15) {
+    return std::nullopt;
+  }
+  return std::chrono::milliseconds(static_cast<std::int64_t>(ms));
+}
+
+std::optional<std::uint64_t> parse_size(std::string_view text) {
+  double n = 0;
+  std::string_view unit;
+  if (!split_number_unit(text, n, unit)) {
+    return std::nullopt;
+  }
+  double mult = 0;
+  if (unit.empty() || unit == "B") {
+    mult = 1;
+  } else if (unit == "KiB") {
+    mult = 1024.0;
+  } else if (unit == "MiB") {
+    mult = 1024.0 * 1024;
+  } else if (unit == "GiB") {
+    mult = 1024.0 * 1024 * 1024;
+  } else if (unit == "KB" || unit == "kB") {
+    mult = 1e3;
+  } else if (unit == "MB") {
+    mult = 1e6;
+  } else if (unit == "GB") {
+    mult = 1e9;
+  } else {
+    return std::nullopt;
+  }
+  double bytes = n * mult;
+  if (bytes < 1 || bytes > 1e15) {
+    return std::nullopt;
+  }
+  return static_cast<std::uint64_t>(bytes);
+}
+
+std::optional<std::pair<std::string, std::uint16_t>> parse_listen(std::string_view text) {
+  text = trim(text);
+  std::string host;
+  std::string_view port_text;
+  if (!text.empty() && text.front() == '[') {
+    auto close = text.find(']');
+    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+      return std::nullopt;
+    }
+    host = std::string(text.substr(1, close - 1));
+    port_text = text.substr(close + 2);
+  } else {
+    auto colon = text.rfind(':');
+    if (colon == std::string_view::npos) {
+      return std::nullopt;
+    }
+    host = std::string(text.substr(0, colon));
+    port_text = text.substr(colon + 1);
+  }
+  unsigned port = 0;
+  auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (host.empty() || port_text.empty() || ec != std::errc{} || ptr != port_text.data() + port_text.size() ||
+      port > 65535) {
+    return std::nullopt;
+  }
+  return std::make_pair(host, static_cast<std::uint16_t>(port));
+}
+
+std::optional<UpstreamUrl> parse_upstream_url(std::string_view text, std::string* why) {
+  auto set_why = [&](std::string w) {
+    if (why) {
+      *why = std::move(w);
+    }
+  };
+  auto parsed = boost::urls::parse_absolute_uri(trim(text));
+  if (!parsed) {
+    set_why("not an absolute URL");
+    return std::nullopt;
+  }
+  auto u = *parsed;
+  if (u.scheme() != "http") {
+    set_why(fmt::format("scheme '{}' is not supported (engines are reached over plain http)", u.scheme()));
+    return std::nullopt;
+  }
+  if (u.host().empty()) {
+    set_why("no host");
+    return std::nullopt;
+  }
+  if (u.has_query() || u.has_fragment() || u.has_userinfo()) {
+    set_why("query, fragment or user info are not allowed");
+    return std::nullopt;
+  }
+  UpstreamUrl out;
+  out.host = std::string(u.host_address());
+  if (u.host_type() == boost::urls::host_type::ipv6) {
+    out.host = std::string(u.encoded_host_address());
+    if (out.host.size() > 2 && out.host.front() == '[') {
+      out.host = out.host.substr(1, out.host.size() - 2);
+    }
+  }
+  if (u.has_port()) {
+    if (u.port_number() == 0) {
+      set_why("port must be 1..65535");
+      return std::nullopt;
+    }
+    out.port = u.port_number();
+  } else {
+    out.port = 80;
+  }
+  std::string path(u.encoded_path());
+  while (!path.empty() && path.back() == '/') {
+    path.pop_back();
+  }
+  out.base_path = path;
+  out.text = fmt::format("http://{}{}", std::string(u.encoded_authority()), path);
+  return out;
+}
+
+namespace {
+
+bool try_integer(const YAML::Node& n, long long& out) {
+  if (!n.IsScalar() || n.Scalar().empty()) {
+    return false;
+  }
+  const std::string& s = n.Scalar();
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+  return ec == std::errc{} && ptr == s.data() + s.size();
+}
+
+// Walks the YAML tree, collecting every problem with its position instead of stopping at the first.
+class Validator {
+ public:
+  explicit Validator(std::string source) : source_(std::move(source)) {}
+
+  void error(const YAML::Node& at, const std::string& what) { error_at(at.Mark(), what); }
+  void error_at(const YAML::Mark& mark, const std::string& what) {
+    if (mark.is_null()) {
+      errors_.push_back({fmt::format("{}: {}", source_, what)});
+    } else {
+      errors_.push_back({fmt::format("{}:{}:{}: {}", source_, mark.line + 1, mark.column + 1, what)});
+    }
+  }
+  std::vector<ConfigError> take_errors() { return std::move(errors_); }
+  bool failed() const { return !errors_.empty(); }
+
+  // Reports keys of `map` that are not in `known`.
+  void known_keys(const YAML::Node& map, std::string_view where,
+                  std::initializer_list<std::string_view> known) {
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string("<non-scalar>");
+      if (std::find(known.begin(), known.end(), key) == known.end()) {
+        std::string list;
+        for (auto k : known) {
+          list += list.empty() ? "" : ", ";
+          list += k;
+        }
+        error(it->first, fmt::format("unknown key '{}' in {}; expected one of: {}", key, where, list));
+      }
+    }
+  }
+
+  bool expect_map(const YAML::Node& n, std::string_view where) {
+    if (!n.IsMap()) {
+      error(n, fmt::format("{} must be a mapping (key: value)", where));
+      return false;
+    }
+    return true;
+  }
+
+  std::optional<std::string> string(const YAML::Node& n, std::string_view where, bool allow_empty = false) {
+    if (!n.IsScalar()) {
+      error(n, fmt::format("{} must be a string", where));
+      return std::nullopt;
+    }
+    if (!allow_empty && n.Scalar().empty()) {
+      error(n, fmt::format("{} must not be empty", where));
+      return std::nullopt;
+    }
+    return n.Scalar();
+  }
+
+  std::optional<bool> boolean(const YAML::Node& n, std::string_view where) {
+    bool v = false;
+    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v)) {
+      error(n, fmt::format("{} must be true or false", where));
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  std::optional<long long> integer(const YAML::Node& n, std::string_view where, long long lo, long long hi) {
+    long long v = 0;
+    if (!try_integer(n, v)) {
+      error(n, fmt::format("{} must be an integer from {} to {}", where, lo, hi));
+      return std::nullopt;
+    }
+    if (v < lo || v > hi) {
+      error(n, fmt::format("{} is {}; expected an integer from {} to {}", where, v, lo, hi));
+      return std::nullopt;
+    }
+    return v;
+  }
+
+  std::optional<std::chrono::milliseconds> duration(const YAML::Node& n, std::string_view where,
+                                                    std::chrono::milliseconds min) {
+    std::optional<std::chrono::milliseconds> d;
+    if (n.IsScalar()) {
+      d = parse_duration(n.Scalar());
+    }
+    if (!d) {
+      error(n, fmt::format("{} must be a duration such as 500ms, 1s, 10m or 1h", where));
+      return std::nullopt;
+    }
+    if (*d < min) {
+      error(n, fmt::format("{} must be at least {}ms", where, min.count()));
+      return std::nullopt;
+    }
+    return d;
+  }
+
+  std::optional<UpstreamUrl> url(const YAML::Node& n, std::string_view where) {
+    auto s = string(n, where);
+    if (!s) {
+      return std::nullopt;
+    }
+    std::string why;
+    auto u = parse_upstream_url(*s, &why);
+    if (!u) {
+      error(n, fmt::format("{} '{}' is not usable: {}; expected http://HOST:PORT", where, *s, why));
+    }
+    return u;
+  }
+
+ private:
+  std::string source_;
+  std::vector<ConfigError> errors_;
+};
+
+void parse_routing(Validator& v, const YAML::Node& n, const std::string& where, RoutingConfig& out) {
+  if (!v.expect_map(n, where)) {
+    return;
+  }
+  v.known_keys(n, where, {"affinity", "spill_threshold"});
+  if (auto a = n["affinity"]) {
+    if (auto b = v.boolean(a, where + ".affinity")) {
+      out.affinity = *b;
+    }
+  }
+  if (auto s = n["spill_threshold"]) {
+    if (s.IsScalar() && s.Scalar() == "auto") {
+      out.spill_threshold.reset();
+    } else if (long long x = 0; try_integer(s, x) && x >= 1 && x <= 1'000'000) {
+      out.spill_threshold = static_cast<int>(x);
+    } else {
+      v.error(s, fmt::format("{}.spill_threshold must be \"auto\" or an integer from 1 to 1000000", where));
+    }
+  }
+}
+
+void parse_replicas(Validator& v, const YAML::Node& n, const std::string& where, ModelConfig& m) {
+  if (!v.expect_map(n, where)) {
+    return;
+  }
+  v.known_keys(n, where, {"data_parallel", "urls"});
+  auto dp = n["data_parallel"];
+  auto urls = n["urls"];
+  if (dp && urls) {
+    v.error(n, fmt::format("{} has both data_parallel and urls; expected exactly one of them", where));
+    return;
+  }
+  if (!dp && !urls) {
+    v.error(n, fmt::format("{} needs data_parallel: {{url, size}} or urls: [...]", where));
+    return;
+  }
+  if (dp) {
+    const std::string w = where + ".data_parallel";
+    if (!v.expect_map(dp, w)) {
+      return;
+    }
+    v.known_keys(dp, w, {"url", "size"});
+    m.data_parallel = true;
+    if (!dp["url"]) {
+      v.error(dp, fmt::format("{} is missing 'url' (expected http://HOST:PORT)", w));
+    } else if (auto u = v.url(dp["url"], w + ".url")) {
+      m.dp_url = *u;
+    }
+    if (!dp["size"]) {
+      v.error(dp, fmt::format("{} is missing 'size' (expected the engine's --data-parallel-size)", w));
+    } else if (auto s = v.integer(dp["size"], w + ".size", 1, 1024)) {
+      m.dp_size = static_cast<int>(*s);
+    }
+    return;
+  }
+  const std::string w = where + ".urls";
+  if (!urls.IsSequence() || urls.size() == 0) {
+    v.error(urls, fmt::format("{} must be a non-empty list of http://HOST:PORT", w));
+    return;
+  }
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < urls.size(); ++i) {
+    if (auto u = v.url(urls[i], fmt::format("{}[{}]", w, i))) {
+      if (!seen.insert(u->text).second) {
+        v.error(urls[i], fmt::format("{}[{}] repeats {}; each replica needs its own server", w, i, u->text));
+      }
+      m.urls.push_back(*u);
+    }
+  }
+}
+
+void parse_model(Validator& v, const YAML::Node& n, std::size_t index, Config& cfg) {
+  const std::string where = fmt::format("models[{}]", index);
+  if (!v.expect_map(n, where)) {
+    return;
+  }
+  v.known_keys(n, where, {"name", "served_model_name", "max_num_seqs", "routing", "replicas"});
+  ModelConfig m;
+  m.line = n.Mark().line + 1;
+  if (!n["name"]) {
+    v.error(n, fmt::format("{} is missing 'name' (what clients put in \"model\")", where));
+  } else if (auto s = v.string(n["name"], where + ".name")) {
+    m.name = *s;
+    if (cfg.find_model(m.name)) {
+      v.error(n["name"], fmt::format("{}.name '{}' is already used by another model", where, m.name));
+    }
+  }
+  if (auto s = n["served_model_name"]) {
+    if (auto t = v.string(s, where + ".served_model_name")) {
+      m.served_model_name = *t;
+    }
+  }
+  if (m.served_model_name.empty()) {
+    m.served_model_name = m.name;
+  }
+  if (auto s = n["max_num_seqs"]) {
+    if (auto i = v.integer(s, where + ".max_num_seqs", 1, 1'000'000)) {
+      m.max_num_seqs = static_cast<int>(*i);
+    }
+  }
+  if (auto r = n["routing"]) {
+    parse_routing(v, r, where + ".routing", m.routing);
+  }
+  if (!n["replicas"]) {
+    v.error(n, fmt::format("{} is missing 'replicas' (data_parallel: {{url, size}} or urls: [...])", where));
+  } else {
+    parse_replicas(v, n["replicas"], where + ".replicas", m);
+  }
+  cfg.models.push_back(std::move(m));
+}
+
+void parse_root(Validator& v, const YAML::Node& root, Config& cfg) {
+  if (!root || root.IsNull()) {
+    v.error(root, "the file is empty; expected a mapping with at least 'models'");
+    return;
+  }
+  if (!v.expect_map(root, "the top level")) {
+    return;
+  }
+  v.known_keys(root, "the top level",
+               {"listen", "state_dir", "admin_token", "api_keys", "metrics", "timeouts", "max_body_size",
+                "stats_retention", "models"});
+  if (auto n = root["listen"]) {
+    auto s = v.string(n, "listen");
+    if (s) {
+      if (auto hp = parse_listen(*s)) {
+        cfg.listen_host = hp->first;
+        cfg.listen_port = hp->second;
+      } else {
+        v.error(n, fmt::format("listen '{}' is not HOST:PORT (e.g. 127.0.0.1:8080)", *s));
+      }
+    }
+  }
+  if (auto n = root["state_dir"]) {
+    if (auto s = v.string(n, "state_dir")) {
+      cfg.state_dir = *s;
+    }
+  }
+  if (auto n = root["admin_token"]) {
+    if (auto s = v.string(n, "admin_token", true)) {
+      cfg.admin_token = *s;
+    }
+  }
+  if (auto n = root["api_keys"]) {
+    if (!n.IsSequence()) {
+      v.error(n, "api_keys must be a list of strings ([] for none)");
+    } else {
+      for (std::size_t i = 0; i < n.size(); ++i) {
+        if (auto s = v.string(n[i], fmt::format("api_keys[{}]", i))) {
+          cfg.api_keys.push_back(*s);
+        }
+      }
+    }
+  }
+  if (auto n = root["max_body_size"]) {
+    std::optional<std::uint64_t> b;
+    if (n.IsScalar()) {
+      b = parse_size(n.Scalar());
+    }
+    if (!b) {
+      v.error(n, "max_body_size must be a size such as 32MiB, 512KiB or a number of bytes");
+    } else {
+      cfg.max_body_bytes = *b;
+    }
+  }
+  if (auto n = root["stats_retention"]) {
+    if (auto d = v.duration(n, "stats_retention", std::chrono::minutes(1))) {
+      cfg.stats_retention = std::chrono::duration_cast<std::chrono::seconds>(*d);
+    }
+  }
+  if (auto n = root["metrics"]) {
+    if (v.expect_map(n, "metrics")) {
+      v.known_keys(n, "metrics", {"scrape_interval", "scrape_timeout", "unhealthy_after"});
+      if (auto d = n["scrape_interval"]) {
+        if (auto x = v.duration(d, "metrics.scrape_interval", std::chrono::milliseconds(50))) {
+          cfg.metrics.scrape_interval = *x;
+        }
+      }
+      if (auto d = n["scrape_timeout"]) {
+        if (auto x = v.duration(d, "metrics.scrape_timeout", std::chrono::milliseconds(10))) {
+          cfg.metrics.scrape_timeout = *x;
+        }
+      }
+      if (auto d = n["unhealthy_after"]) {
+        if (auto x = v.integer(d, "metrics.unhealthy_after", 1, 1000)) {
+          cfg.metrics.unhealthy_after = static_cast<int>(*x);
+        }
+      }
+    }
+  }
+  if (auto n = root["timeouts"]) {
+    if (v.expect_map(n, "timeouts")) {
+      v.known_keys(n, "timeouts", {"connect", "first_byte", "idle"});
+      const std::chrono::milliseconds min{10};
+      if (auto d = n["connect"]) {
+        if (auto x = v.duration(d, "timeouts.connect", min)) {
+          cfg.timeouts.connect = *x;
+        }
+      }
+      if (auto d = n["first_byte"]) {
+        if (auto x = v.duration(d, "timeouts.first_byte", min)) {
+          cfg.timeouts.first_byte = *x;
+        }
+      }
+      if (auto d = n["idle"]) {
+        if (auto x = v.duration(d, "timeouts.idle", min)) {
+          cfg.timeouts.idle = *x;
+        }
+      }
+    }
+  }
+  auto models = root["models"];
+  if (!models) {
+    v.error(root, "missing 'models'; expected a list with at least one model");
+    return;
+  }
+  if (!models.IsSequence() || models.size() == 0) {
+    v.error(models, "models must be a non-empty list of model entries");
+    return;
+  }
+  for (std::size_t i = 0; i < models.size(); ++i) {
+    parse_model(v, models[i], i, cfg);
+  }
+}
+
+}  // namespace
+
+ConfigResult parse_config(std::string_view yaml_text, std::string_view source) {
+  ConfigResult result;
+  Validator v{std::string(source)};
+  Config cfg;
+  cfg.source = std::string(source);
+  try {
+    YAML::Node root = YAML::Load(std::string(yaml_text));
+    parse_root(v, root, cfg);
+  } catch (const YAML::Exception& e) {
+    v.error_at(e.mark, fmt::format("not valid YAML: {}", e.msg));
+  }
+  result.errors = v.take_errors();
+  if (result.errors.empty()) {
+    result.config = std::move(cfg);
+  }
+  return result;
+}
+
+ConfigResult load_config_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    ConfigResult r;
+    r.errors.push_back({fmt::format("{}: cannot be read (does the file exist?)", path)});
+    return r;
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_config(ss.str(), path);
+}
+
+}  // namespace warden::gateway

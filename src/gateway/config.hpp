@@ -1,0 +1,100 @@
+// The warden's configuration (`lm-warden serve --config FILE.yaml`): parsed and validated once at start.
+// Every error names the file, the line, what is wrong and what was expected (docs/config.md).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace warden::gateway {
+
+// An upstream base URL split into what the HTTP client needs (http only: engines run on the host).
+struct UpstreamUrl {
+  std::string host;
+  std::uint16_t port = 0;
+  std::string base_path;  // "" or "/prefix" without a trailing slash
+  std::string text;       // as written, normalised without a trailing slash
+
+  friend bool operator==(const UpstreamUrl&, const UpstreamUrl&) = default;
+};
+
+struct RoutingConfig {
+  bool affinity = true;
+  // std::nullopt = "auto": a quarter of max_num_seqs (at least 1).
+  std::optional<int> spill_threshold;
+};
+
+struct ModelConfig {
+  std::string name;               // what clients put in "model"
+  std::string served_model_name;  // what the engine is called; defaults to name
+  int max_num_seqs = 256;         // vLLM's default; per rank
+  RoutingConfig routing;
+  // Exactly one of the two replica layouts.
+  bool data_parallel = false;
+  UpstreamUrl dp_url;             // data_parallel: one server, `dp_size` ranks pinned by header
+  int dp_size = 0;                //
+  std::vector<UpstreamUrl> urls;  // otherwise: one server per replica
+  int line = 0;                   // where the entry starts in the file (for later messages)
+
+  int replica_count() const { return data_parallel ? dp_size : static_cast<int>(urls.size()); }
+  // The URL serving replica `index` (the same URL for every rank in DP mode).
+  const UpstreamUrl& replica_url(int index) const;
+  // The spill threshold in effect for `routing` (auto → max(1, max_num_seqs / 4)).
+  int effective_spill_threshold() const;
+};
+
+struct TimeoutsConfig {
+  std::chrono::milliseconds connect{5000};
+  // Prefill of a 50k-token prompt on a busy replica can take minutes before the first byte.
+  std::chrono::milliseconds first_byte{600000};
+  std::chrono::milliseconds idle{300000};  // between two chunks of a streamed response
+};
+
+struct MetricsConfig {
+  std::chrono::milliseconds scrape_interval{1000};
+  std::chrono::milliseconds scrape_timeout{2000};
+  int unhealthy_after = 3;  // consecutive failed scrapes or connects
+};
+
+struct Config {
+  std::string source;  // file name the config came from (for messages)
+  std::string listen_host = "127.0.0.1";
+  std::uint16_t listen_port = 8080;
+  std::string state_dir = "./state";
+  std::string admin_token;            // empty = admin changes refused
+  std::vector<std::string> api_keys;  // empty = no client key needed
+  std::uint64_t max_body_bytes = 32ull * 1024 * 1024;
+  std::chrono::seconds stats_retention{7200};
+  MetricsConfig metrics;
+  TimeoutsConfig timeouts;
+  std::vector<ModelConfig> models;
+
+  const ModelConfig* find_model(std::string_view name) const;
+};
+
+struct ConfigError {
+  std::string message;  // "FILE:LINE:COL: what is wrong; expected ..."
+};
+
+// Parses YAML text; `source` names it in errors. Line numbers in errors are 1-based.
+struct ConfigResult {
+  std::optional<Config> config;
+  std::vector<ConfigError> errors;  // all problems found, in file order
+  bool ok() const { return config.has_value(); }
+  std::string error_text() const;  // errors joined by newlines
+};
+ConfigResult parse_config(std::string_view yaml_text, std::string_view source);
+ConfigResult load_config_file(const std::string& path);
+
+// "HOST:PORT" (IPv6 as "[::1]:8080") → host, port. Used by `--listen`.
+std::optional<std::pair<std::string, std::uint16_t>> parse_listen(std::string_view text);
+// "500ms", "1s", "2m", "1h", or a bare number of seconds.
+std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
+// "32MiB", "512KiB", "1GiB", "1000", "10MB" (decimal), bytes when bare.
+std::optional<std::uint64_t> parse_size(std::string_view text);
+// "http://host:port[/base]" → UpstreamUrl; std::nullopt with `why` set when not usable.
+std::optional<UpstreamUrl> parse_upstream_url(std::string_view text, std::string* why);
+
+}  // namespace warden::gateway

@@ -1,0 +1,211 @@
+// One model: the "Data parallel routing" card (routing.md, "What users see"), live, and the controls to
+// turn affinity off/on and set the spill threshold.
+import { getModel, patchRouting } from '../api.js';
+import { h, poll, setText } from '../dom.js';
+import {
+  changeErrorText,
+  formatInt,
+  parseSpillInput,
+  replicaCells,
+  replicaColumns,
+  routingCard,
+} from '../present.js';
+import { adminToken, forgetToken, hasToken } from '../token.js';
+
+const FIELDS = ['replica', 'in-flight', 'sticky', 'spilled-in', 'client-pinned', 'running-waiting', 'kv-used', 'prefix-hit-rate'];
+
+function replicaRowElement(row) {
+  const cells = replicaCells(row);
+  return h(
+    'tr',
+    { dataset: { replica: String(row.index) }, class: row.healthy ? null : 'unhealthy' },
+    h('th', { scope: 'row', dataset: { field: FIELDS[0] } }, cells[0],
+      row.healthy ? null : h('span', { class: 'badge bad' }, 'unhealthy')),
+    cells.slice(1).map((text, i) => h('td', { dataset: { field: FIELDS[i + 1] } }, text)),
+  );
+}
+
+export function mount(main, { model: name }) {
+  document.title = `${name} · LM Warden`;
+  const banner = h('p', { class: 'banner', role: 'alert', hidden: true });
+  const info = h('p', { class: 'muted' });
+
+  // The card.
+  const label = (key) => h('li', { dataset: { label: key } }, '…');
+  const labels = { affinity: label('affinity'), spill: label('spill'), sticky: label('sticky'), inFlight: label('in-flight') };
+  const tbody = h('tbody');
+  const since = h('p', { class: 'since', id: 'routing-since' }, 'Counters accumulate since the warden started.');
+  const card = h(
+    'section',
+    { class: 'card', id: 'routing-card', 'aria-labelledby': 'routing-heading' },
+    h('h2', { id: 'routing-heading' }, 'Data parallel routing'),
+    h('ul', { class: 'labels', 'aria-label': 'Routing summary' }, Object.values(labels)),
+    h(
+      'div',
+      { class: 'table-scroll' },
+      h(
+        'table',
+        { id: 'replica-table', 'aria-describedby': 'routing-since' },
+        h('caption', {}, 'One row per replica. Live: updates every 1.5 seconds.'),
+        h('thead', {}, h('tr', {}, replicaColumns.map((c) => h('th', { scope: 'col' }, c)))),
+        tbody,
+      ),
+    ),
+    since,
+  );
+
+  // The controls.
+  const feedback = h('p', { class: 'feedback', role: 'status', 'aria-live': 'polite', id: 'routing-feedback' });
+  const affinityButton = h('button', { type: 'button', id: 'affinity-toggle', class: 'primary' }, 'Turn affinity off');
+  const spillInput = h('input', {
+    type: 'text',
+    id: 'spill-input',
+    inputmode: 'numeric',
+    placeholder: 'auto',
+    size: 8,
+    'aria-describedby': 'spill-help',
+  });
+  const spillApply = h('button', { type: 'submit', id: 'spill-apply' }, 'Set threshold');
+  const spillAuto = h('button', { type: 'button', id: 'spill-auto' }, 'Use auto');
+  const forget = h('button', { type: 'button', id: 'forget-token', hidden: !hasToken() }, 'Forget admin token');
+  const spillHelp = h('span', { id: 'spill-help', class: 'muted' });
+  const spillForm = h(
+    'form',
+    { id: 'spill-form', class: 'controls', novalidate: true },
+    h('label', { for: 'spill-input' }, 'Spill threshold (requests in flight on the home replica)'),
+    spillInput,
+    spillApply,
+    spillAuto,
+  );
+  const settings = h(
+    'section',
+    { class: 'card', 'aria-labelledby': 'settings-heading' },
+    h('h2', { id: 'settings-heading' }, 'Routing settings'),
+    h('p', { class: 'muted' }, 'Changes take effect for the next request, without a restart. They need the admin token.'),
+    h('fieldset', {}, h('legend', {}, 'Affinity'),
+      h('p', { class: 'muted', id: 'affinity-help' }, 'On: each conversation stays on the replica holding its prefix cache. Off: every request goes to the least-loaded replica, like vLLM\u2019s own balancer.'),
+      affinityButton),
+    h('fieldset', {}, h('legend', {}, 'Spill threshold'), spillForm, h('p', {}, spillHelp)),
+    h('div', { class: 'controls' }, forget),
+    feedback,
+  );
+
+  main.append(
+    h('p', {}, h('a', { href: '#/models' }, '\u2190 All models'), ' \u00b7 ',
+      h('a', { href: `#/stats/${encodeURIComponent(name)}` }, 'Tokens per second')),
+    h('h1', {}, name),
+    info,
+    banner,
+    card,
+    settings,
+  );
+
+  let state = null;
+
+  const say = (text, ok) => {
+    feedback.textContent = text;
+    feedback.className = `feedback ${ok ? 'ok' : 'bad'}`;
+  };
+
+  const change = async (body, done) => {
+    const token = await adminToken();
+    forget.hidden = !hasToken();
+    if (!token) {
+      say('Nothing changed: no admin token was given.', false);
+      return;
+    }
+    for (const b of [affinityButton, spillApply, spillAuto]) {
+      b.disabled = true;
+    }
+    try {
+      await patchRouting(name, body, token);
+      say(`${done} It applies from the next request.`, true);
+      poller.now();
+    } catch (err) {
+      if (err.status === 401) {
+        forgetToken();
+        forget.hidden = true;
+      }
+      say(changeErrorText(err.status ?? 0, err.detail), false);
+    } finally {
+      for (const b of [affinityButton, spillApply, spillAuto]) {
+        b.disabled = false;
+      }
+    }
+  };
+
+  affinityButton.addEventListener('click', () => {
+    const next = !(state?.affinity ?? true);
+    change({ affinity: next }, next ? 'Affinity is on.' : 'Affinity is off.');
+  });
+  spillForm.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const parsed = parseSpillInput(spillInput.value);
+    if (!parsed.ok) {
+      say(parsed.error, false);
+      spillInput.focus();
+      return;
+    }
+    change({ spill_threshold: parsed.value },
+      parsed.value === 'auto' ? 'The spill threshold is auto.' : `The spill threshold is ${parsed.value}.`);
+  });
+  spillAuto.addEventListener('click', () => {
+    spillInput.value = '';
+    change({ spill_threshold: 'auto' }, 'The spill threshold is auto.');
+  });
+  forget.addEventListener('click', () => {
+    forgetToken();
+    forget.hidden = true;
+    say('The admin token is forgotten; the next change asks for it again.', true);
+  });
+
+  const update = (json) => {
+    const view = routingCard(json, Date.now());
+    state = view;
+    setText(labels.affinity, view.labels.affinity);
+    labels.affinity.className = view.affinity ? 'on' : 'off';
+    setText(labels.spill, view.labels.spill);
+    setText(labels.sticky, view.labels.sticky);
+    setText(labels.inFlight, view.labels.inFlight);
+    tbody.replaceChildren(
+      ...(view.rows.length
+        ? view.rows.map(replicaRowElement)
+        : [h('tr', {}, h('td', { colspan: replicaColumns.length, class: 'empty' }, 'No replicas.'))]),
+    );
+    setText(since, view.sinceText);
+    setText(affinityButton, view.affinity ? 'Turn affinity off' : 'Turn affinity on');
+    affinityButton.setAttribute('aria-describedby', 'affinity-help');
+    setText(spillHelp, view.isAuto
+      ? `Now auto: ${formatInt(view.threshold)} (a quarter of max_num_seqs). Enter a number to fix it.`
+      : `Now fixed at ${formatInt(view.threshold)}. “Use auto” goes back to a quarter of max_num_seqs.`);
+    const parts = [];
+    if (json.served_model_name) {
+      parts.push(`Served as ${json.served_model_name}`);
+    }
+    if (typeof json.max_num_seqs === 'number') {
+      parts.push(`max_num_seqs ${json.max_num_seqs}`);
+    }
+    parts.push(`${view.rows.length} replica${view.rows.length === 1 ? '' : 's'}`);
+    setText(info, parts.join(' \u00b7 '));
+    window.wardenConsole.model = json;
+    window.wardenConsole.card = view;
+    window.wardenConsole.updates = (window.wardenConsole.updates ?? 0) + 1;
+    window.wardenConsole.ready = true;
+  };
+
+  const poller = poll(async (signal) => {
+    try {
+      update(await getModel(name, signal));
+      banner.hidden = true;
+    } catch (err) {
+      if (err?.name === 'AbortError') {
+        throw err;
+      }
+      banner.textContent =
+        err.status === 404 ? `No model named “${name}” is configured.` : `Cannot load the model: ${err.message}${err.detail ? ` (${err.detail})` : ''}`;
+      banner.hidden = false;
+    }
+  }, 1500);
+
+  return { unmount: () => poller.stop() };
+}

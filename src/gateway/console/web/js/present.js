@@ -1,0 +1,358 @@
+// Pure presentation logic: API JSON in, what the pages show out. No DOM, no fetch, no clock of its
+// own (time is a parameter), so node's test runner covers it directly (tests/js/console_present.test.mjs).
+
+const intFormat = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+const oneDecimal = new Intl.NumberFormat('en-US', { minimumFractionDigits: 1, maximumFractionDigits: 1 });
+
+export function isNumber(v) {
+  return typeof v === 'number' && Number.isFinite(v);
+}
+
+// 1234 → "1,234"; missing → "–".
+export function formatInt(v) {
+  return isNumber(v) ? intFormat.format(v) : '–';
+}
+
+// A ratio 0..1 → "82.2%"; missing → "–".
+export function formatPercent(ratio) {
+  return isNumber(ratio) ? `${oneDecimal.format(ratio * 100)}%` : '–';
+}
+
+// Tokens per second with one decimal below 100 and none above.
+export function formatRate(v) {
+  if (!isNumber(v)) {
+    return '–';
+  }
+  return Math.abs(v) >= 100 ? intFormat.format(v) : oneDecimal.format(v);
+}
+
+// "3 s", "4 min", "2 h 5 min", "3 d 4 h" from a number of seconds.
+export function formatDuration(seconds) {
+  if (!isNumber(seconds) || seconds < 0) {
+    return '–';
+  }
+  const s = Math.floor(seconds);
+  if (s < 60) {
+    return `${s} s`;
+  }
+  if (s < 3600) {
+    return `${Math.floor(s / 60)} min`;
+  }
+  if (s < 86400) {
+    const m = Math.floor((s % 3600) / 60);
+    return m ? `${Math.floor(s / 3600)} h ${m} min` : `${Math.floor(s / 3600)} h`;
+  }
+  const h = Math.floor((s % 86400) / 3600);
+  return h ? `${Math.floor(s / 86400)} d ${h} h` : `${Math.floor(s / 86400)} d`;
+}
+
+// Accepts seconds or milliseconds since the epoch, or an ISO 8601 string; returns milliseconds or null.
+export function toEpochMs(v) {
+  if (isNumber(v)) {
+    // Seconds until the year 5138; anything larger is already milliseconds.
+    return v < 1e11 ? v * 1000 : v;
+  }
+  if (typeof v === 'string' && v !== '') {
+    const ms = Date.parse(v);
+    return Number.isNaN(ms) ? null : ms;
+  }
+  return null;
+}
+
+// "2026-11-29 09:20:11 UTC"
+export function formatUtc(ms) {
+  if (!isNumber(ms)) {
+    return '–';
+  }
+  return `${new Date(ms).toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+}
+
+// The spill threshold label of the routing card: "Spill threshold 8 (auto)" or "Spill threshold 4".
+export function spillLabel(threshold, isAuto) {
+  const n = isNumber(threshold) ? intFormat.format(threshold) : '–';
+  return isAuto ? `Spill threshold ${n} (auto)` : `Spill threshold ${n}`;
+}
+
+function num(v) {
+  return isNumber(v) ? v : null;
+}
+
+// One replica row of the routing card from the API's replica object.
+export function replicaRow(r, index) {
+  return {
+    index: isNumber(r.index) ? r.index : index,
+    healthy: r.healthy !== false,
+    inFlight: num(r.in_flight),
+    newCount: num(r.new),
+    sticky: num(r.sticky),
+    spilledIn: num(r.spilled_in),
+    clientPinned: num(r.client_pinned),
+    running: num(r.running),
+    waiting: num(r.waiting),
+    kvUsed: num(r.kv_used),
+    prefixHitRate: num(r.prefix_hit_rate),
+  };
+}
+
+// Share of routed requests that stayed on their conversation's home replica. Placements of new
+// conversations count as staying home (nothing moved), balanced requests (affinity off) do not.
+export function stickyShare(rows) {
+  let stayed = 0;
+  let total = 0;
+  for (const r of rows) {
+    stayed += (r.sticky ?? 0) + (r.newCount ?? 0);
+    total += (r.sticky ?? 0) + (r.newCount ?? 0) + (r.spilledIn ?? 0) + (r.clientPinned ?? 0);
+  }
+  return total > 0 ? stayed / total : null;
+}
+
+// The "Data parallel routing" card from GET /api/models/{name}. The routing facts may sit at the top
+// level of the model object or inside a `routing` object; both are read.
+export function routingCard(model, nowMs) {
+  const routing = model && typeof model.routing === 'object' && model.routing !== null ? model.routing : {};
+  const pick = (key) => (routing[key] !== undefined ? routing[key] : model?.[key]);
+  const replicasJson = Array.isArray(pick('replicas')) ? pick('replicas') : [];
+  const rows = replicasJson.map(replicaRow).sort((a, b) => a.index - b.index);
+  const affinity = pick('affinity') !== false;
+  const rawThreshold = pick('spill_threshold');
+  const autoFlag = pick('spill_threshold_auto');
+  const isAuto = autoFlag !== undefined ? autoFlag === true : rawThreshold === 'auto' || rawThreshold == null;
+  const effective = num(pick('effective_spill_threshold')) ?? num(rawThreshold);
+  let sticky = pick('sticky_ratio');
+  if (!isNumber(sticky)) {
+    const pct = pick('sticky_pct') ?? pick('sticky_percent');
+    sticky = isNumber(pct) ? pct / 100 : stickyShare(rows);
+  }
+  let inFlight = num(pick('in_flight'));
+  if (inFlight === null) {
+    inFlight = rows.reduce((sum, r) => sum + (r.inFlight ?? 0), 0);
+  }
+  const sinceMs = toEpochMs(pick('since') ?? model?.since);
+  return {
+    name: model?.name ?? '',
+    affinity,
+    isAuto,
+    threshold: effective,
+    sticky,
+    inFlight,
+    rows,
+    sinceMs,
+    labels: {
+      affinity: affinity ? 'Affinity on' : 'Affinity off',
+      spill: spillLabel(effective, isAuto),
+      sticky: `Sticky ${formatPercent(sticky)}`,
+      inFlight: `In flight ${formatInt(inFlight)}`,
+    },
+    sinceText:
+      sinceMs === null
+        ? 'Counters accumulate since the warden started.'
+        : `Counters accumulate since the warden started (${formatUtc(sinceMs)}, ${formatDuration(
+            (nowMs - sinceMs) / 1000,
+          )} ago).`,
+  };
+}
+
+// The cells of one replica row, in column order, as the card's table shows them.
+export const replicaColumns = [
+  'Replica',
+  'In flight',
+  'Sticky',
+  'Spilled in',
+  'Client pinned',
+  'Running / waiting',
+  'KV used',
+  'Prefix cache hit rate',
+];
+
+export function replicaCells(row) {
+  return [
+    String(row.index),
+    formatInt(row.inFlight),
+    formatInt(row.sticky),
+    formatInt(row.spilledIn),
+    formatInt(row.clientPinned),
+    `${formatInt(row.running)} / ${formatInt(row.waiting)}`,
+    formatPercent(row.kvUsed),
+    formatPercent(row.prefixHitRate),
+  ];
+}
+
+// The models list from GET /api/models (an array, or an object holding `models`).
+export function modelList(json) {
+  const list = Array.isArray(json) ? json : Array.isArray(json?.models) ? json.models : [];
+  return list
+    .filter((m) => m && typeof m.name === 'string')
+    .map((m) => {
+      const card = routingCard(m, 0);
+      const replicas = card.rows;
+      const count = isNumber(m.replica_count) ? m.replica_count : replicas.length;
+      const healthy = isNumber(m.healthy_replicas) ? m.healthy_replicas : replicas.filter((r) => r.healthy).length;
+      return {
+        name: m.name,
+        servedName: m.served_model_name ?? m.name,
+        mode: m.data_parallel === true || m.mode === 'data_parallel' ? 'data parallel' : m.mode ?? '',
+        replicas,
+        replicaCount: count,
+        healthyCount: healthy,
+        inFlight: card.inFlight,
+        affinity: card.affinity,
+        spill: card.labels.spill,
+      };
+    });
+}
+
+// Parses the spill threshold field of the settings form: "auto" (or empty) or a positive integer.
+export function parseSpillInput(text) {
+  const t = String(text ?? '').trim().toLowerCase();
+  if (t === '' || t === 'auto') {
+    return { ok: true, value: 'auto' };
+  }
+  if (!/^\d+$/.test(t)) {
+    return { ok: false, error: 'Enter "auto" or a whole number of requests.' };
+  }
+  const n = Number(t);
+  if (n < 1 || n > 1_000_000) {
+    return { ok: false, error: 'The spill threshold must be at least 1.' };
+  }
+  return { ok: true, value: n };
+}
+
+// What to tell the user after a failed change, by HTTP status.
+export function changeErrorText(status, detail) {
+  const more = detail ? ` (${detail})` : '';
+  if (status === 401) {
+    return `The admin token was not accepted: it is wrong or missing (401). Enter it again.${more}`;
+  }
+  if (status === 403) {
+    return `Changes are refused: the warden has no admin token configured or this token may not change settings (403).${more}`;
+  }
+  if (status === 404) {
+    return `This model is not configured in the warden (404).${more}`;
+  }
+  if (status === 400 || status === 422) {
+    return `The warden rejected the value (${status}).${more}`;
+  }
+  if (status === 0) {
+    return `The warden could not be reached.${more}`;
+  }
+  return `The change failed (HTTP ${status}).${more}`;
+}
+
+// ---- Stats: GET /api/stats?model=M&window=S → the chart's arrays ----
+
+function seriesArray(obj, ...names) {
+  for (const n of names) {
+    if (Array.isArray(obj?.[n])) {
+      return obj[n];
+    }
+  }
+  return null;
+}
+
+// Normalises the per-second buckets into {t (epoch s), hit, computed, completion, requests} arrays. The
+// API may give columns (`series: {t: [...], prompt_cached: [...]}`) or rows (`buckets: [{t, ...}]`).
+export function statsBuckets(json) {
+  const out = { t: [], hit: [], computed: [], completion: [], requests: [] };
+  const cols = json?.series && !Array.isArray(json.series) ? json.series : null;
+  if (cols) {
+    const t = seriesArray(cols, 't', 'time', 'ts', 'timestamps') ?? [];
+    const hit = seriesArray(cols, 'prompt_cached', 'cached_prompt_tokens', 'prompt_cached_tokens', 'cache_hit') ?? [];
+    const comp =
+      seriesArray(cols, 'prompt_computed', 'computed_prompt_tokens', 'prompt_computed_tokens', 'computed') ?? [];
+    const compl = seriesArray(cols, 'completion', 'completion_tokens') ?? [];
+    const req = seriesArray(cols, 'requests') ?? [];
+    for (let i = 0; i < t.length; i++) {
+      const ts = toEpochMs(t[i]);
+      if (ts === null) {
+        continue;
+      }
+      out.t.push(ts / 1000);
+      out.hit.push(num(hit[i]) ?? 0);
+      out.computed.push(num(comp[i]) ?? 0);
+      out.completion.push(num(compl[i]) ?? 0);
+      out.requests.push(num(req[i]) ?? 0);
+    }
+    return out;
+  }
+  const rows = seriesArray(json, 'buckets', 'series', 'points') ?? [];
+  for (const b of rows) {
+    const ts = toEpochMs(b?.t ?? b?.time ?? b?.ts ?? b?.second);
+    if (ts === null) {
+      continue;
+    }
+    out.t.push(ts / 1000);
+    out.hit.push(num(b.prompt_cached ?? b.cached_prompt_tokens ?? b.prompt_cached_tokens) ?? 0);
+    out.computed.push(num(b.prompt_computed ?? b.computed_prompt_tokens ?? b.prompt_computed_tokens) ?? 0);
+    out.completion.push(num(b.completion ?? b.completion_tokens) ?? 0);
+    out.requests.push(num(b.requests) ?? 0);
+  }
+  return out;
+}
+
+// Sums per-second buckets into bins of `binSeconds` covering [endS - windowS, endS) and turns them into
+// tokens per second (bin total / bin length). Bars are placed at the bin's start.
+export function binRates(buckets, { endS, windowS, binSeconds }) {
+  const bins = Math.max(1, Math.ceil(windowS / binSeconds));
+  const lastBinStart = Math.floor((endS - 1) / binSeconds) * binSeconds;
+  const firstBinStart = lastBinStart - (bins - 1) * binSeconds;
+  const x = new Array(bins);
+  const hit = new Array(bins).fill(0);
+  const computed = new Array(bins).fill(0);
+  const completion = new Array(bins).fill(0);
+  for (let i = 0; i < bins; i++) {
+    x[i] = firstBinStart + i * binSeconds;
+  }
+  const totals = { hit: 0, computed: 0, completion: 0, requests: 0 };
+  for (let i = 0; i < buckets.t.length; i++) {
+    const bin = Math.floor((buckets.t[i] - firstBinStart) / binSeconds);
+    if (bin < 0 || bin >= bins) {
+      continue;
+    }
+    hit[bin] += buckets.hit[i];
+    computed[bin] += buckets.computed[i];
+    completion[bin] += buckets.completion[i];
+    totals.hit += buckets.hit[i];
+    totals.computed += buckets.computed[i];
+    totals.completion += buckets.completion[i];
+    totals.requests += buckets.requests[i] ?? 0;
+  }
+  for (let i = 0; i < bins; i++) {
+    hit[i] /= binSeconds;
+    computed[i] /= binSeconds;
+    completion[i] /= binSeconds;
+  }
+  const prompt = totals.hit + totals.computed;
+  return {
+    x,
+    hit,
+    computed,
+    completion,
+    totals,
+    hitRate: prompt > 0 ? totals.hit / prompt : null,
+  };
+}
+
+// The bin length for a window: about 120 bars at most, on round numbers of seconds.
+export function binSecondsFor(windowS) {
+  for (const s of [1, 2, 5, 10, 15, 30, 60, 120, 300, 600]) {
+    if (windowS / s <= 120) {
+      return s;
+    }
+  }
+  return 900;
+}
+
+// The hit-rate summary, preferring the API's own figure when it gives one.
+export function statsSummary(json, binned) {
+  const s = json?.summary ?? {};
+  let rate = s.cache_hit_rate ?? s.hit_rate ?? s.prefix_hit_rate ?? json?.cache_hit_rate;
+  if (!isNumber(rate)) {
+    rate = binned.hitRate;
+  } else if (rate > 1) {
+    rate /= 100;  // a percentage
+  }
+  const cached = num(s.prompt_cached ?? s.cached_prompt_tokens) ?? binned.totals.hit;
+  const computed = num(s.prompt_computed ?? s.computed_prompt_tokens) ?? binned.totals.computed;
+  const completion = num(s.completion ?? s.completion_tokens) ?? binned.totals.completion;
+  return { hitRate: rate, cached, computed, completion };
+}

@@ -1,0 +1,32 @@
+// What the warden remembers about one finished request: logged, counted in /metrics and in the stats store.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace warden::gateway {
+
+struct RequestRecord {
+  std::string model;           // the client's model name ("" when the request never named a known model)
+  std::string endpoint;        // "/v1/chat/completions", ...
+  int replica = -1;            // -1: no replica was chosen
+  std::string route;           // new|sticky|spilled|pinned|balanced|failover, "" when not routed
+  std::string session_source;  // where the session key came from ("header:x-claude-code-session-id", ...)
+  int status = 0;              // HTTP status sent to the client (499 = client went away)
+  bool stream = false;
+  // As the engine reported them; std::nullopt = not reported. Missing cached counts as computed.
+  std::optional<std::int64_t> prompt_tokens;
+  std::optional<std::int64_t> cached_tokens;
+  std::optional<std::int64_t> completion_tokens;
+  std::optional<double> ttfb_s;  // first response byte relayed to the client
+  double duration_s = 0;
+
+  std::int64_t prompt_cached() const { return cached_tokens.value_or(0); }
+  std::int64_t prompt_computed() const {
+    std::int64_t p = prompt_tokens.value_or(0) - prompt_cached();
+    return p > 0 ? p : 0;
+  }
+};
+
+}  // namespace warden::gateway

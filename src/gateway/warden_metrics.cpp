@@ -1,0 +1,132 @@
+#include "gateway/warden_metrics.hpp"
+
+#include <fmt/format.h>
+
+namespace warden::gateway {
+
+std::string prometheus_escape(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+void WardenMetrics::request_done(const RequestRecord& r) {
+  const std::string replica = r.replica >= 0 ? std::to_string(r.replica) : std::string("none");
+  requests_[{r.model, replica, r.route.empty() ? std::string("none") : r.route, r.status}] += 1;
+  if (r.model.empty()) {
+    return;
+  }
+  if (r.ttfb_s) {
+    Histogram& h = ttfb_[r.model];
+    for (std::size_t i = 0; i < kTtfbBuckets.size(); ++i) {
+      if (*r.ttfb_s <= kTtfbBuckets[i]) {
+        h.counts[i] += 1;
+      }
+    }
+    h.sum += *r.ttfb_s;
+    h.count += 1;
+  }
+  prompt_tokens_[{r.model, "cached"}] += static_cast<std::uint64_t>(r.prompt_cached());
+  prompt_tokens_[{r.model, "computed"}] += static_cast<std::uint64_t>(r.prompt_computed());
+  completion_tokens_[r.model] +=
+      static_cast<std::uint64_t>(std::max<std::int64_t>(0, r.completion_tokens.value_or(0)));
+}
+
+void WardenMetrics::scrape_error(const std::string& url) {
+  scrape_errors_[url] += 1;
+  scrapes_[url] += 1;
+}
+
+void WardenMetrics::scrape_ok(const std::string& url) {
+  scrape_errors_.try_emplace(url, 0);
+  scrapes_[url] += 1;
+}
+
+std::string WardenMetrics::render(const std::vector<ReplicaGauges>& replicas) const {
+  std::string o;
+  o.reserve(4096);
+  auto header = [&](std::string_view name, std::string_view type, std::string_view help) {
+    fmt::format_to(std::back_inserter(o), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  };
+  header("lm_warden_requests_total", "counter",
+         "Requests answered, by model, replica, route and HTTP status.");
+  for (const auto& [k, v] : requests_) {
+    fmt::format_to(std::back_inserter(o),
+                   "lm_warden_requests_total{{model=\"{}\",replica=\"{}\",route=\"{}\",status=\"{}\"}} {}\n",
+                   prometheus_escape(std::get<0>(k)), std::get<1>(k), std::get<2>(k), std::get<3>(k), v);
+  }
+  header("lm_warden_requests_in_flight", "gauge", "Requests the warden is relaying now, by replica.");
+  for (const auto& r : replicas) {
+    fmt::format_to(std::back_inserter(o), "lm_warden_requests_in_flight{{model=\"{}\",replica=\"{}\"}} {}\n",
+                   prometheus_escape(r.model), r.replica, r.in_flight);
+  }
+  header("lm_warden_upstream_healthy", "gauge", "1 when the replica answers its metrics scrape, else 0.");
+  for (const auto& r : replicas) {
+    fmt::format_to(std::back_inserter(o), "lm_warden_upstream_healthy{{model=\"{}\",replica=\"{}\"}} {}\n",
+                   prometheus_escape(r.model), r.replica, r.healthy ? 1 : 0);
+  }
+  header("lm_warden_upstream_running", "gauge", "Requests running on the replica (engine metrics).");
+  for (const auto& r : replicas) {
+    fmt::format_to(std::back_inserter(o), "lm_warden_upstream_running{{model=\"{}\",replica=\"{}\"}} {}\n",
+                   prometheus_escape(r.model), r.replica, r.running);
+  }
+  header("lm_warden_upstream_waiting", "gauge", "Requests waiting on the replica (engine metrics).");
+  for (const auto& r : replicas) {
+    fmt::format_to(std::back_inserter(o), "lm_warden_upstream_waiting{{model=\"{}\",replica=\"{}\"}} {}\n",
+                   prometheus_escape(r.model), r.replica, r.waiting);
+  }
+  header("lm_warden_upstream_kv_cache_usage", "gauge",
+         "KV cache usage of the replica, 0..1 (engine metrics).");
+  for (const auto& r : replicas) {
+    fmt::format_to(std::back_inserter(o),
+                   "lm_warden_upstream_kv_cache_usage{{model=\"{}\",replica=\"{}\"}} {}\n",
+                   prometheus_escape(r.model), r.replica, r.kv_used);
+  }
+  header("lm_warden_ttfb_seconds", "histogram", "Time to the first response byte relayed to the client.");
+  for (const auto& [model, h] : ttfb_) {
+    const std::string m = prometheus_escape(model);
+    for (std::size_t i = 0; i < kTtfbBuckets.size(); ++i) {
+      fmt::format_to(std::back_inserter(o), "lm_warden_ttfb_seconds_bucket{{model=\"{}\",le=\"{}\"}} {}\n", m,
+                     kTtfbBuckets[i], h.counts[i]);
+    }
+    fmt::format_to(std::back_inserter(o), "lm_warden_ttfb_seconds_bucket{{model=\"{}\",le=\"+Inf\"}} {}\n", m,
+                   h.count);
+    fmt::format_to(std::back_inserter(o), "lm_warden_ttfb_seconds_sum{{model=\"{}\"}} {}\n", m, h.sum);
+    fmt::format_to(std::back_inserter(o), "lm_warden_ttfb_seconds_count{{model=\"{}\"}} {}\n", m, h.count);
+  }
+  header("lm_warden_prompt_tokens_total", "counter",
+         "Prompt tokens as the engine counted them: kind=cached (prefix cache hit) or computed.");
+  for (const auto& [k, v] : prompt_tokens_) {
+    fmt::format_to(std::back_inserter(o), "lm_warden_prompt_tokens_total{{model=\"{}\",kind=\"{}\"}} {}\n",
+                   prometheus_escape(k.first), k.second, v);
+  }
+  header("lm_warden_completion_tokens_total", "counter", "Completion tokens as the engine counted them.");
+  for (const auto& [model, v] : completion_tokens_) {
+    fmt::format_to(std::back_inserter(o), "lm_warden_completion_tokens_total{{model=\"{}\"}} {}\n",
+                   prometheus_escape(model), v);
+  }
+  header("lm_warden_scrapes_total", "counter", "Scrapes of engine /metrics endpoints.");
+  for (const auto& [url, v] : scrapes_) {
+    fmt::format_to(std::back_inserter(o), "lm_warden_scrapes_total{{url=\"{}\"}} {}\n",
+                   prometheus_escape(url), v);
+  }
+  header("lm_warden_scrape_errors_total", "counter", "Failed scrapes of engine /metrics endpoints.");
+  for (const auto& [url, v] : scrape_errors_) {
+    fmt::format_to(std::back_inserter(o), "lm_warden_scrape_errors_total{{url=\"{}\"}} {}\n",
+                   prometheus_escape(url), v);
+  }
+  return o;
+}
+
+}  // namespace warden::gateway

@@ -1,0 +1,56 @@
+// The warden's own Prometheus exposition (`GET /metrics`, names `lm_warden_*`).
+// Not thread-safe: owned by the gateway's I/O thread.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "gateway/request_record.hpp"
+
+namespace warden::gateway {
+
+// Live per-replica values the gateway supplies at render time (they are owned elsewhere).
+struct ReplicaGauges {
+  std::string model;
+  int replica = 0;
+  int in_flight = 0;
+  bool healthy = true;
+  double running = 0;
+  double waiting = 0;
+  double kv_used = 0;
+};
+
+class WardenMetrics {
+ public:
+  // TTFB histogram upper bounds in seconds (long prompts take minutes before the first byte).
+  static constexpr std::array<double, 16> kTtfbBuckets{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+                                                       2.5,   5,    10,    30,   60,  120,  300, 600};
+
+  void request_done(const RequestRecord& r);
+  void scrape_error(const std::string& url);
+  void scrape_ok(const std::string& url);
+  std::string render(const std::vector<ReplicaGauges>& replicas) const;
+
+ private:
+  struct Histogram {
+    std::array<std::uint64_t, kTtfbBuckets.size()> counts{};
+    double sum = 0;
+    std::uint64_t count = 0;
+  };
+  // model, replica, route, status
+  std::map<std::tuple<std::string, std::string, std::string, int>, std::uint64_t> requests_;
+  std::map<std::string, Histogram> ttfb_;
+  std::map<std::pair<std::string, std::string>, std::uint64_t> prompt_tokens_;  // model, cached|computed
+  std::map<std::string, std::uint64_t> completion_tokens_;
+  std::map<std::string, std::uint64_t> scrape_errors_;
+  std::map<std::string, std::uint64_t> scrapes_;
+};
+
+// Escapes a Prometheus label value (backslash, double quote, newline).
+std::string prometheus_escape(std::string_view v);
+
+}  // namespace warden::gateway

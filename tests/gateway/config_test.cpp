@@ -1,0 +1,190 @@
+#include "gateway/config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+using namespace warden::gateway;
+
+namespace {
+
+const char* kFull = R"(listen: 0.0.0.0:9090
+state_dir: /tmp/x
+admin_token: secret
+api_keys: [k1, k2]
+metrics: { scrape_interval: 250ms, unhealthy_after: 2 }
+timeouts: { connect: 2s, first_byte: 10m, idle: 90s }
+max_body_size: 1MiB
+models:
+  - name: qwen3-4b-dp4
+    served_model_name: Qwen/Qwen3-4B-Instruct-2507
+    max_num_seqs: 32
+    routing: { affinity: true, spill_threshold: auto }
+    replicas:
+      data_parallel: { url: http://127.0.0.1:8000, size: 4 }
+  - name: two
+    routing: { affinity: false, spill_threshold: 3 }
+    replicas:
+      urls: [http://127.0.0.1:8001/, "http://localhost:8002/base"]
+)";
+
+std::string errors_of(std::string_view yaml) {
+  auto r = parse_config(yaml, "w.yaml");
+  EXPECT_FALSE(r.ok());
+  return r.error_text();
+}
+
+}  // namespace
+
+TEST(Config, ParsesTheDocumentedSchema) {
+  auto r = parse_config(kFull, "w.yaml");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  const Config& c = *r.config;
+  EXPECT_EQ(c.listen_host, "0.0.0.0");
+  EXPECT_EQ(c.listen_port, 9090);
+  EXPECT_EQ(c.state_dir, "/tmp/x");
+  EXPECT_EQ(c.admin_token, "secret");
+  EXPECT_EQ(c.api_keys, (std::vector<std::string>{"k1", "k2"}));
+  EXPECT_EQ(c.metrics.scrape_interval, std::chrono::milliseconds(250));
+  EXPECT_EQ(c.metrics.unhealthy_after, 2);
+  EXPECT_EQ(c.timeouts.connect, std::chrono::seconds(2));
+  EXPECT_EQ(c.timeouts.first_byte, std::chrono::minutes(10));
+  EXPECT_EQ(c.timeouts.idle, std::chrono::seconds(90));
+  EXPECT_EQ(c.max_body_bytes, 1024u * 1024u);
+  ASSERT_EQ(c.models.size(), 2u);
+  const auto& a = c.models[0];
+  EXPECT_EQ(a.served_model_name, "Qwen/Qwen3-4B-Instruct-2507");
+  EXPECT_TRUE(a.data_parallel);
+  EXPECT_EQ(a.dp_size, 4);
+  EXPECT_EQ(a.replica_count(), 4);
+  EXPECT_EQ(a.dp_url.host, "127.0.0.1");
+  EXPECT_EQ(a.dp_url.port, 8000);
+  EXPECT_TRUE(a.routing.affinity);
+  EXPECT_FALSE(a.routing.spill_threshold.has_value());
+  EXPECT_EQ(a.effective_spill_threshold(), 8);  // a quarter of max_num_seqs 32
+  const auto& b = c.models[1];
+  EXPECT_EQ(b.served_model_name, "two");  // defaults to the name
+  EXPECT_FALSE(b.routing.affinity);
+  EXPECT_EQ(b.effective_spill_threshold(), 3);
+  ASSERT_EQ(b.urls.size(), 2u);
+  EXPECT_EQ(b.urls[0].text, "http://127.0.0.1:8001");
+  EXPECT_EQ(b.urls[1].host, "localhost");
+  EXPECT_EQ(b.urls[1].base_path, "/base");
+  EXPECT_EQ(&b.replica_url(1), &b.urls[1]);
+  EXPECT_EQ(c.find_model("two"), &b);
+  EXPECT_EQ(c.find_model("nope"), nullptr);
+}
+
+TEST(Config, DefaultsAreSaneForLongPrompts) {
+  auto r = parse_config("models: [{name: m, replicas: {urls: [http://127.0.0.1:1]}}]", "d.yaml");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  const Config& c = *r.config;
+  EXPECT_EQ(c.listen_host, "127.0.0.1");
+  EXPECT_EQ(c.listen_port, 8080);
+  EXPECT_EQ(c.max_body_bytes, 32u * 1024 * 1024);
+  EXPECT_GE(c.timeouts.first_byte, std::chrono::seconds(600));
+  EXPECT_EQ(c.models[0].max_num_seqs, 256);
+  EXPECT_EQ(c.models[0].effective_spill_threshold(), 64);
+  EXPECT_TRUE(c.api_keys.empty());
+}
+
+TEST(Config, ErrorsNameFileLineAndExpectation) {
+  auto e = errors_of("listen: 127.0.0.1:8080\nmodels:\n  - name: m\n    replicas: {urls: [ftp://x:1]}\n");
+  EXPECT_NE(e.find("w.yaml:4:"), std::string::npos) << e;
+  EXPECT_NE(e.find("expected http://HOST:PORT"), std::string::npos) << e;
+
+  e = errors_of("models:\n  - name: m\n    colour: red\n    replicas: {urls: [http://a:1]}\n");
+  EXPECT_NE(e.find("w.yaml:3:5: unknown key 'colour' in models[0]"), std::string::npos) << e;
+  EXPECT_NE(e.find("expected one of: name, served_model_name"), std::string::npos) << e;
+}
+
+TEST(Config, ReportsEveryProblemNotJustTheFirst) {
+  auto e = errors_of(R"(listen: nowhere
+metrics: { scrape_interval: fast }
+max_body_size: lots
+models:
+  - name: m
+    max_num_seqs: -3
+    routing: { affinity: maybe, spill_threshold: 0 }
+    replicas: { data_parallel: { url: http://a:1 } }
+  - name: m
+    replicas: { urls: [http://a:1], data_parallel: {url: http://a:2, size: 2} }
+)");
+  for (const char* want :
+       {"w.yaml:1:9: listen 'nowhere' is not HOST:PORT", "w.yaml:2:29: metrics.scrape_interval",
+        "w.yaml:3:16: max_body_size", "w.yaml:6:19: models[0].max_num_seqs is -3",
+        "models[0].routing.affinity must be true or false",
+        "models[0].routing.spill_threshold must be \"auto\" or an integer",
+        "models[0].replicas.data_parallel is missing 'size'",
+        "w.yaml:9:11: models[1].name 'm' is already used",
+        "models[1].replicas has both data_parallel and urls"}) {
+    EXPECT_NE(e.find(want), std::string::npos) << "missing: " << want << "\nin:\n" << e;
+  }
+}
+
+TEST(Config, RejectsStructuralMistakes) {
+  EXPECT_NE(errors_of("").find("the file is empty"), std::string::npos);
+  EXPECT_NE(errors_of("- a\n- b\n").find("the top level must be a mapping"), std::string::npos);
+  EXPECT_NE(errors_of("listen: 1.2.3.4:80\n").find("missing 'models'"), std::string::npos);
+  EXPECT_NE(errors_of("models: []\n").find("non-empty list"), std::string::npos);
+  EXPECT_NE(errors_of("models: [{name: m}]\n").find("missing 'replicas'"), std::string::npos);
+  EXPECT_NE(errors_of("models: [{replicas: {urls: [http://a:1]}}]\n").find("missing 'name'"),
+            std::string::npos);
+  EXPECT_NE(errors_of("models: [{name: m, replicas: {urls: [http://a:1, http://a:1/]}}]\n").find("repeats"),
+            std::string::npos);
+  EXPECT_NE(errors_of("models: [{name: m, replicas: {urls: []}}]\n").find("non-empty list"),
+            std::string::npos);
+  EXPECT_NE(errors_of("models: [{name: m, replicas: {}}]\n").find("needs data_parallel"), std::string::npos);
+  auto e = errors_of("models: [ {name: m\n");
+  EXPECT_NE(e.find("w.yaml:2:"), std::string::npos) << e;
+  EXPECT_NE(e.find("not valid YAML"), std::string::npos) << e;
+}
+
+TEST(Config, LoadsFromFileAndReportsMissingFile) {
+  auto missing = load_config_file("/nonexistent/warden.yaml");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error_text().find("/nonexistent/warden.yaml: cannot be read"), std::string::npos);
+
+  for (const char* name : {"/config/warden.example.yaml", "/config/demo.yaml"}) {
+    auto r = load_config_file(std::string(WARDEN_SOURCE_DIR) + name);
+    EXPECT_TRUE(r.ok()) << name << ": " << r.error_text();
+  }
+}
+
+TEST(Config, ParsesListenDurationsSizesUrls) {
+  EXPECT_EQ(parse_listen("127.0.0.1:0"), std::make_pair(std::string("127.0.0.1"), std::uint16_t{0}));
+  EXPECT_EQ(parse_listen("[::1]:8080"), std::make_pair(std::string("::1"), std::uint16_t{8080}));
+  EXPECT_FALSE(parse_listen("127.0.0.1"));
+  EXPECT_FALSE(parse_listen(":80"));
+  EXPECT_FALSE(parse_listen("h:70000"));
+  EXPECT_FALSE(parse_listen("h:8x"));
+
+  EXPECT_EQ(parse_duration("1s"), std::chrono::milliseconds(1000));
+  EXPECT_EQ(parse_duration("1.5s"), std::chrono::milliseconds(1500));
+  EXPECT_EQ(parse_duration("250ms"), std::chrono::milliseconds(250));
+  EXPECT_EQ(parse_duration("2m"), std::chrono::milliseconds(120000));
+  EXPECT_EQ(parse_duration("1h"), std::chrono::milliseconds(3600000));
+  EXPECT_EQ(parse_duration("3"), std::chrono::milliseconds(3000));
+  EXPECT_FALSE(parse_duration("soon"));
+  EXPECT_FALSE(parse_duration("1 fortnight"));
+  EXPECT_FALSE(parse_duration("-1s"));
+
+  EXPECT_EQ(parse_size("32MiB"), 32ull << 20);
+  EXPECT_EQ(parse_size("512KiB"), 512ull << 10);
+  EXPECT_EQ(parse_size("10MB"), 10'000'000ull);
+  EXPECT_EQ(parse_size("1000"), 1000ull);
+  EXPECT_FALSE(parse_size("0"));
+  EXPECT_FALSE(parse_size("big"));
+
+  std::string why;
+  auto u = parse_upstream_url("http://[::1]:8000/", &why);
+  ASSERT_TRUE(u) << why;
+  EXPECT_EQ(u->host, "::1");
+  EXPECT_EQ(u->port, 8000);
+  EXPECT_EQ(u->base_path, "");
+  EXPECT_EQ(parse_upstream_url("http://h", &why)->port, 80);
+  EXPECT_FALSE(parse_upstream_url("https://h:1", &why));
+  EXPECT_NE(why.find("https"), std::string::npos);
+  EXPECT_FALSE(parse_upstream_url("http://h:1/?q=1", &why));
+  EXPECT_FALSE(parse_upstream_url("not a url", &why));
+}

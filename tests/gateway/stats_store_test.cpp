@@ -1,0 +1,129 @@
+#include "gateway/stats_store.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+using namespace warden::gateway;
+
+namespace {
+
+RequestRecord usage(std::int64_t prompt, std::optional<std::int64_t> cached, std::int64_t completion,
+                    std::optional<double> ttfb) {
+  RequestRecord r;
+  r.model = "m";
+  r.prompt_tokens = prompt;
+  r.cached_tokens = cached;
+  r.completion_tokens = completion;
+  r.ttfb_s = ttfb;
+  return r;
+}
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    path = std::filesystem::temp_directory_path() /
+           ("warden-stats-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+}  // namespace
+
+TEST(StatsStore, BucketsPerSecondAndCountsMissingCachedAsComputed) {
+  StatsStore s(std::chrono::seconds(3600));
+  s.record("m", 1000, usage(100, 80, 10, 0.5));
+  s.record("m", 1000, usage(50, std::nullopt, 5, std::nullopt));  // engine did not measure: computed
+  s.record("m", 1002, usage(30, 30, 1, 0.25));
+  s.record("other", 1001, usage(7, 0, 0, 1.0));
+
+  auto series = s.series("m", 1002, 5);
+  EXPECT_EQ(series.start, 998);
+  EXPECT_EQ(series.end, 1002);
+  ASSERT_EQ(series.buckets.size(), 5u);
+  const auto& b = series.buckets[2];
+  EXPECT_EQ(b.second, 1000);
+  EXPECT_EQ(b.prompt_cached, 80u);
+  EXPECT_EQ(b.prompt_computed, 70u);
+  EXPECT_EQ(b.completion, 15u);
+  EXPECT_EQ(b.requests, 2u);
+  EXPECT_DOUBLE_EQ(b.ttfb_sum, 0.5);
+  EXPECT_EQ(b.ttfb_count, 1u);
+  EXPECT_EQ(series.buckets[3].requests, 0u);  // dense: the other model's second is not here
+  EXPECT_EQ(series.buckets[3].second, 1001);
+  EXPECT_EQ(series.buckets[4].prompt_cached, 30u);
+  EXPECT_EQ(series.summary.requests, 3u);
+  EXPECT_EQ(series.summary.prompt_cached, 110u);
+  EXPECT_EQ(series.summary.prompt_computed, 70u);
+  EXPECT_DOUBLE_EQ(*series.summary.cache_hit_rate(), 110.0 / 180.0);
+  EXPECT_DOUBLE_EQ(*series.summary.ttfb_avg(), 0.375);
+}
+
+TEST(StatsStore, EmptyWindowHasNoHitRate) {
+  StatsStore s(std::chrono::seconds(3600));
+  s.record("m", 10, usage(100, 100, 1, 0.1));
+  auto series = s.series("m", 5000, 60);
+  EXPECT_EQ(series.summary.requests, 0u);
+  EXPECT_FALSE(series.summary.cache_hit_rate().has_value());
+  EXPECT_FALSE(s.series("unknown", 5000, 60).summary.ttfb_avg().has_value());
+}
+
+TEST(StatsStore, NegativeOrInconsistentUsageNeverUnderflows) {
+  StatsStore s(std::chrono::seconds(3600));
+  s.record("m", 1, usage(10, 50, -4, std::nullopt));  // cached > prompt: an engine bug must not wrap around
+  auto b = s.series("m", 1, 1).buckets[0];
+  EXPECT_EQ(b.prompt_cached, 50u);
+  EXPECT_EQ(b.prompt_computed, 0u);
+  EXPECT_EQ(b.completion, 0u);
+}
+
+TEST(StatsStore, PrunesBeyondRetention) {
+  StatsStore s(std::chrono::seconds(100));
+  s.record("m", 1000, usage(1, 0, 0, std::nullopt));
+  s.record("m", 1090, usage(2, 0, 0, std::nullopt));
+  s.prune(1150);
+  auto series = s.series("m", 1150, 200);
+  EXPECT_EQ(series.summary.prompt_computed, 2u);
+}
+
+TEST(StatsStore, PersistsAcrossRestart) {
+  TempDir dir;
+  std::string err;
+  {
+    auto db = StatsDb::open(dir.path.string(), &err);
+    ASSERT_TRUE(db) << err;
+    StatsStore s(std::chrono::seconds(3600));
+    s.record("m", 5000, usage(100, 60, 9, 0.2));
+    ASSERT_TRUE(flush_history(*db, s, 5000, &err)) << err;
+    s.record("m", 5000, usage(10, 10, 1, 0.4));  // the same second again: upsert, not duplicate
+    s.record("m", 5001, usage(5, 0, 1, std::nullopt));
+    ASSERT_TRUE(flush_history(*db, s, 5001, &err)) << err;
+    EXPECT_TRUE(s.take_dirty().empty());
+  }
+  auto db = StatsDb::open(dir.path.string(), &err);
+  ASSERT_TRUE(db) << err;
+  StatsStore restored(std::chrono::seconds(3600));
+  ASSERT_TRUE(load_history(*db, restored, 5010, &err)) << err;
+  auto series = restored.series("m", 5010, 60);
+  EXPECT_EQ(series.summary.requests, 3u);
+  EXPECT_EQ(series.summary.prompt_cached, 70u);
+  EXPECT_EQ(series.summary.prompt_computed, 45u);
+  EXPECT_EQ(series.summary.completion, 11u);
+  EXPECT_NEAR(series.summary.ttfb_sum, 0.6, 1e-9);
+
+  // Rows older than the retention window are not loaded, and flushing deletes them.
+  StatsStore later(std::chrono::seconds(3600));
+  ASSERT_TRUE(load_history(*db, later, 5000 + 3601 + 1, &err));
+  EXPECT_EQ(later.series("m", 8602, 3600).summary.requests, 0u);
+  ASSERT_TRUE(flush_history(*db, later, 9000, &err)) << err;
+  EXPECT_TRUE(db->load_since(0, &err).empty());
+}
+
+TEST(StatsStore, UnusableStateDirIsReported) {
+  std::string err;
+  auto db = StatsDb::open("/proc/warden-cannot-write-here", &err);
+  EXPECT_EQ(db, nullptr);
+  EXPECT_NE(err.find("state_dir"), std::string::npos) << err;
+}
