@@ -30,7 +30,7 @@ class ModelCounters {
  public:
   /// Grows (never shrinks: history is kept if replicas are removed) to `count` replicas.
   void ensure(std::size_t count);
-  /// Counts a routed request (decision.ok() required) and increments in_flight.
+  /// Counts a routed request and increments its in_flight (a decision without replica counts as unrouted).
   void record(const Decision& decision);
   /// Decrements in_flight (never below zero).
   void finish(ReplicaIndex replica);

@@ -17,8 +17,8 @@ namespace warden::core {
 ///     ties by RNG; route `balanced`.
 ///  5. Known conversation, healthy home: the home (`sticky`), unless home.in_flight > spill_threshold; then
 ///     the healthy non-home replica with the lowest load_score (`spilled`; the home is kept) — but only if
-///     it has fewer requests in flight than the home: a spill never moves a request to a busier replica
-///     (then it stays home, `sticky`).
+///     its load_score is lower than the home's: a spill never moves a request to a replica at least as
+///     loaded as home (then it stays home, `sticky`). Ties between spill targets by RNG.
 ///  6. Known conversation whose home is unhealthy or out of range → least placement_score (`failover`; the
 ///     Router re-homes the conversation there).
 ///  7. New conversation (or no session key) → least placement_score among healthy replicas, ties by RNG
@@ -38,6 +38,9 @@ namespace warden::core {
 
 /// vLLM's internal DP balancer score: 4*waiting + running + sent_since_scrape.
 [[nodiscard]] std::uint64_t vllm_lb_score(const ReplicaState& replica);
+
+/// Rule 4 alone (policy `vllm-lb`): pins honoured, then vLLM's balancer over healthy replicas.
+[[nodiscard]] Decision decide_balanced(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng);
 
 /// Pin handling shared by every policy: if facts.pin is set, the decision for it (pinned, or
 /// pin_out_of_range; also no_replicas); nullopt when there is no pin.

@@ -1,0 +1,70 @@
+#include "core/counters.hpp"
+
+namespace warden::core {
+
+void ModelCounters::ensure(std::size_t count) {
+  if (replicas_.size() < count) {
+    replicas_.resize(count);
+  }
+}
+
+void ModelCounters::record(const Decision& decision) {
+  if (!decision.replica) {
+    ++unrouted_;
+    return;
+  }
+  ensure(static_cast<std::size_t>(*decision.replica) + 1);
+  ReplicaCounters& c = replicas_[*decision.replica];
+  ++c.in_flight;
+  switch (decision.route) {
+    case Route::new_conversation:
+      ++c.new_conversations;
+      break;
+    case Route::sticky:
+      ++c.sticky;
+      break;
+    case Route::spilled:
+      ++c.spilled_in;
+      break;
+    case Route::pinned:
+      ++c.client_pinned;
+      break;
+    case Route::balanced:
+      ++c.balanced;
+      break;
+    case Route::failover:
+      ++c.failover;
+      break;
+  }
+}
+
+void ModelCounters::finish(ReplicaIndex replica) {
+  if (replica < replicas_.size() && replicas_[replica].in_flight > 0) {
+    --replicas_[replica].in_flight;
+  }
+}
+
+ReplicaCounters ModelCounters::totals() const {
+  ReplicaCounters sum;
+  for (const auto& c : replicas_) {
+    sum.in_flight += c.in_flight;
+    sum.new_conversations += c.new_conversations;
+    sum.sticky += c.sticky;
+    sum.spilled_in += c.spilled_in;
+    sum.client_pinned += c.client_pinned;
+    sum.balanced += c.balanced;
+    sum.failover += c.failover;
+  }
+  return sum;
+}
+
+std::optional<double> ModelCounters::sticky_percent() const {
+  const ReplicaCounters sum = totals();
+  const std::uint64_t denominator = sum.sticky + sum.spilled_in;
+  if (denominator == 0) {
+    return std::nullopt;
+  }
+  return 100.0 * static_cast<double>(sum.sticky) / static_cast<double>(denominator);
+}
+
+}  // namespace warden::core

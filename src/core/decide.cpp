@@ -1,0 +1,109 @@
+#include "core/decide.hpp"
+
+#include <algorithm>
+
+#include "core/pick.hpp"
+
+namespace warden::core {
+
+namespace {
+
+Decision none(Route route, NoReplicaReason reason) {
+  return Decision{std::nullopt, route, reason};
+}
+
+Decision place(const Snapshot& snapshot, Route route, Rng& rng) {
+  const auto healthy = [&](ReplicaIndex i) { return snapshot.replicas[i].healthy; };
+  const auto score = [&](const ReplicaState& r) { return placement_score(r, snapshot.max_num_seqs); };
+  if (auto chosen = detail::pick_min(snapshot, healthy, score, rng)) {
+    return Decision{chosen, route, NoReplicaReason::none};
+  }
+  return none(route, NoReplicaReason::no_healthy_replica);
+}
+
+}  // namespace
+
+double placement_score(const ReplicaState& replica, std::uint32_t max_num_seqs) {
+  const double seqs = std::max<std::uint32_t>(1, max_num_seqs);
+  double score =
+      replica.in_flight / seqs + std::clamp(replica.kv_usage, 0.0, 1.0) + replica.active_conversations / seqs;
+  if (replica.kv_capacity_tokens > 0) {
+    score += static_cast<double>(replica.held_tokens) / static_cast<double>(replica.kv_capacity_tokens);
+  }
+  return score;
+}
+
+double load_score(const ReplicaState& replica, std::uint32_t max_num_seqs) {
+  const double seqs = std::max<std::uint32_t>(1, max_num_seqs);
+  return replica.in_flight / seqs + std::clamp(replica.kv_usage, 0.0, 1.0);
+}
+
+std::uint64_t vllm_lb_score(const ReplicaState& replica) {
+  return 4ULL * replica.waiting + replica.running + replica.sent_since_scrape;
+}
+
+std::optional<Decision> decide_pin(const Snapshot& snapshot, const RequestFacts& facts) {
+  if (!facts.pin) {
+    return std::nullopt;
+  }
+  if (snapshot.replicas.empty()) {
+    return none(Route::pinned, NoReplicaReason::no_replicas);
+  }
+  if (*facts.pin >= snapshot.replicas.size()) {
+    return none(Route::pinned, NoReplicaReason::pin_out_of_range);
+  }
+  return Decision{facts.pin, Route::pinned, NoReplicaReason::none};
+}
+
+std::size_t healthy_count(const Snapshot& snapshot) {
+  return static_cast<std::size_t>(std::count_if(snapshot.replicas.begin(), snapshot.replicas.end(),
+                                                [](const auto& r) { return r.healthy; }));
+}
+
+Decision decide_balanced(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng) {
+  if (auto pinned = decide_pin(snapshot, facts)) {
+    return *pinned;
+  }
+  if (snapshot.replicas.empty()) {
+    return none(Route::balanced, NoReplicaReason::no_replicas);
+  }
+  const auto healthy = [&](ReplicaIndex i) { return snapshot.replicas[i].healthy; };
+  if (auto chosen = detail::pick_min(snapshot, healthy, vllm_lb_score, rng)) {
+    return Decision{chosen, Route::balanced, NoReplicaReason::none};
+  }
+  return none(Route::balanced, NoReplicaReason::no_healthy_replica);
+}
+
+Decision decide(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng) {
+  if (!snapshot.affinity) {
+    return decide_balanced(snapshot, facts, rng);
+  }
+  if (auto pinned = decide_pin(snapshot, facts)) {
+    return *pinned;
+  }
+  if (snapshot.replicas.empty()) {
+    return none(facts.home ? Route::failover : Route::new_conversation, NoReplicaReason::no_replicas);
+  }
+  if (!facts.home) {
+    return place(snapshot, Route::new_conversation, rng);
+  }
+  const ReplicaIndex home = *facts.home;
+  if (home >= snapshot.replicas.size() || !snapshot.replicas[home].healthy) {
+    return place(snapshot, Route::failover, rng);
+  }
+  const ReplicaState& at_home = snapshot.replicas[home];
+  if (at_home.in_flight <= snapshot.spill_threshold) {
+    return Decision{home, Route::sticky, NoReplicaReason::none};
+  }
+  // Over the threshold: move this one request to the least-loaded other replica, but never to one that is
+  // at least as loaded as home (that would lose the cache and gain nothing).
+  const auto other = [&](ReplicaIndex i) { return i != home && snapshot.replicas[i].healthy; };
+  const auto score = [&](const ReplicaState& r) { return load_score(r, snapshot.max_num_seqs); };
+  const auto target = detail::pick_min(snapshot, other, score, rng);
+  if (target && score(snapshot.replicas[*target]) < score(at_home) - detail::tie_epsilon) {
+    return Decision{target, Route::spilled, NoReplicaReason::none};
+  }
+  return Decision{home, Route::sticky, NoReplicaReason::none};
+}
+
+}  // namespace warden::core

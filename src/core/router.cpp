@@ -1,0 +1,169 @@
+#include "core/router.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "core/decide.hpp"
+
+namespace warden::core {
+
+Router::Router(RouterConfig config)
+    : routing_(std::move(config.routing)), sessions_(config.sessions), policy_(make_policy(routing_.policy)) {
+  if (!policy_) {
+    throw std::invalid_argument("unknown routing policy: " + routing_.policy);
+  }
+}
+
+void Router::build_snapshot(std::span<const ReplicaMetrics> metrics, Time now) {
+  sessions_.expire(now);
+  const std::size_t count = metrics.size();
+  counters_.ensure(count);
+  if (sent_since_scrape_.size() < count) {
+    sent_since_scrape_.resize(count, 0);
+    scrape_generation_.resize(count, 0);
+  }
+  snapshot_.apply(routing_);
+  snapshot_.replicas.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const ReplicaMetrics& m = metrics[i];
+    if (m.scrape_generation != scrape_generation_[i]) {
+      scrape_generation_[i] = m.scrape_generation;
+      sent_since_scrape_[i] = 0;
+    }
+    const ReplicaSessions held = sessions_.replica(static_cast<ReplicaIndex>(i));
+    ReplicaState& state = snapshot_.replicas[i];
+    state.healthy = m.healthy;
+    state.in_flight = counters_.replicas()[i].in_flight;
+    state.sent_since_scrape = sent_since_scrape_[i];
+    state.running = m.running;
+    state.waiting = m.waiting;
+    // A scraped value is untrusted: NaN or out-of-range usage must not poison the comparison.
+    state.kv_usage = std::isfinite(m.kv_usage) ? std::clamp(m.kv_usage, 0.0, 1.0) : 0.0;
+    state.active_conversations = held.active_conversations;
+    state.held_tokens = held.held_tokens;
+    state.kv_capacity_tokens = m.kv_capacity_tokens;
+  }
+}
+
+void Router::commit(const RequestFacts& facts, const Decision& decision, Time now) {
+  const ReplicaIndex chosen = *decision.replica;
+  counters_.record(decision);
+  if (chosen < sent_since_scrape_.size()) {
+    ++sent_since_scrape_[chosen];
+  }
+  if (!facts.session) {
+    return;
+  }
+  const std::uint64_t key = facts.session->hash;
+  switch (decision.route) {
+    case Route::spilled:
+      // The request moves, the conversation does not: its cache is at home.
+      sessions_.touch(key, facts.prompt_tokens, now);
+      break;
+    case Route::pinned:
+      if (facts.home) {
+        sessions_.touch(key, facts.prompt_tokens, now);
+      } else {
+        sessions_.assign(key, chosen, facts.prompt_tokens, now);
+      }
+      break;
+    case Route::new_conversation:
+    case Route::sticky:
+    case Route::balanced:
+    case Route::failover:
+      sessions_.assign(key, chosen, facts.prompt_tokens, now);
+      break;
+  }
+}
+
+Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metrics, Time now, Rng& rng) {
+  std::lock_guard lock(mutex_);
+  build_snapshot(metrics, now);
+  facts.home.reset();
+  if (facts.session) {
+    if (const auto entry = sessions_.lookup(facts.session->hash, now)) {
+      facts.home = entry->home;
+    }
+  }
+  const Decision decision = policy_->pick(snapshot_, facts, rng);
+  if (!decision.ok()) {
+    counters_.record(decision);
+    return decision;
+  }
+  commit(facts, decision, now);
+  return decision;
+}
+
+void Router::finish(ReplicaIndex replica) {
+  std::lock_guard lock(mutex_);
+  counters_.finish(replica);
+}
+
+void Router::set_affinity(bool on) {
+  std::lock_guard lock(mutex_);
+  routing_.affinity = on;
+}
+
+void Router::set_spill_threshold(SpillThreshold threshold) {
+  std::lock_guard lock(mutex_);
+  routing_.spill_threshold = threshold;
+}
+
+void Router::set_max_num_seqs(std::uint32_t max_num_seqs) {
+  std::lock_guard lock(mutex_);
+  routing_.max_num_seqs = std::max<std::uint32_t>(1, max_num_seqs);
+}
+
+bool Router::set_policy(std::string_view name) {
+  auto policy = make_policy(name);
+  if (!policy) {
+    return false;
+  }
+  std::lock_guard lock(mutex_);
+  policy_ = std::move(policy);
+  routing_.policy = std::string(name);
+  return true;
+}
+
+void Router::set_session_config(const SessionTableConfig& config) {
+  std::lock_guard lock(mutex_);
+  sessions_.reconfigure(config);
+}
+
+RoutingConfig Router::routing_config() const {
+  std::lock_guard lock(mutex_);
+  return routing_;
+}
+
+Snapshot Router::snapshot(std::span<const ReplicaMetrics> metrics, Time now) {
+  std::lock_guard lock(mutex_);
+  build_snapshot(metrics, now);
+  return snapshot_;
+}
+
+RouterView Router::view(Time now) {
+  std::lock_guard lock(mutex_);
+  sessions_.expire(now);
+  RouterView out;
+  out.routing = routing_;
+  out.spill_threshold = routing_.spill_threshold.resolve(std::max<std::uint32_t>(1, routing_.max_num_seqs));
+  out.spill_label = routing_.spill_threshold.label(std::max<std::uint32_t>(1, routing_.max_num_seqs));
+  out.counters = counters_.replicas();
+  out.sessions = sessions_.replicas(out.counters.size());
+  out.totals = counters_.totals();
+  out.sticky_percent = counters_.sticky_percent();
+  out.unrouted = counters_.unrouted();
+  out.live_sessions = sessions_.size();
+  return out;
+}
+
+std::optional<ReplicaIndex> Router::home_of(std::uint64_t session_hash, Time now) const {
+  std::lock_guard lock(mutex_);
+  if (const auto entry = sessions_.lookup(session_hash, now)) {
+    return entry->home;
+  }
+  return std::nullopt;
+}
+
+}  // namespace warden::core

@@ -1,0 +1,183 @@
+#include "core/session_table.hpp"
+
+#include <algorithm>
+
+namespace warden::core {
+
+SessionTable::SessionTable(SessionTableConfig config) : config_(config) {
+  config_.max_entries = std::max<std::size_t>(1, config_.max_entries);
+}
+
+std::optional<SessionEntry> SessionTable::lookup(std::uint64_t key, Time now) const {
+  const auto it = index_.find(key);
+  if (it == index_.end()) {
+    return std::nullopt;
+  }
+  const Node& node = nodes_[it->second];
+  if (now - node.last_seen > config_.idle_ttl) {
+    return std::nullopt;
+  }
+  return SessionEntry{node.home, node.prompt_tokens, node.last_seen};
+}
+
+Time SessionTable::stamp(Time now) {
+  latest_ = std::max(latest_, now);
+  return latest_;
+}
+
+ReplicaSessions& SessionTable::aggregate(ReplicaIndex index) {
+  if (index >= per_replica_.size()) {
+    per_replica_.resize(static_cast<std::size_t>(index) + 1);
+  }
+  return per_replica_[index];
+}
+
+void SessionTable::activate(Node& node) {
+  auto& agg = aggregate(node.home);
+  ++agg.active_conversations;
+  agg.held_tokens += node.prompt_tokens;
+  node.active = true;
+  ++active_count_;
+}
+
+void SessionTable::deactivate(Node& node) {
+  auto& agg = aggregate(node.home);
+  --agg.active_conversations;
+  agg.held_tokens -= node.prompt_tokens;
+  node.active = false;
+  --active_count_;
+}
+
+void SessionTable::unlink(std::uint32_t slot) {
+  Node& node = nodes_[slot];
+  List& list = node.active ? active_ : idle_;
+  if (node.prev != nil) {
+    nodes_[node.prev].next = node.next;
+  } else {
+    list.head = node.next;
+  }
+  if (node.next != nil) {
+    nodes_[node.next].prev = node.prev;
+  } else {
+    list.tail = node.prev;
+  }
+  node.prev = nil;
+  node.next = nil;
+}
+
+void SessionTable::push_front(List& list, std::uint32_t slot) {
+  Node& node = nodes_[slot];
+  node.prev = nil;
+  node.next = list.head;
+  if (list.head != nil) {
+    nodes_[list.head].prev = slot;
+  } else {
+    list.tail = slot;
+  }
+  list.head = slot;
+}
+
+void SessionTable::remove(std::uint32_t slot) {
+  Node& node = nodes_[slot];
+  unlink(slot);
+  if (node.active) {
+    deactivate(node);
+  }
+  index_.erase(node.key);
+  free_.push_back(slot);
+}
+
+void SessionTable::evict_to(std::size_t limit) {
+  while (index_.size() > limit) {
+    // Idle conversations go first; both lists are most-recent-first, so the tail is the LRU entry.
+    remove(idle_.tail != nil ? idle_.tail : active_.tail);
+  }
+}
+
+void SessionTable::assign(std::uint64_t key, ReplicaIndex home, std::uint32_t prompt_tokens, Time now) {
+  const Time seen = stamp(now);
+  std::uint32_t slot = nil;
+  if (const auto it = index_.find(key); it != index_.end()) {
+    slot = it->second;
+    unlink(slot);
+    if (nodes_[slot].active) {
+      deactivate(nodes_[slot]);
+    }
+  } else {
+    evict_to(config_.max_entries - 1);
+    if (!free_.empty()) {
+      slot = free_.back();
+      free_.pop_back();
+    } else {
+      slot = static_cast<std::uint32_t>(nodes_.size());
+      nodes_.emplace_back();
+    }
+    index_.emplace(key, slot);
+  }
+  Node& node = nodes_[slot];
+  node.key = key;
+  node.home = home;
+  node.prompt_tokens = prompt_tokens;
+  node.last_seen = seen;
+  activate(node);
+  push_front(active_, slot);
+}
+
+void SessionTable::touch(std::uint64_t key, std::uint32_t prompt_tokens, Time now) {
+  const auto it = index_.find(key);
+  if (it == index_.end()) {
+    return;
+  }
+  assign(key, nodes_[it->second].home, prompt_tokens, now);
+}
+
+bool SessionTable::erase(std::uint64_t key) {
+  const auto it = index_.find(key);
+  if (it == index_.end()) {
+    return false;
+  }
+  remove(it->second);
+  return true;
+}
+
+void SessionTable::expire(Time now) {
+  // Active if seen within the window (and never longer than the TTL allows).
+  const Time active_cutoff = now - std::min(config_.active_window, config_.idle_ttl);
+  while (active_.tail != nil && nodes_[active_.tail].last_seen < active_cutoff) {
+    const std::uint32_t slot = active_.tail;
+    unlink(slot);
+    deactivate(nodes_[slot]);
+    // Everything already idle is older, so the idle list stays most-recent-first.
+    push_front(idle_, slot);
+  }
+  const Time ttl_cutoff = now - config_.idle_ttl;
+  while (idle_.tail != nil && nodes_[idle_.tail].last_seen < ttl_cutoff) {
+    remove(idle_.tail);
+  }
+}
+
+ReplicaSessions SessionTable::replica(ReplicaIndex index) const {
+  return index < per_replica_.size() ? per_replica_[index] : ReplicaSessions{};
+}
+
+std::vector<ReplicaSessions> SessionTable::replicas(std::size_t count) const {
+  std::vector<ReplicaSessions> out(count);
+  std::copy_n(per_replica_.begin(), std::min(count, per_replica_.size()), out.begin());
+  return out;
+}
+
+void SessionTable::reconfigure(const SessionTableConfig& config) {
+  config_ = config;
+  config_.max_entries = std::max<std::size_t>(1, config_.max_entries);
+  evict_to(config_.max_entries);
+}
+
+std::size_t SessionTable::memory_bytes() const {
+  // Boost's flat map: one slot per bucket plus one metadata byte per slot (15-slot groups + overflow byte).
+  const std::size_t index_bytes =
+      index_.bucket_count() * (sizeof(std::pair<std::uint64_t, std::uint32_t>) + 1);
+  return sizeof(*this) + nodes_.capacity() * sizeof(Node) + free_.capacity() * sizeof(std::uint32_t) +
+         per_replica_.capacity() * sizeof(ReplicaSessions) + index_bytes;
+}
+
+}  // namespace warden::core

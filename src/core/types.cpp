@@ -1,0 +1,82 @@
+#include "core/types.hpp"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+
+namespace warden::core {
+
+std::uint32_t SpillThreshold::resolve(std::uint32_t max_num_seqs) const {
+  if (fixed) {
+    return std::max<std::uint32_t>(1, *fixed);
+  }
+  return std::max<std::uint32_t>(1, max_num_seqs / 4);
+}
+
+std::optional<SpillThreshold> SpillThreshold::parse(std::string_view text) {
+  if (text == "auto") {
+    return SpillThreshold{};
+  }
+  std::uint32_t value = 0;
+  const auto* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc{} || ptr != end || value == 0) {
+    return std::nullopt;
+  }
+  return SpillThreshold{value};
+}
+
+std::string SpillThreshold::to_string() const {
+  return fixed ? std::to_string(*fixed) : "auto";
+}
+
+std::string SpillThreshold::label(std::uint32_t max_num_seqs) const {
+  auto text = std::to_string(resolve(max_num_seqs));
+  return is_auto() ? text + " (auto)" : text;
+}
+
+void Snapshot::apply(const RoutingConfig& config) {
+  affinity = config.affinity;
+  max_num_seqs = std::max<std::uint32_t>(1, config.max_num_seqs);
+  spill_threshold = config.spill_threshold.resolve(max_num_seqs);
+  policy = config.policy;
+}
+
+std::string_view session_source_name(SessionSource source) {
+  return source == SessionSource::fingerprint ? "fingerprint" : "explicit";
+}
+
+namespace {
+constexpr std::array<std::string_view, route_count> route_names = {"new",    "sticky",   "spilled",
+                                                                   "pinned", "balanced", "failover"};
+}  // namespace
+
+std::string_view route_name(Route route) {
+  const auto index = static_cast<std::size_t>(route);
+  return index < route_names.size() ? route_names[index] : "unknown";
+}
+
+std::optional<Route> parse_route(std::string_view name) {
+  for (std::size_t i = 0; i < route_names.size(); ++i) {
+    if (route_names[i] == name) {
+      return static_cast<Route>(i);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string_view no_replica_reason_name(NoReplicaReason reason) {
+  switch (reason) {
+    case NoReplicaReason::none:
+      return "none";
+    case NoReplicaReason::no_replicas:
+      return "no replicas configured";
+    case NoReplicaReason::no_healthy_replica:
+      return "no healthy replica";
+    case NoReplicaReason::pin_out_of_range:
+      return "pinned replica out of range";
+  }
+  return "unknown";
+}
+
+}  // namespace warden::core
