@@ -1,0 +1,32 @@
+// Expected failures of the engine layer: a result carrying a message fit for an HTTP 400 body.
+#pragma once
+
+#include <boost/assert/source_location.hpp>
+#include <boost/system/result.hpp>
+#include <boost/throw_exception.hpp>
+
+#include <stdexcept>
+#include <string>
+
+namespace warden::engine {
+
+// Why an input was refused. `message` is written for the client (it ends up in a 400 error body);
+// `param` names the offending field when there is one (OpenAI's error.param), else empty.
+struct Error {
+  std::string message;
+  std::string param;
+};
+
+template <class T>
+using Result = boost::system::result<T, Error>;
+
+// Lets Result<T>::value() throw on error (found by ADL); callers should test the result instead.
+[[noreturn]] inline void throw_exception_from_error(const Error& e, const boost::source_location& loc) {
+  boost::throw_exception(std::invalid_argument(e.message), loc);
+}
+
+inline Error make_error(std::string message, std::string param = {}) {
+  return Error{std::move(message), std::move(param)};
+}
+
+}  // namespace warden::engine

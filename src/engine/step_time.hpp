@@ -1,0 +1,57 @@
+// How long one engine step takes on the modelled GPU: a roofline over the batch the scheduler built.
+//
+//   memory_s  = (weight_bytes + kv_bytes_per_token * sum(context + new tokens)) / (mem_bandwidth *
+//   mem_efficiency) compute_s = (2 * num_params * sum(new tokens) + attn_flops_per_pair * sum(pairs)) /
+//   (peak_flops * compute_efficiency) pairs     = new * context + new * (new + 1) / 2      (causal attention
+//   of the new tokens) step_s    = step_overhead + per_seq_overhead * requests + max(memory_s, compute_s)
+//
+// Decode-heavy steps are bound by reading the weights and every sequence's KV once; prefill-heavy steps by
+// the matmul FLOPs. Derived sizes come from the architecture fields, so overriding num_layers, head_dim ...
+// changes the KV footprint consistently. See docs/engine-model.md for the a4000 / h200 derivations.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace warden::engine {
+
+// One request's share of a step: `new_tokens` computed on top of `context_tokens` already in its KV.
+struct ScheduledChunk {
+  std::uint32_t new_tokens = 0;
+  std::uint32_t context_tokens = 0;
+};
+
+struct StepCost {
+  double memory_s = 0;
+  double compute_s = 0;
+  double total_s = 0;
+};
+
+struct StepTimeModel {
+  // Model architecture (defaults: Qwen3-4B).
+  double num_params = 4.02e9;
+  std::uint32_t num_layers = 36;
+  std::uint32_t num_q_heads = 32;
+  std::uint32_t num_kv_heads = 8;
+  std::uint32_t head_dim = 128;
+  double dtype_bytes = 2;  // bf16 weights and KV
+
+  // Hardware (defaults: RTX A4000).
+  double mem_bandwidth = 448e9;  // bytes/s
+  double mem_efficiency = 0.7;   // achieved fraction of peak bandwidth
+  double peak_flops = 76.7e12;   // dense bf16 tensor FLOP/s
+  double compute_efficiency = 0.6;
+  double step_overhead = 0.0035;  // s per step: scheduling, launch, sampling, detokenize
+  double per_seq_overhead = 0;    // s per scheduled request
+
+  double weight_bytes() const { return num_params * dtype_bytes; }
+  // K and V for every layer and KV head.
+  double kv_bytes_per_token() const { return 2.0 * num_layers * num_kv_heads * head_dim * dtype_bytes; }
+  // QK^T and AV: 2 matmuls x 2 FLOP per multiply-add x query width, per (query, key) pair, all layers.
+  double attn_flops_per_pair() const { return 4.0 * num_layers * num_q_heads * head_dim; }
+
+  StepCost cost(std::span<const ScheduledChunk> batch) const;
+  double step_seconds(std::span<const ScheduledChunk> batch) const { return cost(batch).total_s; }
+};
+
+}  // namespace warden::engine
