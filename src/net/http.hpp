@@ -1,0 +1,18 @@
+#pragma once
+// Common names of the net layer: the message types every handler, client and proxy uses.
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+namespace warden::net {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using tcp = asio::ip::tcp;
+
+using Request = http::request<http::string_body>;
+using Response = http::response<http::string_body>;
+
+}  // namespace warden::net

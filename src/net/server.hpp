@@ -1,0 +1,144 @@
+#pragma once
+// HTTP/1.1 server on Boost.Beast + Asio C++20 coroutines.
+//
+// One coroutine per connection (keep-alive, pipelined bytes are kept for the next request), a body limit
+// (413), a header/body read timeout (408 or a silent close) and an idle keep-alive timeout. Handlers are
+// coroutines that *return* a Reply; only the session loop touches the socket:
+//
+//   net::Server server(ioc, opts, [](net::Request& req, const net::ConnectionInfo& c)
+//                                     -> asio::awaitable<net::Reply> {
+//     if (req.target() == "/health") co_return net::text_response(req, 200, "");
+//     net::StreamReply s = net::sse_reply(req);          // header sent first, then chunks
+//     s.body = [](net::StreamWriter& w) -> asio::awaitable<void> {
+//       if (auto ec = co_await w.write("data: 1\n\n")) co_return;   // client gone
+//     };
+//     co_return s;
+//   });
+//   auto ep = server.listen();  // binds (port 0 → ephemeral), returns the bound endpoint
+//   asio::co_spawn(ioc, server.run(), asio::detached);
+//
+// Disconnect → cancellation: while the handler and then a stream body run, the session also waits for
+// the client's socket to become readable; EOF or an error there (or a failed write) emits terminal
+// cancellation into the handler/body coroutine (`handler || watch`), so any Asio/Beast operation it is
+// suspended in (an upstream read, a timer, a net::Notifier wait) completes with operation_aborted and the
+// next co_await throws. A proxy therefore closes its upstream connection at once, and the engine learns
+// the client went away. Handlers must not catch operation_aborted and continue.
+//
+// Threading: a Server and its sessions live on the executor they were created with; run the io_context
+// on one thread (the default everywhere in LM Warden). Not thread-safe.
+
+#include "net/http.hpp"
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/system/result.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace warden::net {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;                           // 0 = ephemeral; listen() returns the real one
+  std::size_t max_body_bytes = 32u << 20;           // larger bodies get 413 (and the connection is closed)
+  std::size_t max_header_bytes = 64u << 10;         // larger headers get 431
+  std::chrono::milliseconds read_timeout{30'000};   // a whole request (header + body) must arrive in this
+  std::chrono::milliseconds idle_timeout{75'000};   // keep-alive connection with no request: closed
+  std::chrono::milliseconds write_timeout{60'000};  // one write (response or chunk) blocked this long: gone
+  int backlog = 1024;
+  bool reuse_port = false;  // SO_REUSEPORT (several processes sharing one port)
+  /// Body of the 413 answer (e.g. an OpenAI-style error JSON); default is a short OpenAI error object.
+  std::function<Response(unsigned version, bool keep_alive)> make_too_large;
+};
+
+struct ConnectionInfo {
+  std::uint64_t id = 0;  // 1, 2, ... in accept order (per Server)
+  tcp::endpoint remote;
+  std::uint64_t request_index = 0;  // 0 for the first request on this connection
+};
+
+/// Streams a response body as HTTP/1.1 chunks. Each write() sends one chunk and returns once it is on
+/// the wire (no buffering beyond the kernel's), so SSE events reach the client as they happen.
+class StreamWriter {
+ public:
+  /// Sends one chunk (empty data is ignored). Returns an error if the client is gone or the write timed
+  /// out; after an error every later write fails at once. Never throws except on cancellation.
+  virtual asio::awaitable<boost::system::error_code> write(std::string_view data) = 0;
+  /// True once a write failed or the client was seen to disconnect.
+  virtual bool failed() const noexcept = 0;
+  virtual std::uint64_t bytes_written() const noexcept = 0;
+
+ protected:
+  ~StreamWriter() = default;
+};
+
+/// A response whose header is sent first and whose body is produced by a coroutine in chunks
+/// (Transfer-Encoding: chunked is set by the session; any Content-Length in `header` is removed).
+struct StreamReply {
+  http::response_header<> header;
+  std::function<asio::awaitable<void>(StreamWriter&)> body;
+};
+
+using Reply = std::variant<Response, StreamReply>;
+using Handler = std::function<asio::awaitable<Reply>(Request&, const ConnectionInfo&)>;
+
+/// A full response with the request's version and keep-alive, Content-Length set.
+Response make_response(const Request& req, unsigned status, std::string body,
+                       std::string_view content_type = "application/json");
+/// A streaming reply for Server-Sent Events (text/event-stream, no-cache) with the request's keep-alive.
+StreamReply sse_reply(const Request& req, unsigned status = 200);
+
+struct ServerStats {
+  std::uint64_t connections_accepted = 0;
+  std::uint64_t connections_open = 0;
+  std::uint64_t requests = 0;
+  std::uint64_t client_disconnects = 0;  // handler/stream cancelled because the client went away
+  std::uint64_t handler_errors = 0;      // exceptions escaping a handler (answered 500 when possible)
+};
+
+class Server {
+ public:
+  Server(asio::io_context& ioc, ServerOptions opts, Handler handler);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  /// Opens, binds and listens. Returns the bound endpoint (the real port when opts.port == 0).
+  boost::system::result<tcp::endpoint> listen();
+  /// The accept loop; returns after stop(). Spawn it on the io_context.
+  asio::awaitable<void> run();
+  /// Stops accepting and cancels every connection (in-flight handlers and streams see cancellation).
+  /// Idempotent. run() returns once the acceptor is closed; sessions unwind on their own.
+  void stop();
+
+  const ServerStats& stats() const noexcept { return stats_; }
+  const ServerOptions& options() const noexcept { return opts_; }
+
+ private:
+  struct Session;
+  asio::awaitable<void> session(tcp::socket socket, std::uint64_t id);
+
+  asio::io_context& ioc_;
+  ServerOptions opts_;
+  Handler handler_;
+  tcp::acceptor acceptor_;
+  ServerStats stats_;
+  std::uint64_t next_id_ = 1;
+  std::list<Session*> sessions_;  // live sessions, for stop()
+  bool stopped_ = false;
+};
+
+/// Runs `server` on `ioc` until SIGINT or SIGTERM: binds, prints exactly one line
+/// "listening on http://HOST:PORT" to stdout (flushed), accepts until a signal, then stops the server,
+/// calls `on_stop` (e.g. to stop the sim's steppers) and returns 0 once the io_context is out of work.
+/// Returns 1 (after logging) if binding fails.
+int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()> on_stop = {});
+
+}  // namespace warden::net
