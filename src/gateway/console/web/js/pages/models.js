@@ -50,9 +50,16 @@ export function mount(main) {
       h(
         'tr',
         {},
-        ['Model', 'Served as', 'Healthy', 'Replicas', 'In flight', 'Affinity', 'Spill threshold', 'Stats'].map((c) =>
-          h('th', { scope: 'col' }, c),
-        ),
+        [
+          ['Model', true],
+          ['Served as', true],
+          ['Healthy', false],
+          ['Replicas', true],
+          ['In flight', false],
+          ['Affinity', true],
+          ['Spill threshold', true],
+          ['Stats', true],
+        ].map(([c, left]) => h('th', { scope: 'col', class: left ? 'text-left' : null }, c)),
       ),
     ),
     tbody,

@@ -156,7 +156,9 @@ export function mount(main, { model: requested }) {
     size: 60,
     values: (u, splits) => splits.map((v) => formatRate(v)),
   });
+  // Ticks in UTC like the tooltip, seconds only when the bins are shorter than a minute.
   const timeAxis = () => ({
+    values: (u, splits) => splits.map((v) => (binSeconds < 30 ? clock(v) : clock(v).slice(0, 5))),
     stroke: cssVar('--chart-axis'),
     grid: { stroke: cssVar('--chart-grid'), width: 1 },
     ticks: { stroke: cssVar('--chart-grid'), width: 1 },

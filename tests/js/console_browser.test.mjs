@@ -1,0 +1,300 @@
+// The web console in headless Chromium against a real `lm-warden serve` in front of a real `lm-warden sim`.
+// Screenshots go to test-artifacts/console/ (and to docs/screenshots/ with WARDEN_UPDATE_SCREENSHOTS=1).
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+
+import {
+  ADMIN_TOKEN,
+  MODEL,
+  chat,
+  conversations,
+  launchBrowser,
+  screenshot,
+  startSim,
+  startWarden,
+  tempDir,
+  waitFor,
+  watchErrors,
+  writeConfig,
+} from './console_support.mjs';
+
+// Independent of the console's own formatting code, so a formatting bug cannot hide behind itself.
+const int = (n) => n.toLocaleString('en-US');
+const pct = (r) => `${(r * 100).toFixed(1)}%`;
+
+function routingOf(model) {
+  return model.routing ?? model;
+}
+
+// The card as the API says it must read.
+function expectedCard(model) {
+  const routing = routingOf(model);
+  const replicas = [...routing.replicas].sort((a, b) => a.index - b.index);
+  return {
+    rows: replicas.map((r, i) => [
+      String(r.index ?? i),
+      int(r.in_flight),
+      int(r.sticky),
+      int(r.spilled_in),
+      int(r.client_pinned),
+      `${int(r.running)} / ${int(r.waiting)}`,
+      pct(r.kv_used),
+      pct(r.prefix_hit_rate),
+    ]),
+    affinity: routing.affinity ? 'Affinity on' : 'Affinity off',
+    inFlight: `In flight ${int(routing.in_flight)}`,
+  };
+}
+
+async function shownCard(page) {
+  return page.evaluate(() => ({
+    rows: [...document.querySelectorAll('#replica-table tbody tr')].map((tr) =>
+      [...tr.querySelectorAll('[data-field]')].map((c) => c.firstChild?.textContent?.trim() ?? ''),
+    ),
+    labels: Object.fromEntries([...document.querySelectorAll('#routing-card [data-label]')].map((li) => [li.dataset.label, li.textContent])),
+    since: document.getElementById('routing-since').textContent,
+  }));
+}
+
+async function getModel(base) {
+  const r = await fetch(`${base}/api/models/${encodeURIComponent(MODEL)}`);
+  assert.equal(r.status, 200);
+  return r.json();
+}
+
+describe('web console against lm-warden serve', { timeout: 240000 }, () => {
+  let dir;
+  let sim;
+  let warden;
+  let base;
+  let browser;
+
+  before(async () => {
+    dir = tempDir();
+    sim = await startSim();
+    warden = await startWarden(writeConfig(dir, sim.url));
+    base = warden.base;
+    browser = await launchBrowser();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await warden?.child.stop();
+    await sim?.child.stop();
+    if (dir) {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  async function openPage(hash, { colorScheme = 'light', width = 1200, height = 900 } = {}) {
+    const context = await browser.newContext({ viewport: { width, height }, colorScheme });
+    const page = await context.newPage();
+    const errors = watchErrors(page);
+    await page.goto(`${base}/${hash}`);
+    await page.waitForFunction(() => window.wardenConsole?.ready === true, null, { timeout: 15000 });
+    return { page, errors, close: () => context.close() };
+  }
+
+  test('the console is served from the binary: index, modules, uPlot, revalidation, unknown paths', async () => {
+    const index = await fetch(`${base}/`);
+    assert.equal(index.status, 200);
+    assert.match(index.headers.get('content-type'), /^text\/html/);
+    const html = await index.text();
+    assert.match(html, /<script type="module" src="\/js\/main.js">/);
+    const etag = index.headers.get('etag');
+    assert.ok(etag, 'index.html has an etag');
+    const again = await fetch(`${base}/`, { headers: { 'if-none-match': etag } });
+    assert.equal(again.status, 304);
+
+    const uplot = await fetch(`${base}/vendor/uPlot.iife.min.js`);
+    assert.equal(uplot.status, 200);
+    assert.match(uplot.headers.get('content-type'), /javascript/);
+    assert.match(await uplot.text(), /uPlot/);
+    const main = await fetch(`${base}/js/main.js?v=1`);
+    assert.equal(main.status, 200);
+    assert.match(main.headers.get('content-type'), /javascript/);
+
+    const missing = await fetch(`${base}/js/nope.js`);
+    assert.equal(missing.status, 404);
+  });
+
+  test('Models page lists the model, its replicas and health, with no console errors', async () => {
+    const { page, errors, close } = await openPage('#/models');
+    const row = page.locator(`#models-table tr[data-model="${MODEL}"]`);
+    await row.waitFor({ timeout: 10000 });
+    const text = await row.textContent();
+    assert.match(text, /4 \/ 4/);
+    for (const i of [0, 1, 2, 3]) {
+      assert.match(text, new RegExp(`${i} up`));
+    }
+    await screenshot(page, 'models', { docs: true });
+    assert.deepEqual(errors, []);
+    await close();
+  });
+
+  test('after traffic the routing card matches GET /api/models/{name} and updates live', async () => {
+    const results = await conversations(base, { sessions: 4, turns: 3, tag: 'card' });
+    // Each conversation stays on its replica; 4 new conversations on 4 idle replicas spread out.
+    for (const turns of results) {
+      assert.equal(turns[0].route, 'new');
+      assert.ok(turns.slice(1).every((t) => t.route === 'sticky' && t.replica === turns[0].replica));
+    }
+
+    const { page, errors, close } = await openPage(`#/models/${encodeURIComponent(MODEL)}`);
+    const firstUpdates = await page.evaluate(() => window.wardenConsole.updates);
+    // Live: the page fetches again by itself.
+    await page.waitForFunction((n) => window.wardenConsole.updates > n, firstUpdates, { timeout: 5000 });
+
+    // Scraped values (running, KV, hit rate) settle after the traffic; compare until page and API agree.
+    let last = null;
+    await waitFor(
+      async () => {
+        const model = await getModel(base);
+        const want = expectedCard(model);
+        const before = await page.evaluate(() => window.wardenConsole.updates);
+        await page.waitForFunction((n) => window.wardenConsole.updates > n, before, { timeout: 5000 });
+        const shown = await shownCard(page);
+        const again = expectedCard(await getModel(base));
+        last = { want, shown };
+        return (
+          JSON.stringify(want) === JSON.stringify(again) &&
+          JSON.stringify(shown.rows) === JSON.stringify(want.rows) &&
+          shown.labels.affinity === want.affinity &&
+          shown.labels['in-flight'] === want.inFlight
+        );
+      },
+      { timeoutMs: 30000, intervalMs: 100, what: `the card to match the API (${JSON.stringify(last)})` },
+    );
+    const model = await getModel(base);
+    const routing = routingOf(model);
+    const shown = await shownCard(page);
+    assert.equal(shown.rows.length, 4);
+    assert.deepEqual(shown.rows.map((r) => r[0]), ['0', '1', '2', '3']);
+    const stickyTotal = routing.replicas.reduce((s, r) => s + r.sticky, 0);
+    assert.equal(stickyTotal, 8, 'two sticky turns for each of 4 conversations');
+    assert.match(shown.labels.spill, /^Spill threshold 8 \(auto\)$/);
+    assert.match(shown.labels.sticky, /^Sticky \d+\.\d%$/);
+    assert.match(shown.since, /^Counters accumulate since the warden started \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, .* ago\)\.$/);
+    await screenshot(page, 'model', { docs: true });
+    assert.deepEqual(errors, []);
+    await close();
+  });
+
+  test('turning affinity off in the UI changes the route of the next new conversation', async () => {
+    const { page, errors, close } = await openPage(`#/models/${encodeURIComponent(MODEL)}`);
+    assert.equal((await chat(base, `before-${Date.now()}`, [{ role: 'user', content: 'hello there' }])).route, 'new');
+
+    // A wrong token: the change is refused and the page says the token is wrong.
+    await page.click('#affinity-toggle');
+    await page.locator('#token-dialog').waitFor({ state: 'visible' });
+    await page.fill('#token-input', 'not-the-token');
+    await page.press('#token-input', 'Enter');
+    await page.locator('#routing-feedback', { hasText: 'admin token was not accepted' }).waitFor({ timeout: 5000 });
+    assert.equal(routingOf(await getModel(base)).affinity, true);
+
+    // The right token: affinity goes off, the card follows, and new conversations are balanced.
+    await page.click('#affinity-toggle');
+    await page.locator('#token-dialog').waitFor({ state: 'visible' });
+    await page.fill('#token-input', ADMIN_TOKEN);
+    await page.click('#token-form button[type=submit]');
+    await page.locator('#routing-feedback', { hasText: 'Affinity is off.' }).waitFor({ timeout: 5000 });
+    await page.locator('#routing-card [data-label=affinity]', { hasText: 'Affinity off' }).waitFor({ timeout: 5000 });
+    assert.equal(routingOf(await getModel(base)).affinity, false);
+    const balanced = await chat(base, `after-${Date.now()}`, [{ role: 'user', content: 'hello again' }]);
+    assert.equal(balanced.route, 'balanced');
+    await screenshot(page, 'model-affinity-off');
+
+    // The token is kept for the tab: turning it back on does not ask again.
+    await page.click('#affinity-toggle');
+    await page.locator('#routing-feedback', { hasText: 'Affinity is on.' }).waitFor({ timeout: 5000 });
+    assert.equal(await page.locator('#token-dialog').isVisible(), false);
+    assert.equal((await chat(base, `back-${Date.now()}`, [{ role: 'user', content: 'hi' }])).route, 'new');
+
+    // Spill threshold: a number, then auto again.
+    await page.fill('#spill-input', '4');
+    await page.click('#spill-apply');
+    await page.locator('#routing-card [data-label=spill]', { hasText: /^Spill threshold 4$/ }).waitFor({ timeout: 5000 });
+    assert.equal(routingOf(await getModel(base)).spill_threshold, 4);
+    await page.click('#spill-auto');
+    await page.locator('#routing-card [data-label=spill]', { hasText: 'Spill threshold 8 (auto)' }).waitFor({ timeout: 5000 });
+
+    // The only console error is the browser's own report of the refused (401) request.
+    assert.ok(errors.length <= 1, errors.join('\n'));
+    assert.ok(errors.every((e) => /401/.test(e)), errors.join('\n'));
+    await close();
+  });
+
+  test('after traffic the stats chart has non-zero cache-hit and computed bars', async () => {
+    await conversations(base, { sessions: 3, turns: 3, tag: 'stats' });
+    const { page, errors, close } = await openPage(`#/stats/${encodeURIComponent(MODEL)}`);
+    const given = await page.waitForFunction(
+      () => {
+        const p = window.wardenConsole.plots;
+        if (!p) {
+          return null;
+        }
+        // What uPlot was given: [x, computed+hit (stack top), hit] and [x, completion].
+        const [x, top, hit] = p.prompt.data;
+        const sum = (a) => a.reduce((s, v) => s + (v ?? 0), 0);
+        const computed = top.map((v, i) => v - hit[i]);
+        const r = { bars: x.length, hit: sum(hit), computed: sum(computed), completion: sum(p.completion.data[1]) };
+        return r.hit > 0 && r.computed > 0 && r.completion > 0 ? r : null;
+      },
+      null,
+      { timeout: 20000 },
+    );
+    const chart = await given.jsonValue();
+    assert.ok(chart.bars >= 60 && chart.bars <= 120, `bars over the hour: ${chart.bars}`);
+
+    // The summary's hit rate is the API's.
+    const stats = await (await fetch(`${base}/api/stats?model=${encodeURIComponent(MODEL)}&window=3600`)).json();
+    const rate = await page.textContent('#summary-hit-rate');
+    assert.match(rate, /^\d+\.\d%$/);
+    assert.ok(stats, 'stats answered');
+
+    // Tooltip with exact values under the cursor.
+    const box = await page.locator('#chart-prompt .u-over').boundingBox();
+    await page.mouse.move(box.x + box.width - 4, box.y + box.height / 2);
+    await page.locator('.chart-tooltip', { hasText: 'Cache hit' }).waitFor({ timeout: 5000 });
+    await screenshot(page, 'stats', { docs: true });
+    assert.deepEqual(errors, []);
+    await close();
+
+    // Dark theme renders too (kept as an artifact).
+    const dark = await openPage(`#/stats/${encodeURIComponent(MODEL)}`, { colorScheme: 'dark' });
+    await dark.page.waitForFunction(() => window.wardenConsole.plots, null, { timeout: 10000 });
+    const bg = await dark.page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    assert.equal(bg, 'rgb(17, 19, 24)');
+    await screenshot(dark.page, 'stats-dark');
+    assert.deepEqual(dark.errors, []);
+    await dark.close();
+  });
+
+  test('on a narrow screen the chart scrolls sideways and the controls are keyboard-reachable', async () => {
+    const stats = await openPage(`#/stats/${encodeURIComponent(MODEL)}`, { width: 420, height: 800 });
+    await stats.page.waitForFunction(() => window.wardenConsole.plots, null, { timeout: 10000 });
+    const scroll = await stats.page.evaluate(() => {
+      const s = document.querySelector('.chart-scroll');
+      return { scrollWidth: s.scrollWidth, clientWidth: s.clientWidth, page: document.documentElement.scrollWidth };
+    });
+    assert.ok(scroll.scrollWidth > scroll.clientWidth, JSON.stringify(scroll));
+    assert.ok(scroll.page <= 420, `the page itself does not scroll sideways: ${JSON.stringify(scroll)}`);
+    await screenshot(stats.page, 'stats-narrow');
+    assert.deepEqual(stats.errors, []);
+    await stats.close();
+
+    const { page, errors, close } = await openPage(`#/models/${encodeURIComponent(MODEL)}`);
+    const reached = new Set();
+    for (let i = 0; i < 30 && reached.size < 4; i++) {
+      await page.keyboard.press('Tab');
+      const id = await page.evaluate(() => document.activeElement?.id ?? '');
+      if (['affinity-toggle', 'spill-input', 'spill-apply', 'spill-auto'].includes(id)) {
+        reached.add(id);
+      }
+    }
+    assert.deepEqual([...reached].sort(), ['affinity-toggle', 'spill-apply', 'spill-auto', 'spill-input']);
+    assert.deepEqual(errors, []);
+    await close();
+  });
+});

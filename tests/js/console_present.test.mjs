@@ -1,0 +1,148 @@
+// The console's presentation logic (src/gateway/console/web/js/present.js): API JSON → what the pages show.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import {
+  binRates,
+  binSecondsFor,
+  changeErrorText,
+  formatDuration,
+  formatPercent,
+  modelList,
+  parseSpillInput,
+  replicaCells,
+  routingCard,
+  spillLabel,
+  statsBuckets,
+  statsSummary,
+  stickyShare,
+} from '../../src/gateway/console/web/js/present.js';
+
+const replicas = [
+  { index: 1, in_flight: 2, new: 1, sticky: 21, spilled_in: 3, client_pinned: 0, running: 2, waiting: 1, kv_used: 0.4, prefix_hit_rate: 0.86, healthy: true },
+  { index: 0, in_flight: 1, new: 2, sticky: 38, spilled_in: 0, client_pinned: 4, running: 1, waiting: 0, kv_used: 0.125, prefix_hit_rate: 0.822, healthy: false },
+];
+
+test('the routing card header labels read as routing.md shows them', () => {
+  const card = routingCard(
+    { name: 'm', routing: { affinity: true, spill_threshold: 8, spill_threshold_auto: true, sticky_pct: 100, in_flight: 0, replicas: [] } },
+    0,
+  );
+  assert.deepEqual(card.labels, {
+    affinity: 'Affinity on',
+    spill: 'Spill threshold 8 (auto)',
+    sticky: 'Sticky 100.0%',
+    inFlight: 'In flight 0',
+  });
+});
+
+test('an explicit spill threshold has no (auto) suffix and affinity off is shown', () => {
+  const card = routingCard({ routing: { affinity: false, spill_threshold: 4, spill_threshold_auto: false, replicas } }, 0);
+  assert.equal(card.labels.affinity, 'Affinity off');
+  assert.equal(card.labels.spill, 'Spill threshold 4');
+  assert.equal(spillLabel(12, true), 'Spill threshold 12 (auto)');
+});
+
+test('replica rows are ordered by index and formatted per column', () => {
+  const card = routingCard({ routing: { replicas } }, 0);
+  assert.deepEqual(card.rows.map((r) => r.index), [0, 1]);
+  assert.equal(card.rows[0].healthy, false);
+  assert.deepEqual(replicaCells(card.rows[0]), ['0', '1', '38', '0', '4', '1 / 0', '12.5%', '82.2%']);
+  assert.deepEqual(replicaCells(card.rows[1]), ['1', '2', '21', '3', '0', '2 / 1', '40.0%', '86.0%']);
+});
+
+test('in flight and sticky share fall back to the replicas when the API gives no totals', () => {
+  const card = routingCard({ routing: { replicas } }, 0);
+  assert.equal(card.inFlight, 3);
+  // stayed = sticky + new = 38+2+21+1 = 62; total adds spilled in and pinned: 62+3+4 = 69
+  assert.equal(stickyShare(card.rows), 62 / 69);
+  assert.equal(card.labels.sticky, `Sticky ${formatPercent(62 / 69)}`);
+});
+
+test('missing numbers show as a dash, never as NaN or 0', () => {
+  const card = routingCard({ routing: { replicas: [{ index: 0 }] } }, 0);
+  assert.deepEqual(replicaCells(card.rows[0]), ['0', '–', '–', '–', '–', '– / –', '–', '–']);
+  assert.equal(card.labels.sticky, 'Sticky –');
+});
+
+test('the since line names the start time and the age', () => {
+  const since = Date.UTC(2026, 10, 29, 9, 0, 0);
+  const card = routingCard({ since: since / 1000, routing: { replicas: [] } }, since + 125_000);
+  assert.equal(card.sinceText, 'Counters accumulate since the warden started (2026-11-29 09:00:00 UTC, 2 min ago).');
+  const iso = routingCard({ since: '2026-11-29T09:00:00Z', routing: {} }, since + 7_500_000);
+  assert.match(iso.sinceText, /09:00:00 UTC, 2 h 5 min ago/);
+});
+
+test('durations read naturally', () => {
+  assert.equal(formatDuration(0), '0 s');
+  assert.equal(formatDuration(59.9), '59 s');
+  assert.equal(formatDuration(3600), '1 h');
+  assert.equal(formatDuration(90000), '1 d 1 h');
+  assert.equal(formatDuration(-1), '–');
+});
+
+test('the models list accepts an array or {models: [...]}', () => {
+  const m = { name: 'a', served_model_name: 'A', routing: { affinity: false, spill_threshold: 8, spill_threshold_auto: true, replicas } };
+  for (const json of [[m], { models: [m] }]) {
+    const [row] = modelList(json);
+    assert.equal(row.name, 'a');
+    assert.equal(row.servedName, 'A');
+    assert.equal(row.replicaCount, 2);
+    assert.equal(row.healthyCount, 1);
+    assert.equal(row.inFlight, 3);
+    assert.equal(row.affinity, false);
+  }
+  assert.deepEqual(modelList({ models: [{ nope: 1 }, null] }), []);
+  assert.deepEqual(modelList('garbage'), []);
+});
+
+test('the spill threshold input takes auto or a positive whole number', () => {
+  assert.deepEqual(parseSpillInput(''), { ok: true, value: 'auto' });
+  assert.deepEqual(parseSpillInput(' Auto '), { ok: true, value: 'auto' });
+  assert.deepEqual(parseSpillInput('4'), { ok: true, value: 4 });
+  for (const bad of ['0', '-3', '2.5', 'four', '1e3']) {
+    assert.equal(parseSpillInput(bad).ok, false, bad);
+  }
+});
+
+test('a refused token says the token is wrong', () => {
+  assert.match(changeErrorText(401), /admin token was not accepted/);
+  assert.match(changeErrorText(403, 'no admin token configured'), /403/);
+  assert.match(changeErrorText(500), /HTTP 500/);
+  assert.match(changeErrorText(0), /could not be reached/);
+});
+
+test('stats buckets are read from columns or rows', () => {
+  const cols = statsBuckets({ series: { t: [100, 101], prompt_cached: [10, 0], prompt_computed: [5, 7], completion: [1, 2], requests: [1, 1] } });
+  const rows = statsBuckets({ buckets: [{ t: 100, prompt_cached: 10, prompt_computed: 5, completion: 1, requests: 1 }, { t: 101, prompt_computed: 7, completion: 2, requests: 1 }] });
+  for (const b of [cols, rows]) {
+    assert.deepEqual(b, { t: [100, 101], hit: [10, 0], computed: [5, 7], completion: [1, 2], requests: [1, 1] });
+  }
+});
+
+test('binning sums seconds into bins and divides by the bin length', () => {
+  const buckets = { t: [940, 995, 996, 999, 1000, 10], hit: [30, 100, 50, 0, 999, 7], computed: [0, 10, 0, 20, 999, 7], completion: [3, 5, 5, 0, 999, 7], requests: [1, 1, 1, 1, 1, 1] };
+  // Window [940, 1000): bins of 10 s starting at 940; t=1000 and t=10 are outside.
+  const b = binRates(buckets, { endS: 1000, windowS: 60, binSeconds: 10 });
+  assert.deepEqual(b.x, [940, 950, 960, 970, 980, 990]);
+  assert.deepEqual(b.hit, [3, 0, 0, 0, 0, 15]);
+  assert.deepEqual(b.computed, [0, 0, 0, 0, 0, 3]);
+  assert.deepEqual(b.completion, [0.3, 0, 0, 0, 0, 1]);
+  assert.deepEqual(b.totals, { hit: 180, computed: 30, completion: 13, requests: 4 });
+  assert.equal(b.hitRate, 180 / 210);
+});
+
+test('bins stay at or under 120 bars', () => {
+  assert.equal(binSecondsFor(3600), 30);
+  assert.equal(binSecondsFor(900), 10);
+  assert.equal(binSecondsFor(300), 5);
+  assert.equal(binSecondsFor(60), 1);
+});
+
+test('the summary prefers the API hit rate and accepts a percentage', () => {
+  const binned = { hitRate: 0.5, totals: { hit: 1, computed: 1, completion: 2 } };
+  assert.equal(statsSummary({ summary: { cache_hit_rate: 0.78 } }, binned).hitRate, 0.78);
+  assert.equal(statsSummary({ summary: { cache_hit_rate: 78 } }, binned).hitRate, 0.78);
+  assert.deepEqual(statsSummary({}, binned), { hitRate: 0.5, cached: 1, computed: 1, completion: 2 });
+  assert.equal(statsSummary({}, { hitRate: null, totals: { hit: 0, computed: 0, completion: 0 } }).hitRate, null);
+});
