@@ -14,6 +14,7 @@ import {
   routingCard,
   spillLabel,
   statsBuckets,
+  statsEnd,
   statsSummary,
   stickyShare,
 } from '../../src/gateway/console/web/js/present.js';
@@ -25,7 +26,7 @@ const replicas = [
 
 test('the routing card header labels read as routing.md shows them', () => {
   const card = routingCard(
-    { name: 'm', routing: { affinity: true, spill_threshold: 8, spill_threshold_auto: true, sticky_pct: 100, in_flight: 0, replicas: [] } },
+    { name: 'm', routing: { affinity: true, spill_threshold: 8, spill_threshold_auto: true, sticky_percent: 100, in_flight: 0, replicas: [] } },
     0,
   );
   assert.deepEqual(card.labels, {
@@ -54,9 +55,10 @@ test('replica rows are ordered by index and formatted per column', () => {
 test('in flight and sticky share fall back to the replicas when the API gives no totals', () => {
   const card = routingCard({ routing: { replicas } }, 0);
   assert.equal(card.inFlight, 3);
-  // stayed = sticky + new = 38+2+21+1 = 62; total adds spilled in and pinned: 62+3+4 = 69
-  assert.equal(stickyShare(card.rows), 62 / 69);
-  assert.equal(card.labels.sticky, `Sticky ${formatPercent(62 / 69)}`);
+  // sticky / (sticky + spilled in) = 59 / 62, as the routing core counts it
+  assert.equal(stickyShare(card.rows), 59 / 62);
+  assert.equal(card.labels.sticky, 'Sticky 95.2%');
+  assert.equal(stickyShare([{ sticky: 0, spilledIn: 0 }]), null);
 });
 
 test('missing numbers show as a dash, never as NaN or 0', () => {
@@ -112,12 +114,16 @@ test('a refused token says the token is wrong', () => {
   assert.match(changeErrorText(0), /could not be reached/);
 });
 
-test('stats buckets are read from columns or rows', () => {
-  const cols = statsBuckets({ series: { t: [100, 101], prompt_cached: [10, 0], prompt_computed: [5, 7], completion: [1, 2], requests: [1, 1] } });
-  const rows = statsBuckets({ buckets: [{ t: 100, prompt_cached: 10, prompt_computed: 5, completion: 1, requests: 1 }, { t: 101, prompt_computed: 7, completion: 2, requests: 1 }] });
-  for (const b of [cols, rows]) {
-    assert.deepEqual(b, { t: [100, 101], hit: [10, 0], computed: [5, 7], completion: [1, 2], requests: [1, 1] });
-  }
+test('stats columns are read, bad entries count as zero and bad times are skipped', () => {
+  const b = statsBuckets({ series: { t: [100, 'x', 101], prompt_cached: [10, 1, null], prompt_computed: [5, 1, 7], completion: [1, 1, 2], requests: [1, 1, 1] } });
+  assert.deepEqual(b, { t: [100, 101], hit: [10, 0], computed: [5, 7], completion: [1, 2], requests: [1, 1] });
+  assert.deepEqual(statsBuckets({ series: 'nope' }).t, []);
+  assert.deepEqual(statsBuckets(null).t, []);
+});
+
+test('the stats window ends after the last second the API covers', () => {
+  assert.equal(statsEnd({ end: 1000 }, 5_000_000), 1001);
+  assert.equal(statsEnd({}, 5_000_500), 5001);
 });
 
 test('binning sums seconds into bins and divides by the bin length', () => {
@@ -139,10 +145,13 @@ test('bins stay at or under 120 bars', () => {
   assert.equal(binSecondsFor(60), 1);
 });
 
-test('the summary prefers the API hit rate and accepts a percentage', () => {
+test('the summary takes the API figures and falls back to the bars', () => {
   const binned = { hitRate: 0.5, totals: { hit: 1, computed: 1, completion: 2 } };
-  assert.equal(statsSummary({ summary: { cache_hit_rate: 0.78 } }, binned).hitRate, 0.78);
-  assert.equal(statsSummary({ summary: { cache_hit_rate: 78 } }, binned).hitRate, 0.78);
-  assert.deepEqual(statsSummary({}, binned), { hitRate: 0.5, cached: 1, computed: 1, completion: 2 });
-  assert.equal(statsSummary({}, { hitRate: null, totals: { hit: 0, computed: 0, completion: 0 } }).hitRate, null);
+  assert.deepEqual(statsSummary({ summary: { cache_hit_rate: 0.78, prompt_cached: 78, prompt_computed: 22, completion: 9 } }, binned), {
+    hitRate: 0.78,
+    cached: 78,
+    computed: 22,
+    completion: 9,
+  });
+  assert.deepEqual(statsSummary({ summary: { cache_hit_rate: null } }, binned), { hitRate: 0.5, cached: 1, computed: 1, completion: 2 });
 });

@@ -94,16 +94,16 @@ export function replicaRow(r, index) {
   };
 }
 
-// Share of routed requests that stayed on their conversation's home replica. Placements of new
-// conversations count as staying home (nothing moved), balanced requests (affinity off) do not.
+// Share of continuing turns served by their conversation's home replica: sticky / (sticky + spilled in),
+// as the routing core counts it (core/counters.cpp). Null before any conversation has a second turn.
 export function stickyShare(rows) {
-  let stayed = 0;
-  let total = 0;
+  let sticky = 0;
+  let spilled = 0;
   for (const r of rows) {
-    stayed += (r.sticky ?? 0) + (r.newCount ?? 0);
-    total += (r.sticky ?? 0) + (r.newCount ?? 0) + (r.spilledIn ?? 0) + (r.clientPinned ?? 0);
+    sticky += r.sticky ?? 0;
+    spilled += r.spilledIn ?? 0;
   }
-  return total > 0 ? stayed / total : null;
+  return sticky + spilled > 0 ? sticky / (sticky + spilled) : null;
 }
 
 // The "Data parallel routing" card from GET /api/models/{name}. The routing facts may sit at the top
@@ -117,12 +117,9 @@ export function routingCard(model, nowMs) {
   const rawThreshold = pick('spill_threshold');
   const autoFlag = pick('spill_threshold_auto');
   const isAuto = autoFlag !== undefined ? autoFlag === true : rawThreshold === 'auto' || rawThreshold == null;
-  const effective = num(pick('effective_spill_threshold')) ?? num(rawThreshold);
-  let sticky = pick('sticky_ratio');
-  if (!isNumber(sticky)) {
-    const pct = pick('sticky_pct') ?? pick('sticky_percent');
-    sticky = isNumber(pct) ? pct / 100 : stickyShare(rows);
-  }
+  const effective = num(rawThreshold);
+  const stickyPercent = pick('sticky_percent');
+  const sticky = isNumber(stickyPercent) ? stickyPercent / 100 : stickyShare(rows);
   let inFlight = num(pick('in_flight'));
   if (inFlight === null) {
     inFlight = rows.reduce((sum, r) => sum + (r.inFlight ?? 0), 0);
@@ -240,53 +237,36 @@ export function changeErrorText(status, detail) {
 
 // ---- Stats: GET /api/stats?model=M&window=S → the chart's arrays ----
 
-function seriesArray(obj, ...names) {
-  for (const n of names) {
-    if (Array.isArray(obj?.[n])) {
-      return obj[n];
-    }
-  }
-  return null;
-}
-
-// Normalises the per-second buckets into {t (epoch s), hit, computed, completion, requests} arrays. The
-// API may give columns (`series: {t: [...], prompt_cached: [...]}`) or rows (`buckets: [{t, ...}]`).
+// The per-second columns of GET /api/stats (`series: {t, prompt_cached, prompt_computed, completion,
+// requests}`, docs/api.md) as plain number arrays; malformed entries count as zero, bad times are skipped.
 export function statsBuckets(json) {
   const out = { t: [], hit: [], computed: [], completion: [], requests: [] };
-  const cols = json?.series && !Array.isArray(json.series) ? json.series : null;
-  if (cols) {
-    const t = seriesArray(cols, 't', 'time', 'ts', 'timestamps') ?? [];
-    const hit = seriesArray(cols, 'prompt_cached', 'cached_prompt_tokens', 'prompt_cached_tokens', 'cache_hit') ?? [];
-    const comp =
-      seriesArray(cols, 'prompt_computed', 'computed_prompt_tokens', 'prompt_computed_tokens', 'computed') ?? [];
-    const compl = seriesArray(cols, 'completion', 'completion_tokens') ?? [];
-    const req = seriesArray(cols, 'requests') ?? [];
-    for (let i = 0; i < t.length; i++) {
-      const ts = toEpochMs(t[i]);
-      if (ts === null) {
-        continue;
-      }
-      out.t.push(ts / 1000);
-      out.hit.push(num(hit[i]) ?? 0);
-      out.computed.push(num(comp[i]) ?? 0);
-      out.completion.push(num(compl[i]) ?? 0);
-      out.requests.push(num(req[i]) ?? 0);
-    }
-    return out;
-  }
-  const rows = seriesArray(json, 'buckets', 'series', 'points') ?? [];
-  for (const b of rows) {
-    const ts = toEpochMs(b?.t ?? b?.time ?? b?.ts ?? b?.second);
-    if (ts === null) {
+  const cols = json?.series;
+  const t = Array.isArray(cols?.t) ? cols.t : [];
+  const col = (name) => (Array.isArray(cols?.[name]) ? cols[name] : []);
+  const hit = col('prompt_cached');
+  const computed = col('prompt_computed');
+  const completion = col('completion');
+  const requests = col('requests');
+  for (let i = 0; i < t.length; i++) {
+    const ms = toEpochMs(t[i]);
+    if (ms === null) {
       continue;
     }
-    out.t.push(ts / 1000);
-    out.hit.push(num(b.prompt_cached ?? b.cached_prompt_tokens ?? b.prompt_cached_tokens) ?? 0);
-    out.computed.push(num(b.prompt_computed ?? b.computed_prompt_tokens ?? b.prompt_computed_tokens) ?? 0);
-    out.completion.push(num(b.completion ?? b.completion_tokens) ?? 0);
-    out.requests.push(num(b.requests) ?? 0);
+    out.t.push(ms / 1000);
+    out.hit.push(num(hit[i]) ?? 0);
+    out.computed.push(num(computed[i]) ?? 0);
+    out.completion.push(num(completion[i]) ?? 0);
+    out.requests.push(num(requests[i]) ?? 0);
   }
   return out;
+}
+
+// The end (exclusive, unix seconds) of the stats window: the API's `end` is the last second it covers.
+// The server's clock is used when given, so a skewed browser clock cannot shift bars out of the window.
+export function statsEnd(json, nowMs) {
+  const end = toEpochMs(json?.end);
+  return end !== null ? Math.floor(end / 1000) + 1 : Math.ceil(nowMs / 1000);
 }
 
 // Sums per-second buckets into bins of `binSeconds` covering [endS - windowS, endS) and turns them into
@@ -342,17 +322,14 @@ export function binSecondsFor(windowS) {
   return 900;
 }
 
-// The hit-rate summary, preferring the API's own figure when it gives one.
+// The hit-rate summary (`summary` of GET /api/stats), falling back to the binned totals.
 export function statsSummary(json, binned) {
   const s = json?.summary ?? {};
-  let rate = s.cache_hit_rate ?? s.hit_rate ?? s.prefix_hit_rate ?? json?.cache_hit_rate;
-  if (!isNumber(rate)) {
-    rate = binned.hitRate;
-  } else if (rate > 1) {
-    rate /= 100;  // a percentage
-  }
-  const cached = num(s.prompt_cached ?? s.cached_prompt_tokens) ?? binned.totals.hit;
-  const computed = num(s.prompt_computed ?? s.computed_prompt_tokens) ?? binned.totals.computed;
-  const completion = num(s.completion ?? s.completion_tokens) ?? binned.totals.completion;
-  return { hitRate: rate, cached, computed, completion };
+  const rate = num(s.cache_hit_rate) ?? binned.hitRate;
+  return {
+    hitRate: rate,
+    cached: num(s.prompt_cached) ?? binned.totals.hit,
+    computed: num(s.prompt_computed) ?? binned.totals.computed,
+    completion: num(s.completion) ?? binned.totals.completion,
+  };
 }

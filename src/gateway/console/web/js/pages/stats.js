@@ -11,6 +11,7 @@ import {
   formatRate,
   modelList,
   statsBuckets,
+  statsEnd,
   statsSummary,
 } from '../present.js';
 
@@ -302,10 +303,7 @@ export function mount(main, { model: requested }) {
     }
     banner.hidden = true;
     const buckets = statsBuckets(json);
-    // Bin against the server's clock when it says what "now" is, so a skewed browser clock cannot
-    // shift the bars out of the window.
-    const serverNow = typeof json?.now === 'number' ? json.now : typeof json?.end === 'number' ? json.end : null;
-    const endS = Math.ceil(serverNow !== null ? (serverNow > 1e11 ? serverNow / 1000 : serverNow) : Date.now() / 1000);
+    const endS = statsEnd(json, Date.now());
     binned = binRates(buckets, { endS, windowS, binSeconds });
     const s = statsSummary(json, binned);
     setText(summaryValues.hitRate, formatPercent(s.hitRate));
