@@ -114,6 +114,7 @@ struct VllmRank {
   std::optional<double> num_requests_running;
   std::optional<double> num_requests_waiting;
   std::optional<double> kv_cache_usage_perc;  // 0..1; falls back to vllm:gpu_cache_usage_perc
+  // Fall back to the deprecated vllm:gpu_prefix_cache_{queries,hits}_total.
   std::optional<double> prefix_cache_queries_total;
   std::optional<double> prefix_cache_hits_total;
   std::optional<double> prompt_tokens_total;
@@ -141,10 +142,16 @@ class VllmScrapeBuilder {
   VllmScrape take();
 
  private:
-  VllmRank& rank_for(int engine);
+  std::size_t rank_index(int engine);  // index in ranks_, added if new
   std::string model_name_;
   std::vector<VllmRank> ranks_;
-  std::vector<std::optional<double>> legacy_kv_;  // gpu_cache_usage_perc per rank index in ranks_
+  // Deprecated metric names per entry of ranks_, used only where the current name is absent.
+  struct Legacy {
+    std::optional<double> gpu_cache_usage_perc;
+    std::optional<double> gpu_prefix_cache_queries_total;
+    std::optional<double> gpu_prefix_cache_hits_total;
+  };
+  std::vector<Legacy> legacy_;
   std::uint64_t skipped_ = 0;
 };
 

@@ -1,0 +1,691 @@
+#include "protocol/request.hpp"
+
+#include <boost/json/basic_parser_impl.hpp>
+#include <boost/json/error.hpp>
+#include <boost/json/parse.hpp>
+
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t by value: no heap allocation per request
+#include <xxhash.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+
+namespace warden::protocol {
+
+namespace {
+
+using boost::system::error_code;
+using jstring_view = boost::json::string_view;
+
+constexpr std::size_t kMaxKeyBytes = 256;         // longer session keys are replaced by their hash
+constexpr std::size_t kPromptBudgetBytes = 4096;  // completions prompt / responses string input
+constexpr std::size_t kMaxCaptureBytes = 1u << 20;
+
+char lower(char c) noexcept {
+  return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
+bool iequals(std::string_view a, std::string_view b) noexcept {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
+}
+
+std::string_view trim(std::string_view s) noexcept {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+std::string hex16(std::uint64_t v) {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i) {
+    out[static_cast<std::size_t>(i)] = digits[v & 0xF];
+    v >>= 4;
+  }
+  return out;
+}
+
+std::optional<std::string> normalize_key(std::string_view raw) {
+  const std::string_view v = trim(raw);
+  if (v.empty()) {
+    return std::nullopt;
+  }
+  if (v.size() > kMaxKeyBytes) {
+    return "h:" + hex16(XXH3_64bits(v.data(), v.size()));
+  }
+  return std::string(v);
+}
+
+// Which top-level member the parser is inside.
+enum class Field : std::uint8_t {
+  other,
+  model,
+  stream,
+  stream_options,
+  max_tokens,
+  prompt_cache_key,
+  metadata,
+  // The prompt parts, in the order their digests are combined into the fingerprint.
+  system,
+  tools,
+  instructions,
+  messages,
+  input,
+  prompt,
+};
+constexpr std::size_t kFirstPart = static_cast<std::size_t>(Field::system);
+constexpr std::size_t kParts = static_cast<std::size_t>(Field::prompt) - kFirstPart + 1;
+
+bool is_prompt_part(Field f) noexcept {
+  return static_cast<std::size_t>(f) >= kFirstPart;
+}
+
+Field classify(std::string_view key) noexcept {
+  static constexpr std::pair<std::string_view, Field> table[] = {
+      {"model", Field::model},
+      {"stream", Field::stream},
+      {"stream_options", Field::stream_options},
+      {"max_tokens", Field::max_tokens},
+      {"max_completion_tokens", Field::max_tokens},
+      {"max_output_tokens", Field::max_tokens},
+      {"prompt_cache_key", Field::prompt_cache_key},
+      {"metadata", Field::metadata},
+      {"system", Field::system},
+      {"tools", Field::tools},
+      {"instructions", Field::instructions},
+      {"messages", Field::messages},
+      {"input", Field::input},
+      {"prompt", Field::prompt},
+  };
+  for (const auto& [name, field] : table) {
+    if (key == name) {
+      return field;
+    }
+  }
+  return Field::other;
+}
+
+enum class Kind { object, array, string, number, boolean, null };
+
+// SAX handler for boost::json::basic_parser. Depth = number of open containers: the top-level object's
+// members sit at depth 1, the elements of a top-level array member at depth 2, their members at depth 3.
+class Handler {
+ public:
+  static constexpr std::size_t max_object_size = std::size_t(-1);
+  static constexpr std::size_t max_array_size = std::size_t(-1);
+  static constexpr std::size_t max_key_size = std::size_t(-1);
+  static constexpr std::size_t max_string_size = std::size_t(-1);
+
+  explicit Handler(bool fingerprint) : fingerprint_(fingerprint) {}
+
+  bool on_document_begin(error_code&) { return true; }
+  bool on_document_end(error_code&) { return true; }
+
+  bool on_object_begin(error_code& ec) {
+    if (!value_begin(Kind::object, ec)) {
+      return false;
+    }
+    emit_tag('{');
+    ++depth_;
+    return true;
+  }
+  bool on_object_end(std::size_t, error_code&) {
+    --depth_;
+    emit_tag('}');
+    value_end();
+    return true;
+  }
+  bool on_array_begin(error_code& ec) {
+    if (!value_begin(Kind::array, ec)) {
+      return false;
+    }
+    emit_tag('[');
+    ++depth_;
+    return true;
+  }
+  bool on_array_end(std::size_t, error_code&) {
+    --depth_;
+    emit_tag(']');
+    value_end();
+    return true;
+  }
+
+  bool on_key_part(jstring_view s, std::size_t, error_code&) {
+    key_.append(s.data(), s.size());
+    return true;
+  }
+  bool on_key(jstring_view s, std::size_t, error_code&) {
+    std::string_view key(s.data(), s.size());
+    if (!key_.empty()) {
+      key_.append(key);
+      key = key_;
+    }
+    on_full_key(key);
+    key_.clear();
+    return true;
+  }
+
+  bool on_string_part(jstring_view s, std::size_t, error_code& ec) {
+    if (!in_string_) {
+      if (!value_begin(Kind::string, ec)) {
+        return false;
+      }
+      in_string_ = true;
+      emit_tag('s');
+    }
+    string_bytes({s.data(), s.size()});
+    return true;
+  }
+  bool on_string(jstring_view s, std::size_t n, error_code& ec) {
+    if (!in_string_) {
+      if (!value_begin(Kind::string, ec)) {
+        return false;
+      }
+      emit_tag('s');
+    }
+    in_string_ = false;
+    string_bytes({s.data(), s.size()});
+    if (!budgeted_) {  // a budgeted part hashes a byte prefix only: no length that would change per turn
+      emit_u64(n);
+    }
+    string_end();
+    value_end();
+    return true;
+  }
+
+  bool on_number_part(jstring_view, error_code&) { return true; }
+  bool on_int64(std::int64_t v, jstring_view, error_code& ec) {
+    return number(ec, [&] {
+      if (depth_ == 1 && field_ == Field::max_tokens) {
+        max_tokens_ = v;
+      }
+      return static_cast<std::uint64_t>(v);
+    });
+  }
+  bool on_uint64(std::uint64_t v, jstring_view, error_code& ec) {
+    return number(ec, [&] {
+      if (depth_ == 1 && field_ == Field::max_tokens) {
+        max_tokens_ = static_cast<std::int64_t>(std::min<std::uint64_t>(v, INT64_MAX));
+      }
+      return v;
+    });
+  }
+  bool on_double(double v, jstring_view, error_code& ec) {
+    return number(ec, [&] {
+      std::uint64_t bits = 0;
+      std::memcpy(&bits, &v, sizeof bits);
+      return bits;
+    });
+  }
+  bool on_bool(bool b, error_code& ec) {
+    if (!value_begin(Kind::boolean, ec)) {
+      return false;
+    }
+    if (depth_ == 1 && field_ == Field::stream) {
+      stream_ = b;
+    } else if (depth_ == 2 && field_ == Field::stream_options && key2_ == "include_usage") {
+      include_usage_ = b;
+    }
+    emit_tag(b ? 't' : 'f');
+    value_end();
+    return true;
+  }
+  bool on_null(error_code& ec) {
+    if (!value_begin(Kind::null, ec)) {
+      return false;
+    }
+    emit_tag('n');
+    value_end();
+    return true;
+  }
+  bool on_comment_part(jstring_view, error_code&) { return true; }
+  bool on_comment(jstring_view, error_code&) { return true; }
+
+  // Results.
+  enum class ModelState { absent, string, not_string };
+  ModelState model_state_ = ModelState::absent;
+  std::string model_;
+  bool stream_ = false;
+  bool include_usage_ = false;
+  std::optional<std::int64_t> max_tokens_;
+  std::optional<std::string> prompt_cache_key_;
+  std::optional<std::string> user_id_;
+  std::uint64_t prompt_bytes_ = 0;
+
+  // The fingerprint, or nullopt if no prompt part had any content.
+  std::optional<std::uint64_t> fingerprint() const {
+    if (!fingerprint_ || hashed_values_ == 0) {
+      return std::nullopt;
+    }
+    std::array<std::uint64_t, 2 * kParts> words{};
+    for (std::size_t i = 0; i < kParts; ++i) {
+      words[2 * i] = part_present_[i] ? 1 : 0;
+      words[2 * i + 1] = part_digest_[i];
+    }
+    return XXH3_64bits(words.data(), sizeof words);
+  }
+
+ private:
+  enum class Target { none, part, element };
+  enum class Capture { none, model, prompt_cache_key, user_id, role };
+
+  template <class F>
+  bool number(error_code& ec, F&& value_bits) {
+    if (!value_begin(Kind::number, ec)) {
+      return false;
+    }
+    const std::uint64_t bits = value_bits();
+    if (counting_) {
+      prompt_bytes_ += 4;  // a token id (completions) or a number in a schema: about one token
+    }
+    if (emitting()) {
+      ++hashed_values_;
+    }
+    emit_tag('i');
+    emit_u64(bits);
+    value_end();
+    return true;
+  }
+
+  bool value_begin(Kind kind, error_code& ec) {
+    if (depth_ == 0) {
+      if (kind != Kind::object) {
+        ec = Errc::body_not_object;
+        return false;
+      }
+      return true;
+    }
+    if (pending_skip_) {  // the value of a "cache_control" member: not part of the fingerprint
+      pending_skip_ = false;
+      skipping_ = true;
+      skip_depth_ = depth_;
+    }
+    if (depth_ == 1) {
+      member_begin(kind);
+    } else if (depth_ == 2 && elements_) {
+      element_begin();
+    }
+    capture_ = Capture::none;
+    if (kind == Kind::string) {
+      if (depth_ == 1 && field_ == Field::model) {
+        capture_ = Capture::model;
+      } else if (depth_ == 1 && field_ == Field::prompt_cache_key) {
+        capture_ = Capture::prompt_cache_key;
+      } else if (depth_ == 2 && field_ == Field::metadata && key2_ == "user_id") {
+        capture_ = Capture::user_id;
+      } else if (depth_ == 3 && elements_ && role_key_) {
+        capture_ = Capture::role;
+      }
+      str_.clear();
+    }
+    return true;
+  }
+
+  void member_begin(Kind kind) {
+    switch (field_) {
+      case Field::model:
+        model_state_ = kind == Kind::string ? ModelState::string : ModelState::not_string;
+        model_.clear();
+        break;
+      case Field::stream:
+        stream_ = false;
+        break;
+      case Field::stream_options:
+        include_usage_ = false;
+        break;
+      case Field::max_tokens:
+        max_tokens_.reset();
+        break;
+      case Field::prompt_cache_key:
+        prompt_cache_key_.reset();
+        break;
+      case Field::metadata:
+        user_id_.reset();
+        break;
+      default:
+        break;
+    }
+    if (!is_prompt_part(field_)) {
+      return;
+    }
+    counting_ = true;
+    elements_ = kind == Kind::array && (field_ == Field::messages || field_ == Field::input);
+    budgeted_ =
+        kind == Kind::string ? (field_ == Field::input || field_ == Field::prompt) : field_ == Field::prompt;
+    budget_ = kPromptBudgetBytes;
+    first_user_seen_ = false;
+    if (fingerprint_) {
+      XXH3_64bits_reset(&part_);
+      target_ = elements_ ? Target::none : Target::part;  // element mode hashes elements, not brackets
+    }
+  }
+
+  void element_begin() {
+    role_.clear();
+    if (fingerprint_ && !first_user_seen_) {
+      XXH3_64bits_reset(&element_);
+      target_ = Target::element;
+    } else {
+      target_ = Target::none;
+    }
+  }
+
+  void value_end() {
+    if (skipping_ && depth_ == skip_depth_) {
+      skipping_ = false;
+    }
+    if (depth_ == 2 && elements_) {
+      if (target_ == Target::element) {
+        const std::uint64_t d = XXH3_64bits_digest(&element_);
+        XXH3_64bits_update(&part_, &d, sizeof d);
+        if (role_ == "user") {
+          first_user_seen_ = true;
+        }
+      }
+      target_ = Target::none;
+    } else if (depth_ == 1) {
+      if (is_prompt_part(field_)) {
+        const std::size_t i = static_cast<std::size_t>(field_) - kFirstPart;
+        if (fingerprint_) {
+          part_digest_[i] = XXH3_64bits_digest(&part_);
+          part_present_[i] = true;
+        }
+      }
+      target_ = Target::none;
+      counting_ = false;
+      elements_ = false;
+      budgeted_ = false;
+      skipping_ = false;
+      pending_skip_ = false;
+    }
+  }
+
+  void on_full_key(std::string_view key) {
+    if (depth_ == 1) {
+      field_ = classify(key);
+      return;
+    }
+    if (depth_ == 2 && (field_ == Field::stream_options || field_ == Field::metadata)) {
+      key2_.assign(key.substr(0, 64));
+    }
+    if (depth_ == 3) {
+      role_key_ = elements_ && key == "role";
+    }
+    if (counting_) {
+      prompt_bytes_ += key.size();
+    }
+    if (emitting()) {
+      if (key == "cache_control") {
+        pending_skip_ = true;
+        return;
+      }
+      emit_tag('k');
+      emit(key.data(), key.size());
+      emit_u64(key.size());
+    }
+  }
+
+  void string_bytes(std::string_view s) {
+    if (counting_) {
+      prompt_bytes_ += s.size();
+    }
+    if (capture_ != Capture::none && str_.size() + s.size() <= kMaxCaptureBytes) {
+      str_.append(s);
+    }
+    if (emitting() && !s.empty()) {
+      ++hashed_values_;
+      emit(s.data(), s.size());
+    }
+  }
+
+  void string_end() {
+    switch (capture_) {
+      case Capture::model:
+        model_ = std::move(str_);
+        break;
+      case Capture::prompt_cache_key:
+        prompt_cache_key_ = std::move(str_);
+        break;
+      case Capture::user_id:
+        user_id_ = std::move(str_);
+        break;
+      case Capture::role:
+        role_ = std::move(str_);
+        break;
+      case Capture::none:
+        break;
+    }
+    str_.clear();
+    capture_ = Capture::none;
+  }
+
+  bool emitting() const noexcept { return target_ != Target::none && !skipping_; }
+
+  void emit(const void* p, std::size_t n) {
+    if (!emitting()) {
+      return;
+    }
+    if (budgeted_) {
+      n = std::min(n, budget_);
+      budget_ -= n;
+    }
+    if (n == 0) {
+      return;
+    }
+    XXH3_64bits_update(target_ == Target::element ? &element_ : &part_, p, n);
+  }
+  void emit_tag(char tag) { emit(&tag, 1); }
+  void emit_u64(std::uint64_t v) { emit(&v, sizeof v); }
+
+  const bool fingerprint_;
+  int depth_ = 0;
+  Field field_ = Field::other;
+  std::string key_;   // key parts being assembled
+  std::string key2_;  // last key at depth 2 (inside stream_options / metadata)
+  bool role_key_ = false;
+  bool in_string_ = false;
+  Capture capture_ = Capture::none;
+  std::string str_;
+  std::string role_;
+
+  // Prompt-part hashing.
+  bool counting_ = false;
+  bool elements_ = false;  // the current member is an array of messages / input items
+  bool first_user_seen_ = false;
+  bool budgeted_ = false;
+  std::size_t budget_ = 0;
+  bool pending_skip_ = false;
+  bool skipping_ = false;
+  int skip_depth_ = 0;
+  Target target_ = Target::none;
+  std::uint64_t hashed_values_ = 0;
+  std::array<std::uint64_t, kParts> part_digest_{};
+  std::array<bool, kParts> part_present_{};
+  XXH3_state_t part_{};
+  XXH3_state_t element_{};
+};
+
+bool only_whitespace(std::string_view s) noexcept {
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; });
+}
+
+}  // namespace
+
+HeaderLookup::HeaderLookup(std::span<const HeaderField> fields) noexcept : fields_(fields) {}
+
+std::optional<std::string_view> HeaderLookup::find(std::string_view name) const {
+  if (fn_ != nullptr) {
+    return fn_(ctx_, name);
+  }
+  for (const auto& f : fields_) {
+    if (iequals(f.name, name)) {
+      return f.value;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(SessionSource s) noexcept {
+  switch (s) {
+    case SessionSource::warden_header:
+      return "warden_header";
+    case SessionSource::claude_code_header:
+      return "claude_code_header";
+    case SessionSource::codex_header:
+      return "codex_header";
+    case SessionSource::prompt_cache_key:
+      return "prompt_cache_key";
+    case SessionSource::metadata_user_id:
+      return "metadata_user_id";
+    case SessionSource::fingerprint:
+      return "fingerprint";
+    case SessionSource::none:
+      return "none";
+  }
+  return "none";
+}
+
+ClientPin parse_pin(std::optional<std::string_view> value, PinSource source) noexcept {
+  ClientPin pin;
+  if (!value) {
+    return pin;
+  }
+  pin.source = source;
+  pin.state = PinState::invalid;
+  const std::string_view v = trim(*value);
+  // Up to 9 digits: no overflow, and far beyond any replica count.
+  if (v.empty() || v.size() > 9 ||
+      !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return pin;
+  }
+  std::int64_t n = 0;
+  for (char c : v) {
+    n = n * 10 + (c - '0');
+  }
+  pin.state = PinState::valid;
+  pin.replica = n;
+  return pin;
+}
+
+std::optional<std::string> session_from_user_id(std::string_view user_id) {
+  const std::string_view v = trim(user_id);
+  if (v.starts_with('{')) {
+    error_code ec;
+    boost::json::parse_options opt;
+    opt.max_depth = 8;
+    const boost::json::value jv =
+        boost::json::parse(boost::json::string_view(v.data(), v.size()), ec, {}, opt);
+    if (ec || !jv.is_object()) {
+      return std::nullopt;
+    }
+    const auto* sid = jv.as_object().if_contains("session_id");
+    if (sid == nullptr || !sid->is_string()) {
+      return std::nullopt;
+    }
+    return normalize_key(std::string_view(sid->as_string()));
+  }
+  constexpr std::string_view marker = "_session_";
+  const auto pos = v.rfind(marker);
+  if (!v.starts_with("user_") || pos == std::string_view::npos) {
+    return std::nullopt;
+  }
+  return normalize_key(v.substr(pos + marker.size()));
+}
+
+Result<RequestInfo> inspect_request(ApiKind api, const HeaderLookup& headers, std::string_view body,
+                                    const InspectOptions& options) {
+  RequestInfo info;
+  info.api = api;
+
+  static constexpr std::pair<std::string_view, SessionSource> header_sources[] = {
+      {"x-warden-session", SessionSource::warden_header},
+      {"x-claude-code-session-id", SessionSource::claude_code_header},
+      {"session-id", SessionSource::codex_header},
+      {"session_id", SessionSource::codex_header},
+  };
+  for (const auto& [name, source] : header_sources) {
+    if (const auto v = headers.find(name)) {
+      if (auto key = normalize_key(*v)) {
+        info.session_key = std::move(*key);
+        info.session_source = source;
+        break;
+      }
+    }
+  }
+
+  if (const auto v = headers.find("x-warden-replica")) {
+    info.pin = parse_pin(v, PinSource::warden_replica);
+  } else {
+    info.pin = parse_pin(headers.find("x-data-parallel-rank"), PinSource::data_parallel_rank);
+  }
+
+  boost::json::parse_options opt;
+  opt.max_depth = options.max_depth;
+  // Only hash the prompt when no header already names the session (a body key may still win later).
+  boost::json::basic_parser<Handler> parser(opt, info.session_source == SessionSource::none);
+  error_code ec;
+  const std::size_t used = parser.write_some(false, body.data(), body.size(), ec);
+  if (ec) {
+    if (ec == Errc::body_not_object) {
+      return Errc::body_not_object;
+    }
+    if (ec == boost::json::error::too_deep) {
+      return Errc::too_deep;
+    }
+    return Errc::malformed_json;
+  }
+  if (used < body.size() && !only_whitespace(body.substr(used))) {
+    return Errc::malformed_json;
+  }
+  Handler& h = parser.handler();
+  switch (h.model_state_) {
+    case Handler::ModelState::absent:
+      return Errc::missing_model;
+    case Handler::ModelState::not_string:
+      return Errc::model_not_string;
+    case Handler::ModelState::string:
+      if (h.model_.empty()) {
+        return Errc::missing_model;
+      }
+      break;
+  }
+  info.model = std::move(h.model_);
+  info.stream = h.stream_;
+  info.include_usage = h.include_usage_;
+  info.max_tokens = h.max_tokens_;
+  info.prompt_bytes = h.prompt_bytes_;
+  info.prompt_tokens_estimate = (h.prompt_bytes_ + 3) / 4;
+
+  if (info.session_source == SessionSource::none && h.prompt_cache_key_) {
+    if (auto key = normalize_key(*h.prompt_cache_key_)) {
+      info.session_key = std::move(*key);
+      info.session_source = SessionSource::prompt_cache_key;
+    }
+  }
+  if (info.session_source == SessionSource::none && h.user_id_) {
+    if (auto key = session_from_user_id(*h.user_id_)) {
+      info.session_key = std::move(*key);
+      info.session_source = SessionSource::metadata_user_id;
+    }
+  }
+  if (info.session_source == SessionSource::none) {
+    if (const auto fp = h.fingerprint()) {
+      info.session_key = "fp:" + hex16(*fp);
+      info.session_source = SessionSource::fingerprint;
+    }
+  }
+  if (!info.session_key.empty()) {
+    info.session_hash = XXH3_64bits(info.session_key.data(), info.session_key.size());
+  }
+  return info;
+}
+
+}  // namespace warden::protocol
