@@ -1,0 +1,101 @@
+#include "report/row.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace warden::report {
+
+std::optional<double> percentile(std::vector<double> values, double p) {
+  if (values.empty()) {
+    return std::nullopt;
+  }
+  std::sort(values.begin(), values.end());
+  const double clamped = std::clamp(p, 0.0, 100.0);
+  const double rank = clamped / 100.0 * static_cast<double>(values.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(rank));
+  const std::size_t hi = std::min(lo + 1, values.size() - 1);
+  const double frac = rank - static_cast<double>(lo);
+  return values[lo] + (values[hi] - values[lo]) * frac;
+}
+
+void LevelRecorder::record(const RequestRecord& r) {
+  records_.push_back(r);
+  if (r.ok && r.ttfb) {
+    ttfbs_.push_back(*r.ttfb);
+  }
+  if (r.ok && r.session_finished) {
+    ++sessions_finished_;
+  }
+  if (!r.ok) {
+    ++errors_;
+  }
+}
+
+void LevelRecorder::add_busy_sample(int busy_replicas) {
+  busy_sum_ += static_cast<double>(std::max(busy_replicas, 0));
+  ++busy_samples_;
+}
+
+Progress LevelRecorder::progress() const {
+  Progress p;
+  p.requests = records_.size();
+  p.sessions_finished = sessions_finished_;
+  p.errors = errors_;
+  p.ttfb_p50 = percentile(ttfbs_, 50.0);
+  return p;
+}
+
+Row LevelRecorder::row(std::optional<double> now) const {
+  Row row;
+  row.policy = policy_;
+  row.sessions = sessions_;
+  const double window_end = end_ ? *end_ : now.value_or(begin_);
+  const double duration = window_end - begin_;
+
+  std::int64_t output_tokens = 0;
+  std::size_t sessions_finished = 0;
+  std::size_t follow_ups_routed = 0;
+  std::size_t sticky = 0;
+  for (const RequestRecord& r : records_) {
+    if (!r.ok) {
+      continue;
+    }
+    // Throughput counts only what ended inside the window, so a drain after the window adds nothing.
+    if (r.ended_at <= window_end) {
+      output_tokens += r.output_tokens;
+      if (r.session_finished) {
+        ++sessions_finished;
+      }
+    }
+    if (r.turn > 0 && r.route) {
+      ++follow_ups_routed;
+      if (*r.route == "sticky") {
+        ++sticky;
+      }
+    }
+  }
+  if (duration > 0.0) {
+    row.sessions_per_hour = static_cast<double>(sessions_finished) * 3600.0 / duration;
+    row.output_tokens_per_min = static_cast<double>(output_tokens) * 60.0 / duration;
+  }
+  row.ttfb_p50 = percentile(ttfbs_, 50.0);
+  row.ttfb_p95 = percentile(ttfbs_, 95.0);
+  if (busy_samples_ > 0) {
+    row.replicas_busy = busy_sum_ / static_cast<double>(busy_samples_);
+  }
+  if (prefix_start_ && prefix_end_) {
+    const double queries = prefix_end_->queries - prefix_start_->queries;
+    const double hits = prefix_end_->hits - prefix_start_->hits;
+    // A counter reset (engine restarted) shows as a negative delta: not measurable, not a number.
+    if (queries > 0.0 && hits >= 0.0) {
+      row.prefix_hits = std::min(hits / queries, 1.0) * 100.0;
+    }
+  }
+  if (follow_ups_routed > 0) {
+    row.stayed_on_replica = static_cast<double>(sticky) * 100.0 / static_cast<double>(follow_ups_routed);
+  }
+  row.errors = static_cast<std::int64_t>(errors_);
+  return row;
+}
+
+}  // namespace warden::report

@@ -1,0 +1,105 @@
+// One row of the reference table (routing.md), and the recorder that produces it for one level.
+// Pure: times are model seconds passed in by the caller.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace warden::report {
+
+// The stable JSON row schema shared by `bench` and `simulate` (docs/bench.md). Times in seconds, shares in
+// percent; an empty optional is JSON null ("does not apply" or "not measured").
+struct Row {
+  std::string policy;  // "off"/"on" in a comparison, or a policy name
+  int sessions = 0;    // concurrency level
+  std::optional<double> sessions_per_hour;
+  std::optional<double> output_tokens_per_min;
+  std::optional<double> ttfb_p50;
+  std::optional<double> ttfb_p95;
+  std::optional<double> replicas_busy;
+  std::optional<double> prefix_hits;
+  std::optional<double> stayed_on_replica;
+  std::optional<std::int64_t> errors;
+
+  bool operator==(const Row&) const = default;
+};
+
+// Percentile by linear interpolation between closest ranks (NumPy's default, Hyndman-Fan type 7):
+// rank = p/100 * (n-1). `p` in [0, 100]; none for an empty sample. The input need not be sorted.
+std::optional<double> percentile(std::vector<double> values, double p);
+
+// vLLM prefix-cache counters summed over ranks (vllm:prefix_cache_hits_total / _queries_total).
+struct PrefixCounters {
+  double hits = 0.0;
+  double queries = 0.0;
+};
+
+// One finished (or failed) request, as the driver saw it.
+struct RequestRecord {
+  double started_at = 0.0;           // model seconds, when the request was sent
+  double ended_at = 0.0;             // model seconds, when its response ended (or it failed)
+  std::optional<double> ttfb;        // seconds from send to the first streamed content token
+  std::int64_t output_tokens = 0;    // from the usage the engine reported
+  bool ok = true;                    // false: transport error, HTTP error, or broken stream
+  std::size_t turn = 0;              // 0 = the session's first turn; > 0 = a follow-up
+  bool session_finished = false;     // this was its session's last turn
+  std::optional<std::string> route;  // x-warden-route, when the request went through a warden
+};
+
+// Snapshot for a progress line.
+struct Progress {
+  std::size_t requests = 0;
+  std::size_t sessions_finished = 0;
+  std::size_t errors = 0;
+  std::optional<double> ttfb_p50;
+};
+
+// Accumulates one level [begin, end) and turns it into a Row:
+// - Sessions/h = sessions whose last turn ended inside the window x 3600 / window length;
+// - Output tokens/min = output tokens of requests that ended inside the window x 60 / window length;
+// - TTFB p50/p95 over every request started in the level that received a first token (including those
+//   that end after the window, while the driver drains);
+// - Replicas busy = mean of the busy-replica samples;
+// - Prefix hits = (hits_end - hits_start) / (queries_end - queries_start) x 100;
+// - Stayed on replica = sticky follow-ups / follow-ups that carried a route, x 100 (none without a warden);
+// - Errors = failed requests of the level.
+class LevelRecorder {
+ public:
+  LevelRecorder(std::string policy, int sessions) : policy_(std::move(policy)), sessions_(sessions) {}
+
+  void begin(double now) { begin_ = now; }
+  // End of the measuring window; records may still arrive afterwards (drain) and count for TTFB/errors.
+  void end(double now) { end_ = now; }
+
+  void record(const RequestRecord& r);
+  void add_busy_sample(int busy_replicas);
+  void set_prefix_start(const PrefixCounters& c) { prefix_start_ = c; }
+  void set_prefix_end(const PrefixCounters& c) { prefix_end_ = c; }
+
+  // The row; before end() the window is taken to run up to `now`.
+  Row row(std::optional<double> now = std::nullopt) const;
+  Progress progress() const;
+
+  double begin_time() const { return begin_; }
+  std::optional<double> end_time() const { return end_; }
+  const std::vector<RequestRecord>& records() const { return records_; }
+
+ private:
+  std::string policy_;
+  int sessions_;
+  double begin_ = 0.0;
+  std::optional<double> end_;
+  std::vector<RequestRecord> records_;
+  std::vector<double> ttfbs_;
+  std::size_t sessions_finished_ = 0;
+  std::size_t errors_ = 0;
+  double busy_sum_ = 0.0;
+  std::size_t busy_samples_ = 0;
+  std::optional<PrefixCounters> prefix_start_;
+  std::optional<PrefixCounters> prefix_end_;
+};
+
+}  // namespace warden::report

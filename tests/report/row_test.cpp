@@ -1,0 +1,131 @@
+#include "report/row.hpp"
+
+#include <gtest/gtest.h>
+
+namespace warden::report {
+namespace {
+
+TEST(Percentile, InterpolatesBetweenClosestRanksLikeNumPy) {
+  // numpy.percentile([1, 2, 3, 4], 50) == 2.5; 95 -> 3.85; 0 -> 1; 100 -> 4.
+  const std::vector<double> v = {4, 1, 3, 2};
+  EXPECT_DOUBLE_EQ(*percentile(v, 50), 2.5);
+  EXPECT_DOUBLE_EQ(*percentile(v, 95), 3.85);
+  EXPECT_DOUBLE_EQ(*percentile(v, 0), 1.0);
+  EXPECT_DOUBLE_EQ(*percentile(v, 100), 4.0);
+  EXPECT_DOUBLE_EQ(*percentile({7.0}, 95), 7.0);
+  EXPECT_FALSE(percentile({}, 50).has_value());
+  // numpy.percentile(range(1, 21), 95) == 19.05
+  std::vector<double> twenty;
+  for (int i = 1; i <= 20; ++i) {
+    twenty.push_back(i);
+  }
+  EXPECT_NEAR(*percentile(twenty, 95), 19.05, 1e-12);
+}
+
+RequestRecord req(double start, double end, double ttfb, std::int64_t out, std::size_t turn = 0,
+                  bool last = false) {
+  RequestRecord r;
+  r.started_at = start;
+  r.ended_at = end;
+  r.ttfb = ttfb;
+  r.output_tokens = out;
+  r.turn = turn;
+  r.session_finished = last;
+  return r;
+}
+
+TEST(LevelRecorder, ComputesEveryColumnFromSyntheticRecords) {
+  LevelRecorder rec("on", 4);
+  rec.begin(100.0);
+  rec.set_prefix_start({1000.0, 4000.0});
+  rec.record(req(100, 110, 1.0, 256, 0));
+  rec.record(req(110, 120, 2.0, 256, 1));
+  rec.record(req(120, 130, 3.0, 200, 2, true));
+  RequestRecord failed = req(125, 126, 0.0, 0, 1);
+  failed.ok = false;
+  failed.ttfb.reset();
+  rec.record(failed);
+  rec.add_busy_sample(2);
+  rec.add_busy_sample(3);
+  rec.add_busy_sample(4);
+  rec.add_busy_sample(3);
+  rec.set_prefix_end({4000.0, 8000.0});
+  rec.end(220.0);  // a 120 s window
+
+  const Row row = rec.row();
+  EXPECT_EQ(row.policy, "on");
+  EXPECT_EQ(row.sessions, 4);
+  EXPECT_DOUBLE_EQ(*row.sessions_per_hour, 1 * 3600.0 / 120.0);
+  EXPECT_DOUBLE_EQ(*row.output_tokens_per_min, 712 * 60.0 / 120.0);
+  EXPECT_DOUBLE_EQ(*row.ttfb_p50, 2.0);
+  EXPECT_DOUBLE_EQ(*row.ttfb_p95, 2.9);
+  EXPECT_DOUBLE_EQ(*row.replicas_busy, 3.0);
+  EXPECT_DOUBLE_EQ(*row.prefix_hits, 75.0);
+  EXPECT_FALSE(row.stayed_on_replica.has_value());  // no route headers: no warden
+  EXPECT_EQ(row.errors, 1);
+}
+
+TEST(LevelRecorder, DrainAfterTheWindowCountsForTtfbButNotThroughput) {
+  LevelRecorder rec("off", 2);
+  rec.begin(0.0);
+  rec.record(req(0, 50, 1.0, 100, 5, true));
+  rec.end(60.0);
+  rec.record(req(55, 70, 9.0, 100, 5, true));  // ended during the drain
+  const Row row = rec.row();
+  EXPECT_DOUBLE_EQ(*row.output_tokens_per_min, 100.0);
+  EXPECT_DOUBLE_EQ(*row.sessions_per_hour, 60.0);
+  EXPECT_DOUBLE_EQ(*row.ttfb_p50, 5.0);
+}
+
+TEST(LevelRecorder, StayedOnReplicaIsTheStickyShareOfRoutedFollowUps) {
+  LevelRecorder rec("on", 2);
+  rec.begin(0.0);
+  auto routed = [&](std::size_t turn, const char* route) {
+    RequestRecord r = req(1, 2, 0.5, 10, turn);
+    r.route = route;
+    rec.record(r);
+  };
+  routed(0, "new");  // first turns are not follow-ups
+  routed(0, "new");
+  routed(1, "sticky");
+  routed(2, "sticky");
+  routed(3, "sticky");
+  routed(4, "spill");
+  rec.end(10.0);
+  EXPECT_DOUBLE_EQ(*rec.row().stayed_on_replica, 75.0);
+}
+
+TEST(LevelRecorder, NotApplicableColumnsAreEmpty) {
+  LevelRecorder rec("x", 8);
+  rec.begin(5.0);
+  const Row early = rec.row();  // no time has passed: no rates
+  EXPECT_FALSE(early.sessions_per_hour.has_value());
+  EXPECT_FALSE(early.ttfb_p50.has_value());
+  EXPECT_FALSE(early.replicas_busy.has_value());
+  EXPECT_FALSE(early.prefix_hits.has_value());
+  EXPECT_EQ(early.errors, 0);
+  // Before end(), the window runs to the given time (Ctrl-C reports what was measured so far).
+  rec.record(req(5, 6, 0.2, 60));
+  EXPECT_DOUBLE_EQ(*rec.row(65.0).output_tokens_per_min, 60.0);
+  // A counter that went backwards (engine restarted) is not measurable.
+  rec.set_prefix_start({500, 1000});
+  rec.set_prefix_end({10, 20});
+  EXPECT_FALSE(rec.row(65.0).prefix_hits.has_value());
+  rec.set_prefix_end({500, 1000});
+  EXPECT_FALSE(rec.row(65.0).prefix_hits.has_value());  // no queries in the level
+}
+
+TEST(LevelRecorder, ProgressTracksRequestsSessionsAndMedian) {
+  LevelRecorder rec("on", 2);
+  rec.begin(0.0);
+  rec.record(req(0, 1, 3.0, 10, 0));
+  rec.record(req(1, 2, 1.0, 10, 1, true));
+  const Progress p = rec.progress();
+  EXPECT_EQ(p.requests, 2U);
+  EXPECT_EQ(p.sessions_finished, 1U);
+  EXPECT_EQ(p.errors, 0U);
+  EXPECT_DOUBLE_EQ(*p.ttfb_p50, 2.0);
+}
+
+}  // namespace
+}  // namespace warden::report
