@@ -1,0 +1,260 @@
+// The Router facade: lookup → decide → commit, counters, runtime config, concurrency.
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "core/router.hpp"
+
+namespace warden::core {
+namespace {
+
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+RequestFacts turn(std::uint64_t key, std::uint32_t tokens = 1000) {
+  RequestFacts f;
+  f.session = SessionKey{key, SessionSource::explicit_id};
+  f.prompt_tokens = tokens;
+  return f;
+}
+
+RouterConfig config_for(std::uint32_t max_num_seqs = 32, bool affinity = true) {
+  RouterConfig c;
+  c.routing.max_num_seqs = max_num_seqs;
+  c.routing.affinity = affinity;
+  return c;
+}
+
+class RouterTest : public ::testing::Test {
+ protected:
+  Decision route(RequestFacts f, std::int64_t t = 0) { return router_.route(f, metrics_, seconds(t), rng_); }
+  std::vector<ReplicaMetrics> metrics_ = std::vector<ReplicaMetrics>(4);
+  Router router_{config_for()};
+  SplitMixRng rng_{17};
+};
+
+TEST(RouterConstruction, UnknownPolicyIsAConfigError) {
+  RouterConfig c;
+  c.routing.policy = "nope";
+  EXPECT_THROW(Router{c}, std::invalid_argument);
+}
+
+TEST_F(RouterTest, FirstTurnIsNewThenStickyAndTheHomeIsRemembered) {
+  const Decision first = route(turn(1));
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first.route, Route::new_conversation);
+  EXPECT_EQ(router_.home_of(1, seconds(0)), first.replica);
+  router_.finish(*first.replica);
+  for (int i = 1; i <= 5; ++i) {
+    const Decision next = route(turn(1, 1000 + 400 * i), i);
+    EXPECT_EQ(next.replica, first.replica);
+    EXPECT_EQ(next.route, Route::sticky);
+    router_.finish(*next.replica);
+  }
+  const RouterView v = router_.view(seconds(5));
+  EXPECT_EQ(v.totals.new_conversations, 1u);
+  EXPECT_EQ(v.totals.sticky, 5u);
+  EXPECT_EQ(v.totals.in_flight, 0u);
+  EXPECT_EQ(v.sticky_percent, 100.0);
+  EXPECT_EQ(v.sessions[*first.replica].active_conversations, 1u);
+  EXPECT_EQ(v.sessions[*first.replica].held_tokens, 3000u);
+  EXPECT_EQ(v.live_sessions, 1u);
+}
+
+TEST_F(RouterTest, NewConversationsSpreadAcrossReplicasEvenBetweenTurns) {
+  // Conversations finish their turn (in_flight back to 0) but stay active: placement still spreads them.
+  std::vector<int> per_replica(4);
+  for (std::uint64_t k = 0; k < 16; ++k) {
+    const Decision d = route(turn(k));
+    ASSERT_EQ(d.route, Route::new_conversation);
+    ++per_replica[*d.replica];
+    router_.finish(*d.replica);
+  }
+  EXPECT_EQ(per_replica, (std::vector<int>{4, 4, 4, 4}));
+}
+
+TEST_F(RouterTest, SpillKeepsTheHomeAndCountsSpilledIn) {
+  const Decision first = route(turn(1));
+  const ReplicaIndex home = *first.replica;
+  // Load the home above the threshold (8) with pinned requests: 1 + 8 = 9 in flight.
+  for (int i = 0; i < 8; ++i) {
+    RequestFacts pin = turn(100 + i);
+    pin.pin = home;
+    ASSERT_EQ(route(pin).route, Route::pinned);
+  }
+  const Decision spilled = route(turn(1, 5000), 1);
+  ASSERT_EQ(spilled.route, Route::spilled);
+  EXPECT_NE(spilled.replica, first.replica);
+  EXPECT_EQ(router_.home_of(1, seconds(1)), home);
+  const RouterView v = router_.view(seconds(1));
+  EXPECT_EQ(v.counters[*spilled.replica].spilled_in, 1u);
+  EXPECT_EQ(v.counters[home].client_pinned, 8u);
+  EXPECT_EQ(v.counters[home].in_flight, 9u);
+  EXPECT_EQ(v.sessions[home].held_tokens,
+            1000u * 9 - 1000 + 5000);  // the spilled turn's prompt counts at home
+  ASSERT_TRUE(v.sticky_percent);
+  EXPECT_DOUBLE_EQ(*v.sticky_percent, 0.0);
+  // Home drains: the conversation comes back.
+  router_.finish(home);
+  const Decision back = route(turn(1), 2);
+  EXPECT_EQ(back.replica, home);
+  EXPECT_EQ(back.route, Route::sticky);
+  EXPECT_DOUBLE_EQ(*router_.view(seconds(2)).sticky_percent, 50.0);
+}
+
+TEST_F(RouterTest, PinnedNewConversationIsHomedOnThePin) {
+  RequestFacts f = turn(5);
+  f.pin = 3;
+  EXPECT_EQ(route(f).replica, 3u);
+  EXPECT_EQ(router_.home_of(5, seconds(0)), 3u);
+  // A pin on a known conversation does not move its home.
+  f.pin = 1;
+  EXPECT_EQ(route(f).route, Route::pinned);
+  EXPECT_EQ(router_.home_of(5, seconds(0)), 3u);
+}
+
+TEST_F(RouterTest, FailoverReHomesTheConversation) {
+  const Decision first = route(turn(1));
+  metrics_[*first.replica].healthy = false;
+  const Decision moved = route(turn(1), 1);
+  ASSERT_EQ(moved.route, Route::failover);
+  EXPECT_NE(moved.replica, first.replica);
+  EXPECT_EQ(router_.home_of(1, seconds(1)), moved.replica);
+  metrics_[*first.replica].healthy = true;
+  EXPECT_EQ(route(turn(1), 2), (Decision{moved.replica, Route::sticky, NoReplicaReason::none}));
+  EXPECT_EQ(router_.view(seconds(2)).counters[*moved.replica].failover, 1u);
+}
+
+TEST_F(RouterTest, NoHealthyReplicaCountsUnroutedAndChangesNothing) {
+  for (auto& m : metrics_) {
+    m.healthy = false;
+  }
+  const Decision d = route(turn(1));
+  EXPECT_FALSE(d.ok());
+  EXPECT_EQ(d.reason, NoReplicaReason::no_healthy_replica);
+  const RouterView v = router_.view(seconds(0));
+  EXPECT_EQ(v.unrouted, 1u);
+  EXPECT_EQ(v.totals.routed(), 0u);
+  EXPECT_EQ(v.live_sessions, 0u);
+}
+
+TEST_F(RouterTest, AffinityToggleAtRuntime) {
+  const Decision first = route(turn(1));
+  router_.finish(*first.replica);
+  router_.set_affinity(false);
+  EXPECT_FALSE(router_.routing_config().affinity);
+  // vLLM's rule: the replica with the lowest 4*waiting + running + sent_since_scrape.
+  for (std::size_t i = 0; i < metrics_.size(); ++i) {
+    metrics_[i].running = i == 2 ? 0 : 5;
+    metrics_[i].scrape_generation = 1;
+  }
+  const Decision balanced = route(turn(1), 1);
+  EXPECT_EQ(balanced, (Decision{2u, Route::balanced, NoReplicaReason::none}));
+  router_.finish(2);
+  // Balanced requests re-home to where the cache is freshest, so turning affinity on again sticks there.
+  router_.set_affinity(true);
+  EXPECT_EQ(route(turn(1), 2), (Decision{2u, Route::sticky, NoReplicaReason::none}));
+}
+
+TEST_F(RouterTest, SentSinceScrapeResetsWhenTheScrapeGenerationChanges) {
+  router_.set_affinity(false);
+  for (int i = 0; i < 3; ++i) {
+    route(turn(static_cast<std::uint64_t>(i)));
+  }
+  Snapshot s = router_.snapshot(metrics_, seconds(0));
+  std::uint32_t sent = 0;
+  for (const auto& r : s.replicas) {
+    sent += r.sent_since_scrape;
+  }
+  EXPECT_EQ(sent, 3u);
+  for (auto& m : metrics_) {
+    ++m.scrape_generation;
+  }
+  s = router_.snapshot(metrics_, seconds(0));
+  for (const auto& r : s.replicas) {
+    EXPECT_EQ(r.sent_since_scrape, 0u);
+  }
+  EXPECT_EQ(
+      s.replicas[0].in_flight + s.replicas[1].in_flight + s.replicas[2].in_flight + s.replicas[3].in_flight,
+      3u);
+}
+
+TEST_F(RouterTest, SnapshotCarriesMetricsAndValidatesThem) {
+  metrics_[1].kv_usage = std::numeric_limits<double>::quiet_NaN();
+  metrics_[2].kv_usage = 3.0;
+  metrics_[3].kv_capacity_tokens = 40'000;
+  metrics_[3].waiting = 2;
+  const Snapshot s = router_.snapshot(metrics_, seconds(0));
+  EXPECT_EQ(s.replicas[1].kv_usage, 0.0);
+  EXPECT_EQ(s.replicas[2].kv_usage, 1.0);
+  EXPECT_EQ(s.replicas[3].kv_capacity_tokens, 40'000u);
+  EXPECT_EQ(s.replicas[3].waiting, 2u);
+  EXPECT_EQ(s.spill_threshold, 8u);
+}
+
+TEST_F(RouterTest, SpillThresholdAndPolicyChangeAtRuntime) {
+  router_.set_spill_threshold(SpillThreshold{2});
+  EXPECT_EQ(router_.view(seconds(0)).spill_label, "2");
+  router_.set_spill_threshold(SpillThreshold{});
+  router_.set_max_num_seqs(64);
+  EXPECT_EQ(router_.view(seconds(0)).spill_label, "16 (auto)");
+  EXPECT_FALSE(router_.set_policy("bogus"));
+  EXPECT_EQ(router_.routing_config().policy, "affinity");
+  EXPECT_TRUE(router_.set_policy("round-robin"));
+  EXPECT_EQ(route(turn(1)).route, Route::balanced);
+  EXPECT_EQ(router_.routing_config().policy, "round-robin");
+}
+
+TEST_F(RouterTest, ConversationsExpireAfterTheTtl) {
+  SessionTableConfig sessions;
+  sessions.idle_ttl = minutes(1);
+  sessions.active_window = seconds(10);
+  router_.set_session_config(sessions);
+  route(turn(1));
+  EXPECT_EQ(router_.view(seconds(5)).sessions.size(), 4u);
+  EXPECT_EQ(router_.view(seconds(11)).live_sessions, 1u);
+  EXPECT_EQ(route(turn(1), 61).route, Route::new_conversation);
+}
+
+TEST_F(RouterTest, RequestWithoutSessionIsNotRemembered) {
+  const Decision d = route(RequestFacts{});
+  EXPECT_EQ(d.route, Route::new_conversation);
+  EXPECT_EQ(router_.view(seconds(0)).live_sessions, 0u);
+}
+
+TEST_F(RouterTest, FinishNeverUnderflowsOrTouchesUnknownReplicas) {
+  router_.finish(0);
+  router_.finish(99);
+  EXPECT_EQ(router_.view(seconds(0)).totals.in_flight, 0u);
+}
+
+TEST_F(RouterTest, ConcurrentCallersKeepCountsConsistent) {
+  // The gateway calls from several threads: every route is matched by a finish, so in_flight returns to 0
+  // and the counters add up.
+  constexpr int threads = 4;
+  constexpr int per_thread = 2'000;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([this, t] {
+      SplitMixRng rng(static_cast<std::uint64_t>(t));
+      for (int i = 0; i < per_thread; ++i) {
+        const Decision d =
+            router_.route(turn(static_cast<std::uint64_t>(t * 100 + i % 100)), metrics_, seconds(i), rng);
+        if (d.ok()) {
+          router_.finish(*d.replica);
+        }
+      }
+    });
+  }
+  for (auto& th : pool) {
+    th.join();
+  }
+  const RouterView v = router_.view(seconds(per_thread));
+  EXPECT_EQ(v.totals.in_flight, 0u);
+  EXPECT_EQ(v.totals.routed(), static_cast<std::uint64_t>(threads * per_thread));
+  EXPECT_EQ(v.live_sessions, static_cast<std::size_t>(threads * 100));
+}
+
+}  // namespace
+}  // namespace warden::core

@@ -1,0 +1,208 @@
+#include <gtest/gtest.h>
+
+#include "core/rng.hpp"
+#include "core/session_table.hpp"
+
+namespace warden::core {
+namespace {
+
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+Time at(std::int64_t s) {
+  return seconds(s);
+}
+
+TEST(SessionTable, AssignLookupAndMoveHome) {
+  SessionTable t;
+  EXPECT_FALSE(t.lookup(1, at(0)));
+  t.assign(1, 2, 500, at(10));
+  auto e = t.lookup(1, at(11));
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->home, 2u);
+  EXPECT_EQ(e->prompt_tokens, 500u);
+  EXPECT_EQ(e->last_seen, at(10));
+  t.assign(1, 3, 900, at(20));
+  EXPECT_EQ(t.lookup(1, at(20))->home, 3u);
+  EXPECT_EQ(t.size(), 1u);
+}
+
+TEST(SessionTable, AggregatesFollowHomeAndPromptSize) {
+  SessionTable t;
+  t.assign(1, 0, 1000, at(0));
+  t.assign(2, 0, 3000, at(1));
+  t.assign(3, 1, 500, at(2));
+  EXPECT_EQ(t.replica(0).active_conversations, 2u);
+  EXPECT_EQ(t.replica(0).held_tokens, 4000u);
+  EXPECT_EQ(t.replica(1).held_tokens, 500u);
+  // Next turn is longer: held tokens follow the last prompt.
+  t.touch(1, 1400, at(3));
+  EXPECT_EQ(t.replica(0).held_tokens, 4400u);
+  EXPECT_EQ(t.lookup(1, at(3))->home, 0u);
+  // Re-homing moves both aggregates.
+  t.assign(2, 1, 3000, at(4));
+  EXPECT_EQ(t.replica(0).active_conversations, 1u);
+  EXPECT_EQ(t.replica(0).held_tokens, 1400u);
+  EXPECT_EQ(t.replica(1).active_conversations, 2u);
+  EXPECT_EQ(t.replica(1).held_tokens, 3500u);
+  EXPECT_EQ(t.replica(7).active_conversations, 0u);
+  const auto all = t.replicas(3);
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[2].active_conversations, 0u);
+}
+
+TEST(SessionTable, TouchOfUnknownKeyDoesNothing) {
+  SessionTable t;
+  t.touch(9, 100, at(0));
+  EXPECT_EQ(t.size(), 0u);
+}
+
+TEST(SessionTable, ActiveWindowThenTtl) {
+  SessionTableConfig config;
+  config.active_window = minutes(5);
+  config.idle_ttl = minutes(30);
+  SessionTable t(config);
+  t.assign(1, 0, 100, at(0));
+  t.assign(2, 0, 200, at(200));
+  t.expire(at(300));  // exactly at the window edge: still active
+  EXPECT_EQ(t.replica(0).active_conversations, 2u);
+  t.expire(at(301));
+  EXPECT_EQ(t.replica(0).active_conversations, 1u);
+  EXPECT_EQ(t.replica(0).held_tokens, 200u);
+  EXPECT_EQ(t.active_size(), 1u);
+  // Idle but remembered: its home is still known.
+  EXPECT_EQ(t.lookup(1, at(301))->home, 0u);
+  // Seen again: active again.
+  t.touch(1, 150, at(400));
+  EXPECT_EQ(t.replica(0).active_conversations, 2u);
+  EXPECT_EQ(t.replica(0).held_tokens, 350u);
+  t.expire(at(400 + 30 * 60 + 1));
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(t.replica(0).active_conversations, 0u);
+  EXPECT_EQ(t.replica(0).held_tokens, 0u);
+}
+
+TEST(SessionTable, LookupHidesEntriesPastTtlBeforeExpireRuns) {
+  SessionTableConfig config;
+  config.idle_ttl = seconds(60);
+  SessionTable t(config);
+  t.assign(1, 0, 100, at(0));
+  EXPECT_TRUE(t.lookup(1, at(60)));
+  EXPECT_FALSE(t.lookup(1, at(61)));
+  EXPECT_EQ(t.size(), 1u);
+}
+
+TEST(SessionTable, CapacityEvictsLeastRecentlySeenIdleFirst) {
+  SessionTableConfig config;
+  config.max_entries = 3;
+  config.active_window = seconds(10);
+  SessionTable t(config);
+  t.assign(1, 0, 10, at(0));
+  t.assign(2, 0, 10, at(1));
+  t.assign(3, 1, 10, at(20));
+  t.touch(1, 10, at(21));  // 1 is now the most recent; 2 is the LRU entry
+  t.assign(4, 1, 10, at(22));
+  EXPECT_EQ(t.size(), 3u);
+  EXPECT_FALSE(t.lookup(2, at(22)));
+  EXPECT_TRUE(t.lookup(1, at(22)));
+  t.expire(at(31));  // 3 leaves the active window (seen at 20); 1 (21) and 4 (22) stay active
+  EXPECT_EQ(t.active_size(), 2u);
+  t.assign(5, 0, 10, at(31));
+  EXPECT_FALSE(t.lookup(3, at(31))) << "the idle entry goes first";
+  EXPECT_TRUE(t.lookup(1, at(31)));
+  EXPECT_TRUE(t.lookup(4, at(31)));
+  EXPECT_EQ(t.replica(0).active_conversations + t.replica(1).active_conversations, 3u);
+}
+
+TEST(SessionTable, ShrinkingCapacityEvictsAtOnce) {
+  SessionTable t;
+  for (std::uint64_t k = 0; k < 10; ++k) {
+    t.assign(k, static_cast<ReplicaIndex>(k % 2), 100, at(static_cast<std::int64_t>(k)));
+  }
+  SessionTableConfig config = t.config();
+  config.max_entries = 4;
+  t.reconfigure(config);
+  EXPECT_EQ(t.size(), 4u);
+  EXPECT_FALSE(t.lookup(5, at(10)));
+  EXPECT_TRUE(t.lookup(6, at(10)));
+  EXPECT_EQ(t.replica(0).active_conversations + t.replica(1).active_conversations, 4u);
+}
+
+TEST(SessionTable, EraseForgetsAndUpdatesAggregates) {
+  SessionTable t;
+  t.assign(1, 0, 100, at(0));
+  EXPECT_TRUE(t.erase(1));
+  EXPECT_FALSE(t.erase(1));
+  EXPECT_EQ(t.replica(0).active_conversations, 0u);
+  EXPECT_EQ(t.replica(0).held_tokens, 0u);
+}
+
+TEST(SessionTable, OutOfOrderTimestampsKeepTheTableOrdered) {
+  SessionTableConfig config;
+  config.active_window = seconds(10);
+  SessionTable t(config);
+  t.assign(1, 0, 100, at(100));
+  t.assign(2, 0, 100, at(99));  // a slightly older stamp from another thread: treated as 100
+  EXPECT_EQ(t.lookup(2, at(100))->last_seen, at(100));
+  t.expire(at(110));
+  EXPECT_EQ(t.active_size(), 2u);
+  t.expire(at(111));
+  EXPECT_EQ(t.active_size(), 0u);
+}
+
+TEST(SessionTable, AggregatesMatchABruteForceRecountUnderRandomOperations) {
+  SessionTableConfig config;
+  config.max_entries = 200;
+  config.active_window = seconds(50);
+  config.idle_ttl = seconds(400);
+  SessionTable t(config);
+  SplitMixRng g(99);
+  std::int64_t now = 0;
+  for (int i = 0; i < 20'000; ++i) {
+    now += static_cast<std::int64_t>(g.uniform(3));
+    const std::uint64_t key = g.uniform(400);
+    const auto op = g.uniform(10);
+    if (op < 6) {
+      t.assign(key, static_cast<ReplicaIndex>(g.uniform(4)), static_cast<std::uint32_t>(g.uniform(1000)),
+               at(now));
+    } else if (op < 9) {
+      t.touch(key, static_cast<std::uint32_t>(g.uniform(1000)), at(now));
+    } else {
+      t.erase(key);
+    }
+    t.expire(at(now));
+    ASSERT_LE(t.size(), 200u);
+    if (i % 500 == 0) {
+      // Recount from lookups: an entry is active if seen within the window.
+      std::uint64_t held[4] = {};
+      std::uint32_t active[4] = {};
+      std::size_t live = 0;
+      for (std::uint64_t k = 0; k < 400; ++k) {
+        if (auto e = t.lookup(k, at(now))) {
+          ++live;
+          if (at(now) - e->last_seen <= config.active_window) {
+            ++active[e->home];
+            held[e->home] += e->prompt_tokens;
+          }
+        }
+      }
+      ASSERT_EQ(live, t.size());
+      for (ReplicaIndex r = 0; r < 4; ++r) {
+        ASSERT_EQ(t.replica(r).active_conversations, active[r]) << "replica " << r << " step " << i;
+        ASSERT_EQ(t.replica(r).held_tokens, held[r]) << "replica " << r << " step " << i;
+      }
+    }
+  }
+}
+
+TEST(SessionTable, MemoryPerLiveSessionIsSmall) {
+  SessionTable t;
+  constexpr std::uint64_t sessions = 100'000;
+  for (std::uint64_t k = 0; k < sessions; ++k) {
+    t.assign(k * 0x9E3779B97F4A7C15ULL, static_cast<ReplicaIndex>(k % 64), 8000, at(0));
+  }
+  EXPECT_LE(t.memory_bytes() / sessions, 256u);
+}
+
+}  // namespace
+}  // namespace warden::core

@@ -1,0 +1,75 @@
+#include <gtest/gtest.h>
+
+#include "core/types.hpp"
+
+namespace warden::core {
+namespace {
+
+TEST(SpillThreshold, AutoIsAQuarterOfMaxNumSeqsAndAtLeastOne) {
+  const SpillThreshold automatic;
+  EXPECT_EQ(automatic.resolve(32), 8u);
+  EXPECT_EQ(automatic.resolve(256), 64u);
+  EXPECT_EQ(automatic.resolve(7), 1u);
+  EXPECT_EQ(automatic.resolve(3), 1u);
+  EXPECT_EQ(automatic.resolve(0), 1u);
+}
+
+TEST(SpillThreshold, FixedIgnoresMaxNumSeqs) {
+  const SpillThreshold fixed{4};
+  EXPECT_EQ(fixed.resolve(32), 4u);
+  EXPECT_EQ(fixed.resolve(1024), 4u);
+}
+
+TEST(SpillThreshold, ParsesAutoAndPositiveIntegersOnly) {
+  EXPECT_EQ(SpillThreshold::parse("auto"), SpillThreshold{});
+  EXPECT_EQ(SpillThreshold::parse("12"), SpillThreshold{12});
+  EXPECT_FALSE(SpillThreshold::parse(""));
+  EXPECT_FALSE(SpillThreshold::parse("0"));
+  EXPECT_FALSE(SpillThreshold::parse("-3"));
+  EXPECT_FALSE(SpillThreshold::parse("8x"));
+  EXPECT_FALSE(SpillThreshold::parse("99999999999"));
+  EXPECT_FALSE(SpillThreshold::parse("Auto "));
+}
+
+TEST(SpillThreshold, LabelsForTheConsole) {
+  EXPECT_EQ(SpillThreshold{}.label(32), "8 (auto)");
+  EXPECT_EQ(SpillThreshold{4}.label(32), "4");
+  EXPECT_EQ(SpillThreshold{}.to_string(), "auto");
+  EXPECT_EQ(SpillThreshold{5}.to_string(), "5");
+}
+
+TEST(Route, NamesRoundTrip) {
+  const Route all[] = {Route::new_conversation, Route::sticky,   Route::spilled,
+                       Route::pinned,           Route::balanced, Route::failover};
+  const char* expected[] = {"new", "sticky", "spilled", "pinned", "balanced", "failover"};
+  for (std::size_t i = 0; i < route_count; ++i) {
+    EXPECT_EQ(route_name(all[i]), expected[i]);
+    EXPECT_EQ(parse_route(expected[i]), all[i]);
+  }
+  EXPECT_FALSE(parse_route("stuck"));
+}
+
+TEST(Snapshot, ApplyResolvesThresholdAgainstMaxNumSeqs) {
+  Snapshot s;
+  RoutingConfig config;
+  config.max_num_seqs = 64;
+  config.affinity = false;
+  config.policy = "chwbl";
+  s.apply(config);
+  EXPECT_EQ(s.spill_threshold, 16u);
+  EXPECT_FALSE(s.affinity);
+  EXPECT_EQ(s.policy, "chwbl");
+  config.max_num_seqs = 0;
+  s.apply(config);
+  EXPECT_EQ(s.max_num_seqs, 1u);
+  EXPECT_EQ(s.spill_threshold, 1u);
+}
+
+TEST(Names, SessionSourceAndReasons) {
+  EXPECT_EQ(session_source_name(SessionSource::explicit_id), "explicit");
+  EXPECT_EQ(session_source_name(SessionSource::fingerprint), "fingerprint");
+  EXPECT_EQ(no_replica_reason_name(NoReplicaReason::no_healthy_replica), "no healthy replica");
+}
+
+}  // namespace
+}  // namespace warden::core
