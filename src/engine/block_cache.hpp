@@ -48,6 +48,9 @@ class BlockCache {
   // Number of leading hashes found in the cache (stops at the first miss). No state change.
   std::size_t count_cached_prefix(std::span<const BlockHash> hashes) const;
 
+  // How many of the first n hashes (all cached) sit in the free queue (ref count 0).
+  std::size_t count_free_in_prefix(std::span<const BlockHash> hashes, std::size_t n) const;
+
   // Takes the blocks of the first n hashes, which must all be cached (n <= count_cached_prefix):
   // increments their ref counts and removes free ones from the free queue.
   std::vector<BlockId> acquire_cached(std::span<const BlockHash> hashes, std::size_t n);

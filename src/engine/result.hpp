@@ -7,12 +7,16 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace warden::engine {
 
 // Why an input was refused. `message` is written for the client (it ends up in a 400 error body);
 // `param` names the offending field when there is one (OpenAI's error.param), else empty.
+// Deliberately not constructible from one string: Result<std::string> must stay unambiguous.
 struct Error {
+  Error() = default;
+  Error(std::string m, std::string p) : message(std::move(m)), param(std::move(p)) {}
   std::string message;
   std::string param;
 };

@@ -1,0 +1,54 @@
+#include "engine/config.hpp"
+
+#include <string>
+
+namespace warden::engine {
+
+namespace {
+
+constexpr std::uint32_t kMaxBlocks = 20'000'000;  // keeps a mistyped flag from allocating gigabytes
+
+bool positive(double v) {
+  return v > 0;
+}
+
+}  // namespace
+
+Result<void> validate(const EngineConfig& c) {
+  if (c.block_size < 1 || c.block_size > 1024) {
+    return make_error("block_size must be in [1, 1024]", "block_size");
+  }
+  if (c.num_gpu_blocks < 1 || c.num_gpu_blocks > kMaxBlocks) {
+    return make_error("num_gpu_blocks must be in [1, " + std::to_string(kMaxBlocks) + "]", "num_gpu_blocks");
+  }
+  if (c.max_num_seqs < 1) {
+    return make_error("max_num_seqs must be at least 1", "max_num_seqs");
+  }
+  if (c.max_num_batched_tokens < 1) {
+    return make_error("max_num_batched_tokens must be at least 1", "max_num_batched_tokens");
+  }
+  if (c.max_model_len < 2) {
+    return make_error("max_model_len must be at least 2", "max_model_len");
+  }
+  if (!(c.gpu_memory_utilization > 0 && c.gpu_memory_utilization <= 1)) {
+    return make_error("gpu_memory_utilization must be in (0, 1]", "gpu_memory_utilization");
+  }
+  const auto& t = c.time;
+  if (!(t.num_params >= 0) || t.num_layers < 1 || t.num_q_heads < 1 || t.num_kv_heads < 1 || t.head_dim < 1 ||
+      !positive(t.dtype_bytes)) {
+    return make_error("model architecture parameters must be positive", "num_layers");
+  }
+  if (!positive(t.mem_bandwidth) || !positive(t.peak_flops)) {
+    return make_error("mem_bandwidth and peak_flops must be positive", "mem_bandwidth");
+  }
+  if (!(t.mem_efficiency > 0 && t.mem_efficiency <= 1) ||
+      !(t.compute_efficiency > 0 && t.compute_efficiency <= 1)) {
+    return make_error("mem_efficiency and compute_efficiency must be in (0, 1]", "mem_efficiency");
+  }
+  if (!(t.step_overhead >= 0) || !(t.per_seq_overhead >= 0)) {
+    return make_error("step_overhead and per_seq_overhead must be >= 0", "step_overhead");
+  }
+  return {};
+}
+
+}  // namespace warden::engine

@@ -1,0 +1,394 @@
+#include "engine/engine.hpp"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <string>
+
+namespace warden::engine {
+
+namespace {
+
+constexpr std::array<double, 22> kTtftBuckets{0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
+                                              0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
+                                              20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
+
+// splitmix64 finalizer: spreads (seed, index) into an output-token choice, portable and stateless.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30U)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27U)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31U);
+}
+
+std::uint64_t prompt_seed(std::uint64_t seed, const Tokens& prompt) {
+  // Ids are hashed as little-endian 32-bit values so every host agrees.
+  std::string bytes;
+  bytes.reserve(prompt.size() * 4);
+  for (TokenId t : prompt) {
+    for (int i = 0; i < 4; ++i) {
+      bytes.push_back(static_cast<char>((t >> (8 * i)) & 0xffU));
+    }
+  }
+  return XXH64(bytes.data(), bytes.size(), seed);
+}
+
+std::uint32_t ceil_div(std::uint64_t a, std::uint32_t b) {
+  return static_cast<std::uint32_t>((a + b - 1) / b);
+}
+
+}  // namespace
+
+std::string_view finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::length:
+      return "length";
+    case FinishReason::abort:
+      return "abort";
+  }
+  return "length";
+}
+
+std::span<const double> ttft_bucket_bounds() {
+  return kTtftBuckets;
+}
+
+void Histogram::observe(double v) {
+  for (std::size_t i = 0; i < bounds.size(); ++i) {
+    if (v <= bounds[i]) {
+      ++buckets[i];
+    }
+  }
+  sum += v;
+  ++count;
+}
+
+struct Engine::Impl {
+  struct Request {
+    RequestId id = 0;
+    Tokens tokens;  // prompt followed by the tokens generated so far
+    std::uint32_t prompt_len = 0;
+    std::uint32_t max_output = 0;
+    std::uint32_t num_computed = 0;  // tokens whose KV is in `blocks`
+    std::uint32_t num_output = 0;
+    std::uint32_t num_registered = 0;  // leading blocks already offered to the prefix cache
+    std::vector<BlockId> blocks;
+    std::vector<BlockHash> hashes;    // chained hashes of the full blocks of `tokens` seen so far
+    std::int64_t cached_tokens = -1;  // set at first scheduling
+    std::uint64_t sample_seed = 0;
+    double arrival = 0;
+  };
+
+  struct Scheduled {
+    Request* req;
+    std::uint32_t num_new;
+    std::uint32_t context;
+  };
+
+  EngineConfig config;
+  std::uint64_t seed;
+  BlockCache cache;
+  std::unordered_map<RequestId, Request> requests;
+  std::vector<RequestId> running;  // in admission order; the back is preempted first
+  std::deque<RequestId> waiting;
+  Metrics m;
+
+  Impl(EngineConfig c, std::uint64_t s)
+      : config(std::move(c)), seed(s), cache(config.num_gpu_blocks, config.block_size) {
+    m.time_to_first_token.bounds.assign(kTtftBuckets.begin(), kTtftBuckets.end());
+    m.time_to_first_token.buckets.assign(kTtftBuckets.size(), 0);
+    m.num_gpu_blocks = config.num_gpu_blocks;
+    m.block_size = config.block_size;
+  }
+
+  // Blocks of the prompt a fresh lookup would hit, leaving at least one token to compute.
+  std::size_t hit_blocks(const Request& r) const {
+    const std::size_t max_blocks = (r.tokens.size() - 1) / config.block_size;
+    const std::size_t n = std::min(max_blocks, r.hashes.size());
+    return cache.count_cached_prefix(std::span(r.hashes).first(n));
+  }
+
+  // Registers every block that will be full once `upto` tokens are computed.
+  void register_full_blocks(Request& r, std::uint32_t upto) {
+    extend_block_hashes(std::span(r.tokens).first(upto), config.block_size, r.hashes);
+    const std::uint32_t full = upto / config.block_size;
+    for (; r.num_registered < full; ++r.num_registered) {
+      cache.cache_block(r.blocks[r.num_registered], r.hashes[r.num_registered]);
+    }
+  }
+
+  // Allocates the blocks `num_new` more tokens need; all or nothing.
+  bool allocate_slots(Request& r, std::uint32_t num_new) {
+    const std::uint32_t need = ceil_div(std::uint64_t{r.num_computed} + num_new, config.block_size);
+    const std::uint32_t extra =
+        need > r.blocks.size() ? need - static_cast<std::uint32_t>(r.blocks.size()) : 0;
+    if (extra > cache.num_free()) {
+      return false;
+    }
+    for (std::uint32_t i = 0; i < extra; ++i) {
+      r.blocks.push_back(*cache.allocate());
+    }
+    register_full_blocks(r, r.num_computed + num_new);
+    return true;
+  }
+
+  void free_blocks(Request& r) {
+    cache.release(r.blocks);
+    r.blocks.clear();
+    r.num_registered = 0;
+    r.num_computed = 0;
+  }
+
+  void preempt_back(StepResult& out) {
+    const RequestId id = running.back();
+    running.pop_back();
+    Request& r = requests.at(id);
+    free_blocks(r);
+    waiting.push_front(id);
+    ++m.num_preemptions_total;
+    ++out.stats.num_preempted;
+    Event e;
+    e.kind = Event::Kind::preempted;
+    e.request = id;
+    out.events.push_back(e);
+  }
+
+  StepResult step(double now) {
+    StepResult out;
+    std::vector<Scheduled> scheduled;
+    std::uint32_t budget = config.max_num_batched_tokens;
+
+    // 1. Running requests first, in order; preempt from the back when blocks run out.
+    for (std::size_t i = 0; i < running.size() && budget > 0;) {
+      Request& r = requests.at(running[i]);
+      const auto remaining = static_cast<std::uint32_t>(r.tokens.size()) - r.num_computed;
+      const std::uint32_t num_new = std::min(remaining, budget);
+      bool self_preempted = false;
+      while (!allocate_slots(r, num_new)) {
+        const bool is_self = running.back() == r.id;
+        preempt_back(out);
+        if (is_self) {
+          self_preempted = true;
+          break;
+        }
+      }
+      if (self_preempted) {
+        break;
+      }
+      scheduled.push_back({&r, num_new, r.num_computed});
+      budget -= num_new;
+      ++i;
+    }
+
+    // 2. Admit waiting requests FCFS, unless this step already had to preempt.
+    while (out.stats.num_preempted == 0 && !waiting.empty() && running.size() < config.max_num_seqs &&
+           budget > 0) {
+      Request& r = requests.at(waiting.front());
+      extend_block_hashes(r.tokens, config.block_size, r.hashes);
+      const std::size_t hits = hit_blocks(r);
+      // Hit blocks sitting in the free queue leave it when taken, so they count against the free blocks.
+      const std::size_t evictable = cache.count_free_in_prefix(r.hashes, hits);
+      const auto hit_tokens = static_cast<std::uint32_t>(hits * config.block_size);
+      const std::uint32_t num_new =
+          std::min(static_cast<std::uint32_t>(r.tokens.size()) - hit_tokens, budget);
+      const std::uint32_t need = ceil_div(std::uint64_t{hit_tokens} + num_new, config.block_size);
+      if (need - hits + evictable > cache.num_free()) {
+        break;
+      }
+      r.blocks = cache.acquire_cached(r.hashes, hits);
+      r.num_registered = static_cast<std::uint32_t>(hits);
+      r.num_computed = hit_tokens;
+      const bool ok = allocate_slots(r, num_new);
+      assert(ok);
+      (void)ok;
+      if (r.cached_tokens < 0) {
+        // First scheduling: this is what vLLM reports as cached_tokens and counts in its prefix stats.
+        r.cached_tokens = hit_tokens;
+        m.prefix_cache_queries_total += r.tokens.size();
+        m.prefix_cache_hits_total += hit_tokens;
+      }
+      waiting.pop_front();
+      running.push_back(r.id);
+      scheduled.push_back({&r, num_new, r.num_computed});
+      budget -= num_new;
+    }
+
+    if (scheduled.empty()) {
+      return out;
+    }
+
+    // 3. Time the batch, then apply it: requests that caught up emit one token at now + duration.
+    std::vector<ScheduledChunk> chunks;
+    chunks.reserve(scheduled.size());
+    for (const auto& s : scheduled) {
+      chunks.push_back({s.num_new, s.context});
+      const bool decode = s.num_new == 1 && s.req->num_output > 0 && s.context + 1 == s.req->tokens.size();
+      (decode ? out.stats.num_decode_tokens : out.stats.num_prefill_tokens) += s.num_new;
+    }
+    out.stats.num_scheduled_requests = static_cast<std::uint32_t>(scheduled.size());
+    out.stats.cost = config.time.cost(chunks);
+    out.duration = out.stats.cost.total_s;
+    const double done_at = now + out.duration;
+
+    bool any_finished = false;
+    for (const auto& s : scheduled) {
+      Request& r = *s.req;
+      r.num_computed += s.num_new;
+      if (r.num_computed < r.tokens.size()) {
+        continue;  // chunked prefill continues next step
+      }
+      Event e;
+      e.request = r.id;
+      e.index = r.num_output;
+      e.first_token = r.num_output == 0;
+      e.token = output_token(mix(r.sample_seed ^ mix(r.num_output)), r.num_output);
+      r.tokens.push_back(e.token);
+      ++r.num_output;
+      ++m.generation_tokens_total;
+      if (e.first_token) {
+        m.prompt_tokens_total += r.prompt_len;
+        m.time_to_first_token.observe(std::max(0.0, done_at - r.arrival));
+      }
+      if (r.num_output >= r.max_output) {
+        e.finished = true;
+        e.usage = {r.prompt_len, static_cast<std::uint32_t>(std::max<std::int64_t>(0, r.cached_tokens)),
+                   r.num_output, FinishReason::length};
+        ++m.requests_finished_total;
+        free_blocks(r);
+        any_finished = true;
+      }
+      out.events.push_back(e);
+    }
+    if (any_finished) {
+      std::erase_if(running, [&](RequestId id) {
+        const auto it = requests.find(id);
+        if (it->second.num_output >= it->second.max_output) {
+          requests.erase(it);
+          return true;
+        }
+        return false;
+      });
+    }
+    return out;
+  }
+};
+
+Engine::Engine(EngineConfig config, std::uint64_t seed) {
+  assert(validate(config).has_value());
+  impl_ = std::make_unique<Impl>(std::move(config), seed);
+}
+
+Engine::~Engine() = default;
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
+
+Result<void> Engine::add_request(RequestSpec spec) {
+  auto& im = *impl_;
+  const auto& c = im.config;
+  if (im.requests.contains(spec.id)) {
+    return make_error("request id " + std::to_string(spec.id) + " is already in use");
+  }
+  if (spec.prompt.empty()) {
+    return make_error("The prompt cannot be empty", "prompt");
+  }
+  if (spec.max_tokens < 1) {
+    return make_error("max_tokens must be at least 1, got " + std::to_string(spec.max_tokens), "max_tokens");
+  }
+  for (TokenId t : spec.prompt) {
+    if (t >= kVocabSize) {
+      return make_error("token id " + std::to_string(t) + " is out of vocabulary", "prompt");
+    }
+  }
+  const auto prompt_len = static_cast<std::uint64_t>(spec.prompt.size());
+  if (prompt_len >= c.max_model_len) {
+    return make_error("The decoder prompt (length " + std::to_string(prompt_len) +
+                          ") is longer than the maximum model length of " + std::to_string(c.max_model_len) +
+                          ".",
+                      "prompt");
+  }
+  const auto max_output = static_cast<std::uint32_t>(
+      std::min<std::uint64_t>(static_cast<std::uint64_t>(spec.max_tokens), c.max_model_len - prompt_len));
+  // KV is computed for every token but the last generated one.
+  const std::uint32_t blocks = ceil_div(prompt_len + max_output - 1, c.block_size);
+  if (blocks > c.num_gpu_blocks) {
+    return make_error("request needs " + std::to_string(blocks) + " KV blocks but the cache holds only " +
+                          std::to_string(c.num_gpu_blocks),
+                      "prompt");
+  }
+  Impl::Request r;
+  r.id = spec.id;
+  r.sample_seed = spec.sample_seed ? *spec.sample_seed : prompt_seed(im.seed, spec.prompt);
+  r.tokens = std::move(spec.prompt);
+  r.tokens.reserve(r.tokens.size() + max_output);
+  r.prompt_len = static_cast<std::uint32_t>(prompt_len);
+  r.max_output = max_output;
+  r.arrival = spec.arrival_time;
+  extend_block_hashes(r.tokens, c.block_size, r.hashes);
+  im.requests.emplace(r.id, std::move(r));
+  im.waiting.push_back(spec.id);
+  return {};
+}
+
+bool Engine::abort(RequestId id) {
+  auto& im = *impl_;
+  const auto it = im.requests.find(id);
+  if (it == im.requests.end()) {
+    return false;
+  }
+  if (const auto w = std::find(im.waiting.begin(), im.waiting.end(), id); w != im.waiting.end()) {
+    im.waiting.erase(w);
+  }
+  if (const auto r = std::find(im.running.begin(), im.running.end(), id); r != im.running.end()) {
+    im.running.erase(r);
+  }
+  im.free_blocks(it->second);
+  im.requests.erase(it);
+  ++im.m.requests_aborted_total;
+  return true;
+}
+
+bool Engine::has_work() const {
+  return !impl_->running.empty() || !impl_->waiting.empty();
+}
+
+StepResult Engine::step(double now) {
+  return impl_->step(now);
+}
+
+Metrics Engine::metrics() const {
+  Metrics m = impl_->m;
+  m.num_running = static_cast<std::uint32_t>(impl_->running.size());
+  m.num_waiting = static_cast<std::uint32_t>(impl_->waiting.size());
+  m.kv_cache_usage = impl_->cache.usage();
+  return m;
+}
+
+const EngineConfig& Engine::config() const {
+  return impl_->config;
+}
+
+std::size_t Engine::cached_prefix_tokens(std::span<const TokenId> prompt) const {
+  if (prompt.empty()) {
+    return 0;
+  }
+  const std::uint32_t bs = impl_->config.block_size;
+  std::vector<BlockHash> hashes;
+  extend_block_hashes(prompt.first((prompt.size() - 1) / bs * bs), bs, hashes);
+  return impl_->cache.count_cached_prefix(hashes) * bs;
+}
+
+const BlockCache& Engine::cache() const {
+  return impl_->cache;
+}
+
+std::vector<RequestId> Engine::running_ids() const {
+  return impl_->running;
+}
+
+std::vector<RequestId> Engine::waiting_ids() const {
+  return {impl_->waiting.begin(), impl_->waiting.end()};
+}
+
+}  // namespace warden::engine
