@@ -21,24 +21,25 @@
 // "h:<16 hex of xxh3-64 of it>" so the session table never stores huge keys.
 // Keys carry no source prefix, so the same uuid from the header and from the body is the same session.
 //
-// Conversation fingerprint (source 6): key "fp:<16 hex>", a 64-bit XXH3 over the *start* of the prompt:
-//   - anthropic_*: the top-level "system" value, the "tools" value, and the "messages" array elements up
-//     to and including the first one with role "user";
-//   - openai_chat: "tools", and the "messages" elements up to and including the first role "user";
-//   - openai_responses: "instructions", "tools", and "input": if a string, its first 4096 bytes; if an
-//     array, the items up to and including the first one with role "user";
-//   - openai_completions: the first 4096 bytes of "prompt" (a string, or the first string of an array),
-//     or its first 1024 token ids if it is an array of integers.
+// Conversation fingerprint (source 6): key "fp:<16 hex>", a 64-bit XXH3 over the *start* of the prompt,
+// made of these top-level members when present (whatever the API, since each API uses its own subset):
+//   - "system" (Anthropic), "tools", "instructions" (Responses): the whole value;
+//   - "messages" (chat, Anthropic) and "input" when it is an array (Responses): the elements up to and
+//     including the first one with "role": "user" (Codex sends developer/environment items first);
+//   - "prompt" (completions) and "input" when it is a string: the first 4096 bytes of string content
+//     (token-id arrays: the first 1024 ids).
 // Values are hashed structurally (object keys, strings, numbers, literals and nesting, each tagged and
-// length-prefixed), so JSON whitespace and escape spelling do not matter, and every "cache_control"
-// member is skipped (clients move cache breakpoints between turns). Each part is hashed on its own and
-// the parts combined in a fixed order, so top-level member order does not matter either.
+// length-delimited), so JSON whitespace and escape spelling do not matter, and every "cache_control"
+// member is skipped (clients move cache breakpoints between turns). Member order inside a value does
+// matter (a client serialises its history the same way every turn). Each part is hashed on its own and
+// the parts combined in a fixed order, so the order of the top-level members does not matter.
 // Hence identical on every turn of one conversation (later turns only append messages) and different
 // between conversations that differ in system prompt, tools or first user message.
 // Limits: two conversations with the same system prompt, tools and first user message collide (they
 // share a home replica, which is harmless for cache locality); a client that edits or compacts its history
 // (e.g. Claude Code's /compact) or changes its tools mid-conversation starts a new fingerprint; for
-// completions, prompts that share their first 4096 bytes collide. If none of the parts is present the
+// completions, prompts that share their first 4096 bytes collide, and a prompt shorter than that changes
+// its fingerprint every turn until it grows past 4096 bytes. If none of the parts is present the
 // source is SessionSource::none and the key is empty.
 //
 // Client pin: header X-Warden-Replica, else X-data-parallel-rank (vLLM's own header, which a client may
