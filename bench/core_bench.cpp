@@ -1,0 +1,251 @@
+// Routing core microbenchmarks: decide() and Router::route() at 64 replicas with 100,000 live sessions
+// (target: median <= 2 us), each policy's pick, and memory per live session (target: <= 256 bytes),
+// measured by counting the bytes the allocator hands out (malloc_usable_size) and cross-checked with
+// mallinfo2. Run: build/bench/core_bench [--benchmark_repetitions=5]
+#include <benchmark/benchmark.h>
+#include <malloc.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+#include <vector>
+
+#include "core/decide.hpp"
+#include "core/policy.hpp"
+#include "core/router.hpp"
+
+namespace {
+
+std::atomic<std::int64_t> live_bytes{0};
+
+void* counted_alloc(std::size_t size) {
+  void* p = std::malloc(size == 0 ? 1 : size);
+  if (p == nullptr) {
+    throw std::bad_alloc();
+  }
+  live_bytes.fetch_add(static_cast<std::int64_t>(malloc_usable_size(p)), std::memory_order_relaxed);
+  return p;
+}
+
+void counted_free(void* p) {
+  if (p != nullptr) {
+    live_bytes.fetch_sub(static_cast<std::int64_t>(malloc_usable_size(p)), std::memory_order_relaxed);
+    std::free(p);
+  }
+}
+
+}  // namespace
+
+void* operator new(std::size_t size) {
+  return counted_alloc(size);
+}
+void* operator new[](std::size_t size) {
+  return counted_alloc(size);
+}
+void operator delete(void* p) noexcept {
+  counted_free(p);
+}
+void operator delete[](void* p) noexcept {
+  counted_free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  counted_free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  counted_free(p);
+}
+
+namespace {
+
+using warden::core::Decision;
+using warden::core::ReplicaMetrics;
+using warden::core::RequestFacts;
+using warden::core::Router;
+using warden::core::RouterConfig;
+using warden::core::SessionKey;
+using warden::core::SessionSource;
+using warden::core::Snapshot;
+using warden::core::SplitMixRng;
+using warden::core::Time;
+
+constexpr std::size_t replicas = 64;
+constexpr std::uint64_t live_sessions = 100'000;
+
+std::uint64_t session_key(std::uint64_t i) {
+  return (i + 1) * 0x9E3779B97F4A7C15ULL;
+}
+
+RequestFacts turn(std::uint64_t i, std::uint32_t tokens = 8000) {
+  RequestFacts f;
+  f.session = SessionKey{session_key(i), SessionSource::explicit_id};
+  f.prompt_tokens = tokens;
+  return f;
+}
+
+// A busy 64-replica fleet: varied running/waiting/KV figures.
+std::vector<ReplicaMetrics> fleet_metrics() {
+  std::vector<ReplicaMetrics> metrics(replicas);
+  SplitMixRng g(1);
+  for (auto& m : metrics) {
+    m.running = static_cast<std::uint32_t>(g.uniform(32));
+    m.waiting = static_cast<std::uint32_t>(g.uniform(4));
+    m.kv_usage = g.unit();
+    m.kv_capacity_tokens = 40'000;
+    m.scrape_generation = 1;
+  }
+  return metrics;
+}
+
+Snapshot fleet_snapshot() {
+  Snapshot s;
+  warden::core::RoutingConfig config;
+  config.max_num_seqs = 32;
+  s.apply(config);
+  s.replicas.resize(replicas);
+  SplitMixRng g(2);
+  for (auto& r : s.replicas) {
+    r.in_flight = static_cast<std::uint32_t>(g.uniform(12));
+    r.running = r.in_flight;
+    r.kv_usage = g.unit();
+    r.active_conversations = static_cast<std::uint32_t>(live_sessions / replicas);
+    r.held_tokens = r.active_conversations * 8000ULL;
+    r.kv_capacity_tokens = 40'000;
+  }
+  return s;
+}
+
+void BM_DecideNewConversation(benchmark::State& state) {
+  const Snapshot s = fleet_snapshot();
+  SplitMixRng rng(3);
+  std::uint64_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(warden::core::decide(s, turn(i++), rng));
+  }
+}
+BENCHMARK(BM_DecideNewConversation);
+
+void BM_DecideKnownConversation(benchmark::State& state) {
+  const Snapshot s = fleet_snapshot();
+  SplitMixRng rng(4);
+  std::uint64_t i = 0;
+  for (auto _ : state) {
+    RequestFacts f = turn(i);
+    f.home = static_cast<warden::core::ReplicaIndex>(i++ % replicas);
+    benchmark::DoNotOptimize(warden::core::decide(s, f, rng));
+  }
+}
+BENCHMARK(BM_DecideKnownConversation);
+
+void BM_Policy(benchmark::State& state, const char* name) {
+  const Snapshot s = fleet_snapshot();
+  auto policy = warden::core::make_policy(name);
+  SplitMixRng rng(5);
+  std::uint64_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(policy->pick(s, turn(i++), rng));
+  }
+}
+BENCHMARK_CAPTURE(BM_Policy, affinity, "affinity");
+BENCHMARK_CAPTURE(BM_Policy, vllm_lb, "vllm-lb");
+BENCHMARK_CAPTURE(BM_Policy, round_robin, "round-robin");
+BENCHMARK_CAPTURE(BM_Policy, session_hash, "session-hash");
+BENCHMARK_CAPTURE(BM_Policy, chwbl, "chwbl");
+
+// A Router holding `live_sessions` conversations, all within the active window.
+struct LoadedRouter {
+  Router router{RouterConfig{}};
+  std::vector<ReplicaMetrics> metrics = fleet_metrics();
+  SplitMixRng rng{6};
+  Time now{0};
+
+  LoadedRouter() {
+    router.set_max_num_seqs(32);
+    for (std::uint64_t i = 0; i < live_sessions; ++i) {
+      const Decision d = router.route(turn(i), metrics, now, rng);
+      router.finish(*d.replica);
+    }
+  }
+};
+
+// The gateway's hot path: look up, decide, commit, and the matching finish.
+void BM_RouterRouteKnown(benchmark::State& state) {
+  LoadedRouter loaded;
+  SplitMixRng pick(7);
+  for (auto _ : state) {
+    loaded.now += std::chrono::microseconds(1);
+    const Decision d =
+        loaded.router.route(turn(pick.uniform(live_sessions)), loaded.metrics, loaded.now, loaded.rng);
+    loaded.router.finish(*d.replica);
+  }
+}
+BENCHMARK(BM_RouterRouteKnown);
+
+// New conversations into a full table (100,000 live, capacity 100,000: every insert evicts the LRU entry).
+void BM_RouterRouteNewAtCapacity(benchmark::State& state) {
+  RouterConfig config;
+  config.sessions.max_entries = live_sessions;
+  Router router(config);
+  auto metrics = fleet_metrics();
+  SplitMixRng rng(8);
+  Time now{0};
+  std::uint64_t i = 0;
+  for (; i < live_sessions; ++i) {
+    router.finish(*router.route(turn(i), metrics, now, rng).replica);
+  }
+  for (auto _ : state) {
+    now += std::chrono::microseconds(1);
+    const Decision d = router.route(turn(i++), metrics, now, rng);
+    router.finish(*d.replica);
+  }
+}
+BENCHMARK(BM_RouterRouteNewAtCapacity);
+
+// Memory per live session, by allocation counting (bytes handed out by malloc) and by mallinfo2.
+struct MemoryFigures {
+  double counted = 0;
+  double mallinfo = 0;
+};
+
+template <class Fill>
+MemoryFigures measure(Fill&& fill) {
+  const std::int64_t counted_before = live_bytes.load();
+  const auto info_before = mallinfo2();
+  auto holder = fill();
+  const std::int64_t counted_after = live_bytes.load();
+  const auto info_after = mallinfo2();
+  benchmark::DoNotOptimize(holder);
+  const double in_use_before = static_cast<double>(info_before.uordblks + info_before.hblkhd);
+  const double in_use_after = static_cast<double>(info_after.uordblks + info_after.hblkhd);
+  return MemoryFigures{static_cast<double>(counted_after - counted_before) / live_sessions,
+                       (in_use_after - in_use_before) / live_sessions};
+}
+
+void report_memory() {
+  const auto table = measure([] {
+    auto t = std::make_unique<warden::core::SessionTable>();
+    for (std::uint64_t i = 0; i < live_sessions; ++i) {
+      t->assign(session_key(i), static_cast<warden::core::ReplicaIndex>(i % replicas), 8000, Time{0});
+    }
+    return t;
+  });
+  const auto router = measure([] { return std::make_unique<LoadedRouter>(); });
+  std::printf(
+      "memory per live session (100,000 sessions, 64 replicas; target <= 256 bytes):\n"
+      "  SessionTable: %.1f bytes counted, %.1f bytes by mallinfo2\n"
+      "  Router:       %.1f bytes counted, %.1f bytes by mallinfo2\n\n",
+      table.counted, table.mallinfo, router.counted, router.mallinfo);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  report_memory();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
+    return 1;
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
