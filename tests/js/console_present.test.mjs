@@ -93,7 +93,9 @@ test('the models list accepts an array or {models: [...]}', () => {
     assert.equal(row.healthyCount, 1);
     assert.equal(row.inFlight, 3);
     assert.equal(row.affinity, false);
+    assert.equal(row.layout, '2 servers');
   }
+  assert.equal(modelList([{ ...m, mode: 'data_parallel', replica_count: 4 }])[0].layout, 'data parallel, 4 ranks');
   assert.deepEqual(modelList({ models: [{ nope: 1 }, null] }), []);
   assert.deepEqual(modelList('garbage'), []);
 });
@@ -154,4 +156,10 @@ test('the summary takes the API figures and falls back to the bars', () => {
     completion: 9,
   });
   assert.deepEqual(statsSummary({ summary: { cache_hit_rate: null } }, binned), { hitRate: 0.5, cached: 1, computed: 1, completion: 2 });
+});
+
+test('balanced and failover requests, which have no column, are named under the table', () => {
+  assert.equal(routingCard({ routing: { replicas } }, 0).otherText, '');
+  const card = routingCard({ routing: { replicas: [{ index: 0, balanced: 1200 }, { index: 1, balanced: 3, failover: 1 }] } }, 0);
+  assert.equal(card.otherText, 'Not in the columns above: 1,203 balanced with affinity off; 1 retried on another replica (failover).');
 });

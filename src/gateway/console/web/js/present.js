@@ -91,6 +91,10 @@ export function replicaRow(r, index) {
     waiting: num(r.waiting),
     kvUsed: num(r.kv_used),
     prefixHitRate: num(r.prefix_hit_rate),
+    balanced: num(r.balanced),
+    failover: num(r.failover),
+    url: typeof r.url === 'string' ? r.url : '',
+    lastError: typeof r.last_error === 'string' ? r.last_error : '',
   };
 }
 
@@ -124,7 +128,17 @@ export function routingCard(model, nowMs) {
   if (inFlight === null) {
     inFlight = rows.reduce((sum, r) => sum + (r.inFlight ?? 0), 0);
   }
-  const sinceMs = toEpochMs(pick('since') ?? model?.since);
+  const sinceMs = toEpochMs(model?.since_unix ?? pick('since') ?? model?.since);
+  const sum = (key) => rows.reduce((total, r) => total + (r[key] ?? 0), 0);
+  const balanced = sum('balanced');
+  const failover = sum('failover');
+  const other = [];
+  if (balanced > 0) {
+    other.push(`${formatInt(balanced)} balanced with affinity off`);
+  }
+  if (failover > 0) {
+    other.push(`${formatInt(failover)} retried on another replica (failover)`);
+  }
   return {
     name: model?.name ?? '',
     affinity,
@@ -134,6 +148,7 @@ export function routingCard(model, nowMs) {
     inFlight,
     rows,
     sinceMs,
+    otherText: other.length ? `Not in the columns above: ${other.join('; ')}.` : '',
     labels: {
       affinity: affinity ? 'Affinity on' : 'Affinity off',
       spill: spillLabel(effective, isAuto),
@@ -187,7 +202,7 @@ export function modelList(json) {
       return {
         name: m.name,
         servedName: m.served_model_name ?? m.name,
-        mode: m.data_parallel === true || m.mode === 'data_parallel' ? 'data parallel' : m.mode ?? '',
+        layout: m.mode === 'data_parallel' ? `data parallel, ${count} ranks` : `${count} servers`,
         replicas,
         replicaCount: count,
         healthyCount: healthy,

@@ -18,7 +18,11 @@ function replicaRowElement(row) {
   const cells = replicaCells(row);
   return h(
     'tr',
-    { dataset: { replica: String(row.index) }, class: row.healthy ? null : 'unhealthy' },
+    {
+      dataset: { replica: String(row.index) },
+      class: row.healthy ? null : 'unhealthy',
+      title: row.healthy ? row.url : `${row.url}: ${row.lastError || 'not answering'}`,
+    },
     h('th', { scope: 'row', dataset: { field: FIELDS[0] } }, cells[0],
       row.healthy ? null : h('span', { class: 'badge bad' }, 'unhealthy')),
     cells.slice(1).map((text, i) => h('td', { dataset: { field: FIELDS[i + 1] } }, text)),
@@ -35,6 +39,7 @@ export function mount(main, { model: name }) {
   const labels = { affinity: label('affinity'), spill: label('spill'), sticky: label('sticky'), inFlight: label('in-flight') };
   const tbody = h('tbody');
   const since = h('p', { class: 'since', id: 'routing-since' }, 'Counters accumulate since the warden started.');
+  const other = h('p', { class: 'since', id: 'routing-other', hidden: true });
   const card = h(
     'section',
     { class: 'card', id: 'routing-card', 'aria-labelledby': 'routing-heading' },
@@ -52,6 +57,7 @@ export function mount(main, { model: name }) {
       ),
     ),
     since,
+    other,
   );
 
   // The controls.
@@ -173,6 +179,8 @@ export function mount(main, { model: name }) {
         : [h('tr', {}, h('td', { colspan: replicaColumns.length, class: 'empty' }, 'No replicas.'))]),
     );
     setText(since, view.sinceText);
+    setText(other, view.otherText);
+    other.hidden = view.otherText === '';
     setText(affinityButton, view.affinity ? 'Turn affinity off' : 'Turn affinity on');
     affinityButton.setAttribute('aria-describedby', 'affinity-help');
     setText(spillHelp, view.isAuto

@@ -13,7 +13,10 @@ function replicaBadges(model) {
     model.replicas.map((r) =>
       h(
         'span',
-        { class: `badge ${r.healthy ? 'ok' : 'bad'}`, title: `Replica ${r.index}: ${r.healthy ? 'healthy' : 'unhealthy'}` },
+        {
+          class: `badge ${r.healthy ? 'ok' : 'bad'}`,
+          title: `Replica ${r.index} (${r.url}): ${r.healthy ? 'healthy' : r.lastError || 'unhealthy'}`,
+        },
         `${r.index} ${r.healthy ? 'up' : 'down'}`,
       ),
     ),
@@ -28,7 +31,7 @@ function modelRow(m) {
     h('th', { scope: 'row', class: 'text-left' }, h('a', { href }, m.name)),
     h('td', { class: 'text-left' }, m.servedName),
     h('td', {}, `${formatInt(m.healthyCount)} / ${formatInt(m.replicaCount)}`),
-    h('td', { class: 'text-left' }, replicaBadges(m)),
+    h('td', { class: 'text-left' }, replicaBadges(m), h('div', { class: 'muted small' }, m.layout)),
     h('td', { dataset: { field: 'in-flight' } }, formatInt(m.inFlight)),
     h('td', { class: 'text-left' }, m.affinity ? 'on' : 'off'),
     h('td', { class: 'text-left' }, m.spill.replace(/^Spill threshold /, '')),
