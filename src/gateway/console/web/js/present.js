@@ -233,7 +233,7 @@ export function parseSpillInput(text) {
 export function changeErrorText(status, detail) {
   const more = detail ? ` (${detail})` : '';
   if (status === 401) {
-    return `The admin token was not accepted: it is wrong or missing (401). Enter it again.${more}`;
+    return `The admin token was not accepted (401): it is wrong or missing. The next change asks for it again.${more}`;
   }
   if (status === 403) {
     return `Changes are refused: the warden has no admin token configured or this token may not change settings (403).${more}`;
