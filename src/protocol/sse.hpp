@@ -27,7 +27,10 @@ struct SseEvent {
   std::string event;  // "event:" field; empty means the default type "message"
   std::string data;   // "data:" lines joined with '\n' (no trailing newline)
   std::string id;     // last "id:" seen in this stream (sticky across events, per the standard)
-  std::string raw;    // the event's bytes exactly as received, incl. its blank line; only if capture_raw
+  // The event's bytes exactly as received (preceding comment lines included, up to and including its
+  // blank line); only with SseLimits::capture_raw. If a CRLF is split between two fragments, its LF is
+  // counted with the next event, so the concatenation of all raws still reproduces the stream.
+  std::string raw;
 };
 
 struct SseLimits {
