@@ -25,12 +25,16 @@ Decision place(const Snapshot& snapshot, Route route, Rng& rng) {
 
 double placement_score(const ReplicaState& replica, std::uint32_t max_num_seqs) {
   const double seqs = std::max<std::uint32_t>(1, max_num_seqs);
-  double score =
-      replica.in_flight / seqs + std::clamp(replica.kv_usage, 0.0, 1.0) + replica.active_conversations / seqs;
+  // Slot pressure: live requests plus the conversations that will send the next ones.
+  const double slots = (static_cast<double>(replica.in_flight) + replica.active_conversations) / seqs;
+  // Memory pressure: what is allocated now, or what the working set needs if that is larger (the two
+  // overlap, so they are not added).
+  double memory = std::clamp(replica.kv_usage, 0.0, 1.0);
   if (replica.kv_capacity_tokens > 0) {
-    score += static_cast<double>(replica.held_tokens) / static_cast<double>(replica.kv_capacity_tokens);
+    memory = std::max(
+        memory, static_cast<double>(replica.held_tokens) / static_cast<double>(replica.kv_capacity_tokens));
   }
-  return score;
+  return slots + memory;
 }
 
 double load_score(const ReplicaState& replica, std::uint32_t max_num_seqs) {

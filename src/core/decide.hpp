@@ -27,9 +27,11 @@ namespace warden::core {
 
 /// Score for placing a conversation (lower is better). With S = max(1, max_num_seqs) and C the KV capacity
 /// in tokens:
-///   in_flight/S + kv_usage + active_conversations/S + (C > 0 ? held_tokens/C : 0)
-/// Live load plus expected load: conversations between turns come back, and their held tokens must fit the
-/// replica's KV cache for their prefixes to survive. See docs/routing.md for the rationale.
+///   (in_flight + active_conversations) / S  +  max(kv_usage, C > 0 ? held_tokens / C : 0)
+/// Slot pressure (live requests plus the conversations that will send the next ones) plus memory pressure
+/// (the larger of what is allocated now and what the conversations' working set needs). The memory term
+/// dominates once C is known: a conversation's prefix survives only if its home's working set fits the
+/// KV cache. See docs/routing.md for the rationale.
 [[nodiscard]] double placement_score(const ReplicaState& replica, std::uint32_t max_num_seqs);
 
 /// Score for a one-off move (spill target; lower is better): in_flight/S + kv_usage. The request will not

@@ -238,13 +238,33 @@ TEST(Scores, PlacementScoreFormula) {
   r.in_flight = 8;
   r.kv_usage = 0.25;
   r.active_conversations = 4;
-  EXPECT_DOUBLE_EQ(placement_score(r, 32), 0.25 + 0.25 + 0.125);
-  r.held_tokens = 10'000;
+  EXPECT_DOUBLE_EQ(placement_score(r, 32), 12.0 / 32 + 0.25);
+  // With the KV capacity known, memory pressure is the larger of KV usage and working set / capacity.
   r.kv_capacity_tokens = 40'000;
-  EXPECT_DOUBLE_EQ(placement_score(r, 32), 0.25 + 0.25 + 0.125 + 0.25);
+  r.held_tokens = 4'000;
+  EXPECT_DOUBLE_EQ(placement_score(r, 32), 12.0 / 32 + 0.25);
+  r.held_tokens = 20'000;
+  EXPECT_DOUBLE_EQ(placement_score(r, 32), 12.0 / 32 + 0.5);
   r.kv_usage = 7.0;  // out of range input is clamped
+  EXPECT_DOUBLE_EQ(placement_score(r, 32), 12.0 / 32 + 1.0);
   EXPECT_DOUBLE_EQ(load_score(r, 32), 0.25 + 1.0);
   EXPECT_DOUBLE_EQ(load_score(r, 0), 8.0 + 1.0);
+}
+
+TEST(Decide, NewConversationPrefersSmallWorkingSetOverMomentaryKvUsage) {
+  // Replica 0 is mid-prefill (KV usage spikes) but holds little; replica 1 is idle this instant but its
+  // conversations' contexts already overflow its cache. The long-lived conversation belongs on 0.
+  ScriptedRng rng;
+  Snapshot s = idle_snapshot(2);
+  for (auto& r : s.replicas) {
+    r.kv_capacity_tokens = 34'000;
+  }
+  s.replicas[0].kv_usage = 0.3;
+  s.replicas[0].active_conversations = 2;
+  s.replicas[0].held_tokens = 16'000;
+  s.replicas[1].active_conversations = 5;
+  s.replicas[1].held_tokens = 50'000;
+  EXPECT_EQ(decide(s, new_conversation(), rng), routed(0, Route::new_conversation));
 }
 
 TEST(Scores, VllmScore) {
