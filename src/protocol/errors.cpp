@@ -1,7 +1,6 @@
 #include "protocol/errors.hpp"
 
-#include <boost/json/serialize.hpp>
-#include <boost/json/string.hpp>
+#include <cstdint>
 
 namespace warden::protocol {
 
@@ -44,12 +43,82 @@ std::string_view anthropic_error_type(int status) noexcept {
 
 namespace {
 
-// JSON string literal (with quotes) for arbitrary bytes; invalid UTF-8 is escaped by serialize().
-std::string quoted(std::string_view s) {
-  return boost::json::serialize(boost::json::string(s));
+// Length of the valid UTF-8 sequence starting at s[i], or 0 if it is not one (overlongs, surrogates and
+// code points above U+10FFFF are invalid too).
+std::size_t utf8_length(std::string_view s, std::size_t i) noexcept {
+  const auto byte = [&](std::size_t k) { return static_cast<std::uint8_t>(s[k]); };
+  const std::uint8_t c = byte(i);
+  std::size_t n = 0;
+  std::uint32_t cp = 0;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+    cp = c & 0x1F;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    cp = c & 0x0F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    cp = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) {
+    return 0;
+  }
+  for (std::size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) {
+      return 0;
+    }
+    cp = (cp << 6) | (byte(i + k) & 0x3F);
+  }
+  if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+      (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
+    return 0;
+  }
+  return n;
 }
 
 }  // namespace
+
+std::string json_quote(std::string_view s) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '"';
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<std::uint8_t>(s[i]);
+    if (c >= 0x80) {
+      const std::size_t n = utf8_length(s, i);
+      if (n == 0) {
+        out += "\\ufffd";
+        ++i;
+      } else {
+        out.append(s.substr(i, n));
+        i += n;
+      }
+      continue;
+    }
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7F) {
+      out += "\\u00";
+      out += hex[c >> 4];
+      out += hex[c & 0xF];
+    } else {
+      out += static_cast<char>(c);
+    }
+    ++i;
+  }
+  out += '"';
+  return out;
+}
 
 std::string format_error(ErrorFormat format, int status, std::string_view message, std::string_view code) {
   std::string out;
@@ -57,16 +126,16 @@ std::string format_error(ErrorFormat format, int status, std::string_view messag
     out += R"({"type":"error","error":{"type":")";
     out += anthropic_error_type(status);
     out += R"(","message":)";
-    out += quoted(message);
+    out += json_quote(message);
     out += "}}";
     return out;
   }
   out += R"({"error":{"message":)";
-  out += quoted(message);
+  out += json_quote(message);
   out += R"(,"type":")";
   out += openai_error_type(status);
   out += R"(","param":null,"code":)";
-  out += code.empty() ? std::string("null") : quoted(code);
+  out += code.empty() ? std::string("null") : json_quote(code);
   out += "}}";
   return out;
 }

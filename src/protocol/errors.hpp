@@ -37,6 +37,10 @@ inline std::string format_error(ApiKind api, int status, std::string_view messag
   return format_error(error_format_for(api), status, message, code);
 }
 
+/// `s` as a JSON string literal with quotes: escapes '"', '\\' and control characters, and replaces
+/// bytes that are not valid UTF-8 with U+FFFD, so the result is always valid JSON.
+std::string json_quote(std::string_view s);
+
 /// A human-readable message for a request-inspection error (e.g. "request body is not valid JSON").
 std::string_view describe(Errc e) noexcept;
 

@@ -1,8 +1,8 @@
 #include "protocol/rewrite.hpp"
 
+#include "protocol/errors.hpp"
+
 #include <boost/json/parse.hpp>
-#include <boost/json/serialize.hpp>
-#include <boost/json/string.hpp>
 
 #include <algorithm>
 #include <vector>
@@ -177,7 +177,7 @@ Result<RewriteResult> rewrite_request(ApiKind api, std::string_view body, const 
 
   std::vector<Edit> edits;
   if (options.model) {
-    const std::string quoted = boost::json::serialize(boost::json::string(*options.model));
+    const std::string quoted = json_quote(*options.model);
     for (const Member& m : top->members) {
       if (m.key == "model") {
         edits.push_back({m.value_begin, m.value_end, quoted});

@@ -1,0 +1,222 @@
+#include "protocol/usage.hpp"
+#include "protocol/sse.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace warden::protocol {
+namespace {
+
+TEST(UsageTest, OpenAiBody) {
+  auto u = parse_usage_body(ApiKind::openai_chat, R"({"id":"x","choices":[{"message":{"content":"hi"}}],
+      "usage":{"prompt_tokens":1200,"completion_tokens":34,"total_tokens":1234,
+               "prompt_tokens_details":{"cached_tokens":1024}}})");
+  ASSERT_TRUE(u);
+  EXPECT_EQ(*u, (Usage{1200, 1024, 34}));
+  auto missing = parse_usage_body(ApiKind::openai_completions,
+                                  R"({"usage":{"prompt_tokens":10,"completion_tokens":2}})");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->cached_tokens, std::nullopt);
+  auto null_details = parse_usage_body(
+      ApiKind::openai_chat,
+      R"({"usage":{"prompt_tokens":10,"completion_tokens":2,"prompt_tokens_details":null}})");
+  ASSERT_TRUE(null_details);
+  EXPECT_EQ(null_details->cached_tokens, std::nullopt);
+  auto null_cached = parse_usage_body(
+      ApiKind::openai_chat,
+      R"({"usage":{"prompt_tokens":10,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":null}}})");
+  ASSERT_TRUE(null_cached);
+  EXPECT_EQ(null_cached->cached_tokens, std::nullopt);
+  auto zero = parse_usage_body(
+      ApiKind::openai_chat,
+      R"({"usage":{"prompt_tokens":10,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":0}}})");
+  EXPECT_EQ(zero->cached_tokens, 0);
+}
+
+TEST(UsageTest, BodyErrors) {
+  EXPECT_EQ(parse_usage_body(ApiKind::openai_chat, "not json").error(), Errc::not_json_object);
+  EXPECT_EQ(parse_usage_body(ApiKind::openai_chat, "[1]").error(), Errc::not_json_object);
+  EXPECT_EQ(parse_usage_body(ApiKind::openai_chat, R"({"error":{"message":"x"}})").error(), Errc::no_usage);
+  EXPECT_EQ(parse_usage_body(ApiKind::openai_chat, R"({"usage":{"prompt_tokens":-1}})").error(),
+            Errc::no_usage);
+  EXPECT_EQ(parse_usage_body(ApiKind::openai_chat, R"({"usage":"lots"})").error(), Errc::no_usage);
+}
+
+TEST(UsageTest, AnthropicBodyNormalisesPrompt) {
+  auto u = parse_usage_body(ApiKind::anthropic_messages, R"({"type":"message","content":[],
+      "usage":{"input_tokens":200,"cache_read_input_tokens":1000,"output_tokens":50}})");
+  ASSERT_TRUE(u);
+  EXPECT_EQ(*u, (Usage{1200, 1000, 50}));
+  auto created = parse_usage_body(
+      ApiKind::anthropic_messages,
+      R"({"usage":{"input_tokens":5,"cache_creation_input_tokens":100,"cache_read_input_tokens":0,"output_tokens":1}})");
+  EXPECT_EQ(*created, (Usage{105, 0, 1}));
+  auto plain =
+      parse_usage_body(ApiKind::anthropic_messages, R"({"usage":{"input_tokens":7,"output_tokens":3}})");
+  EXPECT_EQ(*plain, (Usage{7, std::nullopt, 3}));
+}
+
+TEST(UsageTest, ResponsesBody) {
+  auto u = parse_usage_body(ApiKind::openai_responses, R"({"object":"response","usage":{"input_tokens":900,
+      "input_tokens_details":{"cached_tokens":512},"output_tokens":40,"output_tokens_details":{"reasoning_tokens":10},"total_tokens":940}})");
+  ASSERT_TRUE(u);
+  EXPECT_EQ(*u, (Usage{900, 512, 40}));
+}
+
+// Runs a whole SSE stream through the parser and the tracker; returns the index of the first content event.
+struct Run {
+  std::optional<Usage> usage;
+  int first_content = -1;
+  std::vector<bool> usage_only;
+  bool done = false;
+  bool error = false;
+};
+Run run_stream(ApiKind api, const std::string& stream) {
+  SseParser p;
+  StreamUsageTracker t(api);
+  Run run;
+  int i = 0;
+  EXPECT_TRUE(p.feed(stream, [&](const SseEvent& e) {
+    const bool before = t.saw_content();
+    auto info = t.on_event(e.event, e.data);
+    if (!before && t.saw_content()) {
+      run.first_content = i;
+    }
+    run.usage_only.push_back(info.usage_only);
+    ++i;
+  }));
+  run.usage = t.usage();
+  run.done = t.saw_done();
+  run.error = t.saw_error();
+  return run;
+}
+
+TEST(UsageTest, OpenAiStream) {
+  const std::string stream =
+      "data: "
+      "{\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"
+      "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n"
+      "data: "
+      "{\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"lo\"},\"finish_reason\":\"stop\"}]}"
+      "\n\n"
+      "data: {\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":2,"
+      "\"prompt_tokens_details\":{\"cached_tokens\":32}}}\n\n"
+      "data: [DONE]\n\n";
+  auto run = run_stream(ApiKind::openai_chat, stream);
+  EXPECT_EQ(run.first_content, 1);
+  ASSERT_TRUE(run.usage);
+  EXPECT_EQ(*run.usage, (Usage{50, 32, 2}));
+  EXPECT_EQ(run.usage_only, (std::vector<bool>{false, false, false, true, false}));
+  EXPECT_TRUE(run.done);
+  EXPECT_FALSE(run.error);
+}
+
+TEST(UsageTest, OpenAiChunkClassification) {
+  auto usage_chunk = inspect_stream_event(
+      ApiKind::openai_chat, "", R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}})");
+  EXPECT_TRUE(usage_chunk.usage_only);
+  EXPECT_FALSE(usage_chunk.content);
+  EXPECT_EQ(usage_chunk.prompt_tokens, 3);
+  // continuous usage stats: usage on a content chunk is not a usage-only chunk.
+  auto both = inspect_stream_event(
+      ApiKind::openai_chat, "",
+      R"({"choices":[{"delta":{"content":"x"}}],"usage":{"prompt_tokens":3,"completion_tokens":1}})");
+  EXPECT_FALSE(both.usage_only);
+  EXPECT_TRUE(both.content);
+  auto null_usage = inspect_stream_event(ApiKind::openai_chat, "", R"({"choices":[],"usage":null})");
+  EXPECT_FALSE(null_usage.usage_only);
+  EXPECT_TRUE(inspect_stream_event(ApiKind::openai_chat, "",
+                                   R"({"choices":[{"delta":{"tool_calls":[{"index":0}]}}]})")
+                  .content);
+  EXPECT_TRUE(
+      inspect_stream_event(ApiKind::openai_chat, "", R"({"choices":[{"delta":{"reasoning_content":"hm"}}]})")
+          .content);
+  EXPECT_TRUE(inspect_stream_event(ApiKind::openai_completions, "", R"({"choices":[{"text":"x","index":0}]})")
+                  .content);
+  EXPECT_FALSE(inspect_stream_event(ApiKind::openai_completions, "", R"({"choices":[{"text":"","index":0}]})")
+                   .content);
+  auto err =
+      inspect_stream_event(ApiKind::openai_chat, "", R"({"error":{"message":"boom","type":"server_error"}})");
+  EXPECT_TRUE(err.error);
+  EXPECT_FALSE(inspect_stream_event(ApiKind::openai_chat, "", "{not json").json_ok);
+  EXPECT_TRUE(inspect_stream_event(ApiKind::openai_chat, "", " [DONE] ").done);
+}
+
+TEST(UsageTest, AnthropicStream) {
+  const std::string stream =
+      "event: message_start\ndata: "
+      "{\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"role\":\"assistant\","
+      "\"usage\":{\"input_tokens\":300,\"cache_read_input_tokens\":4800,\"output_tokens\":1}}}\n\n"
+      "event: content_block_start\ndata: "
+      "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+      "event: ping\ndata: {\"type\":\"ping\"}\n\n"
+      "event: content_block_delta\ndata: "
+      "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n"
+      "event: content_block_delta\ndata: "
+      "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"!\"}}\n\n"
+      "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+      "event: message_delta\ndata: "
+      "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":12}}"
+      "\n\n"
+      "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"
+      "data: [DONE]\n\n";
+  auto run = run_stream(ApiKind::anthropic_messages, stream);
+  EXPECT_EQ(run.first_content, 3);
+  ASSERT_TRUE(run.usage);
+  EXPECT_EQ(*run.usage, (Usage{5100, 4800, 12}));
+  EXPECT_TRUE(run.done);
+  // Without cache details: cached not measured.
+  auto plain = run_stream(
+      ApiKind::anthropic_messages,
+      "event: message_start\ndata: "
+      "{\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":9,\"output_tokens\":0}}}\n\n"
+      "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":4}}\n\n");
+  EXPECT_EQ(*plain.usage, (Usage{9, std::nullopt, 4}));
+  auto err =
+      run_stream(ApiKind::anthropic_messages,
+                 "event: error\ndata: "
+                 "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"x\"}}\n\n");
+  EXPECT_TRUE(err.error);
+  EXPECT_FALSE(err.usage);
+}
+
+TEST(UsageTest, ResponsesStream) {
+  const std::string stream =
+      "event: response.created\ndata: "
+      "{\"type\":\"response.created\",\"response\":{\"id\":\"r\",\"usage\":null}}\n\n"
+      "event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"item\":{}}\n\n"
+      "event: response.output_text.delta\ndata: "
+      "{\"type\":\"response.output_text.delta\",\"delta\":\"Hi\"}\n\n"
+      "event: response.output_text.done\ndata: {\"type\":\"response.output_text.done\",\"text\":\"Hi\"}\n\n"
+      "event: response.completed\ndata: "
+      "{\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"usage\":"
+      "{\"input_tokens\":700,\"input_tokens_details\":{\"cached_tokens\":640},\"output_tokens\":5}}}\n\n";
+  auto run = run_stream(ApiKind::openai_responses, stream);
+  EXPECT_EQ(run.first_content, 2);
+  ASSERT_TRUE(run.usage);
+  EXPECT_EQ(*run.usage, (Usage{700, 640, 5}));
+  // The event type may come from the SSE event name alone.
+  EXPECT_TRUE(
+      inspect_stream_event(ApiKind::openai_responses, "response.output_text.delta", R"({"delta":"x"})")
+          .content);
+  EXPECT_TRUE(
+      inspect_stream_event(ApiKind::openai_responses, "", R"({"type":"response.failed","response":{}})")
+          .error);
+}
+
+TEST(UsageTest, TrackerSkipsParsingAfterContentButKeepsUsage) {
+  StreamUsageTracker t(ApiKind::openai_chat);
+  EXPECT_TRUE(t.on_event("", R"({"choices":[{"delta":{"content":"a"}}]})").content);
+  // After content, a plain chunk is not parsed (cheap path): its info is empty.
+  auto skipped = t.on_event("", R"({"choices":[{"delta":{"content":"b"}}]})");
+  EXPECT_FALSE(skipped.json_ok);
+  auto u = t.on_event("", R"({"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}})");
+  EXPECT_TRUE(u.usage_only);
+  EXPECT_EQ(t.usage(), (Usage{1, std::nullopt, 2}));
+  EXPECT_FALSE(StreamUsageTracker(ApiKind::openai_chat).usage());
+}
+
+}  // namespace
+}  // namespace warden::protocol
