@@ -7,8 +7,8 @@ __extension__ using U128 = unsigned __int128;
 }  // namespace
 
 std::uint64_t SplitMixRng::next() {
-  state_ += 0x9E3779B97F4A7C15ULL;
-  std::uint64_t z = state_;
+  std::uint64_t z =
+      state_.fetch_add(0x9E3779B97F4A7C15ULL, std::memory_order_relaxed) + 0x9E3779B97F4A7C15ULL;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
   return z ^ (z >> 31);
