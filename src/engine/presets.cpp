@@ -19,7 +19,7 @@ EngineConfig a4000_qwen3_4b() {
   c.time = StepTimeModel{};  // Qwen3-4B on an RTX A4000 (the defaults)
   c.block_size = 16;
   // 16 GiB x 0.9 - 8.04 GB weights - ~1.52 GB activations/graphs = ~5.9 GB of KV = 2,500 blocks.
-  c.num_gpu_blocks = derive_num_gpu_blocks(16 * kGiB, 0.9, 1.52e9, c.block_size, c.time);
+  c.num_gpu_blocks = derive_num_gpu_blocks(16 * kGiB, 0.9, 1.5225e9, c.block_size, c.time);
   c.max_num_seqs = 32;
   c.max_num_batched_tokens = 2048;
   // 40,960 (Qwen3-4B's native window) does not fit in 40k tokens of KV; vLLM would refuse to start.

@@ -1,0 +1,344 @@
+#include "engine/engine.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "engine/presets.hpp"
+
+#include "engine/seq.hpp"
+
+namespace warden::engine {
+namespace {
+
+constexpr double kStep = 0.01;
+
+// Every step costs kStep: hardware so fast that only the per-step overhead counts.
+EngineConfig tiny(std::uint32_t blocks, std::uint32_t max_seqs, std::uint32_t budget) {
+  EngineConfig c;
+  c.block_size = 4;
+  c.num_gpu_blocks = blocks;
+  c.max_num_seqs = max_seqs;
+  c.max_num_batched_tokens = budget;
+  c.max_model_len = 1000;
+  c.time.mem_bandwidth = 1e30;
+  c.time.peak_flops = 1e30;
+  c.time.step_overhead = kStep;
+  return c;
+}
+
+using test::seq;
+
+RequestSpec req(RequestId id, Tokens prompt, int max_tokens, double arrival = 0) {
+  RequestSpec r;
+  r.id = id;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.arrival_time = arrival;
+  return r;
+}
+
+struct Trace {
+  int steps = 0;
+  double now = 0;
+  std::map<RequestId, Tokens> tokens;
+  std::map<RequestId, Usage> usage;
+  std::map<RequestId, int> first_token_step;
+  std::map<RequestId, int> finish_step;
+  std::vector<RequestId> finish_order;
+  std::vector<std::pair<int, RequestId>> preemptions;
+  std::vector<double> durations;
+};
+
+void apply(Trace& t, const StepResult& r) {
+  ++t.steps;
+  t.now += r.duration;
+  t.durations.push_back(r.duration);
+  for (const auto& e : r.events) {
+    if (e.kind == Event::Kind::preempted) {
+      t.preemptions.emplace_back(t.steps, e.request);
+      continue;
+    }
+    EXPECT_EQ(e.index, t.tokens[e.request].size());
+    t.tokens[e.request].push_back(e.token);
+    if (e.first_token) {
+      t.first_token_step[e.request] = t.steps;
+    }
+    if (e.finished) {
+      t.usage[e.request] = e.usage;
+      t.finish_step[e.request] = t.steps;
+      t.finish_order.push_back(e.request);
+    }
+  }
+}
+
+Trace run(Engine& engine, Trace t = {}) {
+  for (int guard = 0; engine.has_work() && guard < 100000; ++guard) {
+    apply(t, engine.step(t.now));
+  }
+  EXPECT_FALSE(engine.has_work());
+  return t;
+}
+
+TEST(Engine, SingleRequestPrefillThenDecodeExactlyMaxTokens) {
+  Engine engine(tiny(100, 8, 64), 1);
+  ASSERT_TRUE(engine.add_request(req(1, seq(100, 10), 5)));
+  const Trace t = run(engine);
+  EXPECT_EQ(t.steps, 5);  // 1 prefill step emitting token 0, then 4 decode steps
+  EXPECT_EQ(t.first_token_step.at(1), 1);
+  EXPECT_EQ(t.tokens.at(1).size(), 5U);
+  const Usage u = t.usage.at(1);
+  EXPECT_EQ(u.prompt_tokens, 10U);
+  EXPECT_EQ(u.cached_tokens, 0U);
+  EXPECT_EQ(u.completion_tokens, 5U);
+  EXPECT_EQ(u.finish_reason, FinishReason::length);
+  EXPECT_NEAR(t.now, 5 * kStep, 1e-9);
+  const Metrics m = engine.metrics();
+  EXPECT_EQ(m.generation_tokens_total, 5U);
+  EXPECT_EQ(m.prompt_tokens_total, 10U);
+  EXPECT_EQ(m.requests_finished_total, 1U);
+  EXPECT_EQ(m.time_to_first_token.count, 1U);
+  EXPECT_NEAR(m.time_to_first_token.sum, kStep, 1e-9);
+  EXPECT_EQ(m.num_running, 0U);
+  EXPECT_DOUBLE_EQ(m.kv_cache_usage, 0.0);
+}
+
+TEST(Engine, MaxNumSeqsRespected) {
+  Engine engine(tiny(100, 2, 64), 1);
+  for (RequestId id = 1; id <= 3; ++id) {
+    ASSERT_TRUE(engine.add_request(req(id, seq(100 * id, 8), 3)));
+  }
+  engine.step(0);
+  EXPECT_EQ(engine.running_ids(), (std::vector<RequestId>{1, 2}));
+  EXPECT_EQ(engine.waiting_ids(), (std::vector<RequestId>{3}));
+  EXPECT_EQ(engine.metrics().num_waiting, 1U);
+}
+
+TEST(Engine, ChunkedPrefillWithinTheTokenBudget) {
+  Engine engine(tiny(100, 8, 8), 1);
+  ASSERT_TRUE(engine.add_request(req(1, seq(1, 4), 10)));
+  ASSERT_TRUE(engine.add_request(req(2, seq(100, 20), 2)));
+  // Step 1: request 1 prefills 4 tokens and emits; request 2 gets the 4 left of the budget.
+  StepResult s = engine.step(0);
+  EXPECT_EQ(s.stats.num_prefill_tokens, 8U);
+  ASSERT_EQ(s.events.size(), 1U);
+  EXPECT_EQ(s.events[0].request, 1U);
+  // Step 2: request 1 decodes 1 token, request 2 prefills 7 (4 + 7 = 11 of 20).
+  s = engine.step(1);
+  EXPECT_EQ(s.stats.num_decode_tokens, 1U);
+  EXPECT_EQ(s.stats.num_prefill_tokens, 7U);
+  ASSERT_EQ(s.events.size(), 1U);
+  // Step 3: 1 + 7 (18 of 20). Step 4: 1 + 2: request 2's first token.
+  s = engine.step(2);
+  EXPECT_EQ(s.stats.num_prefill_tokens, 7U);
+  EXPECT_EQ(s.events.size(), 1U);
+  s = engine.step(3);
+  EXPECT_EQ(s.stats.num_prefill_tokens, 2U);
+  ASSERT_EQ(s.events.size(), 2U);
+  EXPECT_EQ(s.events[1].request, 2U);
+  EXPECT_TRUE(s.events[1].first_token);
+}
+
+TEST(Engine, WaitingQueueIsFirstComeFirstServed) {
+  Engine engine(tiny(100, 1, 64), 1);
+  ASSERT_TRUE(engine.add_request(req(3, seq(300, 6), 2)));
+  ASSERT_TRUE(engine.add_request(req(1, seq(100, 6), 2)));
+  ASSERT_TRUE(engine.add_request(req(2, seq(200, 6), 2)));
+  const Trace t = run(engine);
+  EXPECT_EQ(t.finish_order, (std::vector<RequestId>{3, 1, 2}));
+  EXPECT_EQ(t.steps, 6);
+}
+
+TEST(Engine, PrefixHitsPromptAndDecodeBlocks) {
+  Engine engine(tiny(100, 8, 64), 1);
+  const Tokens a = seq(1000, 20);
+  ASSERT_TRUE(engine.add_request(req(1, a, 9)));
+  Trace t = run(engine);
+  EXPECT_EQ(t.usage.at(1).cached_tokens, 0U);
+
+  // Shares a's first 13 tokens: 3 full blocks of 4 hit.
+  Tokens b = seq(1000, 13);
+  b.push_back(5);
+  b.push_back(6);
+  ASSERT_TRUE(engine.add_request(req(2, b, 1)));
+  // Exactly a's prompt: every block is cached but the last token is recomputed: (20 - 1) / 4 = 4 blocks.
+  ASSERT_TRUE(engine.add_request(req(3, a, 1)));
+  // a's prompt + a's reply + more: blocks filled during decode hit too. a computed 20 + 8 = 28 tokens.
+  Tokens d = a;
+  d.insert(d.end(), t.tokens.at(1).begin(), t.tokens.at(1).end());
+  d.push_back(42);
+  d.push_back(43);
+  ASSERT_TRUE(engine.add_request(req(4, d, 1)));
+  // Differs in block 0 only: no hit even though every later block's tokens match a's.
+  Tokens e = a;
+  e[0] = 7;
+  ASSERT_TRUE(engine.add_request(req(5, e, 1)));
+  t = run(engine, t);
+  EXPECT_EQ(t.usage.at(2).cached_tokens, 12U);
+  EXPECT_EQ(t.usage.at(3).cached_tokens, 16U);
+  EXPECT_EQ(t.usage.at(4).cached_tokens, 28U);
+  EXPECT_EQ(t.usage.at(5).cached_tokens, 0U);
+  const Metrics m = engine.metrics();
+  EXPECT_EQ(m.prefix_cache_queries_total, 20U + 15U + 20U + 31U + 20U);
+  EXPECT_EQ(m.prefix_cache_hits_total, 12U + 16U + 28U);
+  EXPECT_EQ(engine.cached_prefix_tokens(a), 16U);
+}
+
+TEST(Engine, TwoRequestsShareCachedBlocks) {
+  Engine engine(tiny(100, 8, 64), 1);
+  const Tokens shared = seq(1, 16);
+  ASSERT_TRUE(engine.add_request(req(1, shared, 1)));
+  run(engine);
+  Tokens x = shared;
+  x.push_back(500);
+  Tokens y = shared;
+  y.push_back(600);
+  ASSERT_TRUE(engine.add_request(req(2, x, 3)));
+  ASSERT_TRUE(engine.add_request(req(3, y, 3)));
+  engine.step(0);
+  // Both hold the 4 shared blocks (ref count 2) plus one block each for their own 17th token.
+  EXPECT_EQ(engine.cache().num_free(), 100U - 6U);
+  EXPECT_NEAR(engine.metrics().kv_cache_usage, 0.06, 1e-12);
+}
+
+// Hand-simulated (block 4, 6 blocks): A and B, 8-token prompts, 12 tokens each (19 tokens of KV = 5 blocks).
+// Steps 1-5 both run (4 blocks after step 1, 6 after step 2). Step 6: A needs a 4th block, none free: B
+// (admitted last) is preempted, releasing blocks [2,3,5] in reverse; A takes the head (5, B's third block)
+// and at step 10 its 5th block (3, B's second). B (13 tokens, needing 4 blocks) cannot come back while A
+// holds 5 of 6, so it returns at step 13 after A finished at step 12, hits its one still-cached block,
+// recomputes 9 tokens, and emits indices 5..11 in steps 13..19.
+TEST(Engine, PreemptionByRecomputeWhenBlocksRunOut) {
+  Engine engine(tiny(6, 8, 64), 1);
+  ASSERT_TRUE(engine.add_request(req(1, seq(1, 8), 12)));
+  ASSERT_TRUE(engine.add_request(req(2, seq(100, 8), 12)));
+  Trace t;
+  for (int i = 0; i < 5; ++i) {
+    apply(t, engine.step(t.now));
+  }
+  EXPECT_EQ(engine.cache().num_free(), 0U);
+  apply(t, engine.step(t.now));
+  ASSERT_EQ(t.preemptions.size(), 1U);
+  EXPECT_EQ(t.preemptions[0], (std::pair<int, RequestId>{6, 2}));
+  EXPECT_EQ(engine.waiting_ids(), (std::vector<RequestId>{2}));
+  EXPECT_EQ(engine.running_ids(), (std::vector<RequestId>{1}));
+
+  t = run(engine, t);
+  EXPECT_EQ(t.finish_step.at(1), 12);
+  EXPECT_EQ(t.finish_step.at(2), 19);
+  EXPECT_EQ(t.tokens.at(2).size(), 12U);
+  EXPECT_EQ(t.usage.at(2).cached_tokens, 0U);
+  const Metrics m = engine.metrics();
+  EXPECT_EQ(m.num_preemptions_total, 1U);
+  EXPECT_EQ(m.prefix_cache_queries_total, 16U);  // the re-lookup after preemption is not counted
+  EXPECT_EQ(m.generation_tokens_total, 24U);
+  EXPECT_EQ(engine.cache().num_free(), 6U);
+}
+
+TEST(Engine, PreemptionOutputMatchesAnUnpreemptedRun) {
+  // Recompute must not change what a request generates.
+  Engine small(tiny(6, 8, 64), 1);
+  Engine big(tiny(100, 8, 64), 1);
+  for (Engine* e : {&small, &big}) {
+    ASSERT_TRUE(e->add_request(req(1, seq(1, 8), 12)));
+    ASSERT_TRUE(e->add_request(req(2, seq(100, 8), 12)));
+  }
+  const Trace a = run(small);
+  const Trace b = run(big);
+  EXPECT_FALSE(a.preemptions.empty());
+  EXPECT_TRUE(b.preemptions.empty());
+  EXPECT_EQ(a.tokens, b.tokens);
+}
+
+TEST(Engine, ManyRequestsUnderPressureAllComplete) {
+  Engine engine(tiny(40, 6, 32), 3);
+  for (RequestId id = 1; id <= 30; ++id) {
+    ASSERT_TRUE(engine.add_request(req(id, seq(static_cast<TokenId>(id * 1000), 10 + id * 3), 20)));
+  }
+  const Trace t = run(engine);
+  EXPECT_EQ(t.usage.size(), 30U);
+  for (const auto& [id, u] : t.usage) {
+    EXPECT_EQ(u.completion_tokens, 20U);
+  }
+  EXPECT_GT(engine.metrics().num_preemptions_total, 0U);
+  EXPECT_EQ(engine.cache().num_free(), 40U);
+}
+
+TEST(Engine, AbortFreesSlotAndBlocksAtOnce) {
+  Engine engine(tiny(20, 1, 64), 1);
+  ASSERT_TRUE(engine.add_request(req(1, seq(1, 16), 50)));
+  ASSERT_TRUE(engine.add_request(req(2, seq(100, 16), 50)));
+  engine.step(0);
+  EXPECT_EQ(engine.cache().num_free(), 16U);
+  EXPECT_TRUE(engine.abort(2));  // waiting
+  EXPECT_TRUE(engine.abort(1));  // running
+  EXPECT_FALSE(engine.abort(1));
+  EXPECT_FALSE(engine.abort(77));
+  EXPECT_EQ(engine.cache().num_free(), 20U);
+  EXPECT_FALSE(engine.has_work());
+  const Metrics m = engine.metrics();
+  EXPECT_EQ(m.num_running, 0U);
+  EXPECT_EQ(m.num_waiting, 0U);
+  EXPECT_EQ(m.requests_aborted_total, 2U);
+  // The id can be reused once aborted, and the aborted prompt's blocks still hit.
+  ASSERT_TRUE(engine.add_request(req(1, seq(1, 16), 1)));
+  EXPECT_EQ(run(engine).usage.at(1).cached_tokens, 12U);
+}
+
+TEST(Engine, AddRequestValidation) {
+  EngineConfig c = tiny(10, 4, 64);
+  c.max_model_len = 30;
+  Engine engine(c, 1);
+  EXPECT_FALSE(engine.add_request(req(1, {}, 4)));
+  EXPECT_FALSE(engine.add_request(req(1, seq(1, 4), 0)));
+  EXPECT_FALSE(engine.add_request(req(1, {kVocabSize}, 4)));
+  const auto too_long = engine.add_request(req(1, seq(1, 30), 1));
+  ASSERT_FALSE(too_long);
+  EXPECT_NE(too_long.error().message.find("maximum model length of 30"), std::string::npos);
+  // 10 blocks of 4 = 40 tokens: 28 + 2 - 1 = 29 fits; a bigger cache demand is refused.
+  ASSERT_TRUE(engine.add_request(req(1, seq(1, 28), 100)));
+  EXPECT_FALSE(engine.add_request(req(1, seq(1, 4), 1)));  // duplicate id
+  const Trace t = run(engine);
+  EXPECT_EQ(t.usage.at(1).completion_tokens, 2U);  // capped by max_model_len
+  c.num_gpu_blocks = 5;
+  Engine small(c, 1);
+  EXPECT_FALSE(small.add_request(req(1, seq(1, 25), 1)));
+}
+
+TEST(Engine, DeterministicForTheSameSeed) {
+  auto drive = [](std::uint64_t seed) {
+    Engine engine(*find_preset("a4000-qwen3-4b"), seed);
+    for (RequestId id = 1; id <= 6; ++id) {
+      EXPECT_TRUE(engine.add_request(req(id, seq(static_cast<TokenId>(id * 7), 500 * id), 40)));
+    }
+    return run(engine);
+  };
+  const Trace a = drive(5);
+  const Trace b = drive(5);
+  const Trace c = drive(6);
+  EXPECT_EQ(a.tokens, b.tokens);
+  EXPECT_EQ(a.durations, b.durations);
+  EXPECT_NE(a.tokens, c.tokens);
+  // Generated text re-tokenizes to the generated tokens.
+  for (const auto& [id, toks] : a.tokens) {
+    EXPECT_EQ(tokenize(detokenize(toks)), toks);
+  }
+}
+
+TEST(Engine, TtftHistogramUsesVllmBuckets) {
+  Engine engine(tiny(100, 8, 64), 1);
+  ASSERT_TRUE(engine.add_request(req(1, seq(1, 8), 1, 0.0)));
+  ASSERT_TRUE(engine.add_request(req(2, seq(100, 8), 1, -1.0)));  // arrived a second before
+  run(engine);
+  const Histogram& h = engine.metrics().time_to_first_token;
+  ASSERT_EQ(h.bounds.size(), 22U);
+  EXPECT_DOUBLE_EQ(h.bounds.front(), 0.001);
+  EXPECT_DOUBLE_EQ(h.bounds.back(), 2560.0);
+  EXPECT_EQ(h.count, 2U);
+  EXPECT_EQ(h.buckets[2], 1U);   // le 0.01: the 0.01 s one
+  EXPECT_EQ(h.buckets[11], 1U);  // le 1.0: 1.01 s is above
+  EXPECT_EQ(h.buckets[12], 2U);  // le 2.5
+  EXPECT_NEAR(h.sum, 0.01 + 1.01, 1e-9);
+}
+
+}  // namespace
+}  // namespace warden::engine
