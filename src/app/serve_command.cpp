@@ -1,15 +1,87 @@
 #include <fmt/core.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <CLI/CLI.hpp>
+#include <boost/asio/io_context.hpp>
+#include <memory>
 
 #include "app/cli.hpp"
+#include "gateway/config.hpp"
+#include "gateway/gateway.hpp"
+#include "net/server.hpp"
 
 namespace warden::app {
 
-void add_serve_command(CLI::App& app) {
-  app.add_subcommand("serve", "(not built yet)")->callback([] {
-    fmt::print(stderr, "lm-warden serve: not built yet\n");
-    std::exit(2);
+namespace {
+
+struct ServeOptions {
+  std::string config;
+  std::string listen;
+  std::string state_dir;
+  std::string log_level = "info";
+};
+
+int run_serve(const ServeOptions& o) {
+  // Logs go to stderr: stdout carries only the "listening on" line that scripts and tests wait for.
+  auto logger = spdlog::stderr_color_mt("serve");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(o.log_level));
+
+  auto loaded = gateway::load_config_file(o.config);
+  if (!loaded.ok()) {
+    fmt::print(stderr, "lm-warden serve: the configuration is not valid:\n{}\n", loaded.error_text());
+    return 2;
+  }
+  gateway::Config config = std::move(*loaded.config);
+  if (!o.listen.empty()) {
+    auto hp = gateway::parse_listen(o.listen);
+    if (!hp) {
+      fmt::print(stderr, "lm-warden serve: --listen '{}' is not HOST:PORT (e.g. 127.0.0.1:8080)\n", o.listen);
+      return 2;
+    }
+    config.listen_host = hp->first;
+    config.listen_port = hp->second;
+  }
+  if (!o.state_dir.empty()) {
+    config.state_dir = o.state_dir;
+  }
+
+  boost::asio::io_context ioc;
+  gateway::Gateway gw(ioc, std::move(config));
+  std::string error;
+  if (!gw.start(&error)) {
+    fmt::print(stderr, "lm-warden serve: {}\n", error);
+    return 1;
+  }
+  for (const auto& m : gw.config().models) {
+    spdlog::info(
+        "model {} → {} ({} replica{}, {}), affinity {}, spill threshold {}", m.name, m.served_model_name,
+        m.replica_count(), m.replica_count() == 1 ? "" : "s",
+        m.data_parallel ? fmt::format("data parallel at {}", m.dp_url.text) : std::string("one URL each"),
+        m.routing.affinity ? "on" : "off",
+        m.routing.spill_threshold ? std::to_string(*m.routing.spill_threshold)
+                                  : fmt::format("{} (auto)", m.effective_spill_threshold()));
+  }
+  net::Server server(ioc, gw.server_options(), [&gw](net::Request& req, const net::ConnectionInfo& conn) {
+    return gw.handle(req, conn);
   });
+  const int code = net::run_until_signal(ioc, server, [&gw] { gw.stop(); });
+  gw.stop();
+  return code;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto opts = std::make_shared<ServeOptions>();
+  auto* cmd = app.add_subcommand("serve", "Run the gateway: OpenAI + Anthropic APIs in, routing to replicas");
+  cmd->add_option("-c,--config", opts->config, "YAML configuration file (see docs/config.md)")->required();
+  cmd->add_option("--listen", opts->listen, "HOST:PORT to listen on (overrides listen: in the config)");
+  cmd->add_option("--state-dir", opts->state_dir, "Directory for the stats history (overrides state_dir:)");
+  cmd->add_option("--log-level", opts->log_level, "trace, debug, info, warn, error or off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  cmd->callback([opts] { std::exit(run_serve(*opts)); });
 }
 
 }  // namespace warden::app

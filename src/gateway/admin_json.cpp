@@ -1,0 +1,205 @@
+#include "gateway/admin_json.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/json/array.hpp>
+#include <boost/json/parse.hpp>
+#include <cmath>
+#include <ctime>
+
+namespace warden::gateway {
+
+namespace json = boost::json;
+
+std::string iso8601_utc(std::int64_t unix_s) {
+  std::time_t t = static_cast<std::time_t>(unix_s);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+namespace {
+
+json::value optional_number(const std::optional<double>& v) {
+  if (!v || !std::isfinite(*v)) {
+    return nullptr;
+  }
+  return *v;
+}
+
+}  // namespace
+
+json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_unix) {
+  const ModelConfig& cfg = model.config();
+  const core::RouterView view = model.router().view(now);
+  json::object out;
+  out["name"] = cfg.name;
+  out["served_model_name"] = cfg.served_model_name;
+  out["mode"] = cfg.data_parallel ? "data_parallel" : "urls";
+  out["max_num_seqs"] = view.routing.max_num_seqs;
+  out["replica_count"] = cfg.replica_count();
+  out["since"] = iso8601_utc(since_unix);
+  out["since_unix"] = since_unix;
+
+  json::array replicas;
+  int healthy = 0;
+  std::uint64_t in_flight = 0;
+  const auto& rt = model.replicas();
+  for (int i = 0; i < cfg.replica_count(); ++i) {
+    const auto idx = static_cast<std::size_t>(i);
+    const ReplicaRuntime& r = rt[idx];
+    core::ReplicaCounters c = idx < view.counters.size() ? view.counters[idx] : core::ReplicaCounters{};
+    core::ReplicaSessions s = idx < view.sessions.size() ? view.sessions[idx] : core::ReplicaSessions{};
+    json::object row;
+    row["index"] = i;
+    row["url"] = cfg.replica_url(i).text;
+    row["healthy"] = r.metrics.healthy;
+    row["scraped"] = r.scraped;
+    row["last_error"] = r.last_error.empty() ? json::value(nullptr) : json::value(r.last_error);
+    row["in_flight"] = c.in_flight;
+    row["new"] = c.new_conversations;
+    row["sticky"] = c.sticky;
+    row["spilled_in"] = c.spilled_in;
+    row["client_pinned"] = c.client_pinned;
+    row["balanced"] = c.balanced;
+    row["failover"] = c.failover;
+    row["running"] = r.metrics.running;
+    row["waiting"] = r.metrics.waiting;
+    row["kv_used"] = r.metrics.kv_usage;
+    row["prefix_hit_rate"] = optional_number(r.prefix_hit_rate());
+    row["prefix_hits"] = r.prefix_hits.delta();
+    row["prefix_queries"] = r.prefix_queries.delta();
+    row["kv_capacity_tokens"] = r.metrics.kv_capacity_tokens;
+    row["active_conversations"] = s.active_conversations;
+    row["held_tokens"] = s.held_tokens;
+    replicas.push_back(std::move(row));
+    healthy += r.metrics.healthy ? 1 : 0;
+    in_flight += c.in_flight;
+  }
+  out["healthy_replicas"] = healthy;
+
+  json::object routing;
+  routing["affinity"] = view.routing.affinity;
+  routing["policy"] = view.routing.policy;
+  routing["spill_threshold"] = view.spill_threshold;
+  routing["spill_threshold_auto"] = view.routing.spill_threshold.is_auto();
+  routing["spill_label"] = view.spill_label;
+  routing["sticky_percent"] = optional_number(view.sticky_percent);
+  routing["in_flight"] = in_flight;
+  routing["live_sessions"] = view.live_sessions;
+  routing["unrouted"] = view.unrouted;
+  routing["since"] = iso8601_utc(since_unix);
+  routing["replicas"] = std::move(replicas);
+  out["routing"] = std::move(routing);
+  return out;
+}
+
+json::object stats_json(std::string_view model, const StatsSeries& series, std::int64_t window_s) {
+  json::array t, cached, computed, completion, requests, ttfb_sum, ttfb_count;
+  for (const auto& b : series.buckets) {
+    t.push_back(b.second);
+    cached.push_back(b.prompt_cached);
+    computed.push_back(b.prompt_computed);
+    completion.push_back(b.completion);
+    requests.push_back(b.requests);
+    ttfb_sum.push_back(b.ttfb_sum);
+    ttfb_count.push_back(b.ttfb_count);
+  }
+  json::object cols;
+  cols["t"] = std::move(t);
+  cols["prompt_cached"] = std::move(cached);
+  cols["prompt_computed"] = std::move(computed);
+  cols["completion"] = std::move(completion);
+  cols["requests"] = std::move(requests);
+  cols["ttfb_sum"] = std::move(ttfb_sum);
+  cols["ttfb_count"] = std::move(ttfb_count);
+
+  const StatsSummary& s = series.summary;
+  json::object summary;
+  summary["cache_hit_rate"] = optional_number(s.cache_hit_rate());
+  summary["prompt_cached"] = s.prompt_cached;
+  summary["prompt_computed"] = s.prompt_computed;
+  summary["completion"] = s.completion;
+  summary["requests"] = s.requests;
+  summary["ttfb_avg_s"] = optional_number(s.ttfb_avg());
+
+  json::object out;
+  out["model"] = model;
+  out["window"] = window_s;
+  out["step"] = 1;
+  out["start"] = series.start;
+  out["end"] = series.end;
+  out["now"] = series.end;
+  out["series"] = std::move(cols);
+  out["summary"] = std::move(summary);
+  return out;
+}
+
+json::object v1_models_json(const Config& config, std::int64_t created_unix) {
+  json::array data;
+  for (const auto& m : config.models) {
+    json::object e;
+    e["id"] = m.name;
+    e["object"] = "model";
+    e["type"] = "model";  // Anthropic's shape
+    e["display_name"] = m.name;
+    e["created"] = created_unix;
+    e["created_at"] = iso8601_utc(created_unix);
+    e["owned_by"] = "lm-warden";
+    e["root"] = m.served_model_name;
+    e["max_model_len"] = nullptr;
+    data.push_back(std::move(e));
+  }
+  json::object out;
+  out["object"] = "list";
+  out["has_more"] = false;
+  out["first_id"] = config.models.empty() ? json::value(nullptr) : json::value(config.models.front().name);
+  out["last_id"] = config.models.empty() ? json::value(nullptr) : json::value(config.models.back().name);
+  out["data"] = std::move(data);
+  return out;
+}
+
+RoutingPatch parse_routing_patch(std::string_view body) {
+  RoutingPatch p;
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec);
+  if (ec || !v.is_object()) {
+    p.error = "the body must be a JSON object such as {\"affinity\": false} or {\"spill_threshold\": 4}";
+    return p;
+  }
+  for (const auto& [key, value] : v.as_object()) {
+    if (key == "affinity") {
+      if (!value.is_bool()) {
+        p.error = "affinity must be true or false";
+        return p;
+      }
+      p.affinity = value.as_bool();
+    } else if (key == "spill_threshold") {
+      std::optional<core::SpillThreshold> t;
+      if (value.is_string()) {
+        t = core::SpillThreshold::parse(value.as_string());
+      } else if (value.is_int64() && value.as_int64() >= 1 && value.as_int64() <= 1'000'000) {
+        t = core::SpillThreshold{static_cast<std::uint32_t>(value.as_int64())};
+      } else if (value.is_uint64() && value.as_uint64() >= 1 && value.as_uint64() <= 1'000'000) {
+        t = core::SpillThreshold{static_cast<std::uint32_t>(value.as_uint64())};
+      }
+      if (!t) {
+        p.error = "spill_threshold must be \"auto\" or an integer from 1 to 1000000";
+        return p;
+      }
+      p.spill_threshold = t;
+    } else {
+      p.error =
+          fmt::format("unknown field '{}'; expected affinity and/or spill_threshold", std::string_view(key));
+      return p;
+    }
+  }
+  if (!p.affinity && !p.spill_threshold) {
+    p.error = "nothing to change; expected affinity and/or spill_threshold";
+  }
+  return p;
+}
+
+}  // namespace warden::gateway

@@ -1,0 +1,39 @@
+// JSON shapes of the admin API (docs/api.md). Pure builders over the gateway's state, so the shapes are
+// unit-tested without sockets and the console (issue 7) can rely on them.
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/types.hpp"
+#include "gateway/config.hpp"
+#include "gateway/model_runtime.hpp"
+#include "gateway/stats_store.hpp"
+
+namespace warden::gateway {
+
+// GET /api/models/{name}: the model and its "Data parallel routing" card. `since_unix` = warden start.
+boost::json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_unix);
+
+// GET /api/stats: the dense per-second series (columns) and the summary over the window.
+boost::json::object stats_json(std::string_view model, const StatsSeries& series, std::int64_t window_s);
+
+// GET /v1/models, answered from the configuration in a shape both OpenAI and Anthropic clients read.
+boost::json::object v1_models_json(const Config& config, std::int64_t created_unix);
+
+// PATCH /api/models/{name}/routing body: {"affinity": bool, "spill_threshold": "auto" | N}, both optional
+// but at least one present; anything else is an error (message in `error`).
+struct RoutingPatch {
+  std::optional<bool> affinity;
+  std::optional<core::SpillThreshold> spill_threshold;
+  std::string error;  // non-empty: reject with 400
+};
+RoutingPatch parse_routing_patch(std::string_view body);
+
+// "2026-11-29T09:20:11Z"
+std::string iso8601_utc(std::int64_t unix_s);
+
+}  // namespace warden::gateway

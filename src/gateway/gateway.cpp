@@ -1,0 +1,409 @@
+#include "gateway/gateway.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/url/parse.hpp>
+#include <charconv>
+#include <random>
+
+#include "gateway/admin_json.hpp"
+#include "gateway/console/assets.hpp"
+#include "gateway/http_util.hpp"
+#include "protocol/api.hpp"
+#include "protocol/prometheus.hpp"
+
+namespace warden::gateway {
+
+namespace asio = net::asio;
+namespace http = net::http;
+using namespace std::chrono_literals;
+
+struct Gateway::Upstream {
+  UpstreamUrl url;
+  net::Endpoint endpoint;
+  std::vector<ModelRuntime*> models;
+  asio::cancellation_signal cancel;
+};
+
+namespace {
+
+std::uint64_t random_seed() {
+  std::random_device rd;
+  return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+}
+
+net::Response json_response(const net::Request& req, unsigned status, const boost::json::value& v) {
+  return net::make_response(req, status, boost::json::serialize(v));
+}
+
+net::Response admin_error(const net::Request& req, unsigned status, std::string_view message) {
+  boost::json::object e;
+  e["message"] = message;
+  e["type"] = status == 401   ? "authentication_error"
+              : status == 403 ? "permission_error"
+              : status == 404 ? "not_found_error"
+              : status >= 500 ? "server_error"
+                              : "invalid_request_error";
+  boost::json::object o;
+  o["error"] = std::move(e);
+  return json_response(req, status, o);
+}
+
+}  // namespace
+
+Gateway::Gateway(asio::io_context& ioc, Config config)
+    : ioc_(ioc),
+      config_(std::move(config)),
+      started_unix_(0),
+      pool_(ioc.get_executor()),
+      scrape_pool_(ioc.get_executor()),
+      rng_(random_seed()),
+      stats_(config_.stats_retention),
+      alive_(std::make_shared<bool>(true)) {
+  started_unix_ = unix_now();
+  for (const auto& m : config_.models) {
+    models_.push_back(std::make_unique<ModelRuntime>(m, config_.metrics.unhealthy_after));
+  }
+  // One scraper per distinct engine URL, shared by every model served there.
+  for (auto& mr : models_) {
+    const ModelConfig& m = mr->config();
+    for (int i = 0; i < m.replica_count(); ++i) {
+      const UpstreamUrl& u = m.replica_url(i);
+      auto it = std::find_if(upstreams_.begin(), upstreams_.end(),
+                             [&](const auto& up) { return up->url.text == u.text; });
+      if (it == upstreams_.end()) {
+        auto up = std::make_shared<Upstream>();
+        up->url = u;
+        up->endpoint = net::Endpoint{u.host, u.port};
+        upstreams_.push_back(up);
+        it = upstreams_.end() - 1;
+      }
+      if (std::find((*it)->models.begin(), (*it)->models.end(), mr.get()) == (*it)->models.end()) {
+        (*it)->models.push_back(mr.get());
+      }
+    }
+  }
+}
+
+Gateway::~Gateway() {
+  stop();
+}
+
+std::int64_t Gateway::unix_now() const {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+net::ServerOptions Gateway::server_options() const {
+  net::ServerOptions o;
+  o.host = config_.listen_host;
+  o.port = config_.listen_port;
+  o.max_body_bytes = static_cast<std::size_t>(config_.max_body_bytes);
+  o.backlog = 4096;
+  // The 413 is produced before the handler sees the request, so its API is unknown: this body satisfies
+  // both clients' error parsers (OpenAI reads error.message, Anthropic type + error.type/message).
+  const std::uint64_t limit = config_.max_body_bytes;
+  o.make_too_large = [limit](unsigned version, bool keep_alive) {
+    net::Response r{http::status::payload_too_large, version};
+    r.set(http::field::content_type, "application/json");
+    r.body() = fmt::format(
+        R"({{"type":"error","error":{{"type":"request_too_large","message":"request body larger than {} bytes","code":"request_too_large","param":null}}}})",
+        limit);
+    r.keep_alive(keep_alive);
+    r.prepare_payload();
+    return r;
+  };
+  return o;
+}
+
+net::ClientTimeouts Gateway::client_timeouts() const {
+  net::ClientTimeouts t;
+  t.connect = config_.timeouts.connect;
+  t.first_byte = config_.timeouts.first_byte;
+  t.idle = config_.timeouts.idle;
+  return t;
+}
+
+bool Gateway::start(std::string* error) {
+  stats_db_ = StatsDb::open(config_.state_dir, error);
+  if (!stats_db_) {
+    return false;
+  }
+  std::string err;
+  if (!load_history(*stats_db_, stats_, unix_now(), &err)) {
+    spdlog::warn("stats history could not be read ({}); starting empty", err);
+  }
+  for (auto& up : upstreams_) {
+    asio::co_spawn(ioc_, poll_loop(up), asio::bind_cancellation_slot(up->cancel.slot(), asio::detached));
+  }
+  asio::co_spawn(ioc_, flush_loop(), asio::detached);
+  return true;
+}
+
+void Gateway::stop() {
+  if (stopped_) {
+    return;
+  }
+  stopped_ = true;
+  *alive_ = false;
+  for (auto& up : upstreams_) {
+    up->cancel.emit(asio::cancellation_type::terminal);
+  }
+  if (stats_db_) {
+    std::string err;
+    if (!flush_history(*stats_db_, stats_, unix_now(), &err)) {
+      spdlog::warn("stats history could not be written: {}", err);
+    }
+  }
+}
+
+asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
+  auto alive = alive_;
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  net::ClientTimeouts t;
+  t.connect = t.write = t.first_byte = t.idle = config_.metrics.scrape_timeout;
+  const std::string target = up->url.base_path + "/metrics";
+  while (*alive) {
+    const auto started = std::chrono::steady_clock::now();
+    std::string error;
+    try {
+      net::Request req{http::verb::get, target, 11};
+      req.set(http::field::accept, "text/plain");
+      auto res = co_await scrape_pool_.send(up->endpoint, std::move(req), t);
+      if (!*alive) {
+        co_return;
+      }
+      if (!res) {
+        error = res.error().message();
+      } else if (res->status() != 200) {
+        error = fmt::format("/metrics answered HTTP {}", res->status());
+        res->abort();
+      } else {
+        auto body = co_await res->read_all(32u << 20);
+        if (!*alive) {
+          co_return;
+        }
+        if (!body) {
+          error = body.error().message();
+        } else {
+          for (ModelRuntime* m : up->models) {
+            auto scrape = protocol::parse_vllm_metrics(*body, m->config().served_model_name);
+            if (scrape && scrape->ranks.empty()) {
+              // The engine names the model differently (e.g. no --served-model-name): take every series.
+              scrape = protocol::parse_vllm_metrics(*body);
+            }
+            if (!scrape) {
+              error = fmt::format("unusable /metrics: {}", scrape.error().message());
+              break;
+            }
+            m->apply_scrape(up->url, *scrape);
+          }
+        }
+      }
+    } catch (const boost::system::system_error& e) {
+      if (!*alive || e.code() == asio::error::operation_aborted) {
+        co_return;
+      }
+      error = e.what();
+    }
+    if (!error.empty()) {
+      metrics_.scrape_error(up->url.text);
+      for (ModelRuntime* m : up->models) {
+        if (m->url_failed(up->url, error)) {
+          spdlog::warn("upstream {} marked unhealthy for model {}: {}", up->url.text, m->config().name,
+                       error);
+        }
+      }
+    } else {
+      metrics_.scrape_ok(up->url.text);
+    }
+    timer.expires_at(started + config_.metrics.scrape_interval);
+    boost::system::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      co_return;
+    }
+  }
+}
+
+asio::awaitable<void> Gateway::flush_loop() {
+  auto alive = alive_;
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  while (*alive) {
+    timer.expires_after(5s);
+    boost::system::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (!*alive || !stats_db_) {
+      co_return;
+    }
+    std::string err;
+    if (!flush_history(*stats_db_, stats_, unix_now(), &err)) {
+      spdlog::warn("stats history could not be written: {}", err);
+    }
+  }
+}
+
+ModelRuntime* Gateway::find_model(std::string_view name) {
+  for (auto& m : models_) {
+    if (m->config().name == name) {
+      return m.get();
+    }
+  }
+  return nullptr;
+}
+
+void Gateway::finish_request(RequestRecord& r) {
+  metrics_.request_done(r);
+  if (!r.model.empty()) {
+    stats_.record(r.model, unix_now(), r);
+  }
+  auto opt = [](const std::optional<std::int64_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
+  spdlog::info(
+      "request model={} endpoint={} replica={} route={} session_source={} status={} stream={} "
+      "prompt_tokens={} "
+      "cached_tokens={} completion_tokens={} ttfb_ms={} duration_ms={:.1f}",
+      r.model.empty() ? "-" : r.model, r.endpoint,
+      r.replica >= 0 ? std::to_string(r.replica) : std::string("-"), r.route.empty() ? "-" : r.route,
+      r.session_source.empty() ? "-" : r.session_source, r.status, r.stream, opt(r.prompt_tokens),
+      opt(r.cached_tokens), opt(r.completion_tokens),
+      r.ttfb_s ? fmt::format("{:.1f}", *r.ttfb_s * 1000) : std::string("-"), r.duration_s * 1000);
+}
+
+std::vector<ReplicaGauges> Gateway::replica_gauges() {
+  std::vector<ReplicaGauges> out;
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  for (auto& m : models_) {
+    const auto view = m->router().view(now);
+    for (std::size_t i = 0; i < m->replicas().size(); ++i) {
+      const auto& r = m->replicas()[i];
+      ReplicaGauges g;
+      g.model = m->config().name;
+      g.replica = static_cast<int>(i);
+      g.in_flight = i < view.counters.size() ? static_cast<int>(view.counters[i].in_flight) : 0;
+      g.healthy = r.metrics.healthy;
+      g.running = r.metrics.running;
+      g.waiting = r.metrics.waiting;
+      g.kv_used = r.metrics.kv_usage;
+      out.push_back(std::move(g));
+    }
+  }
+  return out;
+}
+
+net::Response Gateway::v1_models(const net::Request& req) {
+  return json_response(req, 200, v1_models_json(config_, started_unix_));
+}
+
+asio::awaitable<net::Reply> Gateway::handle(net::Request& req, const net::ConnectionInfo&) {
+  if (protocol::api_kind_from_path(req.target())) {
+    co_return co_await proxy(req);
+  }
+  co_return co_await admin(req);
+}
+
+asio::awaitable<net::Reply> Gateway::admin(net::Request& req) {
+  const std::string_view path = path_of(req.target());
+  const bool get = req.method() == http::verb::get || req.method() == http::verb::head;
+  if (path == "/health") {
+    co_return json_response(req, 200, boost::json::object{{"status", "ok"}});
+  }
+  if (path == "/metrics" && get) {
+    co_return net::make_response(req, 200, metrics_.render(replica_gauges()), "text/plain; version=0.0.4");
+  }
+  if ((path == "/v1/models" || path == "/v1/models/") && get) {
+    co_return v1_models(req);
+  }
+  auto url = boost::urls::parse_origin_form(req.target());
+  if (!url) {
+    co_return admin_error(req, 400, "bad request target");
+  }
+  std::vector<std::string> seg;
+  for (auto s : url->segments()) {
+    seg.push_back(std::string(s));
+  }
+  if (seg.size() >= 2 && seg[0] == "api" && seg[1] == "models") {
+    const auto now = std::chrono::steady_clock::now().time_since_epoch();
+    if (seg.size() == 2 && get) {
+      boost::json::array list;
+      for (auto& m : models_) {
+        list.push_back(model_card(*m, now, started_unix_));
+      }
+      boost::json::object o;
+      o["models"] = std::move(list);
+      o["since"] = iso8601_utc(started_unix_);
+      co_return json_response(req, 200, o);
+    }
+    ModelRuntime* m = seg.size() >= 3 ? find_model(seg[2]) : nullptr;
+    if (seg.size() == 3 && get) {
+      if (!m) {
+        co_return admin_error(req, 404, fmt::format("no model named '{}' is configured", seg[2]));
+      }
+      co_return json_response(req, 200, model_card(*m, now, started_unix_));
+    }
+    if (seg.size() == 4 && seg[3] == "routing") {
+      if (req.method() != http::verb::patch && req.method() != http::verb::put) {
+        co_return admin_error(req, 405,
+                              "use PATCH with {\"affinity\": bool, \"spill_threshold\": \"auto\"|N}");
+      }
+      if (config_.admin_token.empty()) {
+        co_return admin_error(req, 403, "admin changes are disabled: no admin_token is configured");
+      }
+      if (!bearer_matches(req, config_.admin_token)) {
+        co_return admin_error(req, 401, "missing or wrong admin token (Authorization: Bearer TOKEN)");
+      }
+      if (!m) {
+        co_return admin_error(req, 404, fmt::format("no model named '{}' is configured", seg[2]));
+      }
+      RoutingPatch p = parse_routing_patch(req.body());
+      if (!p.error.empty()) {
+        co_return admin_error(req, 400, p.error);
+      }
+      if (p.affinity) {
+        m->router().set_affinity(*p.affinity);
+      }
+      if (p.spill_threshold) {
+        m->router().set_spill_threshold(*p.spill_threshold);
+      }
+      const auto rc = m->router().routing_config();
+      spdlog::info("routing changed model={} affinity={} spill_threshold={}", m->config().name, rc.affinity,
+                   rc.spill_threshold.to_string());
+      co_return json_response(req, 200, model_card(*m, now, started_unix_));
+    }
+  }
+  if (seg.size() == 2 && seg[0] == "api" && seg[1] == "stats" && get) {
+    std::string model = models_.empty() ? std::string() : models_.front()->config().name;
+    std::int64_t window = 3600;
+    for (auto p : url->params()) {
+      if (p.key == "model") {
+        model = std::string(p.value);
+      } else if (p.key == "window") {
+        std::int64_t w = 0;
+        auto [ptr, ec] = std::from_chars(p.value.data(), p.value.data() + p.value.size(), w);
+        if (ec != std::errc{} || ptr != p.value.data() + p.value.size() || w < 1) {
+          co_return admin_error(req, 400, "window must be a positive number of seconds");
+        }
+        window = std::min(w, stats_.retention_s());
+      }
+    }
+    if (!find_model(model)) {
+      co_return admin_error(req, 404, fmt::format("no model named '{}' is configured", model));
+    }
+    co_return json_response(req, 200, stats_json(model, stats_.series(model, unix_now(), window), window));
+  }
+  if (get) {
+    if (auto asset = console::serve_asset(req)) {
+      asset->keep_alive(req.keep_alive());
+      co_return std::move(*asset);
+    }
+  }
+  co_return admin_error(req, 404, fmt::format("nothing at {}", path));
+}
+
+}  // namespace warden::gateway

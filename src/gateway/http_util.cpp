@@ -1,0 +1,153 @@
+#include "gateway/http_util.hpp"
+
+#include <algorithm>
+#include <array>
+#include <boost/beast/core/string.hpp>
+
+namespace warden::gateway {
+
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+  return boost::beast::iequals(a, b);
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+// Constant-time for equal lengths, so a key cannot be guessed byte by byte from response times.
+bool same_secret(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  }
+  return diff == 0;
+}
+
+std::string_view bearer_of(const net::Request& req) {
+  auto it = req.find(net::http::field::authorization);
+  if (it == req.end()) {
+    return {};
+  }
+  std::string_view v = trim(it->value());
+  if (v.size() > 7 && iequals(v.substr(0, 7), "bearer ")) {
+    return trim(v.substr(7));
+  }
+  return {};
+}
+
+template <class From, class To>
+void copy_filtered(const From& from, To& to, bool request) {
+  std::vector<std::string> listed;
+  for (auto it = from.find(net::http::field::connection);
+       it != from.end() && iequals(it->name_string(), "connection"); ++it) {
+    auto t = connection_tokens(it->value());
+    listed.insert(listed.end(), t.begin(), t.end());
+  }
+  for (const auto& f : from) {
+    const std::string_view name = f.name_string();
+    if (is_hop_by_hop(name) || (request && is_warden_request_header(name))) {
+      continue;
+    }
+    if (std::any_of(listed.begin(), listed.end(), [&](const std::string& l) { return iequals(l, name); })) {
+      continue;
+    }
+    to.insert(name, f.value());
+  }
+}
+
+}  // namespace
+
+bool is_hop_by_hop(std::string_view name) {
+  static constexpr std::array<std::string_view, 11> kNames{"connection",
+                                                           "keep-alive",
+                                                           "proxy-connection",
+                                                           "proxy-authenticate",
+                                                           "proxy-authorization",
+                                                           "te",
+                                                           "trailer",
+                                                           "transfer-encoding",
+                                                           "upgrade",
+                                                           "host",
+                                                           "content-length"};
+  return std::any_of(kNames.begin(), kNames.end(), [&](std::string_view n) { return iequals(n, name); });
+}
+
+bool is_warden_request_header(std::string_view name) {
+  // X-data-parallel-rank is a client pin as far as the warden is concerned; in DP mode it sets its own.
+  return iequals(name, "x-warden-replica") || iequals(name, "x-warden-session") ||
+         iequals(name, "x-data-parallel-rank");
+}
+
+std::vector<std::string> connection_tokens(std::string_view value) {
+  std::vector<std::string> out;
+  while (!value.empty()) {
+    auto comma = value.find(',');
+    std::string_view tok = trim(value.substr(0, comma));
+    if (!tok.empty()) {
+      std::string t(tok);
+      std::transform(t.begin(), t.end(), t.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      out.push_back(std::move(t));
+    }
+    if (comma == std::string_view::npos) {
+      break;
+    }
+    value.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+void copy_request_headers(const net::Request& from, net::Request& to) {
+  copy_filtered(from, to, true);
+}
+
+void copy_response_headers(const net::http::response_header<>& from, net::http::response_header<>& to) {
+  copy_filtered(from, to, false);
+}
+
+bool api_key_ok(const net::Request& req, const std::vector<std::string>& keys) {
+  if (keys.empty()) {
+    return true;
+  }
+  std::string_view offered = bearer_of(req);
+  if (offered.empty()) {
+    auto it = req.find("x-api-key");
+    if (it != req.end()) {
+      offered = trim(it->value());
+    }
+  }
+  if (offered.empty()) {
+    return false;
+  }
+  bool ok = false;
+  for (const auto& k : keys) {
+    ok = same_secret(offered, k) || ok;
+  }
+  return ok;
+}
+
+bool bearer_matches(const net::Request& req, std::string_view token) {
+  if (token.empty()) {
+    return false;
+  }
+  std::string_view offered = bearer_of(req);
+  return !offered.empty() && same_secret(offered, token);
+}
+
+std::string_view path_of(std::string_view target) {
+  auto q = target.find_first_of("?#");
+  return q == std::string_view::npos ? target : target.substr(0, q);
+}
+
+}  // namespace warden::gateway

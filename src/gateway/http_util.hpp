@@ -1,0 +1,32 @@
+// Small HTTP helpers of the proxy: which headers are forwarded, client API keys, target splitting.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "net/http.hpp"
+
+namespace warden::gateway {
+
+// Hop-by-hop headers (RFC 9110 §7.6.1) and the ones the proxy sets itself: never copied across.
+bool is_hop_by_hop(std::string_view name);
+// The warden's own request headers (pin and session): consumed here, not sent to the engine.
+bool is_warden_request_header(std::string_view name);
+// Header names listed in a Connection header value ("close, X-Foo" → {"close", "x-foo"}), lower-cased.
+std::vector<std::string> connection_tokens(std::string_view value);
+
+// Copies request headers for the upstream, minus hop-by-hop, Connection-listed and warden headers.
+void copy_request_headers(const net::Request& from, net::Request& to);
+// Copies an upstream response header for the client, minus hop-by-hop and Connection-listed headers.
+void copy_response_headers(const net::http::response_header<>& from, net::http::response_header<>& to);
+
+// True if `keys` is empty or the request carries one of them (Authorization: Bearer K or x-api-key: K).
+bool api_key_ok(const net::Request& req, const std::vector<std::string>& keys);
+// The admin token check: Authorization: Bearer TOKEN (an empty configured token never matches).
+bool bearer_matches(const net::Request& req, std::string_view token);
+
+// "/v1/messages?beta=true" → "/v1/messages".
+std::string_view path_of(std::string_view target);
+
+}  // namespace warden::gateway

@@ -1,0 +1,144 @@
+#include "gateway/model_runtime.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace warden::gateway {
+
+void CounterDelta::observe(double value) {
+  if (!std::isfinite(value) || value < 0) {
+    return;  // a hostile or broken engine must not poison the rate
+  }
+  if (last_) {
+    delta_ += value >= *last_ ? value - *last_ : value;
+  }
+  last_ = value;
+}
+
+std::optional<double> ReplicaRuntime::prefix_hit_rate() const {
+  const double q = prefix_queries.delta();
+  if (q <= 0) {
+    return std::nullopt;
+  }
+  return std::clamp(prefix_hits.delta() / q, 0.0, 1.0);
+}
+
+core::RouterConfig router_config_for(const ModelConfig& m) {
+  core::RouterConfig rc;
+  rc.routing.affinity = m.routing.affinity;
+  if (m.routing.spill_threshold) {
+    rc.routing.spill_threshold.fixed = static_cast<std::uint32_t>(*m.routing.spill_threshold);
+  }
+  rc.routing.max_num_seqs = static_cast<std::uint32_t>(m.max_num_seqs);
+  return rc;
+}
+
+ModelRuntime::ModelRuntime(const ModelConfig& config, int unhealthy_after)
+    : config_(&config),
+      unhealthy_after_(std::max(1, unhealthy_after)),
+      router_(router_config_for(config)),
+      replicas_(static_cast<std::size_t>(config.replica_count())) {}
+
+const std::vector<core::ReplicaMetrics>& ModelRuntime::metrics() {
+  metrics_.resize(replicas_.size());
+  for (std::size_t i = 0; i < replicas_.size(); ++i) {
+    metrics_[i] = replicas_[i].metrics;
+  }
+  return metrics_;
+}
+
+std::vector<int> ModelRuntime::replicas_of(const UpstreamUrl& url) const {
+  std::vector<int> out;
+  for (int i = 0; i < config_->replica_count(); ++i) {
+    if (config_->replica_url(i).text == url.text) {
+      out.push_back(i);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::uint32_t gauge_count(const std::optional<double>& v) {
+  if (!v || !std::isfinite(*v) || *v < 0) {
+    return 0;
+  }
+  return static_cast<std::uint32_t>(std::min(*v, 1e9));
+}
+
+}  // namespace
+
+void ModelRuntime::apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank) {
+  r.metrics.running = gauge_count(rank.num_requests_running);
+  r.metrics.waiting = gauge_count(rank.num_requests_waiting);
+  double kv = rank.kv_cache_usage_perc.value_or(0.0);
+  r.metrics.kv_usage = std::isfinite(kv) ? std::clamp(kv, 0.0, 1.0) : 0.0;
+  if (rank.prefix_cache_hits_total) {
+    r.prefix_hits.observe(*rank.prefix_cache_hits_total);
+  }
+  if (rank.prefix_cache_queries_total) {
+    r.prefix_queries.observe(*rank.prefix_cache_queries_total);
+  }
+  if (rank.num_gpu_blocks && *rank.num_gpu_blocks > 0) {
+    r.num_gpu_blocks = rank.num_gpu_blocks;
+  }
+  if (rank.block_size && *rank.block_size > 0) {
+    r.block_size = rank.block_size;
+  }
+  if (r.num_gpu_blocks && r.block_size && *r.num_gpu_blocks < (std::int64_t{1} << 40) &&
+      *r.block_size < (1 << 20)) {
+    r.metrics.kv_capacity_tokens = static_cast<std::uint64_t>(*r.num_gpu_blocks * *r.block_size);
+  }
+}
+
+void ModelRuntime::apply_scrape(const UpstreamUrl& url, const protocol::VllmScrape& scrape) {
+  const auto indices = replicas_of(url);
+  for (int i : indices) {
+    ReplicaRuntime& r = replicas_[static_cast<std::size_t>(i)];
+    r.consecutive_failures = 0;
+    r.metrics.healthy = true;
+    r.scraped = true;
+    r.last_error.clear();
+    r.metrics.scrape_generation += 1;
+    const protocol::VllmRank* rank = nullptr;
+    if (config_->data_parallel) {
+      rank = scrape.rank(i);
+    } else if (scrape.ranks.size() == 1) {
+      rank = &scrape.ranks.front();  // one engine per server: whatever its engine label says
+    } else {
+      rank = scrape.rank(i);
+      if (!rank && !scrape.ranks.empty()) {
+        rank = &scrape.ranks.front();
+      }
+    }
+    if (rank) {
+      apply_rank(r, *rank);
+    }
+  }
+}
+
+bool ModelRuntime::replica_failed(int replica, const std::string& why) {
+  if (replica < 0 || replica >= static_cast<int>(replicas_.size())) {
+    return false;
+  }
+  ReplicaRuntime& r = replicas_[static_cast<std::size_t>(replica)];
+  r.consecutive_failures += 1;
+  r.last_error = why;
+  if (r.consecutive_failures >= unhealthy_after_ && r.metrics.healthy) {
+    r.metrics.healthy = false;
+    r.metrics.running = 0;
+    r.metrics.waiting = 0;
+    return true;
+  }
+  return false;
+}
+
+bool ModelRuntime::url_failed(const UpstreamUrl& url, const std::string& why) {
+  bool changed = false;
+  for (int i : replicas_of(url)) {
+    changed = replica_failed(i, why) || changed;
+  }
+  return changed;
+}
+
+}  // namespace warden::gateway

@@ -1,0 +1,83 @@
+// Live state of one configured model: its Router (routing core) and what the poller learned about each
+// replica (health, engine metrics, prefix-cache counters since the warden started). The poller feeds
+// scrapes in with apply_scrape()/scrape_failed(); the proxy reads metrics() for every routing decision.
+// No sockets here: time is a parameter, so the health and hit-rate rules are unit-tested directly.
+// Not thread-safe: owned by the gateway's I/O thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/router.hpp"
+#include "gateway/config.hpp"
+#include "protocol/prometheus.hpp"
+
+namespace warden::gateway {
+
+// A monotonically growing total built from an engine counter that may reset (engine restart): the
+// delta since the first observation, counting a drop as a restart from zero.
+class CounterDelta {
+ public:
+  void observe(double value);
+  double delta() const { return delta_; }
+  bool seen() const { return last_.has_value(); }
+
+ private:
+  std::optional<double> last_;
+  double delta_ = 0;
+};
+
+struct ReplicaRuntime {
+  core::ReplicaMetrics metrics;  // what the Router reads (healthy, running, waiting, kv, capacity)
+  int consecutive_failures = 0;
+  bool scraped = false;  // at least one successful scrape
+  std::string last_error;
+  CounterDelta prefix_hits;
+  CounterDelta prefix_queries;
+  std::optional<std::int64_t> num_gpu_blocks;
+  std::optional<std::int64_t> block_size;
+
+  // Prefix-cache hit rate since the warden started (nullopt before any query was counted).
+  std::optional<double> prefix_hit_rate() const;
+};
+
+class ModelRuntime {
+ public:
+  ModelRuntime(const ModelConfig& config, int unhealthy_after);
+
+  const ModelConfig& config() const { return *config_; }
+  core::Router& router() { return router_; }
+  std::vector<ReplicaRuntime>& replicas() { return replicas_; }
+  const std::vector<ReplicaRuntime>& replicas() const { return replicas_; }
+  // One entry per replica, as core::Router::route() wants them.
+  const std::vector<core::ReplicaMetrics>& metrics();
+
+  // A successful scrape of `url` (one body, already parsed for this model's served name). Updates every
+  // replica served by that URL; in DP mode rank r is the series with engine="r".
+  void apply_scrape(const UpstreamUrl& url, const protocol::VllmScrape& scrape);
+  // A failed scrape or a failed connect to `url`: after `unhealthy_after` in a row its replicas are
+  // marked unhealthy. A replica recovers on its next successful scrape. Returns true if a replica just
+  // became unhealthy.
+  bool url_failed(const UpstreamUrl& url, const std::string& why);
+  // The same for one replica only (a proxied request could not reach it).
+  bool replica_failed(int replica, const std::string& why);
+  // Replicas of this model served by `url`.
+  std::vector<int> replicas_of(const UpstreamUrl& url) const;
+
+ private:
+  void apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank);
+
+  const ModelConfig* config_;
+  int unhealthy_after_;
+  core::Router router_;
+  std::vector<ReplicaRuntime> replicas_;
+  std::vector<core::ReplicaMetrics> metrics_;
+};
+
+// The Router configuration a model entry asks for.
+core::RouterConfig router_config_for(const ModelConfig& m);
+
+}  // namespace warden::gateway

@@ -1,0 +1,340 @@
+// The proxy half of the gateway: inspect → route → rewrite → relay, with usage accounting.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/this_coro.hpp>
+
+#include "core/decide.hpp"
+#include "gateway/gateway.hpp"
+#include "gateway/http_util.hpp"
+#include "protocol/api.hpp"
+#include "protocol/errors.hpp"
+#include "protocol/request.hpp"
+#include "protocol/rewrite.hpp"
+#include "protocol/sse.hpp"
+#include "protocol/usage.hpp"
+
+namespace warden::gateway {
+
+namespace asio = net::asio;
+namespace http = net::http;
+using Clock = std::chrono::steady_clock;
+
+// One proxied request. Whoever holds the last reference (the handler frame, or the stream body once the
+// handler returned) finishes it: the Router's in_flight is released and the record logged and counted,
+// exactly once, however the request ends (success, upstream error, client disconnect, cancellation).
+struct Gateway::Exchange {
+  Gateway* gateway;
+  ModelRuntime* model = nullptr;
+  RequestRecord record;
+  Clock::time_point started = Clock::now();
+  bool routed = false;    // holds a Router in_flight slot on record.replica
+  bool complete = false;  // the response was fully relayed
+
+  Exchange(Gateway* g) : gateway(g) {}
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+
+  void release_replica() {
+    if (routed && model) {
+      model->router().finish(static_cast<core::ReplicaIndex>(record.replica));
+    }
+    routed = false;
+  }
+  ~Exchange() {
+    try {
+      release_replica();
+      if (!complete && record.status == 200) {
+        record.status = 499;  // the client went away before the end of the response
+      }
+      record.duration_s = std::chrono::duration<double>(Clock::now() - started).count();
+      gateway->finish_request(record);
+    } catch (...) {
+      // A destructor must not throw; logging failures are not worth a crash.
+    }
+  }
+};
+
+namespace {
+
+bool retryable(const boost::system::error_code& ec) {
+  return ec == net::ClientErrc::connect_failed || ec == net::ClientErrc::connect_timeout ||
+         ec == net::ClientErrc::resolve_failed || ec == net::ClientErrc::closed_before_response ||
+         ec == net::ClientErrc::write_timeout;
+}
+
+unsigned status_for(const boost::system::error_code& ec) {
+  if (ec == net::ClientErrc::first_byte_timeout || ec == net::ClientErrc::connect_timeout ||
+      ec == net::ClientErrc::idle_timeout) {
+    return 504;
+  }
+  return 502;
+}
+
+std::string_view session_source_name(protocol::SessionSource s) {
+  return protocol::to_string(s);
+}
+
+}  // namespace
+
+asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
+  const protocol::ApiKind api = *protocol::api_kind_from_path(req.target());
+  auto ex = std::make_shared<Exchange>(this);
+  RequestRecord& rec = ex->record;
+  rec.endpoint = std::string(path_of(req.target()));
+
+  auto error_reply = [&](unsigned status, std::string_view message, std::string_view code = {}) {
+    rec.status = static_cast<int>(status);
+    ex->complete = true;
+    net::Response r =
+        net::make_response(req, status, protocol::format_error(api, static_cast<int>(status), message, code));
+    if (rec.replica >= 0) {
+      r.set("x-warden-replica", std::to_string(rec.replica));
+      r.set("x-warden-route", rec.route);
+    }
+    return r;
+  };
+
+  if (req.method() != http::verb::post) {
+    auto r = error_reply(405, fmt::format("{} takes POST", rec.endpoint), "method_not_allowed");
+    r.set(http::field::allow, "POST");
+    co_return r;
+  }
+  if (!api_key_ok(req, config_.api_keys)) {
+    co_return error_reply(401, "missing or invalid API key (Authorization: Bearer KEY or x-api-key: KEY)",
+                          "invalid_api_key");
+  }
+
+  auto lookup = [&req](std::string_view name) -> std::optional<std::string_view> {
+    auto it = req.find(name);
+    if (it == req.end()) {
+      return std::nullopt;
+    }
+    return it->value();
+  };
+  auto info = protocol::inspect_request(api, protocol::HeaderLookup(lookup), req.body());
+  if (!info) {
+    co_return error_reply(400, protocol::describe(static_cast<protocol::Errc>(info.error().value())),
+                          protocol::to_string(static_cast<protocol::Errc>(info.error().value())));
+  }
+  rec.stream = info->stream;
+  ModelRuntime* model = find_model(info->model);
+  if (!model) {
+    co_return error_reply(404, fmt::format("The model '{}' does not exist", info->model), "model_not_found");
+  }
+  ex->model = model;
+  rec.model = model->config().name;
+  rec.session_source = std::string(session_source_name(info->session_source));
+  const int replica_count = model->config().replica_count();
+  if (info->pin.state != protocol::PinState::absent && !info->pin.in_range(replica_count)) {
+    co_return error_reply(400,
+                          fmt::format("the replica pin must be an integer from 0 to {} (X-Warden-Replica or "
+                                      "X-data-parallel-rank)",
+                                      replica_count - 1),
+                          "invalid_pin");
+  }
+
+  // Rewrite once: the model name the engine knows, and usage in OpenAI streams (dropped again below if
+  // the client did not ask for it).
+  protocol::RewriteOptions ro;
+  ro.model = model->config().served_model_name;
+  ro.force_include_usage = true;
+  auto rewritten = protocol::rewrite_request(api, req.body(), ro);
+  if (!rewritten) {
+    co_return error_reply(400, "request body could not be rewritten for the engine", "invalid_body");
+  }
+  const bool openai_stream =
+      info->stream && (api == protocol::ApiKind::openai_chat || api == protocol::ApiKind::openai_completions);
+  const bool drop_usage_chunk = openai_stream && !info->include_usage;
+
+  core::RequestFacts facts;
+  if (info->session_source != protocol::SessionSource::none) {
+    facts.session =
+        core::SessionKey{info->session_hash, info->session_source == protocol::SessionSource::fingerprint
+                                                 ? core::SessionSource::fingerprint
+                                                 : core::SessionSource::explicit_id};
+  }
+  if (info->pin.state == protocol::PinState::valid) {
+    facts.pin = static_cast<core::ReplicaIndex>(info->pin.replica);
+  }
+  facts.prompt_tokens =
+      static_cast<std::uint32_t>(std::min<std::uint64_t>(info->prompt_tokens_estimate, 1u << 30));
+  const bool counting_only = api == protocol::ApiKind::anthropic_count_tokens;
+
+  std::optional<net::UpstreamResponse> upstream;
+  for (int attempt = 0; attempt < 2 && !upstream; ++attempt) {
+    const auto now = Clock::now().time_since_epoch();
+    std::vector<core::ReplicaMetrics> metrics = model->metrics();
+    if (attempt > 0 && rec.replica >= 0) {
+      metrics[static_cast<std::size_t>(rec.replica)].healthy = false;  // the one that just failed
+    }
+    core::Decision d;
+    if (counting_only) {
+      // Counting tokens generates nothing: send it where the conversation lives, without counting it.
+      std::optional<core::ReplicaIndex> home;
+      if (facts.session) {
+        home = model->router().home_of(facts.session->hash, now);
+      }
+      if (facts.pin) {
+        d = core::Decision{facts.pin, core::Route::pinned};
+      } else if (home && metrics[*home].healthy) {
+        d = core::Decision{home, core::Route::sticky};
+      } else {
+        d = core::decide_balanced(model->router().snapshot(metrics, now), core::RequestFacts{}, rng_);
+      }
+    } else {
+      d = model->router().route(facts, metrics, now, rng_);
+      ex->routed = d.ok();
+    }
+    if (!d.ok()) {
+      const bool pin_error = d.reason == core::NoReplicaReason::pin_out_of_range;
+      co_return error_reply(pin_error ? 400 : 503,
+                            pin_error ? "the replica pin is out of range"
+                                      : fmt::format("no healthy replica of '{}' is available", rec.model),
+                            pin_error ? "invalid_pin" : "no_healthy_replica");
+    }
+    rec.replica = static_cast<int>(*d.replica);
+    rec.route = attempt > 0 ? "failover" : std::string(core::route_name(d.route));
+
+    const UpstreamUrl& url = model->config().replica_url(rec.replica);
+    net::Request up{req.method(), url.base_path + std::string(req.target()), 11};
+    copy_request_headers(req, up);
+    if (model->config().data_parallel) {
+      up.set("X-data-parallel-rank", std::to_string(rec.replica));
+    }
+    up.body() = rewritten->changed ? rewritten->body : req.body();
+    up.keep_alive(true);
+    up.prepare_payload();
+    auto r = co_await pool_.send(net::Endpoint{url.host, url.port}, std::move(up), client_timeouts());
+    if (r) {
+      upstream.emplace(std::move(*r));
+      break;
+    }
+    const std::string why = r.error().message();
+    ex->release_replica();
+    const bool can_retry = retryable(r.error()) && attempt == 0 && !facts.pin;
+    if (retryable(r.error())) {
+      model->replica_failed(rec.replica, why);
+    }
+    spdlog::warn("upstream {} (model {} replica {}) failed: {}{}", url.text, rec.model, rec.replica, why,
+                 can_retry ? "; retrying on another replica" : "");
+    if (!can_retry) {
+      const unsigned status = status_for(r.error());
+      co_return error_reply(status, fmt::format("replica {} of '{}' failed: {}", rec.replica, rec.model, why),
+                            status == 504 ? "upstream_timeout" : "upstream_error");
+    }
+  }
+
+  const auto header_at = Clock::now();
+  rec.status = static_cast<int>(upstream->status());
+  const auto& uh = upstream->header();
+  auto ct = uh.find(http::field::content_type);
+  const bool sse = ct != uh.end() && ct->value().find("text/event-stream") != std::string_view::npos;
+
+  if (!sse) {
+    auto body = co_await upstream->read_all(256u << 20);
+    if (!body) {
+      co_return error_reply(502,
+                            fmt::format("replica {} of '{}' broke off its response: {}", rec.replica,
+                                        rec.model, body.error().message()),
+                            "upstream_error");
+    }
+    rec.ttfb_s = std::chrono::duration<double>(header_at - ex->started).count();
+    if (rec.status == 200 && !counting_only) {
+      if (auto u = protocol::parse_usage_body(api, *body)) {
+        rec.prompt_tokens = u->prompt_tokens;
+        rec.cached_tokens = u->cached_tokens;
+        rec.completion_tokens = u->completion_tokens;
+      }
+    }
+    net::Response res{static_cast<http::status>(upstream->status()), req.version()};
+    copy_response_headers(uh, res);
+    res.set("x-warden-replica", std::to_string(rec.replica));
+    res.set("x-warden-route", rec.route);
+    res.body() = std::move(*body);
+    res.keep_alive(req.keep_alive());
+    res.prepare_payload();
+    ex->complete = true;
+    co_return res;
+  }
+
+  net::StreamReply reply;
+  reply.header.result(upstream->status());
+  reply.header.version(req.version());
+  copy_response_headers(uh, reply.header);
+  reply.header.set("x-warden-replica", std::to_string(rec.replica));
+  reply.header.set("x-warden-route", rec.route);
+  if (!req.keep_alive()) {
+    reply.header.set(http::field::connection, "close");
+  }
+  auto shared_up = std::make_shared<net::UpstreamResponse>(std::move(*upstream));
+  reply.body = [ex, shared_up, api, drop_usage_chunk](net::StreamWriter& w) -> asio::awaitable<void> {
+    RequestRecord& rec = ex->record;
+    protocol::StreamUsageTracker tracker(api);
+    protocol::SseLimits limits;
+    limits.capture_raw = drop_usage_chunk;
+    protocol::SseParser parser(limits);
+    std::optional<Clock::time_point> first_byte;
+    std::optional<Clock::time_point> first_content;
+    std::string out;
+    bool ok = true;
+    while (true) {
+      auto piece = co_await shared_up->next();
+      if (!piece) {
+        spdlog::warn("stream from replica {} of '{}' broke off: {}", rec.replica, rec.model,
+                     piece.error().message());
+        ok = false;
+        break;
+      }
+      if (piece->done) {
+        break;
+      }
+      out.clear();
+      auto fed = parser.feed(piece->data, [&](const protocol::SseEvent& ev) {
+        auto ev_info = tracker.on_event(ev.event, ev.data);
+        if (ev_info.content && !first_content) {
+          first_content = Clock::now();
+        }
+        if (drop_usage_chunk && !ev_info.usage_only) {
+          out += ev.raw;
+        }
+      });
+      if (!fed && drop_usage_chunk) {
+        ok = false;  // an event too large to inspect: the stream cannot be filtered safely
+        break;
+      }
+      const std::string_view send = drop_usage_chunk ? std::string_view(out) : piece->data;
+      if (send.empty()) {
+        continue;
+      }
+      if (!first_byte) {
+        first_byte = Clock::now();
+      }
+      if (auto ec = co_await w.write(send)) {
+        shared_up->abort();  // the client is gone: the engine must learn it now
+        ok = false;
+        rec.status = 499;
+        break;
+      }
+    }
+    if (!ok) {
+      shared_up->abort();
+    }
+    const auto ttfb_point = first_content ? first_content : first_byte;
+    if (ttfb_point) {
+      rec.ttfb_s = std::chrono::duration<double>(*ttfb_point - ex->started).count();
+    }
+    if (auto u = tracker.usage()) {
+      rec.prompt_tokens = u->prompt_tokens;
+      rec.cached_tokens = u->cached_tokens;
+      rec.completion_tokens = u->completion_tokens;
+    }
+    if (!ok && rec.status == 200) {
+      rec.status = 502;  // logged as a broken relay; the client saw a truncated stream
+    }
+    ex->complete = ok || rec.status == 502;
+  };
+  co_return reply;
+}
+
+}  // namespace warden::gateway
