@@ -5,6 +5,7 @@
 #include <boost/json/parse.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 namespace warden::protocol {
@@ -26,19 +27,26 @@ class Scanner {
     return p;
   }
 
-  // p at the opening quote; returns the offset just past the closing quote, or npos.
+  // p at the opening quote; returns the offset just past the closing quote, or npos. memchr finds the
+  // next quote; it is escaped iff an odd number of backslashes precedes it.
   std::size_t skip_string(std::size_t p) const noexcept {
     ++p;
-    while (true) {
-      p = s_.find_first_of("\"\\", p);
-      if (p == npos) {
+    while (p < s_.size()) {
+      const void* hit = std::memchr(s_.data() + p, '"', s_.size() - p);
+      if (hit == nullptr) {
         return npos;
       }
-      if (s_[p] == '"') {
-        return p + 1;
+      const std::size_t q = static_cast<std::size_t>(static_cast<const char*>(hit) - s_.data());
+      std::size_t backslashes = 0;
+      while (q - backslashes > p && s_[q - backslashes - 1] == '\\') {
+        ++backslashes;
       }
-      p += 2;  // the escaped character (a \uXXXX's hex digits need no special care)
+      if (backslashes % 2 == 0) {
+        return q + 1;
+      }
+      p = q + 1;
     }
+    return npos;
   }
 
   // p at the first byte of a value; returns the offset just past it, or npos.

@@ -85,6 +85,15 @@ TEST(RewriteTest, ReplacesModelKeepingEveryOtherByte) {
             R"({"model":"m","mod\u0065l":"m"})");
 }
 
+TEST(RewriteTest, EscapesInsideStringsDoNotConfuseTheScanner) {
+  EXPECT_EQ(rewrite(ApiKind::openai_chat, R"({"a":"x\\","model":"m"})", "n", false),
+            R"({"a":"x\\","model":"n"})");
+  EXPECT_EQ(rewrite(ApiKind::openai_chat, R"({"a":"q\"model\":\"z","model":"m"})", "n", false),
+            R"({"a":"q\"model\":\"z","model":"n"})");
+  EXPECT_EQ(rewrite(ApiKind::openai_chat, R"({"a":["}",{"b":"]\\\""}],"model":"m"})", "n", false),
+            R"({"a":["}",{"b":"]\\\""}],"model":"n"})");
+}
+
 TEST(RewriteTest, IncludeUsageAddedOrMerged) {
   EXPECT_EQ(rewrite(ApiKind::openai_chat, R"({"model":"a","stream":true})", std::nullopt, true),
             R"({"model":"a","stream":true,"stream_options":{"include_usage":true}})");
