@@ -217,10 +217,12 @@ StreamEventInfo inspect_stream_event(ApiKind api, std::string_view event_name, s
 StreamEventInfo StreamUsageTracker::on_event(std::string_view event_name, std::string_view data) {
   // Once content has been seen only usage, errors and the end marker matter: skip the JSON parse of the
   // (many) plain content chunks.
-  if (saw_content_ && data.find("usage") == std::string_view::npos &&
+  if (mode_ == Mode::fast && saw_content_ && data.find("usage") == std::string_view::npos &&
       data.find("error") == std::string_view::npos && data.find("[DONE]") == std::string_view::npos &&
       event_name != "error") {
-    return {};
+    StreamEventInfo skipped;
+    skipped.skipped = true;
+    return skipped;
   }
   StreamEventInfo info = inspect_stream_event(api_, event_name, data);
   saw_content_ = saw_content_ || info.content;

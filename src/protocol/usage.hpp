@@ -42,6 +42,7 @@ struct StreamEventInfo {
   bool usage_only = false;  // OpenAI: the usage chunk ("choices": [] and a usage object) — drop it when
                             // the client did not ask for include_usage
   bool error = false;       // an error event (Anthropic "error" / OpenAI {"error":...} / response.failed)
+  bool skipped = false;     // StreamUsageTracker in fast mode did not parse this event (see there)
   // Usage fields found in this event (already normalised as described above; Anthropic message_start
   // input split is folded into prompt_tokens here).
   std::optional<std::int64_t> prompt_tokens;
@@ -56,12 +57,17 @@ struct StreamEventInfo {
 StreamEventInfo inspect_stream_event(ApiKind api, std::string_view event_name, std::string_view data);
 
 /// Follows one engine stream: feed every SSE event; tells when content first appears and what the usage
-/// was at the end. Cheap: once content was seen, events that cannot carry usage are not parsed.
+/// was at the end.
 class StreamUsageTracker {
  public:
-  explicit StreamUsageTracker(ApiKind api) : api_(api) {}
+  enum class Mode {
+    full,  // every event is parsed: the returned info is always complete
+    fast,  // once content was seen, events whose data mention neither "usage", "error" nor "[DONE]"
+           // are not parsed (info.skipped): enough for TTFB, usage and usage-chunk dropping in a relay
+  };
+  explicit StreamUsageTracker(ApiKind api, Mode mode = Mode::full) : api_(api), mode_(mode) {}
 
-  /// Returns the event's info (fields may be partially skipped for events known not to matter).
+  /// The event's info (see Mode for when it is left unparsed).
   StreamEventInfo on_event(std::string_view event_name, std::string_view data);
 
   bool saw_content() const noexcept { return saw_content_; }
@@ -72,6 +78,7 @@ class StreamUsageTracker {
 
  private:
   ApiKind api_;
+  Mode mode_;
   bool saw_content_ = false;
   bool saw_done_ = false;
   bool saw_error_ = false;

@@ -206,12 +206,17 @@ TEST(UsageTest, ResponsesStream) {
           .error);
 }
 
-TEST(UsageTest, TrackerSkipsParsingAfterContentButKeepsUsage) {
-  StreamUsageTracker t(ApiKind::openai_chat);
+TEST(UsageTest, FastTrackerSkipsParsingAfterContentButKeepsUsage) {
+  StreamUsageTracker full(ApiKind::openai_chat);
+  EXPECT_TRUE(full.on_event("", R"({"choices":[{"delta":{"content":"a"}}]})").content);
+  EXPECT_TRUE(full.on_event("", R"({"choices":[{"delta":{"content":"b"}}]})").content);
+  StreamUsageTracker t(ApiKind::openai_chat, StreamUsageTracker::Mode::fast);
   EXPECT_TRUE(t.on_event("", R"({"choices":[{"delta":{"content":"a"}}]})").content);
-  // After content, a plain chunk is not parsed (cheap path): its info is empty.
+  // After content, a plain chunk is not parsed (cheap path) and says so.
   auto skipped = t.on_event("", R"({"choices":[{"delta":{"content":"b"}}]})");
+  EXPECT_TRUE(skipped.skipped);
   EXPECT_FALSE(skipped.json_ok);
+  EXPECT_FALSE(skipped.usage_only);
   auto u = t.on_event("", R"({"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2}})");
   EXPECT_TRUE(u.usage_only);
   EXPECT_EQ(t.usage(), (Usage{1, std::nullopt, 2}));
