@@ -1,14 +1,134 @@
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
+#include <memory>
+
 #include "app/cli.hpp"
+#include "app/version.hpp"
+#include "bench/runner.hpp"
 
 namespace warden::app {
 
+namespace {
+
+struct BenchArgs {
+  bench::BenchOptions options;
+  std::string api = "anthropic";
+  std::string levels = "4,8,16,24,32";
+  std::string duration = "3m";
+  std::string compare;
+  std::string preset = "claude-code";
+  std::optional<std::size_t> system_tokens, first_tokens, turn_tokens, turns, max_output;
+  std::optional<double> think_time;
+  std::uint64_t seed = 1;
+  std::string warden;
+};
+
+// Turns the textual flags into options; prints the reason and returns false when one is wrong.
+bool finish_options(BenchArgs& a) {
+  auto fail = [](const std::string& why) {
+    fmt::print(stderr, "lm-warden bench: {}\n", why);
+    return false;
+  };
+  auto api = bench::parse_api(a.api);
+  if (!api) {
+    return fail(api.error());
+  }
+  a.options.api = *api;
+  auto levels = bench::parse_levels(a.levels);
+  if (!levels) {
+    return fail(levels.error());
+  }
+  a.options.levels = *levels;
+  auto duration = bench::parse_duration(a.duration);
+  if (!duration) {
+    return fail(duration.error());
+  }
+  a.options.duration = *duration;
+  if (!a.compare.empty()) {
+    auto compare = bench::parse_compare(a.compare);
+    if (!compare) {
+      return fail(compare.error());
+    }
+    a.options.compare = *compare;
+  }
+  if (!a.warden.empty()) {
+    a.options.warden = a.warden;
+  }
+  auto preset = workload::preset(a.preset);
+  if (!preset) {
+    return fail(preset.error());
+  }
+  workload::WorkloadConfig& w = a.options.workload;
+  w = *preset;
+  w.system_tokens = a.system_tokens.value_or(w.system_tokens);
+  w.first_tokens = a.first_tokens.value_or(w.first_tokens);
+  w.turn_tokens = a.turn_tokens.value_or(w.turn_tokens);
+  w.turns = a.turns.value_or(w.turns);
+  w.max_output = a.max_output.value_or(w.max_output);
+  w.think_time = a.think_time.value_or(w.think_time);
+  w.seed = a.seed;
+  a.options.version = kVersion;
+  return true;
+}
+
+}  // namespace
+
 void add_bench_command(CLI::App& app) {
-  app.add_subcommand("bench", "(not built yet)")->callback([] {
-    fmt::print(stderr, "lm-warden bench: not built yet\n");
-    std::exit(2);
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand("bench",
+                                     "Closed-loop agent-session load over HTTP: the reference table of "
+                                     "routing.md (Sessions/h, output tokens/min, "
+                                     "TTFB p50/p95, replicas busy, prefix hits, stayed on replica)");
+  bench::BenchOptions& o = args->options;
+  cmd->add_option("--url", o.url,
+                  "Where requests go: an engine (vLLM, lm-warden sim) or a warden, http://host:port")
+      ->required();
+  cmd->add_option("--model", o.model,
+                  "Model name sent in every request (and the warden's model for --compare)")
+      ->required();
+  cmd->add_option("--api", args->api, "anthropic (what Claude Code sends) or openai (chat completions)")
+      ->capture_default_str();
+  cmd->add_option("--levels", args->levels, "Concurrency levels (sessions held open), comma-separated")
+      ->capture_default_str();
+  cmd->add_option("--duration", args->duration, "Length of each level in model time (e.g. 3m, 90s)")
+      ->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Fixes every prompt and session id")->capture_default_str();
+  cmd->add_option("--warden", args->warden, "Warden base URL (admin API for --compare)");
+  cmd->add_option(
+         "--metrics", o.metrics,
+         "Engine /metrics URL(s) to poll for replicas busy and prefix hits (default: the --url's /metrics)")
+      ->allow_extra_args(false);
+  cmd->add_option(
+         "--time-scale", o.time_scale,
+         "Model seconds per wall second of the target (the simulator's --time-scale); durations, TTFB and "
+         "rates are reported in model time")
+      ->capture_default_str();
+  cmd->add_option("--out", o.out, "Write the table to FILE.json (stable schema), .csv or .md");
+  cmd->add_option("--svg", o.svg, "Write a chart of TTFB p50/p95 per level (log scale) to this SVG file");
+  cmd->add_option(
+      "--compare", args->compare,
+      "off,on: all levels with the warden's affinity off, then all with it on (admin API), same prompts");
+  cmd->add_option("--label", o.label, "Policy label of the rows of a single pass")->capture_default_str();
+  cmd->add_option("--admin-token", o.admin_token, "Bearer token of the warden's admin API")
+      ->envname("WARDEN_ADMIN_TOKEN");
+  cmd->add_option("--preset", args->preset, "Workload preset")->capture_default_str();
+  cmd->add_option("--system-tokens", args->system_tokens, "Shared system prompt size (default 3500)");
+  cmd->add_option("--first-tokens", args->first_tokens,
+                  "First user message size, unique per session (default 7300)");
+  cmd->add_option("--turn-tokens", args->turn_tokens, "New user tokens per follow-up turn (default 400)");
+  cmd->add_option("--turns", args->turns, "User turns per session, the first included (default 6)");
+  cmd->add_option("--max-output", args->max_output, "max_tokens of every request (default 256)");
+  cmd->add_option("--think-time", args->think_time,
+                  "Model seconds between a turn's end and the session's next turn (default 0)");
+  cmd->add_option("--drain-timeout", o.drain_timeout,
+                  "Model seconds in-flight turns may take to finish after a level before they are cancelled")
+      ->capture_default_str();
+  cmd->callback([args] {
+    if (!finish_options(*args)) {
+      std::exit(2);
+    }
+    std::exit(bench::run_bench_command(args->options));
   });
 }
 

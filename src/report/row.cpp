@@ -67,7 +67,8 @@ Row LevelRecorder::row(std::optional<double> now) const {
         ++sessions_finished;
       }
     }
-    if (r.turn > 0 && r.route) {
+    // "balanced" = affinity off: the conversation has no home replica to stay on, so it does not count.
+    if (r.turn > 0 && r.route && *r.route != "balanced") {
       ++follow_ups_routed;
       if (*r.route == "sticky") {
         ++sticky;

@@ -64,7 +64,8 @@ struct Progress {
 //   that end after the window, while the driver drains);
 // - Replicas busy = mean of the busy-replica samples;
 // - Prefix hits = (hits_end - hits_start) / (queries_end - queries_start) x 100;
-// - Stayed on replica = sticky follow-ups / follow-ups that carried a route, x 100 (none without a warden);
+// - Stayed on replica = follow-ups routed "sticky" / follow-ups that carried a route other than "balanced"
+//   (affinity off: no home replica), x 100; none without a warden or with affinity off;
 // - Errors = failed requests of the level.
 class LevelRecorder {
  public:

@@ -65,48 +65,60 @@ std::uint64_t stream_seed(std::uint64_t seed, std::uint64_t tag, std::uint64_t a
   return XXH3_64bits(bytes.data(), bytes.size());
 }
 
-void append_text(std::string& out, SplitMix64& rng, std::size_t chars) {
-  const std::size_t target = out.size() + chars;
+std::size_t count_chars(std::string_view text) {
+  return text.size();
+}
+
+void append_text(std::string& out, SplitMix64& rng, std::size_t size, Measure measure) {
+  std::size_t used = 0;
+  // Text is appended in units the tokenizer splits on (a word with its leading space, a punctuation mark,
+  // a line break), so the sum of the units' sizes is the size of the whole.
+  auto add = [&](std::string_view unit) {
+    out.append(unit);
+    used += measure(unit);
+  };
+  std::string unit;
+  bool paragraph_start = true;
   std::size_t sentences_in_paragraph = 0;
-  while (out.size() < target) {
+  while (used < size) {
     const std::size_t words = 6 + rng.below(14);
     for (std::size_t w = 0; w < words; ++w) {
-      std::string_view word = kWords[rng.below(std::size(kWords))];
+      const std::string_view word = kWords[rng.below(std::size(kWords))];
+      unit.assign(paragraph_start ? "" : " ");
+      paragraph_start = false;
       if (w == 0) {
-        out.push_back(static_cast<char>(word[0] - 'a' + 'A'));
-        out.append(word.substr(1));
+        unit.push_back(static_cast<char>(word[0] - 'a' + 'A'));
+        unit.append(word.substr(1));
       } else {
-        out.push_back(' ');
-        out.append(word);
+        unit.append(word);
       }
-      // Ending the sentence as soon as the target is reached keeps the overshoot to one word, so sizes
-      // stay within a few characters of their targets even for short messages.
-      if (out.size() + 1 >= target) {
+      add(unit);
+      // Ending the sentence as soon as the target is reached keeps the overshoot to a word and a period,
+      // so even short messages land close to their target.
+      if (used + 2 >= size) {
         break;
       }
       // An occasional comma keeps the punctuation density of real prose.
       if (w > 0 && w + 1 < words && rng.below(9) == 0) {
-        out.push_back(',');
+        add(",");
       }
     }
-    out.push_back('.');
+    add(".");
     ++sentences_in_paragraph;
-    if (out.size() + 1 >= target) {
-      out.push_back('\n');
+    if (used + 1 >= size) {
+      add("\n");
     } else if (sentences_in_paragraph >= 3 + rng.below(4)) {
-      out.append("\n\n");
+      add("\n\n");
+      paragraph_start = true;
       sentences_in_paragraph = 0;
-    } else {
-      out.push_back(' ');
     }
   }
 }
 
-std::string make_text(std::uint64_t stream, std::size_t chars) {
+std::string make_text(std::uint64_t stream, std::size_t size, Measure measure) {
   std::string out;
-  out.reserve(chars + 256);
   SplitMix64 rng(stream);
-  append_text(out, rng, chars);
+  append_text(out, rng, size, measure);
   return out;
 }
 

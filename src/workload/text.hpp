@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace warden::workload {
 
@@ -23,11 +24,16 @@ class SplitMix64 {
 // Mixes a seed with labelled coordinates (what the text is for, session, turn) into one stream seed.
 std::uint64_t stream_seed(std::uint64_t seed, std::uint64_t tag, std::uint64_t a = 0, std::uint64_t b = 0);
 
-// Appends sentences drawn from `rng` until `out` has grown by at least `chars` characters; the result ends
-// at a sentence boundary followed by a newline, and paragraphs are separated by blank lines.
-void append_text(std::string& out, SplitMix64& rng, std::size_t chars);
+// How text size is counted: characters, or tokens of some tokenizer. Must be additive over the units the
+// generator appends (a word with its leading space, a punctuation mark, a line break).
+using Measure = std::size_t (*)(std::string_view);
+std::size_t count_chars(std::string_view text);
 
-// Text of about `chars` characters from a stream seed.
-std::string make_text(std::uint64_t stream, std::size_t chars);
+// Appends sentences drawn from `rng` until `out` has grown by at least `size` (as `measure` counts); it
+// overshoots by at most a word and a period, ends with a newline, and separates paragraphs by blank lines.
+void append_text(std::string& out, SplitMix64& rng, std::size_t size, Measure measure = count_chars);
+
+// Text of `size` (as `measure` counts) from a stream seed.
+std::string make_text(std::uint64_t stream, std::size_t size, Measure measure = count_chars);
 
 }  // namespace warden::workload

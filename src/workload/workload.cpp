@@ -21,7 +21,6 @@ enum StreamTag : std::uint64_t {
   kReplyTag = 4,
   kSessionIdTag = 5,
   kDeviceTag = 6,
-  kCalibrationTag = 7,
 };
 
 std::string hex64(std::uint64_t v) {
@@ -88,30 +87,21 @@ std::string session_id(std::uint64_t seed, std::uint64_t session_index) {
                      l.substr(4, 12));
 }
 
-namespace {
-
-// Characters per engine token of the generator's text, measured on a large sample of it so every size
-// lands on its token target whatever the tokenizer's exact rules.
-double measured_chars_per_token(std::uint64_t seed) {
-  const std::string sample = make_text(stream_seed(seed, kCalibrationTag), 64 * 1024);
-  const std::size_t tokens = engine::count_tokens(sample);
-  return tokens == 0 ? 4.0 : static_cast<double>(sample.size()) / static_cast<double>(tokens);
-}
-
-}  // namespace
-
 Workload::Workload(WorkloadConfig config) : config_(config) {
-  chars_per_token_ =
-      config_.chars_per_token > 0.0 ? config_.chars_per_token : measured_chars_per_token(config_.seed);
-  system_prompt_ = make_text(stream_seed(config_.seed, kSystemTag), chars_for(config_.system_tokens));
+  system_prompt_ = text(stream_seed(config_.seed, kSystemTag), config_.system_tokens);
   SplitMix64 rng(stream_seed(config_.seed, kDeviceTag));
   for (int i = 0; i < 4; ++i) {
     device_id_ += hex64(rng.next());
   }
 }
 
-std::size_t Workload::chars_for(std::size_t tokens) const {
-  return static_cast<std::size_t>(std::llround(static_cast<double>(tokens) * chars_per_token_));
+std::string Workload::text(std::uint64_t stream, std::size_t tokens) const {
+  if (config_.chars_per_token > 0.0) {
+    const auto chars =
+        static_cast<std::size_t>(std::llround(static_cast<double>(tokens) * config_.chars_per_token));
+    return make_text(stream, chars);
+  }
+  return make_text(stream, tokens, engine::count_tokens);
 }
 
 Conversation Workload::start_session(std::uint64_t session_index) const {
@@ -119,8 +109,8 @@ Conversation Workload::start_session(std::uint64_t session_index) const {
   c.session_index = session_index;
   c.session_id = session_id(config_.seed, session_index);
   c.turn = 0;
-  c.messages.push_back({Role::user, make_text(stream_seed(config_.seed, kFirstTag, session_index),
-                                              chars_for(config_.first_tokens))});
+  c.messages.push_back(
+      {Role::user, text(stream_seed(config_.seed, kFirstTag, session_index), config_.first_tokens)});
   return c;
 }
 
@@ -134,9 +124,8 @@ bool Workload::next_turn(Conversation& conversation) const {
   }
   ++conversation.turn;
   conversation.messages.push_back(
-      {Role::user,
-       make_text(stream_seed(config_.seed, kTurnTag, conversation.session_index, conversation.turn),
-                 chars_for(config_.turn_tokens))});
+      {Role::user, text(stream_seed(config_.seed, kTurnTag, conversation.session_index, conversation.turn),
+                        config_.turn_tokens)});
   return true;
 }
 

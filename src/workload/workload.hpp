@@ -23,7 +23,7 @@ struct WorkloadConfig {
   std::size_t max_output = 256;      // max_tokens of every request
   double think_time = 0.0;           // model seconds between a turn's end and the session's next turn
   std::uint64_t seed = 1;            // fixes every byte of text and every session id
-  // How token targets become characters; 0 = measured from the generated text with the engine tokenizer.
+  // 0 = sizes counted exactly with the engine tokenizer; > 0 = sizes in characters (tokens x this).
   double chars_per_token = 0.0;
 };
 
@@ -74,14 +74,11 @@ class Workload {
   // engine's output vocabulary (so it re-tokenizes to itself), for drivers without a real engine.
   std::string synthetic_reply(const Conversation& conversation, std::size_t tokens) const;
 
-  // Characters generated per target token (measured, or the configured value).
-  double chars_per_token() const { return chars_per_token_; }
-
  private:
-  std::size_t chars_for(std::size_t tokens) const;
+  // Text of `tokens` target tokens from a stream seed.
+  std::string text(std::uint64_t stream, std::size_t tokens) const;
 
   WorkloadConfig config_;
-  double chars_per_token_ = 4.0;
   std::string system_prompt_;
   std::string device_id_;
 };

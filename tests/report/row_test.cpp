@@ -91,8 +91,17 @@ TEST(LevelRecorder, StayedOnReplicaIsTheStickyShareOfRoutedFollowUps) {
   routed(2, "sticky");
   routed(3, "sticky");
   routed(4, "spill");
+  routed(2, "balanced");  // affinity off: no home, not counted
   rec.end(10.0);
   EXPECT_DOUBLE_EQ(*rec.row().stayed_on_replica, 75.0);
+
+  LevelRecorder off("off", 2);
+  off.begin(0.0);
+  RequestRecord r = req(1, 2, 0.5, 10, 1);
+  r.route = "balanced";
+  off.record(r);
+  off.end(10.0);
+  EXPECT_FALSE(off.row().stayed_on_replica.has_value());
 }
 
 TEST(LevelRecorder, NotApplicableColumnsAreEmpty) {

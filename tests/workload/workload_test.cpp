@@ -9,6 +9,7 @@
 
 #include "engine/chat_template.hpp"
 #include "engine/tokenizer.hpp"
+#include "workload/text.hpp"
 
 namespace warden::workload {
 namespace {
@@ -95,6 +96,20 @@ TEST(Workload, SizesAreWithinFivePercentOfTheirTargetsWithTheEngineTokenizer) {
       EXPECT_EQ(c.turn + 1, cfg.turns);
     }
   }
+}
+
+// Sizes are counted with the tokenizer while generating: they overshoot by at most a word, a period and a
+// line break, however short the target.
+TEST(Workload, GeneratedTextLandsOnItsTokenTarget) {
+  for (std::size_t target : {1U, 7U, 40U, 400U, 7300U}) {
+    for (std::uint64_t stream = 0; stream < 20; ++stream) {
+      const std::size_t n = engine::count_tokens(make_text(stream, target, engine::count_tokens));
+      EXPECT_GE(n, target);
+      EXPECT_LE(n, target + 4) << "stream " << stream;
+    }
+  }
+  // Character mode (chars_per_token > 0) sizes by characters instead.
+  EXPECT_NEAR(static_cast<double>(make_text(3, 1000).size()), 1000.0, 20.0);
 }
 
 TEST(Workload, SyntheticReplyHasExactlyTheRequestedTokens) {

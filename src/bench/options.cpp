@@ -1,0 +1,153 @@
+#include "bench/options.hpp"
+
+#include <fmt/core.h>
+
+#include <charconv>
+#include <cmath>
+
+namespace warden::bench {
+
+namespace {
+
+Result<double> parse_number(std::string_view text) {
+  double v = 0.0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc{} || ptr != end || !std::isfinite(v)) {
+    return std::string(fmt::format("'{}' is not a number", text));
+  }
+  return v;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && s.back() == ' ') {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+std::vector<std::string_view> split_commas(std::string_view text) {
+  std::vector<std::string_view> parts;
+  while (true) {
+    const std::size_t comma = text.find(',');
+    parts.push_back(trim(text.substr(0, comma)));
+    if (comma == std::string_view::npos) {
+      return parts;
+    }
+    text.remove_prefix(comma + 1);
+  }
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+}  // namespace
+
+Result<double> parse_duration(std::string_view text) {
+  text = trim(text);
+  struct Unit {
+    std::string_view suffix;
+    double seconds;
+  };
+  // "ms" before "s" and "m": the longest suffix that matches wins.
+  constexpr Unit units[] = {{"ms", 0.001}, {"s", 1.0}, {"m", 60.0}, {"h", 3600.0}};
+  double scale = 1.0;
+  for (const Unit& u : units) {
+    if (ends_with(text, u.suffix)) {
+      scale = u.seconds;
+      text.remove_suffix(u.suffix.size());
+      break;
+    }
+  }
+  auto n = parse_number(text);
+  if (!n || *n <= 0.0) {
+    return std::string(
+        fmt::format("duration '{}' must be a positive number with an optional unit ms/s/m/h", text));
+  }
+  return *n * scale;
+}
+
+Result<std::vector<int>> parse_levels(std::string_view text) {
+  std::vector<int> levels;
+  for (std::string_view part : split_commas(text)) {
+    int v = 0;
+    auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (ec != std::errc{} || ptr != part.data() + part.size() || v < 1 || v > 10000) {
+      return std::string(fmt::format("level '{}' must be an integer from 1 to 10000", part));
+    }
+    levels.push_back(v);
+  }
+  return levels;
+}
+
+Result<std::vector<std::string>> parse_compare(std::string_view text) {
+  std::vector<std::string> labels;
+  for (std::string_view part : split_commas(text)) {
+    if (part != "off" && part != "on") {
+      return std::string(fmt::format("--compare takes affinity settings 'off' and 'on', not '{}'", part));
+    }
+    labels.emplace_back(part);
+  }
+  if (labels.size() != 2 || labels[0] == labels[1]) {
+    return std::string("--compare takes two settings, e.g. off,on");
+  }
+  return labels;
+}
+
+Result<Api> parse_api(std::string_view text) {
+  if (text == "anthropic") {
+    return Api::anthropic;
+  }
+  if (text == "openai") {
+    return Api::openai;
+  }
+  return std::string(fmt::format("--api must be anthropic or openai, not '{}'", text));
+}
+
+Result<void> validate(const BenchOptions& o) {
+  if (o.url.empty() || o.model.empty()) {
+    return std::string("--url and --model are required");
+  }
+  if (o.levels.empty()) {
+    return std::string("--levels needs at least one level");
+  }
+  if (!(o.duration > 0.0) || !(o.time_scale > 0.0) || !std::isfinite(o.time_scale)) {
+    return std::string("--duration and --time-scale must be positive");
+  }
+  if (!o.compare.empty() && !o.warden) {
+    return std::string("--compare needs --warden (affinity is toggled through its admin API)");
+  }
+  if (o.out && !ends_with(*o.out, ".json") && !ends_with(*o.out, ".csv") && !ends_with(*o.out, ".md")) {
+    return std::string("--out must end in .json, .csv or .md");
+  }
+  if (auto w = workload::validate(o.workload); !w) {
+    return w.error();
+  }
+  return {};
+}
+
+std::vector<std::string> metrics_urls(const BenchOptions& o) {
+  if (!o.metrics.empty()) {
+    return o.metrics;
+  }
+  std::string base = o.url;
+  while (!base.empty() && base.back() == '/') {
+    base.pop_back();
+  }
+  return {base + "/metrics"};
+}
+
+std::string routing_admin_path(std::string_view model) {
+  std::string path = "/api/models/";
+  for (unsigned char c : model) {
+    const bool unreserved = std::isalnum(c) != 0 || c == '-' || c == '.' || c == '_' || c == '~';
+    path += unreserved ? std::string(1, static_cast<char>(c)) : fmt::format("%{:02X}", c);
+  }
+  return path + "/routing";
+}
+
+}  // namespace warden::bench

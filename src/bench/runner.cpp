@@ -1,0 +1,547 @@
+#include "bench/runner.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <ctime>
+#include <fstream>
+#include <memory>
+
+#include "bench/metrics.hpp"
+#include "bench/stream.hpp"
+#include "net/client.hpp"
+#include "protocol/prometheus.hpp"
+#include "report/svg.hpp"
+#include "workload/closed_loop.hpp"
+
+namespace warden::bench {
+
+namespace {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using namespace asio::experimental::awaitable_operators;
+using Clock = std::chrono::steady_clock;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+// Errors logged in full per level; after that they are only counted (the Errors column).
+constexpr std::size_t kLoggedErrorsPerLevel = 5;
+
+// One concurrency level of one pass: its closed loop, recorder and the coroutines working on it.
+struct Level {
+  Level(const workload::Workload& w, const std::string& policy_label, int sessions, double now,
+        std::uint64_t first_index, asio::any_io_executor ex)
+      : policy(policy_label),
+        recorder(policy_label, sessions),
+        loop(w, static_cast<std::size_t>(sessions), now, first_index),
+        wake(ex),
+        cancel(static_cast<std::size_t>(sessions)) {
+    for (auto& c : cancel) {
+      c = std::make_unique<asio::cancellation_signal>();
+    }
+  }
+
+  std::string policy;
+  report::LevelRecorder recorder;
+  workload::ClosedLoop loop;
+  asio::steady_timer wake;  // the driver sleeps on it; a finished turn cancels it to wake the driver
+  std::vector<std::unique_ptr<asio::cancellation_signal>> cancel;  // per slot, for the drain timeout
+  std::size_t active = 0;                                          // turn coroutines still running
+  std::size_t errors_logged = 0;
+};
+
+class Runner {
+ public:
+  Runner(asio::io_context& ioc, const BenchOptions& o, std::FILE* log)
+      : ioc_(ioc),
+        options_(o),
+        log_(log),
+        tty_(::isatty(::fileno(log)) != 0),
+        workload_(o.workload),
+        pool_(ioc.get_executor()),
+        api_(o.api == Api::anthropic ? protocol::ApiKind::anthropic_messages
+                                     : protocol::ApiKind::openai_chat),
+        start_(Clock::now()) {}
+
+  asio::awaitable<void> main();
+  void interrupt();
+
+  BenchOutcome& outcome() { return outcome_; }
+
+ private:
+  double now() const {
+    return std::chrono::duration<double>(Clock::now() - start_).count() * options_.time_scale;
+  }
+  Clock::duration wall(double model_seconds) const {
+    return std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(std::max(model_seconds, 0.0) / options_.time_scale));
+  }
+  void fail(std::string error) {
+    outcome_.failed = true;
+    outcome_.error = std::move(error);
+  }
+
+  asio::awaitable<bool> set_affinity(bool on);
+  asio::awaitable<std::optional<MetricsSample>> scrape();
+  asio::awaitable<std::uint64_t> run_level(const std::string& policy, int sessions,
+                                           std::uint64_t first_index);
+  asio::awaitable<void> drive(Level& level, double end);
+  asio::awaitable<void> drain(Level& level);
+  asio::awaitable<void> sample(Level& level);
+  asio::awaitable<void> progress(Level& level, double end);
+  asio::awaitable<void> turn(Level& level, std::size_t slot);
+  asio::awaitable<void> sleep_model(asio::steady_timer& t, double model_seconds);
+  void print_progress(const Level& level, double end, bool final_line);
+
+  asio::io_context& ioc_;
+  const BenchOptions& options_;
+  std::FILE* log_;
+  bool tty_;
+  workload::Workload workload_;
+  net::ClientPool pool_;
+  protocol::ApiKind api_;
+  Clock::time_point start_;
+  net::Endpoint target_;
+  std::vector<std::pair<net::Endpoint, std::string>> metrics_;  // endpoint, path
+  Level* current_ = nullptr;
+  bool interrupted_ = false;
+  BenchOutcome outcome_;
+};
+
+void Runner::interrupt() {
+  if (interrupted_) {
+    return;
+  }
+  interrupted_ = true;
+  outcome_.interrupted = true;
+  if (current_ != nullptr) {
+    current_->wake.cancel();
+  }
+}
+
+asio::awaitable<void> Runner::sleep_model(asio::steady_timer& t, double model_seconds) {
+  t.expires_after(wall(model_seconds));
+  co_await t.async_wait(use_tuple);
+}
+
+asio::awaitable<bool> Runner::set_affinity(bool on) {
+  auto ep = net::parse_http_url(*options_.warden);
+  if (!ep) {
+    fail(fmt::format("--warden '{}' is not an http://host:port URL", *options_.warden));
+    co_return false;
+  }
+  net::Request req{http::verb::patch, routing_admin_path(options_.model), 11};
+  req.set(http::field::content_type, "application/json");
+  if (!options_.admin_token.empty()) {
+    req.set(http::field::authorization, "Bearer " + options_.admin_token);
+  }
+  req.body() = on ? R"({"affinity": true})" : R"({"affinity": false})";
+  req.prepare_payload();
+  auto r = co_await pool_.send(*ep, std::move(req));
+  if (!r) {
+    fail(fmt::format("admin API at {}: {}", *options_.warden, r.error().message()));
+    co_return false;
+  }
+  auto body = co_await r->read_all(1 << 20);
+  if (r->status() / 100 != 2) {
+    fail(fmt::format("admin API refused to set affinity {} for model '{}': HTTP {} {}", on ? "on" : "off",
+                     options_.model, r->status(), body ? body->substr(0, 300) : std::string()));
+    co_return false;
+  }
+  fmt::print(log_, "affinity {} for model {} (PATCH {}{})\n", on ? "on" : "off", options_.model,
+             *options_.warden, routing_admin_path(options_.model));
+  co_return true;
+}
+
+asio::awaitable<std::optional<MetricsSample>> Runner::scrape() {
+  std::vector<protocol::VllmScrape> scrapes;
+  for (const auto& [ep, path] : metrics_) {
+    net::Request req{http::verb::get, path, 11};
+    net::ClientTimeouts t;
+    t.first_byte = std::chrono::seconds(10);
+    t.idle = std::chrono::seconds(10);
+    auto r = co_await pool_.send(ep, std::move(req), t);
+    if (!r || r->status() != 200) {
+      co_return std::nullopt;
+    }
+    auto body = co_await r->read_all(16u << 20);
+    if (!body) {
+      co_return std::nullopt;
+    }
+    // No model filter: behind a warden the served name may differ from the name the client sends.
+    auto parsed = protocol::parse_vllm_metrics(*body);
+    if (!parsed) {
+      co_return std::nullopt;
+    }
+    scrapes.push_back(std::move(*parsed));
+  }
+  co_return summarize(scrapes);
+}
+
+asio::awaitable<void> Runner::turn(Level& level, std::size_t slot) {
+  ++level.active;
+  const workload::Conversation& conversation = level.loop.conversation(slot);
+  const workload::HttpRequestSpec spec =
+      api_ == protocol::ApiKind::anthropic_messages
+          ? workload::render_anthropic(workload_, conversation, options_.model)
+          : workload::render_openai(workload_, conversation, options_.model);
+  report::RequestRecord rec;
+  rec.turn = conversation.turn;
+  rec.started_at = now();
+  const bool last_turn = workload_.is_last_turn(conversation);
+  StreamReader reader(api_);
+  std::string problem;
+  bool ok = false;
+  bool cancelled = false;
+  try {
+    net::Request req{http::verb::post, spec.target, 11};
+    for (const auto& [name, value] : spec.headers) {
+      req.set(name, value);
+    }
+    req.body() = spec.body;
+    req.prepare_payload();
+    auto r = co_await pool_.send(target_, std::move(req));
+    if (!r) {
+      cancelled = r.error() == asio::error::operation_aborted;
+      problem = r.error().message();
+    } else {
+      net::UpstreamResponse& up = *r;
+      if (auto route = up.header().find("x-warden-route"); route != up.header().end()) {
+        rec.route = std::string(route->value());
+      }
+      if (up.status() != 200) {
+        auto body = co_await up.read_all(64 << 10);
+        problem = fmt::format("HTTP {}: {}", up.status(), body ? body->substr(0, 200) : std::string());
+      } else {
+        while (true) {
+          auto piece = co_await up.next();
+          if (!piece) {
+            cancelled = piece.error() == asio::error::operation_aborted;
+            problem = piece.error().message();
+            break;
+          }
+          if (piece->done) {
+            ok = reader.finish();
+            if (!ok) {
+              problem = reader.error_text();
+            }
+            break;
+          }
+          if (reader.feed(piece->data)) {
+            rec.ttfb = now() - rec.started_at;
+          }
+        }
+      }
+    }
+  } catch (const boost::system::system_error& e) {
+    cancelled = e.code() == asio::error::operation_aborted;
+    problem = e.what();
+  } catch (const std::exception& e) {
+    problem = e.what();
+  }
+  const double end = now();
+  rec.ended_at = end;
+  rec.ok = ok;
+  rec.output_tokens = ok ? reader.output_tokens() : 0;
+  rec.session_finished = ok && last_turn;
+  if (!ok) {
+    rec.ttfb.reset();
+  }
+  // A turn cut short by Ctrl-C says nothing about the server; one cut by the drain timeout does.
+  if (!(cancelled && interrupted_)) {
+    level.recorder.record(rec);
+    if (!ok && level.errors_logged < kLoggedErrorsPerLevel) {
+      ++level.errors_logged;
+      fmt::print(log_, "{}request failed (session {}, turn {}): {}\n", tty_ ? "\r\x1b[K" : "",
+                 conversation.session_index, rec.turn, problem);
+    }
+  }
+  if (ok) {
+    level.loop.complete(slot, end, reader.reply());
+  } else {
+    level.loop.fail(slot, end, options_.retry_delay);
+  }
+  --level.active;
+  level.wake.cancel();
+}
+
+asio::awaitable<void> Runner::drive(Level& level, double end) {
+  const auto ex = co_await asio::this_coro::executor;
+  while (!interrupted_) {
+    const double t = now();
+    if (t >= end) {
+      break;
+    }
+    for (std::size_t slot : level.loop.take_ready(t)) {
+      asio::co_spawn(ex, turn(level, slot),
+                     asio::bind_cancellation_slot(level.cancel[slot]->slot(), asio::detached));
+    }
+    const double next = std::min(end, level.loop.next_ready_at().value_or(end));
+    co_await sleep_model(level.wake, next - now());
+  }
+}
+
+asio::awaitable<void> Runner::drain(Level& level) {
+  const double deadline = now() + options_.drain_timeout;
+  while (level.active > 0 && !interrupted_ && now() < deadline) {
+    co_await sleep_model(level.wake, deadline - now());
+  }
+  if (level.active > 0) {
+    for (std::size_t slot = 0; slot < level.cancel.size(); ++slot) {
+      if (level.loop.in_flight(slot)) {
+        level.cancel[slot]->emit(asio::cancellation_type::terminal);
+      }
+    }
+    asio::steady_timer t(co_await asio::this_coro::executor);
+    while (level.active > 0) {
+      t.expires_after(std::chrono::milliseconds(10));  // cancelled turns unwind within a few loop turns
+      co_await t.async_wait(use_tuple);
+    }
+  }
+}
+
+asio::awaitable<void> Runner::sample(Level& level) {
+  asio::steady_timer t(co_await asio::this_coro::executor);
+  double next = now();
+  while (true) {
+    if (auto s = co_await scrape(); s && s->ranks > 0) {
+      level.recorder.add_busy_sample(s->busy_ranks);
+    }
+    next += options_.sample_interval;
+    co_await sleep_model(t, next - now());
+  }
+}
+
+void Runner::print_progress(const Level& level, double end, bool final_line) {
+  const report::Progress p = level.recorder.progress();
+  const double elapsed = std::min(now(), end) - level.recorder.begin_time();
+  const std::string line = fmt::format(
+      "[{} {:>3} sessions] {:6.1f}/{:.0f} s  finished {:>4}  in flight {:>3}  requests {:>5}  TTFB p50 {}  "
+      "errors {}",
+      level.policy, level.loop.sessions(), elapsed, options_.duration, p.sessions_finished,
+      level.loop.in_flight_count(), p.requests, p.ttfb_p50 ? fmt::format("{:.2f} s", *p.ttfb_p50) : "n/a",
+      p.errors);
+  if (tty_) {
+    fmt::print(log_, "\r\x1b[K{}{}", line, final_line ? "\n" : "");
+  } else {
+    fmt::print(log_, "{}\n", line);
+  }
+  std::fflush(log_);
+}
+
+asio::awaitable<void> Runner::progress(Level& level, double end) {
+  asio::steady_timer t(co_await asio::this_coro::executor);
+  // A live line on a terminal; a log line every 10 s (wall) otherwise.
+  const auto period = tty_ ? std::chrono::milliseconds(500) : std::chrono::milliseconds(10'000);
+  while (true) {
+    t.expires_after(period);
+    co_await t.async_wait(asio::use_awaitable);
+    print_progress(level, end, false);
+  }
+}
+
+asio::awaitable<std::uint64_t> Runner::run_level(const std::string& policy, int sessions,
+                                                 std::uint64_t first_index) {
+  const auto ex = co_await asio::this_coro::executor;
+  const std::optional<MetricsSample> before = co_await scrape();
+  Level level(workload_, policy, sessions, now(), first_index, ex);
+  current_ = &level;
+  const double begin = now();
+  level.recorder.begin(begin);
+  if (before && before->prefix) {
+    level.recorder.set_prefix_start(*before->prefix);
+  }
+  const double end = begin + options_.duration;
+  co_await (drive(level, end) || sample(level) || progress(level, end));
+  const double window_end = std::min(now(), end);
+  level.loop.stop();
+  level.recorder.end(window_end);
+  if (const std::optional<MetricsSample> after = co_await scrape(); after && after->prefix) {
+    level.recorder.set_prefix_end(*after->prefix);
+  }
+  print_progress(level, end, true);
+  co_await drain(level);
+  current_ = nullptr;
+  outcome_.rows.push_back(level.recorder.row());
+  co_return level.loop.next_session_index();
+}
+
+asio::awaitable<void> Runner::main() {
+  auto target = net::parse_http_url(options_.url);
+  if (!target) {
+    fail(fmt::format("--url '{}' is not an http://host:port URL", options_.url));
+    co_return;
+  }
+  target_ = *target;
+  for (const std::string& url : metrics_urls(options_)) {
+    auto ep = net::parse_http_url(url);
+    if (!ep) {
+      fail(fmt::format("--metrics '{}' is not an http://host:port/path URL", url));
+      co_return;
+    }
+    const std::size_t scheme_end = url.find("://");
+    const std::size_t path_start = url.find('/', scheme_end + 3);
+    metrics_.emplace_back(*ep, path_start == std::string::npos ? "/metrics" : url.substr(path_start));
+  }
+  fmt::print(log_, "bench: levels {} sessions, {:.0f} model-s each, time scale {}, {} API at {}{}\n",
+             fmt::join(options_.levels, ","), options_.duration, options_.time_scale,
+             options_.api == Api::anthropic ? "anthropic" : "openai", options_.url,
+             options_.compare.empty() ? std::string()
+                                      : fmt::format(", affinity {}", fmt::join(options_.compare, " then ")));
+  const std::vector<std::string> passes =
+      options_.compare.empty() ? std::vector<std::string>{options_.label} : options_.compare;
+  for (const std::string& pass : passes) {
+    if (!options_.compare.empty() && !co_await set_affinity(pass == "on")) {
+      co_return;
+    }
+    // Every pass replays the same sessions (same seed, same session indices), as the reference did.
+    std::uint64_t next_index = 0;
+    for (int sessions : options_.levels) {
+      if (interrupted_) {
+        co_return;
+      }
+      next_index = co_await run_level(pass, sessions, next_index);
+    }
+  }
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+bool write_file(const std::string& path, const std::string& content) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << content;
+  return static_cast<bool>(f);
+}
+
+}  // namespace
+
+boost::json::object report_meta(const BenchOptions& o, bool interrupted) {
+  boost::json::object meta;
+  meta["tool"] = "lm-warden bench";
+  meta["version"] = o.version;
+  meta["finished_at"] = utc_now();
+  meta["url"] = o.url;
+  meta["model"] = o.model;
+  meta["api"] = o.api == Api::anthropic ? "anthropic" : "openai";
+  meta["levels"] = boost::json::value_from(o.levels);
+  meta["duration_s"] = o.duration;
+  meta["time_scale"] = o.time_scale;
+  meta["warden"] = o.warden ? boost::json::value(*o.warden) : boost::json::value(nullptr);
+  meta["metrics"] = boost::json::value_from(metrics_urls(o));
+  meta["compare"] = boost::json::value_from(o.compare);
+  meta["interrupted"] = interrupted;
+  boost::json::object w;
+  w["preset"] = "claude-code";
+  w["system_tokens"] = o.workload.system_tokens;
+  w["first_tokens"] = o.workload.first_tokens;
+  w["turn_tokens"] = o.workload.turn_tokens;
+  w["turns"] = o.workload.turns;
+  w["max_output"] = o.workload.max_output;
+  w["think_time_s"] = o.workload.think_time;
+  w["seed"] = o.workload.seed;
+  meta["workload"] = std::move(w);
+  return meta;
+}
+
+BenchOutcome run_bench(const BenchOptions& options, std::FILE* log) {
+  asio::io_context ioc(1);
+  Runner runner(ioc, options, log);
+  asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  int signal_count = 0;
+  std::function<void(const boost::system::error_code&, int)> on_signal =
+      [&](const boost::system::error_code& ec, int) {
+        if (ec) {
+          return;
+        }
+        if (++signal_count > 1) {
+          std::_Exit(130);  // a second Ctrl-C: the user does not want to wait for the summary
+        }
+        fmt::print(log,
+                   "\ninterrupted: stopping, printing what was measured so far (Ctrl-C again to quit now)\n");
+        runner.interrupt();
+        signals.async_wait(on_signal);
+      };
+  signals.async_wait(on_signal);
+  asio::co_spawn(ioc, runner.main(), [&](std::exception_ptr e) {
+    if (e) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        runner.outcome().failed = true;
+        runner.outcome().error = ex.what();
+      }
+    }
+    signals.cancel();
+    ioc.stop();
+  });
+  ioc.run();
+  return std::move(runner.outcome());
+}
+
+int run_bench_command(const BenchOptions& options) {
+  if (auto v = validate(options); !v) {
+    fmt::print(stderr, "lm-warden bench: {}\n", v.error());
+    return 2;
+  }
+  BenchOutcome outcome = run_bench(options, stderr);
+  if (outcome.failed && outcome.rows.empty()) {
+    fmt::print(stderr, "lm-warden bench: {}\n", outcome.error);
+    return 1;
+  }
+  const std::string table =
+      options.compare.size() == 2
+          ? report::comparison_terminal(outcome.rows, options.compare[0], options.compare[1])
+          : report::to_terminal(outcome.rows);
+  fmt::print("{}", table);
+  std::fflush(stdout);
+  int code = outcome.failed ? 1 : 0;
+  if (outcome.failed) {
+    fmt::print(stderr, "lm-warden bench: {}\n", outcome.error);
+  }
+  if (options.out) {
+    report::Report r{outcome.rows, report_meta(options, outcome.interrupted)};
+    const std::optional<std::string> text = report::render_for_path(*options.out, r);
+    if (!text || !write_file(*options.out, *text)) {
+      fmt::print(stderr, "lm-warden bench: cannot write {}\n", *options.out);
+      code = 1;
+    } else {
+      fmt::print(stderr, "wrote {}\n", *options.out);
+    }
+  }
+  if (options.svg) {
+    report::SvgOptions so;
+    so.title = options.compare.size() == 2
+                   ? fmt::format("TTFB per level, affinity {} vs {} ({})", options.compare[0],
+                                 options.compare[1], options.model)
+                   : fmt::format("TTFB per level ({})", options.model);
+    if (!write_file(*options.svg, report::ttfb_svg(outcome.rows, so))) {
+      fmt::print(stderr, "lm-warden bench: cannot write {}\n", *options.svg);
+      code = 1;
+    } else {
+      fmt::print(stderr, "wrote {}\n", *options.svg);
+    }
+  }
+  return outcome.interrupted ? 130 : code;
+}
+
+}  // namespace warden::bench
