@@ -1,14 +1,304 @@
+// `lm-warden simulate`: the what-if run (src/whatif) behind a command line; docs/simulator.md.
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 
+#include <boost/json.hpp>
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include "app/cli.hpp"
+#include "engine/presets.hpp"
+#include "report/report.hpp"
+#include "report/svg.hpp"
+#include "whatif/calibration.hpp"
+#include "whatif/driver.hpp"
 
 namespace warden::app {
 
+namespace {
+
+struct SimulateOptions {
+  std::string preset = "a4000-qwen3-4b";
+  std::string preset_file;
+  std::uint32_t replicas = 4;
+  std::string levels = "4,8,16,24,32";
+  std::string duration = "3m";
+  std::string policies;
+  std::string compare;
+  std::uint64_t seed = 1;
+  bool warm_start = false;
+  std::string scrape_interval = "1s";
+  std::string client_rtt = "0";
+  std::string think_time = "0";
+  std::string spill_threshold = "auto";
+  std::uint32_t vllm_api_servers = 0;
+  std::string out;
+  std::string svg;
+  bool vs_reference = false;
+  std::size_t system_tokens = 3500;
+  std::size_t first_tokens = 7300;
+  std::size_t turn_tokens = 400;
+  std::size_t turns = 6;
+  std::size_t max_output = 256;
+  std::map<std::string, std::string> engine_params;  // flag name -> value, only those given
+};
+
+// "3m", "180s", "180", "100ms", "1.5h" -> seconds.
+std::optional<double> parse_seconds(std::string_view text) {
+  double scale = 1.0;
+  std::string_view number = text;
+  if (text.ends_with("ms")) {
+    scale = 0.001;
+    number.remove_suffix(2);
+  } else if (text.ends_with("s")) {
+    number.remove_suffix(1);
+  } else if (text.ends_with("m")) {
+    scale = 60.0;
+    number.remove_suffix(1);
+  } else if (text.ends_with("h")) {
+    scale = 3600.0;
+    number.remove_suffix(1);
+  }
+  double value = 0;
+  const auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (number.empty() || ec != std::errc{} || ptr != number.data() + number.size() || !std::isfinite(value) ||
+      value < 0) {
+    return std::nullopt;
+  }
+  return value * scale;
+}
+
+std::vector<std::string> split(std::string_view text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = text.find(',', start);
+    const std::string_view piece =
+        text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
+    if (!piece.empty()) {
+      out.emplace_back(piece);
+    }
+    if (comma == std::string_view::npos) {
+      break;
+    }
+    start = comma + 1;
+  }
+  return out;
+}
+
+int fail(const std::string& message) {
+  fmt::print(stderr, "lm-warden simulate: {}\n", message);
+  return 2;
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  f << text;
+  return static_cast<bool>(f);
+}
+
+int run_simulate(const SimulateOptions& o) {
+  whatif::SimulationConfig c;
+  auto preset = engine::find_preset(o.preset);
+  if (!preset) {
+    return fail(
+        fmt::format("unknown preset '{}' (known: {})", o.preset, fmt::join(engine::preset_names(), ", ")));
+  }
+  c.engine = std::move(*preset);
+  if (!o.preset_file.empty()) {
+    std::ifstream f(o.preset_file, std::ios::binary);
+    if (!f) {
+      return fail("cannot read preset file " + o.preset_file);
+    }
+    std::stringstream text;
+    text << f.rdbuf();
+    auto parsed = engine::parse_preset_yaml(text.str(), c.engine);
+    if (!parsed) {
+      return fail(parsed.error().message);
+    }
+    c.engine = std::move(*parsed);
+  }
+  for (const auto& [key, value] : o.engine_params) {
+    if (auto ok = engine::set_param(c.engine, key, value); !ok) {
+      return fail(ok.error().message);
+    }
+  }
+  c.replicas = o.replicas;
+  c.levels.clear();
+  for (const auto& piece : split(o.levels)) {
+    int level = 0;
+    const auto [ptr, ec] = std::from_chars(piece.data(), piece.data() + piece.size(), level);
+    if (ec != std::errc{} || ptr != piece.data() + piece.size()) {
+      return fail("--levels needs comma-separated session counts, got '" + o.levels + "'");
+    }
+    c.levels.push_back(level);
+  }
+  const auto duration = parse_seconds(o.duration);
+  const auto scrape = parse_seconds(o.scrape_interval);
+  const auto rtt = parse_seconds(o.client_rtt);
+  const auto think = parse_seconds(o.think_time);
+  if (!duration || !scrape || !rtt || !think) {
+    return fail("durations are numbers with an optional unit: 180, 180s, 3m, 100ms");
+  }
+  c.duration = *duration;
+  c.scrape_interval = *scrape;
+  c.client_rtt = *rtt;
+  const auto spill = core::SpillThreshold::parse(o.spill_threshold);
+  if (!spill) {
+    return fail("--spill-threshold is 'auto' or a positive integer");
+  }
+  c.spill_threshold = *spill;
+  c.vllm_api_servers = o.vllm_api_servers;
+  c.seed = o.seed;
+  c.workload.seed = o.seed;
+  c.workload.system_tokens = o.system_tokens;
+  c.workload.first_tokens = o.first_tokens;
+  c.workload.turn_tokens = o.turn_tokens;
+  c.workload.turns = o.turns;
+  c.workload.max_output = o.max_output;
+  c.workload.think_time = *think;
+  c.warm_start = o.warm_start;
+
+  std::vector<std::string> compare = split(o.compare);
+  if (!o.compare.empty()) {
+    if (compare.size() != 2) {
+      return fail("--compare needs two policies: A,B (e.g. vllm-lb,affinity)");
+    }
+    // The reference method: the first policy over every level, then the second on warm engines.
+    c.policies = compare;
+    c.warm_start = true;
+  } else if (!o.policies.empty()) {
+    c.policies = split(o.policies);
+  } else {
+    c.policies = {"affinity"};
+  }
+  if (o.vs_reference && compare.empty()) {
+    return fail("--vs-reference needs --compare OFF,ON (e.g. vllm-lb,affinity)");
+  }
+  if (auto ok = whatif::validate(c); !ok) {
+    return fail(ok.error());
+  }
+
+  auto outcome = whatif::simulate(c);
+  if (!outcome) {
+    return fail(outcome.error());
+  }
+  const auto& rows = outcome->rows;
+  fmt::print(
+      "lm-warden simulate: {} x {} replicas (num_gpu_blocks {}, max_num_seqs {}), levels {} x {}s, "
+      "think {}s, client rtt {}s, seed {}\n\n",
+      c.engine.preset, c.replicas, c.engine.num_gpu_blocks, c.engine.max_num_seqs, fmt::join(c.levels, ","),
+      c.duration, c.workload.think_time, c.client_rtt, c.seed);
+  if (compare.size() == 2) {
+    fmt::print("{}", report::comparison_terminal(rows, compare[0], compare[1]));
+  } else {
+    fmt::print("{}", report::to_terminal(rows));
+  }
+  if (o.vs_reference) {
+    fmt::print("\nAgainst the reference table ({} = off, {} = on):\n\n{}\n", compare[0], compare[1],
+               whatif::side_by_side_markdown(rows, compare[0], compare[1]));
+    fmt::print("{}",
+               whatif::calibration_summary(whatif::check_against_reference(rows, compare[0], compare[1])));
+  }
+
+  if (!o.out.empty()) {
+    report::Report rep;
+    rep.rows = rows;
+    rep.meta["tool"] = "lm-warden simulate";
+    rep.meta["preset"] = c.engine.preset;
+    rep.meta["engine"] = engine::to_yaml(c.engine);
+    rep.meta["replicas"] = c.replicas;
+    rep.meta["duration_s"] = c.duration;
+    rep.meta["seed"] = c.seed;
+    rep.meta["think_time_s"] = c.workload.think_time;
+    rep.meta["client_rtt_s"] = c.client_rtt;
+    rep.meta["scrape_interval_s"] = c.scrape_interval;
+    rep.meta["warm_start"] = c.warm_start;
+    boost::json::array policies;
+    for (const auto& p : c.policies) {
+      policies.emplace_back(p);
+    }
+    rep.meta["policies"] = std::move(policies);
+    rep.meta["model_seconds"] = outcome->model_seconds;
+    const auto text = report::render_for_path(o.out, rep);
+    if (!text) {
+      return fail("--out needs a .json, .csv or .md file name");
+    }
+    if (!write_file(o.out, *text)) {
+      return fail("cannot write " + o.out);
+    }
+  }
+  if (!o.svg.empty() && !write_file(o.svg, report::ttfb_svg(rows))) {
+    return fail("cannot write " + o.svg);
+  }
+  return 0;
+}
+
+}  // namespace
+
 void add_simulate_command(CLI::App& app) {
-  app.add_subcommand("simulate", "(not built yet)")->callback([] {
-    fmt::print(stderr, "lm-warden simulate: not built yet\n");
-    std::exit(2);
+  auto o = std::make_shared<SimulateOptions>();
+  auto* cmd = app.add_subcommand(
+      "simulate",
+      "What-if run in virtual time: the workload, the routing code and the engine model (seconds)");
+  cmd->add_option("--preset", o->preset, "Engine preset of every replica")->capture_default_str();
+  cmd->add_option("--preset-file", o->preset_file, "YAML of engine parameters (optional `preset:` base)");
+  cmd->add_option("--replicas", o->replicas, "Number of replicas (DP ranks)")->capture_default_str();
+  cmd->add_option("--levels", o->levels, "Concurrent sessions per level, comma-separated")
+      ->capture_default_str();
+  cmd->add_option("--duration", o->duration, "Model time per level (180, 180s, 3m)")->capture_default_str();
+  cmd->add_option(
+      "--policies", o->policies,
+      "Policies to run one after the other: vllm-lb, warden-lb, affinity, round-robin, session-hash, chwbl");
+  cmd->add_option("--compare", o->compare,
+                  "A,B: the reference method (A over all levels, then B, warm caches)");
+  cmd->add_option("--seed", o->seed, "Seed of the prompts and of routing ties")->capture_default_str();
+  cmd->add_flag("--warm-start", o->warm_start, "Keep engine caches from one policy to the next");
+  cmd->add_option("--scrape-interval", o->scrape_interval, "Warden metrics scrape period")
+      ->capture_default_str();
+  cmd->add_option("--client-rtt", o->client_rtt, "Client <-> warden round trip (counted in TTFB)")
+      ->capture_default_str();
+  cmd->add_option("--spill-threshold", o->spill_threshold, "auto or a number of requests in flight")
+      ->capture_default_str();
+  cmd->add_option("--vllm-api-servers", o->vllm_api_servers,
+                  "vLLM API server processes (0 = one per replica)")
+      ->capture_default_str();
+  cmd->add_option("--out", o->out, "Write the rows to FILE (.json, .csv, .md)");
+  cmd->add_option("--svg", o->svg, "Write the TTFB chart to FILE");
+  cmd->add_flag("--vs-reference", o->vs_reference, "Print the reference table side by side with residuals");
+  cmd->add_option("--system-tokens", o->system_tokens, "Shared system prompt")->capture_default_str();
+  cmd->add_option("--first-tokens", o->first_tokens, "First user message")->capture_default_str();
+  cmd->add_option("--turn-tokens", o->turn_tokens, "New user text per follow-up turn")->capture_default_str();
+  cmd->add_option("--turns", o->turns, "User turns per session")->capture_default_str();
+  cmd->add_option("--max-output", o->max_output, "max_tokens of every request")->capture_default_str();
+  cmd->add_option("--think-time", o->think_time, "Client time between a turn's end and the next turn")
+      ->capture_default_str();
+  for (const std::string& name : engine::param_names()) {
+    std::string flag = name;
+    for (char& ch : flag) {
+      if (ch == '_') {
+        ch = '-';
+      }
+    }
+    cmd->add_option_function<std::string>(
+           "--" + flag, [o, name](const std::string& v) { o->engine_params[name] = v; },
+           "Engine parameter " + name + " (overrides the preset)")
+        ->group("Engine");
+  }
+  cmd->callback([o] {
+    const int rc = run_simulate(*o);
+    if (rc != 0) {
+      std::exit(rc);
+    }
   });
 }
 

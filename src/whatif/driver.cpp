@@ -1,0 +1,565 @@
+#include "whatif/driver.hpp"
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <queue>
+#include <unordered_map>
+
+#include "core/decide.hpp"
+#include "core/policy.hpp"
+#include "engine/engine.hpp"
+#include "protocol/request.hpp"
+#include "whatif/prompt.hpp"
+#include "workload/closed_loop.hpp"
+
+namespace warden::whatif {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Session indices of level i start at i * kLevelStride: every level has its own conversations, and a
+// second policy pass replays exactly the same ones (the reference's "same random seed").
+constexpr std::uint64_t kLevelStride = 1'000'000;
+
+bool is_vllm_model(std::string_view policy) {
+  return policy == "vllm-lb";
+}
+
+// The registry name a Router runs for a simulate policy name.
+std::string core_policy(std::string_view policy) {
+  return policy == "warden-lb" ? std::string("vllm-lb") : std::string(policy);
+}
+
+std::uint64_t mix(std::uint64_t z) {
+  z += 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30U)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27U)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31U);
+}
+
+core::Time to_time(double seconds) {
+  return core::Time(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
+}
+
+// Events ordered by time, then by the order they were scheduled (deterministic ties).
+struct Timed {
+  enum class Kind : std::uint8_t { step_done, arrive, client_done };
+  double time;
+  std::uint64_t seq;
+  Kind kind;
+  std::uint64_t id;  // replica for step_done, request id otherwise
+  bool operator>(const Timed& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+};
+
+struct Flight {
+  std::size_t slot = 0;
+  std::uint32_t replica = 0;
+  double started = 0;  // client send time
+  std::size_t turn = 0;
+  std::string route;
+  engine::Tokens prompt;  // until handed to the engine
+  engine::Tokens reply;
+  std::optional<double> ttfb;
+  std::uint32_t prompt_tokens_estimate = 0;
+  std::uint64_t session_hash = 0;
+  bool failed = false;
+};
+
+class Driver {
+ public:
+  Driver(const SimulationConfig& config, const Hooks& hooks)
+      : config_(config), hooks_(hooks), workload_(config.workload), rng_(mix(config.seed ^ 0x5157A7E)) {}
+
+  Result<Outcome> run() {
+    for (std::size_t p = 0; p < config_.policies.size(); ++p) {
+      if (p == 0 || !config_.warm_start) {
+        make_engines();
+      }
+      auto ok = run_policy(config_.policies[p]);
+      if (!ok) {
+        return ok.error();
+      }
+    }
+    outcome_.model_seconds = now_;
+    return std::move(outcome_);
+  }
+
+ private:
+  void make_engines() {
+    engines_.clear();
+    pending_.assign(config_.replicas, false);
+    step_events_.assign(config_.replicas, {});
+    for (std::uint32_t r = 0; r < config_.replicas; ++r) {
+      // One seed for every rank: a prompt gets the same reply wherever it runs, so both policies of a
+      // comparison replay the same conversations.
+      engines_.emplace_back(config_.engine, config_.seed);
+    }
+    scraped_.assign(config_.replicas, core::ReplicaMetrics{});
+    scrape();
+  }
+
+  Result<void> run_policy(const std::string& policy) {
+    policy_ = policy;
+    vllm_model_ = is_vllm_model(policy);
+    balancer_.emplace(config_.replicas, config_.vllm_api_servers);
+    publish();
+    core::RouterConfig rc;
+    rc.routing.affinity = policy == "affinity";
+    rc.routing.policy = core_policy(policy);
+    rc.routing.spill_threshold = config_.spill_threshold;
+    rc.routing.max_num_seqs = config_.engine.max_num_seqs;
+    rc.sessions = config_.sessions;
+    router_.emplace(rc);
+    for (std::size_t i = 0; i < config_.levels.size(); ++i) {
+      auto ok = run_level(config_.levels[i], i);
+      if (!ok) {
+        return ok;
+      }
+    }
+    return {};
+  }
+
+  Result<void> run_level(int sessions, std::size_t level_index) {
+    const auto n = static_cast<std::size_t>(sessions);
+    prompts_.assign(n, IncrementalPrompt{});
+    loop_.emplace(workload_, n, now_, level_index * kLevelStride);
+    recorder_.emplace(policy_, sessions);
+    stats_ = LevelStats{};
+    stats_.policy = policy_;
+    stats_.sessions = sessions;
+    stats_.begin = now_;
+    stats_.min_live_sessions = std::numeric_limits<std::uint32_t>::max();
+    stats_.requests_per_replica.assign(config_.replicas, 0);
+    const std::uint64_t preempt_start = preemptions();
+    recorder_->begin(now_);
+    const report::PrefixCounters start = prefix();
+    recorder_->set_prefix_start(start);
+    const double window_end = now_ + config_.duration;
+    double next_sample = now_ + config_.busy_interval;
+    bool open = true;
+
+    while (open || !flights_.empty()) {
+      // The next thing to happen; ties in a fixed order: timed events, window end, scrape, publish,
+      // sample, then due turns.
+      double t = queue_.empty() ? kInf : queue_.top().time;
+      int which = 0;
+      const auto consider = [&](double candidate, int id) {
+        if (candidate < t) {
+          t = candidate;
+          which = id;
+        }
+      };
+      if (open) {
+        consider(window_end, 1);
+      }
+      consider(next_scrape_, 2);
+      if (vllm_model_) {
+        consider(next_publish_, 3);
+      }
+      if (open) {
+        consider(next_sample, 4);
+      }
+      if (const auto due = loop_->next_ready_at()) {
+        consider(*due, 5);
+      }
+      if (t == kInf) {
+        return std::string("what-if driver stalled: requests in flight but nothing scheduled");
+      }
+      now_ = t;
+      switch (which) {
+        case 0: {
+          const Timed ev = queue_.top();
+          queue_.pop();
+          auto ok = handle(ev);
+          if (!ok) {
+            return ok;
+          }
+          break;
+        }
+        case 1: {
+          open = false;
+          recorder_->end(now_);
+          const report::PrefixCounters end = prefix();
+          recorder_->set_prefix_end(end);
+          stats_.prefix_hits = end.hits - start.hits;
+          stats_.prefix_queries = end.queries - start.queries;
+          stats_.end = now_;
+          loop_->stop();
+          break;
+        }
+        case 2:
+          scrape();
+          break;
+        case 3:
+          publish();
+          break;
+        case 4:
+          sample();
+          next_sample += config_.busy_interval;
+          break;
+        default:
+          send_ready();
+          break;
+      }
+    }
+    stats_.drained = now_;
+    stats_.preemptions = preemptions() - preempt_start;
+    stats_.sessions_started = loop_->sessions_started();
+    outcome_.rows.push_back(recorder_->row());
+    outcome_.levels.push_back(stats_);
+    return {};
+  }
+
+  void push(double time, Timed::Kind kind, std::uint64_t id) { queue_.push(Timed{time, seq_++, kind, id}); }
+
+  void send_ready() {
+    for (const std::size_t slot : loop_->take_ready(now_)) {
+      const workload::Conversation& conv = loop_->conversation(slot);
+      Flight f;
+      f.slot = slot;
+      f.started = now_;
+      f.turn = conv.turn;
+      auto prompt = prompts_[slot].render(workload_, conv);
+      if (!prompt) {
+        f.failed = true;
+      } else {
+        f.prompt = std::move(*prompt);
+      }
+      f.session_hash = session_hash(conv.session_id);
+      // What the gateway's inspection estimates from the body's text (prompt bytes / 4).
+      std::size_t bytes = workload_.system_prompt().size();
+      for (const auto& m : conv.messages) {
+        bytes += m.text.size();
+      }
+      f.prompt_tokens_estimate = static_cast<std::uint32_t>(std::max<std::size_t>(1, bytes / 4));
+      const std::uint64_t id = next_request_id_++;
+      flights_.emplace(id, std::move(f));
+      if (window_open()) {
+        ++stats_.requests;
+      }
+      stats_.max_in_flight =
+          std::max<std::uint32_t>(stats_.max_in_flight, static_cast<std::uint32_t>(flights_.size()));
+      push(now_ + config_.client_rtt / 2, Timed::Kind::arrive, id);
+    }
+  }
+
+  bool window_open() const { return !recorder_->end_time().has_value(); }
+
+  // The session key the gateway derives from X-Claude-Code-Session-Id, through the same inspection code.
+  std::uint64_t session_hash(const std::string& session_id) {
+    if (const auto it = session_hashes_.find(session_id); it != session_hashes_.end()) {
+      return it->second;
+    }
+    const protocol::HeaderField headers[] = {{"X-Claude-Code-Session-Id", session_id}};
+    const auto info = protocol::inspect_request(protocol::ApiKind::anthropic_messages,
+                                                protocol::HeaderLookup{std::span(headers)},
+                                                R"({"model":"m","messages":[]})");
+    const std::uint64_t h = info ? info->session_hash : 0;
+    session_hashes_.emplace(session_id, h);
+    return h;
+  }
+
+  Result<void> handle(const Timed& ev) {
+    switch (ev.kind) {
+      case Timed::Kind::arrive:
+        return arrive(ev.id);
+      case Timed::Kind::step_done:
+        step_done(static_cast<std::uint32_t>(ev.id));
+        return {};
+      case Timed::Kind::client_done:
+        client_done(ev.id);
+        return {};
+    }
+    return {};
+  }
+
+  Result<void> arrive(std::uint64_t id) {
+    Flight& f = flights_.at(id);
+    if (f.failed) {
+      push(now_ + config_.client_rtt / 2, Timed::Kind::client_done, id);
+      return {};
+    }
+    std::uint32_t replica = 0;
+    if (vllm_model_) {
+      replica = balancer_->route(rng_);
+      f.route = "balanced";
+      ++stats_.routes[static_cast<std::size_t>(core::Route::balanced)];
+      if (hooks_.on_decision) {
+        DecisionTrace trace;
+        trace.time = now_;
+        trace.policy = policy_;
+        trace.decision = core::Decision{replica, core::Route::balanced, core::NoReplicaReason::none};
+        trace.live = live_loads();
+        hooks_.on_decision(trace);
+      }
+    } else {
+      core::RequestFacts facts;
+      facts.session = core::SessionKey{f.session_hash, core::SessionSource::explicit_id};
+      facts.prompt_tokens = f.prompt_tokens_estimate;
+      std::optional<core::Snapshot> seen;
+      if (hooks_.on_decision) {
+        seen = router_->snapshot(scraped_, to_time(now_));
+      }
+      const core::Decision d = router_->route(facts, scraped_, to_time(now_), rng_);
+      if (!d.ok()) {
+        return fmt::format("no replica for a request: {}", core::no_replica_reason_name(d.reason));
+      }
+      replica = *d.replica;
+      f.route = std::string(core::route_name(d.route));
+      ++stats_.routes[static_cast<std::size_t>(d.route)];
+      if (hooks_.on_decision) {
+        DecisionTrace trace;
+        trace.time = now_;
+        trace.policy = policy_;
+        trace.snapshot = std::move(*seen);
+        trace.decision = d;
+        trace.live = live_loads();
+        hooks_.on_decision(trace);
+      }
+    }
+    f.replica = replica;
+    ++stats_.requests_per_replica[replica];
+    engine::RequestSpec spec;
+    spec.id = id;
+    spec.prompt = std::move(f.prompt);
+    spec.max_tokens = static_cast<int>(workload_.config().max_output);
+    spec.arrival_time = now_;
+    auto added = engines_[replica].add_request(std::move(spec));
+    if (!added) {
+      // Refused like a 400 from vLLM (e.g. prompt longer than max_model_len): the turn fails.
+      f.failed = true;
+      finish_routing(f);
+      push(now_ + config_.client_rtt / 2, Timed::Kind::client_done, id);
+      return {};
+    }
+    if (!pending_[replica]) {
+      start_step(replica);
+    }
+    return {};
+  }
+
+  void start_step(std::uint32_t replica) {
+    engine::Engine& e = engines_[replica];
+    if (!e.has_work()) {
+      return;
+    }
+    engine::StepResult r = e.step(now_);
+    ++outcome_.engine_steps;
+    if (r.duration <= 0) {
+      return;  // nothing schedulable; the next arrival restarts the engine
+    }
+    pending_[replica] = true;
+    step_events_[replica] = std::move(r.events);
+    push(now_ + r.duration, Timed::Kind::step_done, replica);
+  }
+
+  void step_done(std::uint32_t replica) {
+    pending_[replica] = false;
+    std::vector<engine::Event> events = std::move(step_events_[replica]);
+    for (const engine::Event& e : events) {
+      if (e.kind != engine::Event::Kind::token) {
+        continue;
+      }
+      const auto it = flights_.find(e.request);
+      if (it == flights_.end()) {
+        continue;
+      }
+      Flight& f = it->second;
+      f.reply.push_back(e.token);
+      if (e.first_token) {
+        f.ttfb = now_ + config_.client_rtt / 2 - f.started;
+      }
+      if (e.finished) {
+        finish_routing(f);
+        push(now_ + config_.client_rtt / 2, Timed::Kind::client_done, e.request);
+      }
+    }
+    start_step(replica);
+  }
+
+  void finish_routing(const Flight& f) {
+    if (!vllm_model_) {
+      router_->finish(f.replica);
+    }
+  }
+
+  void client_done(std::uint64_t id) {
+    auto node = flights_.extract(id);
+    Flight& f = node.mapped();
+    report::RequestRecord rec;
+    rec.started_at = f.started;
+    rec.ended_at = now_;
+    rec.ttfb = f.ttfb;
+    rec.turn = f.turn;
+    rec.route = f.route;
+    if (f.failed) {
+      rec.ok = false;
+      loop_->fail(f.slot, now_);
+    } else {
+      rec.output_tokens = static_cast<std::int64_t>(f.reply.size());
+      const workload::TurnEnd end = loop_->complete(f.slot, now_, engine::detokenize(f.reply));
+      rec.session_finished = end.session_finished;
+    }
+    recorder_->record(rec);
+  }
+
+  std::vector<RankLoad> live_loads() const {
+    std::vector<RankLoad> out;
+    for (const auto& e : engines_) {
+      const engine::Metrics m = e.metrics();
+      out.push_back(RankLoad{m.num_waiting, m.num_running});
+    }
+    return out;
+  }
+
+  void scrape() {
+    for (std::uint32_t r = 0; r < engines_.size(); ++r) {
+      const engine::Metrics m = engines_[r].metrics();
+      core::ReplicaMetrics& s = scraped_[r];
+      s.healthy = true;
+      s.running = m.num_running;
+      s.waiting = m.num_waiting;
+      s.kv_usage = m.kv_cache_usage;
+      s.kv_capacity_tokens = static_cast<std::uint64_t>(m.num_gpu_blocks) * m.block_size;
+      ++s.scrape_generation;
+    }
+    if (hooks_.on_scrape) {
+      hooks_.on_scrape(now_, scraped_);
+    }
+    next_scrape_ = now_ + config_.scrape_interval;
+  }
+
+  void publish() {
+    if (balancer_) {
+      const std::vector<RankLoad> loads = live_loads();
+      balancer_->publish(loads);
+    }
+    next_publish_ = now_ + config_.vllm_publish_interval;
+  }
+
+  void sample() {
+    int busy = 0;
+    for (const auto& e : engines_) {
+      busy += e.metrics().num_running > 0 ? 1 : 0;
+    }
+    recorder_->add_busy_sample(busy);
+    // Sessions in flight or thinking: every slot of the closed loop holds one.
+    std::uint32_t live = 0;
+    for (std::size_t s = 0; s < loop_->sessions(); ++s) {
+      live += loop_->conversation(s).messages.empty() ? 0 : 1;
+    }
+    stats_.max_live_sessions = std::max(stats_.max_live_sessions, live);
+    stats_.min_live_sessions = std::min(stats_.min_live_sessions, live);
+  }
+
+  report::PrefixCounters prefix() const {
+    report::PrefixCounters c;
+    for (const auto& e : engines_) {
+      const engine::Metrics m = e.metrics();
+      c.hits += static_cast<double>(m.prefix_cache_hits_total);
+      c.queries += static_cast<double>(m.prefix_cache_queries_total);
+    }
+    return c;
+  }
+
+  std::uint64_t preemptions() const {
+    std::uint64_t n = 0;
+    for (const auto& e : engines_) {
+      n += e.metrics().num_preemptions_total;
+    }
+    return n;
+  }
+
+  const SimulationConfig& config_;
+  const Hooks& hooks_;
+  workload::Workload workload_;
+  core::SplitMixRng rng_;
+  double now_ = 0;
+  std::vector<engine::Engine> engines_;
+  std::vector<bool> pending_;
+  std::vector<std::vector<engine::Event>> step_events_;
+  std::vector<core::ReplicaMetrics> scraped_;
+  double next_scrape_ = 0;
+  double next_publish_ = 0;
+  std::string policy_;
+  bool vllm_model_ = false;
+  std::optional<VllmBalancer> balancer_;
+  std::optional<core::Router> router_;
+  std::optional<workload::ClosedLoop> loop_;
+  std::optional<report::LevelRecorder> recorder_;
+  std::vector<IncrementalPrompt> prompts_;
+  std::unordered_map<std::uint64_t, Flight> flights_;
+  std::unordered_map<std::string, std::uint64_t> session_hashes_;
+  std::priority_queue<Timed, std::vector<Timed>, std::greater<>> queue_;
+  std::uint64_t seq_ = 0;
+  std::uint64_t next_request_id_ = 1;
+  LevelStats stats_;
+  Outcome outcome_;
+};
+
+}  // namespace
+
+std::vector<std::string> simulate_policy_names() {
+  std::vector<std::string> names{"vllm-lb", "warden-lb"};
+  for (const std::string_view n : core::policy_names()) {
+    if (n != "vllm-lb") {
+      names.emplace_back(n);
+    }
+  }
+  return names;
+}
+
+Result<void> validate(const SimulationConfig& config) {
+  if (config.replicas < 1 || config.replicas > 1024) {
+    return std::string("replicas must be between 1 and 1024");
+  }
+  if (config.levels.empty()) {
+    return std::string("at least one level is needed");
+  }
+  for (const int level : config.levels) {
+    if (level < 1 || level > 100000) {
+      return fmt::format("level {} out of range (1..100000 sessions)", level);
+    }
+  }
+  if (!(config.duration > 0) || !std::isfinite(config.duration)) {
+    return std::string("duration must be a positive number of seconds");
+  }
+  const auto positive = [](double v) { return v > 0 && std::isfinite(v); };
+  if (!positive(config.scrape_interval) || !positive(config.busy_interval) ||
+      !positive(config.vllm_publish_interval)) {
+    return std::string("scrape, sample and publish intervals must be positive");
+  }
+  if (!(config.client_rtt >= 0) || !std::isfinite(config.client_rtt)) {
+    return std::string("client rtt must be >= 0");
+  }
+  if (config.policies.empty()) {
+    return std::string("at least one policy is needed");
+  }
+  const auto known = simulate_policy_names();
+  for (const auto& p : config.policies) {
+    if (std::find(known.begin(), known.end(), p) == known.end()) {
+      return fmt::format("unknown policy '{}' (known: {})", p, fmt::join(known, ", "));
+    }
+  }
+  if (auto ok = engine::validate(config.engine); !ok) {
+    return "engine: " + ok.error().message;
+  }
+  if (auto ok = workload::validate(config.workload); !ok) {
+    return "workload: " + ok.error();
+  }
+  return {};
+}
+
+Result<Outcome> simulate(const SimulationConfig& config, const Hooks& hooks) {
+  if (auto ok = validate(config); !ok) {
+    return ok.error();
+  }
+  Driver driver(config, hooks);
+  return driver.run();
+}
+
+}  // namespace warden::whatif

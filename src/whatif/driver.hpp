@@ -1,0 +1,110 @@
+// The what-if driver: N engine models, the agent workload in closed loop and the warden's routing, in
+// virtual time. Deterministic: the same config gives the same rows, byte for byte.
+//
+// One run = for each policy, every level in turn (like `bench`): a closed loop of `sessions` sessions
+// runs for `duration` model seconds (the measuring window), then the loop stops handing out turns and
+// the driver drains what is in flight before the next level starts. Engines carry their caches from
+// level to level, and from one policy to the next when `warm_start` is set (the reference method).
+//
+// Per request: the slot's conversation is rendered to tokens with the engine's chat template (as the sim
+// server does), it reaches the warden rtt/2 after the client sent it and is routed there:
+// - policy `vllm-lb`: vLLM's own balancer (VllmBalancer: api-server instances with 100 ms stale views);
+// - any other policy of core's registry (`affinity`, `round-robin`, `session-hash`, `chwbl`, and
+//   `warden-lb` = core's `vllm-lb`, i.e. the warden with affinity off as `serve` runs it): core::Router,
+//   the same object `serve` uses, fed the engines' metrics as last scraped (every scrape_interval) and its
+//   own live in-flight counts.
+// The engine emits tokens; the first one reaches the client rtt/2 later (TTFB = that minus send time); the
+// last one completes the turn and the reply, detokenized, is appended to the history by the workload.
+#pragma once
+
+#include <boost/system/result.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/router.hpp"
+#include "core/session_table.hpp"
+#include "core/types.hpp"
+#include "engine/config.hpp"
+#include "report/row.hpp"
+#include "whatif/vllm_balancer.hpp"
+#include "workload/workload.hpp"
+
+namespace warden::whatif {
+
+template <class T>
+using Result = boost::system::result<T, std::string>;
+
+struct SimulationConfig {
+  engine::EngineConfig engine;  // per replica
+  std::uint32_t replicas = 4;
+  workload::WorkloadConfig workload;  // its seed fixes the prompts
+  std::vector<int> levels{4, 8, 16, 24, 32};
+  double duration = 180.0;  // model seconds per level (measuring window)
+  std::vector<std::string> policies{"vllm-lb", "affinity"};
+  bool warm_start = false;       // carry the engines (and their caches) from one policy to the next
+  std::uint64_t seed = 1;        // routing randomness (ties, vLLM's SO_REUSEPORT pick)
+  double scrape_interval = 1.0;  // the warden's metrics scrape
+  double busy_interval = 1.0;    // "replicas busy" sampling
+  double client_rtt = 0.0;       // client <-> warden round trip: half on the way in, half on the way out
+  core::SpillThreshold spill_threshold{};
+  core::SessionTableConfig sessions{};
+  std::uint32_t vllm_api_servers = 0;  // vLLM API server processes; 0 = one per replica (vLLM's default)
+  double vllm_publish_interval = 0.1;  // vLLM coordinator's stats publish period
+};
+
+Result<void> validate(const SimulationConfig& config);
+
+// Policy names simulate accepts: vllm-lb (vLLM's balancer model), warden-lb (the warden with affinity off,
+// core's vllm-lb), and core's affinity, round-robin, session-hash, chwbl.
+std::vector<std::string> simulate_policy_names();
+
+// What else happened in one level (for tests, docs and the trace).
+struct LevelStats {
+  std::string policy;
+  int sessions = 0;
+  double begin = 0;                              // model seconds
+  double end = 0;                                // end of the window
+  double drained = 0;                            // when the last in-flight request ended
+  std::uint64_t requests = 0;                    // sent during the window
+  std::uint64_t routes[core::route_count] = {};  // by core::Route; vllm-lb counts as balanced
+  std::uint64_t sessions_started = 0;
+  std::uint64_t preemptions = 0;
+  double prefix_hits = 0;  // tokens, engine counters' delta over the window
+  double prefix_queries = 0;
+  std::uint32_t max_in_flight = 0;      // requests in flight at the warden, peak
+  std::uint32_t max_live_sessions = 0;  // distinct sessions in flight or thinking, peak (== sessions)
+  std::uint32_t min_live_sessions = 0;  // ... and low, sampled with the busy samples
+  std::vector<std::uint32_t> requests_per_replica;
+};
+
+struct Outcome {
+  std::vector<report::Row> rows;  // one per (policy, level), in run order; Row::policy = policy name
+  std::vector<LevelStats> levels;
+  double model_seconds = 0;  // virtual time simulated
+  std::uint64_t engine_steps = 0;
+  std::uint64_t requests = 0;
+};
+
+// One routing decision of a Router policy, with the snapshot it was made over (hooks only).
+struct DecisionTrace {
+  double time = 0;
+  std::string policy;
+  core::Snapshot snapshot;  // empty replicas for vllm-lb (the balancer has its own views)
+  core::Decision decision;
+  std::vector<RankLoad> live;  // the engines' true waiting/running at that moment
+};
+
+struct Hooks {
+  std::function<void(const DecisionTrace&)> on_decision;
+  // Each warden scrape: model time and the metrics as the Router will see them until the next one.
+  std::function<void(double, std::span<const core::ReplicaMetrics>)> on_scrape;
+};
+
+Result<Outcome> simulate(const SimulationConfig& config, const Hooks& hooks = {});
+
+}  // namespace warden::whatif
