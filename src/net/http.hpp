@@ -1,5 +1,9 @@
 #pragma once
 // Common names of the net layer: the message types every handler, client and proxy uses.
+//
+// GCC 12 coroutine pitfall (seen here, double free): a temporary with a destructor built inside a
+// co_await expression — `co_await f(Endpoint{"h", 1})`, `co_return T{co_await g()}` — may be destroyed
+// twice. Bind such arguments and results to named locals first.
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/http/message.hpp>

@@ -1,0 +1,444 @@
+#include "net/client.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/url/parse.hpp>
+
+#include <deque>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace warden::net {
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+class ClientCategory final : public boost::system::error_category {
+ public:
+  const char* name() const noexcept override { return "warden.net.client"; }
+  std::string message(int ev) const override {
+    switch (static_cast<ClientErrc>(ev)) {
+      case ClientErrc::ok:
+        return "ok";
+      case ClientErrc::bad_url:
+        return "bad upstream URL";
+      case ClientErrc::resolve_failed:
+        return "upstream host did not resolve";
+      case ClientErrc::connect_failed:
+        return "upstream connect failed";
+      case ClientErrc::connect_timeout:
+        return "upstream connect timed out";
+      case ClientErrc::write_timeout:
+        return "sending the request upstream timed out";
+      case ClientErrc::first_byte_timeout:
+        return "upstream response header timed out";
+      case ClientErrc::idle_timeout:
+        return "upstream body stalled (idle timeout)";
+      case ClientErrc::closed_before_response:
+        return "upstream closed the connection before responding";
+      case ClientErrc::closed_mid_body:
+        return "upstream closed the connection mid-body";
+      case ClientErrc::bad_response:
+        return "malformed upstream HTTP response";
+      case ClientErrc::body_too_large:
+        return "upstream body too large";
+    }
+    return "unknown client error";
+  }
+};
+
+bool is_http_parse_error(const boost::system::error_code& ec) {
+  return ec.category() == make_error_code(http::error::bad_target).category() &&
+         ec != http::error::end_of_stream && ec != http::error::partial_message &&
+         ec != http::error::need_buffer;
+}
+
+}  // namespace
+
+const boost::system::error_category& client_category() noexcept {
+  static const ClientCategory cat;
+  return cat;
+}
+
+std::string Endpoint::key() const {
+  bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+boost::system::result<Endpoint> parse_http_url(std::string_view url) {
+  auto u = boost::urls::parse_uri(url);
+  if (!u || u->scheme() != "http" || u->host().empty()) {
+    return make_error_code(ClientErrc::bad_url);
+  }
+  Endpoint ep;
+  ep.host = u->host_type() == boost::urls::host_type::ipv6 ? std::string(u->host_ipv6_address().to_string())
+                                                           : std::string(u->host());
+  if (u->has_port()) {
+    if (u->port_number() == 0) {
+      return make_error_code(ClientErrc::bad_url);
+    }
+    ep.port = u->port_number();
+  }
+  return ep;
+}
+
+namespace detail {
+
+struct Connection {
+  Connection(asio::any_io_executor ex, Endpoint e, std::size_t buf_bytes)
+      : stream(ex), endpoint(std::move(e)), body_buf(buf_bytes) {}
+  beast::tcp_stream stream;
+  Endpoint endpoint;
+  beast::flat_buffer buffer;
+  std::optional<http::response_parser<http::buffer_body>> parser;
+  std::vector<char> body_buf;
+  std::chrono::steady_clock::time_point idle_since;
+  bool pending_done = false;  // last piece returned with the body complete: next call reports done
+
+  void close() noexcept {
+    boost::system::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream.socket().close(ignored);
+  }
+  // An idle pooled connection is usable only if the peer has not closed it (no EOF, no stray bytes).
+  bool looks_alive() noexcept {
+    auto& s = stream.socket();
+    if (!s.is_open()) {
+      return false;
+    }
+    boost::system::error_code ec;
+    s.non_blocking(true, ec);
+    char probe;
+    std::size_t n = s.receive(asio::buffer(&probe, 1), tcp::socket::message_peek, ec);
+    bool alive = n == 0 && ec == asio::error::would_block;
+    s.non_blocking(false, ec);
+    return alive;
+  }
+};
+
+struct PoolState {
+  PoolState(asio::any_io_executor e, PoolOptions o) : ex(std::move(e)), opts(o) {}
+  asio::any_io_executor ex;
+  PoolOptions opts;
+  PoolStats stats;
+  std::unordered_map<std::string, std::deque<std::unique_ptr<Connection>>> idle;
+
+  std::unique_ptr<Connection> take(const Endpoint& ep) {
+    auto it = idle.find(ep.key());
+    if (it == idle.end()) {
+      return nullptr;
+    }
+    auto now = std::chrono::steady_clock::now();
+    while (!it->second.empty()) {
+      auto c = std::move(it->second.back());  // most recently used: least likely to be closed
+      it->second.pop_back();
+      if (now - c->idle_since < opts.max_idle_age && c->looks_alive()) {
+        return c;
+      }
+      c->close();
+    }
+    return nullptr;
+  }
+
+  void give_back(std::unique_ptr<Connection> c) {
+    auto& q = idle[c->endpoint.key()];
+    c->idle_since = std::chrono::steady_clock::now();
+    c->parser.reset();
+    c->pending_done = false;
+    if (c->buffer.size() != 0) {
+      c->close();  // bytes beyond the response: the stream is out of sync, never reuse it
+      return;
+    }
+    c->buffer.shrink_to_fit();
+    q.push_back(std::move(c));
+    while (q.size() > opts.max_idle_per_host) {
+      q.front()->close();
+      q.pop_front();
+    }
+  }
+};
+
+}  // namespace detail
+
+namespace {
+
+asio::awaitable<boost::system::result<std::unique_ptr<detail::Connection>>> connect(detail::PoolState& pool,
+                                                                                    const Endpoint& ep,
+                                                                                    const ClientTimeouts& t) {
+  auto conn = std::make_unique<detail::Connection>(pool.ex, ep, pool.opts.read_buffer_bytes);
+  boost::system::error_code ec;
+  auto addr = asio::ip::make_address(ep.host, ec);
+  std::vector<tcp::endpoint> targets;
+  if (!ec) {
+    targets.emplace_back(addr, ep.port);
+  } else {
+    tcp::resolver resolver(pool.ex);
+    auto [rec, results] = co_await resolver.async_resolve(ep.host, std::to_string(ep.port), use_tuple);
+    if (rec || results.empty()) {
+      co_return make_error_code(ClientErrc::resolve_failed);
+    }
+    for (const auto& r : results) {
+      targets.push_back(r.endpoint());
+    }
+  }
+  conn->stream.expires_after(t.connect);
+  auto [cec, cep] = co_await conn->stream.async_connect(targets, use_tuple);
+  if (cec) {
+    if (cec == asio::error::operation_aborted) {
+      co_return cec;
+    }
+    co_return make_error_code(cec == beast::error::timeout ? ClientErrc::connect_timeout
+                                                           : ClientErrc::connect_failed);
+  }
+  boost::system::error_code ignored;
+  conn->stream.socket().set_option(tcp::no_delay(true), ignored);
+  ++pool.stats.connects;
+  co_return conn;
+}
+
+}  // namespace
+
+// --- UpstreamResponse --------------------------------------------------------------------------------
+
+UpstreamResponse::UpstreamResponse(std::unique_ptr<detail::Connection> c,
+                                   std::weak_ptr<detail::PoolState> pool, bool fresh, ClientTimeouts t)
+    : conn_(std::move(c)), pool_(std::move(pool)), timeouts_(t), fresh_(fresh) {
+  done_ = conn_->parser->is_done();
+  if (done_) {
+    conn_->pending_done = true;
+  }
+}
+
+UpstreamResponse::UpstreamResponse(UpstreamResponse&&) noexcept = default;
+
+UpstreamResponse& UpstreamResponse::operator=(UpstreamResponse&& o) noexcept {
+  if (this != &o) {
+    abort();
+    conn_ = std::move(o.conn_);
+    pool_ = std::move(o.pool_);
+    timeouts_ = o.timeouts_;
+    fresh_ = o.fresh_;
+    done_ = o.done_;
+  }
+  return *this;
+}
+
+UpstreamResponse::~UpstreamResponse() {
+  if (conn_ && done_) {
+    release();
+  } else {
+    abort();
+  }
+}
+
+unsigned UpstreamResponse::status() const noexcept {
+  return conn_ ? conn_->parser->get().result_int() : 0;
+}
+
+const http::response_header<>& UpstreamResponse::header() const noexcept {
+  static const http::response_header<> empty;
+  return conn_ && conn_->parser ? conn_->parser->get().base() : empty;
+}
+
+void UpstreamResponse::abort() noexcept {
+  if (!conn_) {
+    return;
+  }
+  if (!done_) {
+    if (auto p = pool_.lock()) {
+      ++p->stats.aborted;
+    }
+  }
+  conn_->close();
+  conn_.reset();
+  done_ = true;
+}
+
+void UpstreamResponse::release() noexcept {
+  if (!conn_) {
+    return;
+  }
+  auto p = pool_.lock();
+  bool reusable = p && conn_->parser && conn_->parser->is_done() && conn_->parser->keep_alive() &&
+                  conn_->stream.socket().is_open();
+  if (reusable) {
+    p->give_back(std::move(conn_));
+  } else {
+    conn_->close();
+    conn_.reset();
+  }
+}
+
+asio::awaitable<boost::system::result<BodyPiece>> UpstreamResponse::next() {
+  if (!conn_) {
+    co_return BodyPiece{{}, true};
+  }
+  if (conn_->pending_done) {
+    done_ = true;
+    release();
+    co_return BodyPiece{{}, true};
+  }
+  auto& parser = *conn_->parser;
+  while (true) {
+    parser.get().body().data = conn_->body_buf.data();
+    parser.get().body().size = conn_->body_buf.size();
+    conn_->stream.expires_after(timeouts_.idle);
+    auto [ec, n] = co_await http::async_read_some(conn_->stream, conn_->buffer, parser, use_tuple);
+    if (ec == http::error::need_buffer) {
+      ec = {};
+    }
+    std::size_t got = conn_->body_buf.size() - parser.get().body().size;
+    if (ec) {
+      boost::system::error_code out = ec;
+      if (ec == beast::error::timeout) {
+        out = make_error_code(ClientErrc::idle_timeout);
+      } else if (ec == asio::error::operation_aborted) {
+        out = ec;  // cancelled by our caller: close below, never reuse
+      } else if (is_http_parse_error(ec)) {
+        out = make_error_code(ClientErrc::bad_response);
+      } else {
+        out = make_error_code(ClientErrc::closed_mid_body);
+      }
+      abort();
+      co_return out;
+    }
+    if (parser.is_done()) {
+      if (got == 0) {
+        done_ = true;
+        release();
+        co_return BodyPiece{{}, true};
+      }
+      conn_->pending_done = true;
+    }
+    if (got > 0) {
+      co_return BodyPiece{std::string_view(conn_->body_buf.data(), got), false};
+    }
+  }
+}
+
+asio::awaitable<boost::system::result<std::string>> UpstreamResponse::read_all(std::size_t limit) {
+  std::string out;
+  while (true) {
+    auto piece = co_await next();
+    if (!piece) {
+      co_return piece.error();
+    }
+    if (piece->done) {
+      co_return out;
+    }
+    if (out.size() + piece->data.size() > limit) {
+      abort();
+      co_return make_error_code(ClientErrc::body_too_large);
+    }
+    out.append(piece->data);
+  }
+}
+
+// --- ClientPool --------------------------------------------------------------------------------------
+
+ClientPool::ClientPool(asio::any_io_executor ex, PoolOptions opts)
+    : state_(std::make_shared<detail::PoolState>(std::move(ex), opts)) {}
+
+ClientPool::~ClientPool() {
+  close_idle();
+}
+
+std::size_t ClientPool::idle_connections() const noexcept {
+  std::size_t n = 0;
+  for (const auto& [k, q] : state_->idle) {
+    n += q.size();
+  }
+  return n;
+}
+
+void ClientPool::close_idle() noexcept {
+  for (auto& [k, q] : state_->idle) {
+    for (auto& c : q) {
+      c->close();
+    }
+  }
+  state_->idle.clear();
+}
+
+const PoolStats& ClientPool::stats() const noexcept {
+  return state_->stats;
+}
+
+asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send(const Endpoint& ep, Request req,
+                                                                          ClientTimeouts t) {
+  auto& pool = *state_;
+  if (req.find(http::field::host) == req.end()) {
+    req.set(http::field::host, ep.key());
+  }
+  if (req.find(http::field::content_length) == req.end() &&
+      req.find(http::field::transfer_encoding) == req.end() &&
+      (!req.body().empty() || req.method() == http::verb::post || req.method() == http::verb::put)) {
+    req.prepare_payload();
+  }
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::unique_ptr<detail::Connection> conn = attempt == 0 ? pool.take(ep) : nullptr;
+    bool fresh = !conn;
+    if (fresh) {
+      auto c = co_await connect(pool, ep, t);
+      if (!c) {
+        co_return c.error();
+      }
+      conn = std::move(*c);
+    } else {
+      ++pool.stats.reuses;
+    }
+    conn->stream.expires_after(t.write);
+    auto [wec, wn] = co_await http::async_write(conn->stream, req, use_tuple);
+    if (wec) {
+      conn->close();
+      if (wec == asio::error::operation_aborted) {
+        co_return wec;
+      }
+      if (!fresh) {
+        ++pool.stats.stale_retries;
+        continue;
+      }
+      co_return make_error_code(wec == beast::error::timeout ? ClientErrc::write_timeout
+                                                             : ClientErrc::closed_before_response);
+    }
+    conn->parser.emplace();
+    conn->parser->header_limit(static_cast<std::uint32_t>(pool.opts.max_header_bytes));
+    conn->parser->body_limit(boost::none);
+    if (req.method() == http::verb::head) {
+      conn->parser->skip(true);
+    }
+    conn->stream.expires_after(t.first_byte);
+    auto [hec, hn] = co_await http::async_read_header(conn->stream, conn->buffer, *conn->parser, use_tuple);
+    if (hec) {
+      bool nothing_received = hn == 0 && conn->buffer.size() == 0;
+      conn->close();
+      if (hec == asio::error::operation_aborted) {
+        co_return hec;
+      }
+      if (!fresh && nothing_received && hec != beast::error::timeout) {
+        ++pool.stats.stale_retries;
+        continue;
+      }
+      if (hec == beast::error::timeout) {
+        co_return make_error_code(ClientErrc::first_byte_timeout);
+      }
+      co_return make_error_code(is_http_parse_error(hec) ? ClientErrc::bad_response
+                                                         : ClientErrc::closed_before_response);
+    }
+    co_return UpstreamResponse(std::move(conn), state_, fresh, t);
+  }
+  co_return make_error_code(ClientErrc::closed_before_response);
+}
+
+}  // namespace warden::net

@@ -1,0 +1,453 @@
+#include "net/server.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/serializer.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <utility>
+
+namespace warden::net {
+
+namespace {
+
+using namespace boost::asio::experimental::awaitable_operators;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+// Pipelined bytes a client may send while its previous request is being answered; more is abuse.
+constexpr std::size_t kMaxPipelinedBytes = 64u << 10;
+
+std::string openai_error(std::string_view message, std::string_view type, unsigned code) {
+  boost::json::object err{{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}};
+  return boost::json::serialize(boost::json::object{{"error", std::move(err)}});
+}
+
+Response plain_error(unsigned version, unsigned status, std::string_view message) {
+  Response res{static_cast<http::status>(status), version};
+  res.set(http::field::content_type, "application/json");
+  res.body() = openai_error(message, "BadRequestError", status);
+  res.keep_alive(false);
+  res.prepare_payload();
+  return res;
+}
+
+// Completes when the client is gone: EOF or an error on its socket. Bytes the client sends meanwhile
+// (a pipelined next request) are kept in `buffer` for the session loop to parse later.
+asio::awaitable<void> watch_disconnect(beast::tcp_stream& stream, beast::flat_buffer& buffer) {
+  auto& sock = stream.socket();
+  while (true) {
+    auto [ec] = co_await sock.async_wait(tcp::socket::wait_read, use_tuple);
+    if (ec) {
+      co_return;
+    }
+    boost::system::error_code ec2;
+    std::size_t avail = sock.available(ec2);
+    if (ec2 || avail == 0 || buffer.size() + avail > kMaxPipelinedBytes) {
+      co_return;  // readable with nothing to read: EOF (or reset)
+    }
+    std::size_t n = sock.read_some(buffer.prepare(avail), ec2);
+    if (ec2) {
+      co_return;
+    }
+    buffer.commit(n);
+  }
+}
+
+// A protocol violation by the client (worth a 400), as opposed to EOF, a timeout or a transport error.
+bool is_parse_error(const boost::system::error_code& ec) {
+  return ec.category() == make_error_code(http::error::bad_target).category() &&
+         ec != http::error::end_of_stream && ec != http::error::partial_message &&
+         ec != http::error::need_more;
+}
+
+class SessionWriter final : public StreamWriter {
+ public:
+  SessionWriter(beast::tcp_stream& stream, std::chrono::milliseconds timeout)
+      : stream_(stream), timeout_(timeout) {}
+
+  asio::awaitable<boost::system::error_code> write(std::string_view data) override {
+    if (failed_) {
+      co_return asio::error::broken_pipe;
+    }
+    if (data.empty()) {
+      co_return boost::system::error_code{};
+    }
+    stream_.expires_after(timeout_);
+    auto [ec, n] = co_await asio::async_write(
+        stream_, http::make_chunk(asio::buffer(data.data(), data.size())), use_tuple);
+    if (ec) {
+      failed_ = true;
+      co_return ec;
+    }
+    bytes_ += data.size();
+    co_return boost::system::error_code{};
+  }
+  bool failed() const noexcept override { return failed_; }
+  std::uint64_t bytes_written() const noexcept override { return bytes_; }
+  void mark_failed() noexcept { failed_ = true; }
+
+ private:
+  beast::tcp_stream& stream_;
+  std::chrono::milliseconds timeout_;
+  bool failed_ = false;
+  std::uint64_t bytes_ = 0;
+};
+
+}  // namespace
+
+Response make_response(const Request& req, unsigned status, std::string body, std::string_view content_type) {
+  Response res{static_cast<http::status>(status), req.version()};
+  if (!content_type.empty()) {
+    res.set(http::field::content_type, content_type);
+  }
+  res.keep_alive(req.keep_alive());
+  res.body() = std::move(body);
+  res.prepare_payload();
+  return res;
+}
+
+StreamReply sse_reply(const Request& req, unsigned status) {
+  StreamReply s;
+  s.header.result(static_cast<http::status>(status));
+  s.header.version(req.version());
+  s.header.set(http::field::content_type, "text/event-stream; charset=utf-8");
+  s.header.set(http::field::cache_control, "no-cache");
+  if (!req.keep_alive()) {
+    s.header.set(http::field::connection, "close");
+  }
+  return s;
+}
+
+struct Server::Session {
+  beast::tcp_stream* stream = nullptr;
+};
+
+Server::Server(asio::io_context& ioc, ServerOptions opts, Handler handler)
+    : ioc_(ioc), opts_(std::move(opts)), handler_(std::move(handler)), acceptor_(ioc) {}
+
+Server::~Server() = default;
+
+boost::system::result<tcp::endpoint> Server::listen() {
+  boost::system::error_code ec;
+  auto addr = asio::ip::make_address(opts_.host, ec);
+  if (ec) {
+    // Accept "localhost" and similar names by resolving them once.
+    tcp::resolver resolver(ioc_);
+    auto results = resolver.resolve(opts_.host, std::to_string(opts_.port), ec);
+    if (ec || results.empty()) {
+      return ec ? ec : make_error_code(asio::error::host_not_found);
+    }
+    addr = results.begin()->endpoint().address();
+  }
+  tcp::endpoint ep{addr, opts_.port};
+  acceptor_.open(ep.protocol(), ec);
+  if (ec) {
+    return ec;
+  }
+  acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (opts_.reuse_port) {
+    using reuse_port = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
+    acceptor_.set_option(reuse_port(true), ec);
+  }
+  acceptor_.bind(ep, ec);
+  if (ec) {
+    return ec;
+  }
+  acceptor_.listen(opts_.backlog, ec);
+  if (ec) {
+    return ec;
+  }
+  return acceptor_.local_endpoint();
+}
+
+asio::awaitable<void> Server::run() {
+  while (!stopped_) {
+    auto [ec, sock] = co_await acceptor_.async_accept(use_tuple);
+    if (ec) {
+      if (stopped_ || ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) {
+        co_return;
+      }
+      // EMFILE and friends: back off briefly instead of spinning.
+      spdlog::warn("accept failed: {}", ec.message());
+      asio::steady_timer t(ioc_, std::chrono::milliseconds(50));
+      co_await t.async_wait(use_tuple);
+      continue;
+    }
+    boost::system::error_code ignored;
+    sock.set_option(tcp::no_delay(true), ignored);
+    std::uint64_t id = next_id_++;
+    ++stats_.connections_accepted;
+    asio::co_spawn(ioc_, session(std::move(sock), id), [id](std::exception_ptr e) {
+      if (e) {
+        try {
+          std::rethrow_exception(e);
+        } catch (const std::exception& ex) {
+          spdlog::error("connection {}: {}", id, ex.what());
+        }
+      }
+    });
+  }
+}
+
+void Server::stop() {
+  if (stopped_) {
+    return;
+  }
+  stopped_ = true;
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  // Closing the sockets fails every pending read/write and the disconnect watchers, which cancels
+  // in-flight handlers and stream bodies.
+  for (Session* s : sessions_) {
+    s->stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
+    s->stream->socket().close(ignored);
+  }
+}
+
+asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id) {
+  ConnectionInfo info;
+  info.id = id;
+  boost::system::error_code ignored;
+  info.remote = socket.remote_endpoint(ignored);
+  beast::tcp_stream stream(std::move(socket));
+  beast::flat_buffer buffer;
+  Session self{&stream};
+  sessions_.push_back(&self);
+  auto self_it = std::prev(sessions_.end());
+  ++stats_.connections_open;
+  struct Unregister {
+    Server* server;
+    std::list<Session*>::iterator it;
+    ~Unregister() {
+      server->sessions_.erase(it);
+      --server->stats_.connections_open;
+    }
+  } unregister{this, self_it};
+
+  auto too_large = [&](unsigned version) {
+    Response res = opts_.make_too_large ? opts_.make_too_large(version, false)
+                                        : plain_error(version, 413, "Request body too large");
+    res.keep_alive(false);
+    res.prepare_payload();
+    return res;
+  };
+  auto send_and_close = [&](Response& res) -> asio::awaitable<void> {
+    stream.expires_after(opts_.write_timeout);
+    co_await http::async_write(stream, res, use_tuple);
+    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  };
+
+  for (std::uint64_t index = 0; !stopped_; ++index) {
+    info.request_index = index;
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(opts_.max_header_bytes));
+    parser.body_limit(opts_.max_body_bytes);
+    stream.expires_after(index == 0 ? opts_.read_timeout : opts_.idle_timeout);
+    auto [hec, hn] = co_await http::async_read_header(stream, buffer, parser, use_tuple);
+    if (hec) {
+      if (hec == http::error::header_limit) {
+        Response answer = plain_error(11, 431, "Request header fields too large");
+        co_await send_and_close(answer);
+      } else if (hec == http::error::body_limit) {
+        Response answer = too_large(parser.get().version());
+        co_await send_and_close(answer);
+      } else if (is_parse_error(hec)) {
+        Response answer = plain_error(11, 400, "Malformed HTTP request");
+        co_await send_and_close(answer);
+      }
+      co_return;  // EOF, timeout, reset, stop(): nothing to answer
+    }
+    unsigned version = parser.get().version();
+    if (parser.content_length() && *parser.content_length() > opts_.max_body_bytes) {
+      Response answer = too_large(version);
+      co_await send_and_close(answer);
+      co_return;
+    }
+    if (parser.get()[http::field::expect] == "100-continue") {
+      stream.expires_after(opts_.write_timeout);
+      static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
+      auto [cec, cn] = co_await asio::async_write(stream, asio::buffer(cont.data(), cont.size()), use_tuple);
+      if (cec) {
+        co_return;
+      }
+    }
+    stream.expires_after(opts_.read_timeout);
+    auto [bec, bn] = co_await http::async_read(stream, buffer, parser, use_tuple);
+    if (bec) {
+      if (bec == http::error::body_limit) {
+        Response answer = too_large(version);
+        co_await send_and_close(answer);
+      } else if (is_parse_error(bec)) {
+        Response answer = plain_error(version, 400, "Malformed HTTP request body");
+        co_await send_and_close(answer);
+      }
+      co_return;
+    }
+    stream.expires_never();
+    Request req = parser.release();
+    if (buffer.size() == 0) {
+      buffer.shrink_to_fit();  // an idle keep-alive connection should hold no read buffer
+    }
+    ++stats_.requests;
+    bool keep_alive = req.keep_alive();
+
+    // The handler runs against a disconnect watcher: whichever finishes first cancels the other.
+    struct Boxed {
+      Reply reply;  // boxed so `||` does not flatten the Reply variant into its own
+    };
+    auto guarded = [&]() -> asio::awaitable<Boxed> {
+      try {
+        // Not `Boxed{co_await ...}`: GCC 12 miscompiles co_await inside braced initialisers.
+        Reply r = co_await handler_(req, info);
+        co_return Boxed{std::move(r)};
+      } catch (const boost::system::system_error& e) {
+        if (e.code() == asio::error::operation_aborted) {
+          throw;
+        }
+        ++stats_.handler_errors;
+        spdlog::error("handler {} {}: {}", std::string(req.method_string()), std::string(req.target()),
+                      e.what());
+      } catch (const std::exception& e) {
+        ++stats_.handler_errors;
+        spdlog::error("handler {} {}: {}", std::string(req.method_string()), std::string(req.target()),
+                      e.what());
+      }
+      co_return Boxed{
+          make_response(req, 500, openai_error("Internal server error", "InternalServerError", 500))};
+    };
+    std::variant<Boxed, std::monostate> outcome;
+    try {
+      outcome = co_await (guarded() || watch_disconnect(stream, buffer));
+    } catch (const boost::system::system_error&) {
+      ++stats_.client_disconnects;
+      co_return;
+    }
+    if (outcome.index() == 1) {
+      ++stats_.client_disconnects;
+      co_return;
+    }
+    Reply reply = std::move(std::get<0>(outcome).reply);
+
+    if (auto* res = std::get_if<Response>(&reply)) {
+      keep_alive = keep_alive && res->keep_alive();
+      res->keep_alive(keep_alive);
+      stream.expires_after(opts_.write_timeout);
+      auto [wec, wn] = co_await http::async_write(stream, *res, use_tuple);
+      if (wec) {
+        co_return;
+      }
+      if (!keep_alive) {
+        stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+        co_return;
+      }
+      continue;
+    }
+
+    auto& streamed = std::get<StreamReply>(reply);
+    http::response<http::empty_body> head{std::move(streamed.header)};
+    head.erase(http::field::content_length);
+    head.chunked(true);
+    keep_alive = keep_alive && head.keep_alive();
+    head.keep_alive(keep_alive);
+    http::response_serializer<http::empty_body> sr{head};
+    stream.expires_after(opts_.write_timeout);
+    auto [hwec, hwn] = co_await http::async_write_header(stream, sr, use_tuple);
+    if (hwec) {
+      co_return;
+    }
+    SessionWriter writer(stream, opts_.write_timeout);
+    auto run_body = [&]() -> asio::awaitable<void> {
+      try {
+        if (streamed.body) {
+          co_await streamed.body(writer);
+        }
+      } catch (const boost::system::system_error& e) {
+        if (e.code() == asio::error::operation_aborted) {
+          throw;
+        }
+        writer.mark_failed();
+        ++stats_.handler_errors;
+        spdlog::error("stream body {}: {}", std::string(req.target()), e.what());
+      } catch (const std::exception& e) {
+        writer.mark_failed();
+        ++stats_.handler_errors;
+        spdlog::error("stream body {}: {}", std::string(req.target()), e.what());
+      }
+    };
+    std::variant<std::monostate, std::monostate> body_outcome;
+    try {
+      body_outcome = co_await (run_body() || watch_disconnect(stream, buffer));
+    } catch (const boost::system::system_error&) {
+      ++stats_.client_disconnects;
+      co_return;
+    }
+    if (body_outcome.index() == 1 || writer.failed()) {
+      if (body_outcome.index() == 1) {
+        ++stats_.client_disconnects;
+      }
+      co_return;  // client gone, or a broken stream we cannot terminate cleanly
+    }
+    stream.expires_after(opts_.write_timeout);
+    auto [lec, ln] = co_await asio::async_write(stream, http::make_chunk_last(), use_tuple);
+    if (lec || !keep_alive) {
+      stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+      co_return;
+    }
+    stream.expires_never();
+  }
+}
+
+int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()> on_stop) {
+  auto ep = server.listen();
+  if (!ep) {
+    spdlog::error("cannot listen on {}:{}: {}", server.options().host, server.options().port,
+                  ep.error().message());
+    return 1;
+  }
+  std::string host =
+      ep->address().is_v6() ? "[" + ep->address().to_string() + "]" : ep->address().to_string();
+  std::printf("listening on http://%s:%u\n", host.c_str(), static_cast<unsigned>(ep->port()));
+  std::fflush(stdout);
+  asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
+    if (ec) {
+      return;
+    }
+    spdlog::info("signal {}: shutting down", sig);
+    server.stop();
+    if (on_stop) {
+      on_stop();
+    }
+  });
+  asio::co_spawn(ioc, server.run(), [](std::exception_ptr e) {
+    if (e) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        spdlog::error("accept loop: {}", ex.what());
+      }
+    }
+  });
+  ioc.run();
+  return 0;
+}
+
+}  // namespace warden::net

@@ -1,0 +1,440 @@
+// net::Server and net::ClientPool / SyncClient over loopback: keep-alive, chunked streaming, body limit,
+// timeouts, client disconnect → handler cancellation (directly and through a proxy), shutdown.
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <string>
+#include <thread>
+
+#include "net/client.hpp"
+#include "net/server.hpp"
+#include "net/sync_client.hpp"
+#include "support/child_process.hpp"
+#include "support/http.hpp"
+
+using namespace std::chrono_literals;
+using namespace warden;
+using net::asio::awaitable;
+
+namespace {
+
+// A server on its own io_context thread, stopped and joined by the destructor.
+class TestServer {
+ public:
+  explicit TestServer(net::Handler handler, net::ServerOptions opts = {})
+      : server_(ioc_, std::move(opts), std::move(handler)) {
+    auto ep = server_.listen();
+    EXPECT_TRUE(ep.has_value());
+    port_ = ep->port();
+    net::asio::co_spawn(ioc_, server_.run(), [this](std::exception_ptr) { run_returned_ = true; });
+    thread_ = std::thread([this] { ioc_.run(); });
+  }
+  ~TestServer() {
+    stop();
+    thread_.join();
+  }
+  void stop() {
+    net::asio::post(ioc_, [this] { server_.stop(); });
+  }
+  int port() const { return port_; }
+  net::asio::io_context& ioc() { return ioc_; }
+  bool run_returned() const { return run_returned_; }
+  // Stats are read from the server thread.
+  net::ServerStats stats() {
+    std::promise<net::ServerStats> p;
+    net::asio::post(ioc_, [&] { p.set_value(server_.stats()); });
+    return p.get_future().get();
+  }
+
+ private:
+  net::asio::io_context ioc_;
+  net::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::atomic<bool> run_returned_{false};
+};
+
+awaitable<void> sleep_for(std::chrono::milliseconds d) {
+  net::asio::steady_timer t(co_await net::asio::this_coro::executor, d);
+  co_await t.async_wait(net::asio::use_awaitable);
+}
+
+// Waits (on the server's executor) until `flag` is set by another thread, bounded by `limit`.
+awaitable<bool> await_flag(const std::atomic<bool>& flag, std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!flag) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      co_return false;
+    }
+    co_await sleep_for(1ms);
+  }
+  co_return true;
+}
+
+net::Handler echo_handler() {
+  return [](net::Request& req, const net::ConnectionInfo& c) -> awaitable<net::Reply> {
+    co_return net::make_response(
+        req, 200, std::string(req.target()) + " conn=" + std::to_string(c.id) + " body=" + req.body(),
+        "text/plain");
+  };
+}
+
+}  // namespace
+
+TEST(NetServer, KeepAliveReusesOneConnection) {
+  TestServer s(echo_handler());
+  test_support::Client c(s.port());
+  auto a = c.get("/a");
+  auto b = c.post("/b", "xyz");
+  EXPECT_EQ(a.status, 200u);
+  EXPECT_EQ(a.body, "/a conn=1 body=");
+  EXPECT_EQ(b.body, "/b conn=1 body=xyz");
+  EXPECT_EQ(c.raw().reused_requests(), 1u);
+  EXPECT_EQ(s.stats().connections_accepted, 1u);
+}
+
+TEST(NetServer, ConnectionCloseIsHonoured) {
+  TestServer s(echo_handler());
+  std::string out =
+      test_support::raw_exchange(s.port(), "GET /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", 5000ms);
+  EXPECT_EQ(test_support::raw_status(out), 200);
+  EXPECT_NE(out.find("/x conn=1"), std::string::npos);  // raw_exchange returned: the server closed
+}
+
+TEST(NetServer, PipelinedRequestsAreAnsweredInOrder) {
+  TestServer s(echo_handler());
+  std::string out = test_support::raw_exchange(
+      s.port(),
+      "GET /one HTTP/1.1\r\nHost: a\r\n\r\nGET /two HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+      5000ms);
+  auto one = out.find("/one conn=1");
+  auto two = out.find("/two conn=1");
+  ASSERT_NE(one, std::string::npos) << out;
+  ASSERT_NE(two, std::string::npos) << out;
+  EXPECT_LT(one, two);
+}
+
+TEST(NetServer, StreamSendsEachChunkAsItIsWritten) {
+  std::atomic<bool> client_saw_first{false};
+  std::atomic<bool> server_waited_ok{false};
+  TestServer s([&](net::Request& req, const net::ConnectionInfo&) -> awaitable<net::Reply> {
+    net::StreamReply r = net::sse_reply(req);
+    r.body = [&](net::StreamWriter& w) -> awaitable<void> {
+      co_await w.write("data: first\n\n");
+      // If the session buffered chunks, the client would never see the first one and this would time out.
+      server_waited_ok = co_await await_flag(client_saw_first, 10s);
+      co_await w.write("data: second\n\n");
+    };
+    co_return r;
+  });
+  test_support::Client c(s.port());
+  auto res = c.post("/s", "{}", {}, [&](std::string_view piece) {
+    if (piece.find("first") != std::string_view::npos) {
+      client_saw_first = true;
+    }
+    return true;
+  });
+  EXPECT_TRUE(server_waited_ok);
+  EXPECT_EQ(res.status, 200u);
+  EXPECT_EQ(res.header("Transfer-Encoding"), "chunked");
+  EXPECT_EQ(res.header("Content-Type"), "text/event-stream; charset=utf-8");
+  auto events = test_support::parse_sse(res.body);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].data, "first");
+  EXPECT_EQ(events[1].data, "second");
+  // The connection survives a completed stream.
+  auto again = c.post("/s2", "{}");
+  EXPECT_EQ(again.status, 200u);
+  EXPECT_EQ(c.raw().reused_requests(), 1u);
+}
+
+TEST(NetServer, BodyOverLimitGets413) {
+  net::ServerOptions opts;
+  opts.max_body_bytes = 1000;
+  TestServer s(echo_handler(), opts);
+  test_support::Client c(s.port());
+  EXPECT_EQ(c.post("/ok", std::string(1000, 'a')).status, 200u);
+  auto big = c.raw().post("/big", std::string(1001, 'a'));
+  ASSERT_TRUE(big.has_value()) << big.error().message();
+  EXPECT_EQ(big->status, 413u);
+  EXPECT_NE(big->body.find("\"error\""), std::string::npos);
+  // Chunked upload without Content-Length: the limit is enforced while reading.
+  std::string chunked = "POST /c HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 3; ++i) {
+    chunked += "1f4\r\n" + std::string(500, 'b') + "\r\n";
+  }
+  chunked += "0\r\n\r\n";
+  EXPECT_EQ(test_support::raw_status(test_support::raw_exchange(s.port(), chunked, 5000ms)), 413);
+}
+
+TEST(NetServer, MalformedRequestGets400AndHugeHeaderGets431) {
+  net::ServerOptions opts;
+  opts.max_header_bytes = 2048;
+  TestServer s(echo_handler(), opts);
+  EXPECT_EQ(test_support::raw_status(test_support::raw_exchange(s.port(), "HELLO\r\n\r\n", 5000ms)), 400);
+  EXPECT_EQ(test_support::raw_status(
+                test_support::raw_exchange(s.port(), "GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n", 5000ms)),
+            400);
+  std::string huge = "GET / HTTP/1.1\r\nX-Big: " + std::string(4096, 'h') + "\r\n\r\n";
+  EXPECT_EQ(test_support::raw_status(test_support::raw_exchange(s.port(), huge, 5000ms)), 431);
+  // Still serving.
+  test_support::Client c(s.port());
+  EXPECT_EQ(c.get("/").status, 200u);
+}
+
+TEST(NetServer, ReadTimeoutClosesASlowClient) {
+  net::ServerOptions opts;
+  opts.read_timeout = 200ms;
+  TestServer s(echo_handler(), opts);
+  auto start = std::chrono::steady_clock::now();
+  // An incomplete header, then silence: the server must close the connection on its own.
+  std::string out = test_support::raw_exchange(s.port(), "GET / HTTP/1.1\r\nHost:", 20000ms);
+  EXPECT_TRUE(out.empty()) << out;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 15s);  // closed by the server, not by our timeout
+}
+
+TEST(NetClient, FirstByteAndIdleTimeoutsFire) {
+  TestServer s([](net::Request& req, const net::ConnectionInfo&) -> awaitable<net::Reply> {
+    if (req.target() == "/slow-header") {
+      co_await sleep_for(3s);
+      co_return net::make_response(req, 200, "late");
+    }
+    net::StreamReply r = net::sse_reply(req);
+    r.body = [](net::StreamWriter& w) -> awaitable<void> {
+      co_await w.write("data: 1\n\n");
+      co_await sleep_for(3s);
+      co_await w.write("data: 2\n\n");
+    };
+    co_return r;
+  });
+  net::ClientTimeouts t;
+  t.first_byte = 150ms;
+  t.idle = 150ms;
+  net::SyncClient c("127.0.0.1", static_cast<std::uint16_t>(s.port()), t);
+  auto slow = c.get("/slow-header");
+  ASSERT_FALSE(slow.has_value());
+  EXPECT_EQ(slow.error(), net::ClientErrc::first_byte_timeout);
+  auto stalled = c.get("/stall");
+  ASSERT_FALSE(stalled.has_value());
+  EXPECT_EQ(stalled.error(), net::ClientErrc::idle_timeout);
+}
+
+TEST(NetClient, ConnectRefusedIsAnError) {
+  int port = 0;
+  {
+    net::asio::io_context ioc;
+    net::tcp::acceptor a(ioc, {net::asio::ip::make_address("127.0.0.1"), 0});
+    port = a.local_endpoint().port();
+  }  // closed: nothing listens there now
+  net::SyncClient c("127.0.0.1", static_cast<std::uint16_t>(port));
+  auto r = c.get("/");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error(), net::ClientErrc::connect_failed);
+}
+
+TEST(NetClient, ParsesUpstreamUrls) {
+  auto a = net::parse_http_url("http://127.0.0.1:8000/v1");
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->host, "127.0.0.1");
+  EXPECT_EQ(a->port, 8000);
+  EXPECT_EQ(a->key(), "127.0.0.1:8000");
+  auto b = net::parse_http_url("http://localhost");
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->port, 80);
+  EXPECT_FALSE(net::parse_http_url("https://x:1").has_value());
+  EXPECT_FALSE(net::parse_http_url("not a url").has_value());
+  EXPECT_FALSE(net::parse_http_url("http://:8000").has_value());
+}
+
+TEST(NetServer, ClientDisconnectCancelsAStreamingHandler) {
+  std::atomic<bool> cancelled{false};
+  std::atomic<int> chunks{0};
+  TestServer s([&](net::Request& req, const net::ConnectionInfo&) -> awaitable<net::Reply> {
+    net::StreamReply r = net::sse_reply(req);
+    r.body = [&](net::StreamWriter& w) -> awaitable<void> {
+      try {
+        for (int i = 0; i < 100000; ++i) {
+          if (co_await w.write("data: tick\n\n")) {
+            co_return;
+          }
+          ++chunks;
+          co_await sleep_for(5ms);
+        }
+      } catch (const boost::system::system_error& e) {
+        cancelled = e.code() == net::asio::error::operation_aborted;
+        throw;
+      }
+    };
+    co_return r;
+  });
+  test_support::Client c(s.port());
+  int seen = 0;
+  auto res = c.post("/s", "{}", {}, [&](std::string_view) { return ++seen < 3; });
+  EXPECT_TRUE(res.hung_up);
+  EXPECT_TRUE(test_support::wait_until([&] { return cancelled.load(); }, 10s));
+  int at_cancel = chunks;
+  EXPECT_LT(at_cancel, 1000);
+  EXPECT_TRUE(test_support::wait_until([&] { return s.stats().client_disconnects == 1; }, 10s));
+}
+
+TEST(NetServer, ClientDisconnectCancelsAHandlerBeforeItsResponse) {
+  std::atomic<bool> started{false};
+  std::atomic<bool> cancelled{false};
+  TestServer s([&](net::Request& req, const net::ConnectionInfo&) -> awaitable<net::Reply> {
+    started = true;
+    try {
+      co_await sleep_for(60s);
+    } catch (const boost::system::system_error&) {
+      cancelled = true;
+      throw;
+    }
+    co_return net::make_response(req, 200, "never");
+  });
+  std::thread client([&] {
+    // Sends a request, waits a little for nothing, then closes the socket.
+    test_support::raw_exchange(s.port(), "GET / HTTP/1.1\r\nHost: a\r\n\r\n", 300ms);
+  });
+  client.join();
+  EXPECT_TRUE(started);
+  EXPECT_TRUE(test_support::wait_until([&] { return cancelled.load(); }, 10s));
+}
+
+TEST(NetProxy, DownstreamDisconnectClosesTheUpstreamStream) {
+  // upstream: streams forever until cancelled; proxy: relays with ClientPool; client hangs up at the proxy.
+  std::atomic<bool> upstream_cancelled{false};
+  TestServer upstream([&](net::Request& req, const net::ConnectionInfo&) -> awaitable<net::Reply> {
+    net::StreamReply r = net::sse_reply(req);
+    r.body = [&](net::StreamWriter& w) -> awaitable<void> {
+      try {
+        while (true) {
+          if (co_await w.write("data: up\n\n")) {
+            upstream_cancelled = true;  // write failed: the proxy closed the connection
+            co_return;
+          }
+          co_await sleep_for(5ms);
+        }
+      } catch (const boost::system::system_error&) {
+        upstream_cancelled = true;
+        throw;
+      }
+    };
+    co_return r;
+  });
+  std::unique_ptr<net::ClientPool> pool;
+  int up_port = upstream.port();
+  std::unique_ptr<TestServer> proxy;
+  proxy = std::make_unique<TestServer>([&](net::Request& req,
+                                           const net::ConnectionInfo&) -> awaitable<net::Reply> {
+    if (!pool) {
+      pool = std::make_unique<net::ClientPool>(co_await net::asio::this_coro::executor);
+    }
+    net::Request up{req.method(), req.target(), 11};
+    up.body() = req.body();
+    net::Endpoint ep{"127.0.0.1", static_cast<std::uint16_t>(up_port)};  // named: see net/http.hpp on GCC 12
+    auto r = co_await pool->send(ep, std::move(up));
+    if (!r) {
+      co_return net::make_response(req, 502, r.error().message());
+    }
+    auto relay = std::make_shared<net::UpstreamResponse>(std::move(*r));
+    net::StreamReply s = net::sse_reply(req, relay->status());
+    s.body = [relay](net::StreamWriter& w) -> awaitable<void> {
+      while (true) {
+        auto piece = co_await relay->next();
+        if (!piece || piece->done) {
+          co_return;
+        }
+        if (co_await w.write(piece->data)) {
+          co_return;
+        }
+      }
+    };
+    co_return s;
+  });
+  test_support::Client c(proxy->port());
+  int seen = 0;
+  auto res = c.post("/relay", "{}", {}, [&](std::string_view) { return ++seen < 4; });
+  EXPECT_TRUE(res.hung_up);
+  EXPECT_NE(res.body.find("data: up"), std::string::npos);
+  EXPECT_TRUE(test_support::wait_until([&] { return upstream_cancelled.load(); }, 10s));
+  proxy.reset();  // pool is touched only on the proxy's thread; destroy it after that thread is gone
+  pool.reset();
+}
+
+TEST(NetProxy, PooledConnectionsAreReusedAndStaleOnesRetried) {
+  TestServer upstream(echo_handler());
+  net::asio::io_context ioc;
+  net::ClientPool pool(ioc.get_executor());
+  net::Endpoint ep{"127.0.0.1", static_cast<std::uint16_t>(upstream.port())};
+  std::vector<std::string> bodies;
+  auto run = [&]() -> awaitable<void> {
+    for (int i = 0; i < 3; ++i) {
+      net::Request req{net::http::verb::get, "/p" + std::to_string(i), 11};
+      auto r = co_await pool.send(ep, std::move(req));
+      EXPECT_TRUE(r.has_value());
+      if (r) {
+        auto body = co_await r->read_all();
+        bodies.push_back(body ? *body : "error");
+      }
+    }
+  };
+  net::asio::co_spawn(ioc, run(), net::asio::detached);
+  ioc.run();
+  ASSERT_EQ(bodies.size(), 3u);
+  EXPECT_EQ(bodies[2], "/p2 conn=1 body=");
+  EXPECT_EQ(pool.stats().connects, 1u);
+  EXPECT_EQ(pool.stats().reuses, 2u);
+  EXPECT_EQ(pool.idle_connections(), 1u);
+}
+
+TEST(NetServer, StopCancelsInFlightStreamsAndEndsTheAcceptLoop) {
+  std::atomic<bool> streaming{false};
+  std::atomic<bool> cancelled{false};
+  auto s = std::make_unique<TestServer>(
+      [&](net::Request& req, const net::ConnectionInfo&) -> awaitable<net::Reply> {
+        net::StreamReply r = net::sse_reply(req);
+        r.body = [&](net::StreamWriter& w) -> awaitable<void> {
+          streaming = true;
+          try {
+            while (!(co_await w.write("data: x\n\n"))) {
+              co_await sleep_for(5ms);
+            }
+          } catch (const boost::system::system_error&) {
+          }
+          cancelled = true;
+        };
+        co_return r;
+      });
+  std::thread client([port = s->port()] {
+    net::SyncClient c("127.0.0.1", static_cast<std::uint16_t>(port));
+    (void)c.post("/s", "{}");  // ends when the server goes away
+  });
+  ASSERT_TRUE(test_support::wait_until([&] { return streaming.load(); }, 10s));
+  s->stop();
+  EXPECT_TRUE(test_support::wait_until([&] { return cancelled.load() && s->run_returned(); }, 10s));
+  client.join();
+  s.reset();  // joins the io thread: it must run out of work on its own
+}
+
+TEST(TestSupport, ChildProcessReportsPortAndStops) {
+  test_support::ChildProcess p({"/bin/sh", "-c", "echo 'listening on http://127.0.0.1:4321'; exec sleep 60"});
+  EXPECT_EQ(p.wait_for_port(10s), 4321);
+  EXPECT_TRUE(p.running());
+  int code = p.stop(2s);
+  EXPECT_EQ(code, 128 + SIGTERM);
+  EXPECT_FALSE(p.running());
+}
+
+TEST(TestSupport, ChildProcessThatExitsEarlyFailsFast) {
+  test_support::ChildProcess p({"/bin/sh", "-c", "echo oops >&2; exit 3"});
+  EXPECT_THROW(p.wait_for_port(10s), std::runtime_error);
+  EXPECT_EQ(p.stop(), 3);
+}
