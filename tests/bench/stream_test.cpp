@@ -1,0 +1,180 @@
+// The bench's pure parts: reading a streamed response, options, metrics folding.
+#include <gtest/gtest.h>
+
+#include "bench/metrics.hpp"
+#include "bench/options.hpp"
+#include "bench/stream.hpp"
+
+namespace warden::bench {
+namespace {
+
+const std::string kAnthropicStream =
+    "event: message_start\n"
+    "data: "
+    "{\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"role\":\"assistant\",\"usage\":{\"input_"
+    "tokens\":"
+    "100,\"output_tokens\":0}}}\n\n"
+    "event: content_block_start\n"
+    "data: "
+    "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+    "event: content_block_delta\n"
+    "data: "
+    "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hello\"}}"
+    "\n\n"
+    "event: content_block_delta\n"
+    "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" "
+    "world\"}}\n\n"
+    "event: content_block_stop\n"
+    "data: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
+    "event: message_delta\n"
+    "data: "
+    "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\"},\"usage\":{\"output_tokens\":2}}"
+    "\n\n"
+    "event: message_stop\n"
+    "data: {\"type\":\"message_stop\"}\n\n"
+    "data: [DONE]\n\n";
+
+const std::string kOpenAiStream =
+    "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n"
+    "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n"
+    "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" there\"}}]}\n\n"
+    "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n"
+    "data: {\"id\":\"c\",\"choices\":[],\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":7}}\n\n"
+    "data: [DONE]\n\n";
+
+// Feeds the stream in pieces of `step` bytes; returns the byte offset at which the first content arrived.
+std::size_t feed_in_pieces(StreamReader& r, const std::string& stream, std::size_t step) {
+  std::size_t first = std::string::npos;
+  for (std::size_t i = 0; i < stream.size(); i += step) {
+    if (r.feed(std::string_view(stream).substr(i, step)) && first == std::string::npos) {
+      first = i;
+    }
+  }
+  return first;
+}
+
+TEST(StreamReader, AnthropicReplyTokensAndFirstContentAtAnySplit) {
+  const std::size_t first_delta = kAnthropicStream.find("content_block_delta");
+  for (std::size_t step : {1U, 7U, 64U, 4096U}) {
+    StreamReader r(protocol::ApiKind::anthropic_messages);
+    const std::size_t first = feed_in_pieces(r, kAnthropicStream, step);
+    ASSERT_NE(first, std::string::npos);
+    // The first content is reported with the piece that completes the first delta event, not earlier.
+    EXPECT_GT(first + step, first_delta);
+    EXPECT_TRUE(r.finish());
+    EXPECT_EQ(r.reply(), "Hello world");
+    EXPECT_EQ(r.output_tokens(), 2);
+  }
+}
+
+TEST(StreamReader, OpenAiReplyAndUsage) {
+  StreamReader r(protocol::ApiKind::openai_chat);
+  feed_in_pieces(r, kOpenAiStream, 5);
+  EXPECT_TRUE(r.finish());
+  EXPECT_EQ(r.reply(), "Hi there");
+  EXPECT_EQ(r.output_tokens(), 7);  // the engine's usage wins over the count of content events
+}
+
+TEST(StreamReader, WithoutUsageCountsContentEvents) {
+  StreamReader r(protocol::ApiKind::openai_chat);
+  std::string stream = kOpenAiStream;
+  stream.erase(stream.find("data: {\"id\":\"c\",\"choices\":[],"),
+               stream.find("data: [DONE]") - stream.find("data: {\"id\":\"c\",\"choices\":[],"));
+  r.feed(stream);
+  EXPECT_TRUE(r.finish());
+  EXPECT_EQ(r.output_tokens(), 2);
+}
+
+TEST(StreamReader, TruncatedOrErrorStreamsAreFailures) {
+  StreamReader cut(protocol::ApiKind::anthropic_messages);
+  cut.feed(kAnthropicStream.substr(0, kAnthropicStream.find("event: message_delta")));
+  EXPECT_TRUE(cut.saw_content());
+  EXPECT_FALSE(cut.finish());
+  EXPECT_FALSE(cut.error_text().empty());
+
+  StreamReader err(protocol::ApiKind::anthropic_messages);
+  err.feed(
+      "event: error\ndata: "
+      "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}\n\n"
+      "data: [DONE]\n\n");
+  EXPECT_FALSE(err.finish());
+  EXPECT_NE(err.error_text().find("overloaded"), std::string::npos);
+
+  StreamReader garbage(protocol::ApiKind::openai_chat);
+  garbage.feed("data: {not json\n\ndata: [DONE]\n\n");
+  EXPECT_FALSE(garbage.saw_content());
+  EXPECT_EQ(garbage.reply(), "");
+}
+
+TEST(BenchOptions, ParsesDurationsLevelsCompareAndApi) {
+  EXPECT_EQ(*parse_duration("3m"), 180.0);
+  EXPECT_EQ(*parse_duration("90s"), 90.0);
+  EXPECT_EQ(*parse_duration("45"), 45.0);
+  EXPECT_EQ(*parse_duration("500ms"), 0.5);
+  EXPECT_EQ(*parse_duration("1.5h"), 5400.0);
+  EXPECT_FALSE(parse_duration("0s").has_value());
+  EXPECT_FALSE(parse_duration("abc").has_value());
+  EXPECT_FALSE(parse_duration("-3m").has_value());
+  EXPECT_EQ(*parse_levels("4,8, 16"), (std::vector<int>{4, 8, 16}));
+  EXPECT_FALSE(parse_levels("4,,8").has_value());
+  EXPECT_FALSE(parse_levels("0").has_value());
+  EXPECT_FALSE(parse_levels("4x").has_value());
+  EXPECT_EQ(*parse_compare("off,on"), (std::vector<std::string>{"off", "on"}));
+  EXPECT_EQ(*parse_compare("on,off"), (std::vector<std::string>{"on", "off"}));
+  EXPECT_FALSE(parse_compare("off").has_value());
+  EXPECT_FALSE(parse_compare("off,off").has_value());
+  EXPECT_FALSE(parse_compare("a,b").has_value());
+  EXPECT_EQ(*parse_api("openai"), Api::openai);
+  EXPECT_FALSE(parse_api("grpc").has_value());
+}
+
+TEST(BenchOptions, ValidationAndDerivedUrls) {
+  BenchOptions o;
+  o.url = "http://127.0.0.1:8000/";
+  o.model = "m";
+  EXPECT_TRUE(validate(o).has_value());
+  EXPECT_EQ(metrics_urls(o), (std::vector<std::string>{"http://127.0.0.1:8000/metrics"}));
+  o.compare = {"off", "on"};
+  EXPECT_FALSE(validate(o).has_value());  // compare needs a warden
+  o.warden = "http://127.0.0.1:9000";
+  EXPECT_TRUE(validate(o).has_value());
+  o.out = "table.txt";
+  EXPECT_FALSE(validate(o).has_value());
+  o.out = "table.md";
+  o.time_scale = 0;
+  EXPECT_FALSE(validate(o).has_value());
+  EXPECT_EQ(routing_admin_path("Qwen/Qwen3-4B"), "/api/models/Qwen%2FQwen3-4B/routing");
+  EXPECT_EQ(routing_admin_path("qwen3-4b-dp4"), "/api/models/qwen3-4b-dp4/routing");
+}
+
+TEST(BenchMetrics, BusyRanksAndPrefixSumsOverEveryEndpoint) {
+  const std::string dp2 =
+      "vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 3.0\n"
+      "vllm:num_requests_running{engine=\"1\",model_name=\"m\"} 0.0\n"
+      "vllm:prefix_cache_queries_total{engine=\"0\",model_name=\"m\"} 1000\n"
+      "vllm:prefix_cache_hits_total{engine=\"0\",model_name=\"m\"} 600\n"
+      "vllm:prefix_cache_queries_total{engine=\"1\",model_name=\"m\"} 500\n"
+      "vllm:prefix_cache_hits_total{engine=\"1\",model_name=\"m\"} 100\n";
+  const std::string single =
+      "vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 1\n"
+      "vllm:prefix_cache_queries_total{engine=\"0\",model_name=\"m\"} 10\n"
+      "vllm:prefix_cache_hits_total{engine=\"0\",model_name=\"m\"} 5\n";
+  const MetricsSample s =
+      summarize({*protocol::parse_vllm_metrics(dp2), *protocol::parse_vllm_metrics(single)});
+  EXPECT_EQ(s.ranks, 3);
+  EXPECT_EQ(s.busy_ranks, 2);
+  ASSERT_TRUE(s.prefix.has_value());
+  EXPECT_DOUBLE_EQ(s.prefix->queries, 1510);
+  EXPECT_DOUBLE_EQ(s.prefix->hits, 705);
+
+  // A rank without prefix counters makes the level's hit rate unmeasurable rather than wrong.
+  const MetricsSample partial =
+      summarize({*protocol::parse_vllm_metrics("vllm:num_requests_running{engine=\"0\"} 0\n")});
+  EXPECT_EQ(partial.ranks, 1);
+  EXPECT_EQ(partial.busy_ranks, 0);
+  EXPECT_FALSE(partial.prefix.has_value());
+  EXPECT_EQ(summarize({}).ranks, 0);
+}
+
+}  // namespace
+}  // namespace warden::bench
