@@ -33,19 +33,25 @@ ReplicaSessions& SessionTable::aggregate(ReplicaIndex index) {
 }
 
 void SessionTable::activate(Node& node) {
+  node.active = true;
+  ++active_count_;
+  if (node.home >= max_tracked_replicas) {
+    return;  // not a real replica index: never let it size the aggregate vector
+  }
   auto& agg = aggregate(node.home);
   ++agg.active_conversations;
   agg.held_tokens += node.prompt_tokens;
-  node.active = true;
-  ++active_count_;
 }
 
 void SessionTable::deactivate(Node& node) {
+  node.active = false;
+  --active_count_;
+  if (node.home >= max_tracked_replicas) {
+    return;
+  }
   auto& agg = aggregate(node.home);
   --agg.active_conversations;
   agg.held_tokens -= node.prompt_tokens;
-  node.active = false;
-  --active_count_;
 }
 
 void SessionTable::unlink(std::uint32_t slot) {

@@ -38,6 +38,9 @@ struct ReplicaSessions {
 
 class SessionTable {
  public:
+  /// Homes at or above this index are remembered but not aggregated (a guard against a bogus index).
+  static constexpr ReplicaIndex max_tracked_replicas = 65536;
+
   explicit SessionTable(SessionTableConfig config = {});
 
   /// The conversation's entry, or nullopt if unknown or idle longer than the TTL (even if expire() has not

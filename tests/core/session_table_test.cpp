@@ -51,6 +51,17 @@ TEST(SessionTable, AggregatesFollowHomeAndPromptSize) {
   EXPECT_EQ(all[2].active_conversations, 0u);
 }
 
+TEST(SessionTable, BogusHomeIndexIsRememberedButNotAggregated) {
+  SessionTable t;
+  t.assign(1, 0xFFFFFFF0u, 100, at(0));
+  EXPECT_EQ(t.lookup(1, at(0))->home, 0xFFFFFFF0u);
+  EXPECT_EQ(t.replica(0xFFFFFFF0u).active_conversations, 0u);
+  EXPECT_LT(t.memory_bytes(), 4096u);
+  t.expire(at(3600));
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(t.active_size(), 0u);
+}
+
 TEST(SessionTable, TouchOfUnknownKeyDoesNothing) {
   SessionTable t;
   t.touch(9, 100, at(0));
