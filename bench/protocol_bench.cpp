@@ -189,6 +189,9 @@ void BM_Sse_ParseCaptureRaw(benchmark::State& s) {
 void BM_Sse_ParseAndTrackUsage(benchmark::State& s) {
   run_sse(s, false, true);
 }
+void BM_Sse_ParseAndTrackUsageFast(benchmark::State& s) {
+  run_sse(s, false, true, StreamUsageTracker::Mode::fast);
+}
 
 }  // namespace
 
