@@ -92,8 +92,7 @@ export function mount(main, { model: name }) {
       h('p', { class: 'muted', id: 'affinity-help' }, 'On: each conversation stays on the replica holding its prefix cache. Off: every request goes to the least-loaded replica, like vLLM\u2019s own balancer.'),
       affinityButton),
     h('fieldset', {}, h('legend', {}, 'Spill threshold'), spillForm, h('p', {}, spillHelp)),
-    h('div', { class: 'controls' }, forget),
-    feedback,
+    h('div', { class: 'feedback-row' }, feedback, forget),
   );
 
   main.append(
