@@ -1,0 +1,64 @@
+#pragma once
+// vLLM's response formats for the four generation APIs, streaming (SSE) and not. Pure string building.
+//
+// Streams, as vLLM sends them:
+//   chat:        role chunk (delta {role, content ""}), one chunk per token (delta {content}), the last with
+//                finish_reason; a usage chunk (choices []) only with stream_options.include_usage; [DONE].
+//   completions: one text_completion chunk per token (last with finish_reason), optional usage chunk, [DONE].
+//   messages:    message_start (usage.input_tokens = prompt - cached, cache_read_input_tokens),
+//   content_block_start,
+//                content_block_delta (text_delta) per token, content_block_stop, message_delta (stop_reason,
+//                usage), message_stop, then data: [DONE].
+//   responses:   response.created, response.in_progress, response.output_item.added,
+//                response.content_part.added, response.output_text.delta per token,
+//                response.output_text.done, response.content_part.done, response.output_item.done,
+//                response.completed (with usage).
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace warden::sim {
+
+enum class Api { chat, completions, responses, messages };
+
+struct ReplyMeta {
+  std::string id;              // "chatcmpl-…", "cmpl-…", "resp_…", "msg_…"
+  std::string model;           // served model name
+  std::int64_t created = 0;    // unix seconds
+  bool include_usage = false;  // OpenAI streams: stream_options.include_usage
+};
+
+struct UsageOut {
+  std::uint32_t prompt_tokens = 0;
+  std::uint32_t cached_tokens = 0;
+  std::uint32_t completion_tokens = 0;
+  bool length = true;  // stopped by max_tokens / model length (the only stop rule of the engine)
+};
+
+/// The full (non-streaming) response body.
+std::string full_body(Api api, const ReplyMeta& meta, std::string_view text, const UsageOut& usage);
+
+/// Builds a stream's SSE events step by step.
+class StreamEncoder {
+ public:
+  StreamEncoder(Api api, ReplyMeta meta) : api_(api), meta_(std::move(meta)) {}
+  /// Events sent once, right before the first token's (usage: prompt/cached as known at that point).
+  std::string start(const UsageOut& usage);
+  /// Events for one generated token; `last` marks the final token (finish reason goes with it).
+  std::string token(std::string_view text, bool last, const UsageOut& usage);
+  /// Closing events after the last token (usage chunk, message_stop, response.completed, [DONE]).
+  std::string finish(const UsageOut& usage);
+
+ private:
+  std::string event(std::string_view type, std::string json);
+  Api api_;
+  ReplyMeta meta_;
+  std::string text_;  // accumulated (responses' done events repeat the whole text)
+  std::uint64_t sequence_ = 0;
+};
+
+/// "chatcmpl-" / "cmpl-" / "resp_" / "msg_" followed by 32 hex digits of `random`.
+std::string make_id(Api api, std::uint64_t hi, std::uint64_t lo);
+
+}  // namespace warden::sim

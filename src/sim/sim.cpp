@@ -1,0 +1,705 @@
+#include "sim/sim.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <fmt/format.h>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/json/value.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <deque>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/chat_template.hpp"
+#include "engine/engine.hpp"
+#include "engine/tokenizer.hpp"
+#include "net/notifier.hpp"
+#include "protocol/errors.hpp"
+#include "sim/balancer.hpp"
+#include "sim/formats.hpp"
+
+namespace warden::sim {
+
+namespace asio = boost::asio;
+namespace json = boost::json;
+using net::http::field;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+std::uint64_t splitmix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// An error the handler answers with: HTTP status + message, in the endpoint's own format.
+struct HttpError {
+  unsigned status = 400;
+  std::string message;
+  std::string param;
+};
+
+std::string openai_error_body(const HttpError& e) {
+  // vLLM's ErrorResponse: {"error": {"message", "type", "param", "code"}} with type BadRequestError, ...
+  std::string_view type = e.status == 404   ? "NotFoundError"
+                          : e.status == 413 ? "RequestEntityTooLarge"
+                          : e.status >= 500 ? "InternalServerError"
+                                            : "BadRequestError";
+  json::object err{{"message", e.message}, {"type", type}, {"code", e.status}};
+  err["param"] = e.param.empty() ? json::value(nullptr) : json::value(e.param);
+  return json::serialize(json::object{{"error", std::move(err)}});
+}
+
+struct Parsed {
+  Api api = Api::chat;
+  bool count_tokens = false;
+  engine::Tokens prompt;
+  int max_tokens = 16;
+  bool stream = false;
+  bool include_usage = false;
+};
+
+std::optional<Api> api_for(std::string_view path, bool& count_tokens) {
+  count_tokens = false;
+  if (path == "/v1/chat/completions") {
+    return Api::chat;
+  }
+  if (path == "/v1/completions") {
+    return Api::completions;
+  }
+  if (path == "/v1/responses") {
+    return Api::responses;
+  }
+  if (path == "/v1/messages") {
+    return Api::messages;
+  }
+  if (path == "/v1/messages/count_tokens") {
+    count_tokens = true;
+    return Api::messages;
+  }
+  return std::nullopt;
+}
+
+engine::ApiKind engine_kind(Api api) {
+  switch (api) {
+    case Api::chat:
+      return engine::ApiKind::chat_completions;
+    case Api::completions:
+      return engine::ApiKind::completions;
+    case Api::responses:
+      return engine::ApiKind::responses;
+    case Api::messages:
+      return engine::ApiKind::anthropic_messages;
+  }
+  return engine::ApiKind::chat_completions;
+}
+
+// An optional positive integer member: nullopt if absent or null; error if not a positive integer.
+boost::system::result<std::optional<int>, HttpError> positive_int(const json::object& o,
+                                                                  std::string_view key) {
+  auto it = o.find(key);
+  if (it == o.end() || it->value().is_null()) {
+    return std::optional<int>{};
+  }
+  const json::value& v = it->value();
+  std::int64_t n = 0;
+  if (v.is_int64()) {
+    n = v.get_int64();
+  } else if (v.is_uint64()) {
+    n = v.get_uint64() > 1'000'000'000ull ? 1'000'000'000 : static_cast<std::int64_t>(v.get_uint64());
+  } else if (v.is_double() && std::floor(v.get_double()) == v.get_double() &&
+             std::abs(v.get_double()) < 1e9) {
+    n = static_cast<std::int64_t>(v.get_double());
+  } else {
+    return HttpError{400, fmt::format("'{}' must be an integer", key), std::string(key)};
+  }
+  if (n < 1) {
+    return HttpError{400, fmt::format("'{}' must be at least 1, got {}.", key, n), std::string(key)};
+  }
+  return std::optional<int>{static_cast<int>(std::min<std::int64_t>(n, 1'000'000'000))};
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------------
+
+struct Job;
+
+struct Rank {
+  Rank(int i, const engine::EngineConfig& c, std::uint64_t seed, asio::any_io_executor ex)
+      : index(i), engine(c, seed), wake(ex), timer(ex) {}
+  int index;
+  engine::Engine engine;
+  net::Notifier wake;
+  asio::steady_timer timer;
+  std::unordered_map<engine::RequestId, Job*> jobs;
+  double clock = 0;     // model time at the end of the last step
+  bool busy = false;    // stepping back to back (not waiting for work)
+  double step_end = 0;  // end of the step in progress
+  std::uint64_t steps = 0;
+  double lag = 0;  // model seconds the last step's delivery was behind the scaled wall clock
+  double max_lag = 0;
+  double lag_sum = 0;
+};
+
+// One request in flight: events from the stepper, consumed by the handler or stream body.
+struct Job {
+  Job(Rank& r, engine::RequestId i, asio::any_io_executor ex) : rank(r), id(i), notify(ex) {}
+  ~Job() {
+    rank.jobs.erase(id);
+    if (!finished) {
+      rank.engine.abort(id);  // client gone (or shutdown): free the slot and blocks now
+      rank.wake.notify();
+    }
+  }
+  Rank& rank;
+  engine::RequestId id;
+  net::Notifier notify;
+  std::deque<engine::Event> events;
+  bool finished = false;
+  UsageOut usage;  // prompt/cached estimate until the final event carries the engine's figures
+};
+
+struct Sim::Impl {
+  Impl(asio::io_context& io, SimOptions o) : ioc(io), opts(std::move(o)) {
+    int n = std::max(1, opts.data_parallel_size);
+    opts.data_parallel_size = n;
+    if (opts.api_server_count <= 0) {
+      opts.api_server_count = n;
+    }
+    for (int i = 0; i < n; ++i) {
+      ranks.push_back(std::make_unique<Rank>(i, opts.engine, opts.seed, ioc.get_executor()));
+    }
+    for (int i = 0; i < opts.api_server_count; ++i) {
+      balancers.emplace_back(n, i, opts.api_server_count, opts.lb_refresh_interval);
+    }
+    wall_start = Clock::now();
+    unix_start = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  }
+
+  asio::io_context& ioc;
+  SimOptions opts;
+  std::vector<std::unique_ptr<Rank>> ranks;
+  std::vector<Balancer> balancers;
+  Clock::time_point wall_start;
+  double unix_start = 0;
+  engine::RequestId next_id = 1;
+  std::uint64_t id_counter = 0;
+  bool stopping = false;
+
+  double model_now() const {
+    return std::chrono::duration<double>(Clock::now() - wall_start).count() * opts.time_scale;
+  }
+  Clock::time_point wall_at(double model_t) const {
+    return wall_start + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(model_t / opts.time_scale));
+  }
+
+  asio::awaitable<void> stepper(Rank& r);
+  void deliver(Rank& r, std::vector<engine::Event>& events);
+  asio::awaitable<net::Reply> handle(net::Request& req, const net::ConnectionInfo& conn);
+  asio::awaitable<net::Reply> generate(net::Request& req, const net::ConnectionInfo& conn, Parsed p);
+  boost::system::result<Parsed, HttpError> parse(Api api, bool count_tokens, std::string_view body) const;
+  boost::system::result<int, HttpError> choose_rank(const net::Request& req, const net::ConnectionInfo& conn);
+  std::string metrics_text() const;
+  std::string models_body() const;
+};
+
+asio::awaitable<void> Sim::Impl::stepper(Rank& r) {
+  while (!stopping) {
+    if (!r.engine.has_work()) {
+      r.busy = false;
+      co_await r.wake.wait();
+      continue;
+    }
+    double now = model_now();
+    // Back to back while busy (even when lagging: model time must stay continuous); from now when idle.
+    double start = r.busy ? r.clock : std::max(r.clock, now);
+    r.busy = true;
+    engine::StepResult res = r.engine.step(start);
+    if (res.duration <= 0) {
+      r.busy = false;
+      co_await r.wake.wait();  // nothing schedulable: wait for an arrival or an abort
+      continue;
+    }
+    double end = start + res.duration;
+    r.step_end = end;
+    ++r.steps;
+    auto target = wall_at(end);
+    if (target > Clock::now()) {
+      r.timer.expires_at(target);
+      co_await r.timer.async_wait(use_tuple);
+    } else {
+      co_await asio::post(ioc, asio::use_awaitable);  // behind: still let I/O run between steps
+    }
+    r.lag = std::max(0.0, model_now() - end);
+    r.max_lag = std::max(r.max_lag, r.lag);
+    r.lag_sum += r.lag;
+    r.clock = end;
+    deliver(r, res.events);
+  }
+}
+
+void Sim::Impl::deliver(Rank& r, std::vector<engine::Event>& events) {
+  for (auto& ev : events) {
+    if (ev.kind != engine::Event::Kind::token) {
+      continue;
+    }
+    auto it = r.jobs.find(ev.request);
+    if (it == r.jobs.end()) {
+      continue;
+    }
+    it->second->events.push_back(ev);
+    it->second->notify.notify();
+  }
+}
+
+boost::system::result<int, HttpError> Sim::Impl::choose_rank(const net::Request& req,
+                                                             const net::ConnectionInfo& conn) {
+  int n = opts.data_parallel_size;
+  auto it = req.find("X-data-parallel-rank");
+  if (it != req.end()) {
+    std::string_view v = it->value();
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) {
+      v.remove_prefix(1);
+    }
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) {
+      v.remove_suffix(1);
+    }
+    long long r = 0;
+    auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), r);
+    if (ec == std::errc{} && ptr == v.data() + v.size() && !v.empty()) {
+      if (r < 0 || r >= n) {
+        return HttpError{400, fmt::format("data_parallel_rank {} is out of range [0, {}).", r, n), ""};
+      }
+      return boost::system::result<int, HttpError>(boost::system::in_place_value, static_cast<int>(r));
+    }
+    // Not an integer: ignored, like vLLM.
+  }
+  auto& lb = balancers[splitmix(opts.seed ^ (conn.id * 0x9e3779b97f4a7c15ull)) % balancers.size()];
+  int picked = lb.pick(model_now(), [this](int r) {
+    engine::Metrics m = ranks[static_cast<std::size_t>(r)]->engine.metrics();
+    return RankLoad{m.num_waiting, m.num_running};
+  });
+  return boost::system::result<int, HttpError>(boost::system::in_place_value, picked);
+}
+
+boost::system::result<Parsed, HttpError> Sim::Impl::parse(Api api, bool count_tokens,
+                                                          std::string_view body) const {
+  boost::system::error_code ec;
+  json::parse_options po;
+  po.max_depth = 64;
+  json::value doc = json::parse(body, ec, {}, po);
+  if (ec) {
+    return HttpError{400, fmt::format("Invalid JSON in request body: {}", ec.message()), ""};
+  }
+  if (!doc.is_object()) {
+    return HttpError{400, "The request body must be a JSON object.", ""};
+  }
+  const json::object& o = doc.get_object();
+  auto mit = o.find("model");
+  if (mit == o.end() || mit->value().is_null()) {
+    if (api == Api::messages) {
+      return HttpError{400, "Field required: model", "model"};
+    }
+    // OpenAI-style endpoints default to the served model, as vLLM does.
+  } else if (!mit->value().is_string()) {
+    return HttpError{400, "'model' must be a string", "model"};
+  } else if (mit->value().get_string() != opts.served_model_name) {
+    return HttpError{
+        404, fmt::format("The model `{}` does not exist.", std::string_view(mit->value().get_string())),
+        "model"};
+  }
+  Parsed p;
+  p.api = api;
+  p.count_tokens = count_tokens;
+  auto prompt = engine::render_prompt(engine_kind(api), doc);
+  if (!prompt) {
+    return HttpError{400, prompt.error().message, prompt.error().param};
+  }
+  p.prompt = std::move(*prompt);
+  if (count_tokens) {
+    return p;
+  }
+  auto sit = o.find("stream");
+  if (sit != o.end() && !sit->value().is_null()) {
+    if (!sit->value().is_bool()) {
+      return HttpError{400, "'stream' must be a boolean", "stream"};
+    }
+    p.stream = sit->value().get_bool();
+  }
+  if (auto so = o.find("stream_options"); so != o.end() && so->value().is_object()) {
+    if (auto iu = so->value().get_object().find("include_usage"); iu != so->value().get_object().end()) {
+      p.include_usage = iu->value().is_bool() && iu->value().get_bool();
+    }
+  }
+  const auto max_len = static_cast<std::int64_t>(opts.engine.max_model_len);
+  const auto prompt_len = static_cast<std::int64_t>(p.prompt.size());
+  if (prompt_len >= max_len) {
+    return HttpError{
+        400,
+        fmt::format("This model's maximum context length is {} tokens. However, your request has {} "
+                    "input tokens. Please reduce the length of the input messages.",
+                    max_len, prompt_len),
+        "messages"};
+  }
+  std::optional<int> requested;
+  std::string key;
+  auto take = [&](std::string_view k) -> std::optional<HttpError> {
+    if (requested) {
+      return std::nullopt;
+    }
+    auto v = positive_int(o, k);
+    if (!v) {
+      return v.error();
+    }
+    if (*v) {
+      requested = *v;
+      key = k;
+    }
+    return std::nullopt;
+  };
+  std::optional<HttpError> err;
+  switch (api) {
+    case Api::chat:
+      err = take("max_completion_tokens");
+      if (!err) {
+        err = take("max_tokens");
+      }
+      break;
+    case Api::completions:
+      err = take("max_tokens");
+      break;
+    case Api::responses:
+      err = take("max_output_tokens");
+      break;
+    case Api::messages:
+      err = take("max_tokens");
+      if (!err && !requested) {
+        return HttpError{400, "Field required: max_tokens", "max_tokens"};
+      }
+      break;
+  }
+  if (err) {
+    return *err;
+  }
+  std::int64_t room = max_len - prompt_len;
+  if (requested && *requested > room) {
+    return HttpError{
+        400,
+        fmt::format("'{}' is too large: {}. This model's maximum context length is {} tokens and your "
+                    "request has {} input tokens ({} > {} - {}).",
+                    key, *requested, max_len, prompt_len, *requested, max_len, prompt_len),
+        key};
+  }
+  // vLLM's defaults: completions 16 tokens, chat and responses the rest of the context.
+  p.max_tokens = requested                 ? *requested
+                 : api == Api::completions ? static_cast<int>(std::min<std::int64_t>(16, room))
+                                           : static_cast<int>(room);
+  return p;
+}
+
+asio::awaitable<net::Reply> Sim::Impl::handle(net::Request& req, const net::ConnectionInfo& conn) {
+  std::string_view target = req.target();
+  std::string_view path = target.substr(0, target.find('?'));
+  if (path.size() > 1 && path.back() == '/') {
+    path.remove_suffix(1);
+  }
+  bool count_tokens = false;
+  auto api = api_for(path, count_tokens);
+  bool is_get = req.method() == net::http::verb::get || req.method() == net::http::verb::head;
+  if (path == "/health" || path == "/metrics" || path == "/v1/models" || path == "/ping") {
+    if (!is_get) {
+      co_return net::make_response(req, 405, R"({"detail":"Method Not Allowed"})");
+    }
+    if (path == "/metrics") {
+      co_return net::make_response(req, 200, metrics_text(), "text/plain; version=0.0.4; charset=utf-8");
+    }
+    if (path == "/v1/models") {
+      co_return net::make_response(req, 200, models_body());
+    }
+    co_return net::make_response(req, 200, "", "");
+  }
+  if (!api) {
+    co_return net::make_response(req, 404, R"({"detail":"Not Found"})");
+  }
+  if (req.method() != net::http::verb::post) {
+    co_return net::make_response(req, 405, R"({"detail":"Method Not Allowed"})");
+  }
+  auto error_reply = [&](const HttpError& e) {
+    std::string body = *api == Api::messages ? protocol::format_error(protocol::ErrorFormat::anthropic,
+                                                                      static_cast<int>(e.status), e.message)
+                                             : openai_error_body(e);
+    return net::make_response(req, e.status, std::move(body));
+  };
+  auto parsed = parse(*api, count_tokens, req.body());
+  if (!parsed) {
+    co_return error_reply(parsed.error());
+  }
+  if (parsed->count_tokens) {
+    co_return net::make_response(req, 200,
+                                 json::serialize(json::object{{"input_tokens", parsed->prompt.size()}}));
+  }
+  auto rank = choose_rank(req, conn);
+  if (!rank) {
+    co_return error_reply(rank.error());
+  }
+  Rank& r = *ranks[static_cast<std::size_t>(*rank)];
+  auto executor = co_await asio::this_coro::executor;
+  auto job = std::make_shared<Job>(r, next_id++, executor);
+  job->usage.prompt_tokens = static_cast<std::uint32_t>(parsed->prompt.size());
+  job->usage.cached_tokens = static_cast<std::uint32_t>(r.engine.cached_prefix_tokens(parsed->prompt));
+  engine::RequestSpec spec;
+  spec.id = job->id;
+  spec.prompt = std::move(parsed->prompt);
+  spec.max_tokens = parsed->max_tokens;
+  double now = model_now();
+  spec.arrival_time = r.busy ? std::min(now, r.step_end) : std::max(now, r.clock);
+  auto added = r.engine.add_request(std::move(spec));
+  if (!added) {
+    job->finished = true;  // never entered the engine: nothing to abort
+    co_return error_reply(HttpError{400, added.error().message, added.error().param});
+  }
+  r.jobs[job->id] = job.get();
+  r.wake.notify();
+
+  ReplyMeta meta;
+  ++id_counter;
+  meta.id = make_id(*api, splitmix(opts.seed ^ id_counter), splitmix(id_counter * 31 + 7));
+  meta.model = opts.served_model_name;
+  meta.created = static_cast<std::int64_t>(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  meta.include_usage = parsed->include_usage;
+  auto fill_usage = [](Job& j, const engine::Event& ev) {
+    if (ev.finished) {
+      j.finished = true;
+      j.usage.prompt_tokens = ev.usage.prompt_tokens;
+      j.usage.cached_tokens = ev.usage.cached_tokens;
+      j.usage.completion_tokens = ev.usage.completion_tokens;
+      j.usage.length = ev.usage.finish_reason == engine::FinishReason::length;
+    } else {
+      j.usage.completion_tokens = ev.index + 1;
+    }
+  };
+
+  if (!parsed->stream) {
+    std::string text;
+    while (!job->finished) {
+      while (job->events.empty()) {
+        co_await job->notify.wait();
+      }
+      while (!job->events.empty()) {
+        engine::Event ev = job->events.front();
+        job->events.pop_front();
+        text += engine::token_text(ev.token);
+        fill_usage(*job, ev);
+      }
+    }
+    co_return net::make_response(req, 200, full_body(*api, meta, text, job->usage));
+  }
+
+  net::StreamReply reply = net::sse_reply(req);
+  auto encoder = std::make_shared<StreamEncoder>(*api, meta);
+  reply.body = [job, encoder, fill_usage](net::StreamWriter& w) -> asio::awaitable<void> {
+    bool started = false;
+    std::string out;
+    while (!job->finished) {
+      while (job->events.empty()) {
+        co_await job->notify.wait();
+      }
+      out.clear();
+      if (!started) {
+        out += encoder->start(job->usage);
+        started = true;
+      }
+      while (!job->events.empty()) {
+        engine::Event ev = job->events.front();
+        job->events.pop_front();
+        fill_usage(*job, ev);
+        out += encoder->token(engine::token_text(ev.token), ev.finished, job->usage);
+      }
+      if (job->finished) {
+        out += encoder->finish(job->usage);
+      }
+      if (co_await w.write(out)) {
+        co_return;  // client gone: the Job's destructor aborts the request
+      }
+    }
+  };
+  co_return reply;
+}
+
+std::string Sim::Impl::models_body() const {
+  json::object model{{"id", opts.served_model_name},
+                     {"object", "model"},
+                     {"created", static_cast<std::int64_t>(unix_start)},
+                     {"owned_by", "vllm"},
+                     {"root", opts.served_model_name},
+                     {"parent", nullptr},
+                     {"max_model_len", opts.engine.max_model_len}};
+  return json::serialize(json::object{{"object", "list"}, {"data", json::array{std::move(model)}}});
+}
+
+std::string Sim::Impl::metrics_text() const {
+  std::string out;
+  out.reserve(8192);
+  std::vector<engine::Metrics> ms;
+  for (const auto& r : ranks) {
+    ms.push_back(r->engine.metrics());
+  }
+  std::string model =
+      protocol::json_quote(opts.served_model_name);  // quoted; Prometheus escapes are a subset
+  auto labels = [&](std::size_t r) { return fmt::format("engine=\"{}\",model_name={}", r, model); };
+  auto family = [&](std::string_view name, std::string_view type, std::string_view help, auto value) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+    for (std::size_t r = 0; r < ms.size(); ++r) {
+      out += fmt::format("{}{{{}}} {}\n", name, labels(r), static_cast<double>(value(r)));
+    }
+  };
+  auto counter = [&](std::string_view base, std::string_view help, auto value) {
+    family(fmt::format("{}_total", base), "counter", help, value);
+    family(fmt::format("{}_created", base), "gauge", help, [&](std::size_t) { return unix_start; });
+  };
+  family("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.",
+         [&](std::size_t r) { return ms[r].num_running; });
+  family("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.",
+         [&](std::size_t r) { return ms[r].num_waiting; });
+  family("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.",
+         [&](std::size_t r) { return ms[r].kv_cache_usage; });
+  counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.",
+          [&](std::size_t r) { return ms[r].prefix_cache_queries_total; });
+  counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
+          [&](std::size_t r) { return ms[r].prefix_cache_hits_total; });
+  counter("vllm:prompt_tokens", "Number of prefill tokens processed.",
+          [&](std::size_t r) { return ms[r].prompt_tokens_total; });
+  counter("vllm:generation_tokens", "Number of generation tokens processed.",
+          [&](std::size_t r) { return ms[r].generation_tokens_total; });
+  counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.",
+          [&](std::size_t r) { return ms[r].num_preemptions_total; });
+  // Histogram of time to first token (model seconds).
+  out += "# HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.\n";
+  out += "# TYPE vllm:time_to_first_token_seconds histogram\n";
+  for (std::size_t r = 0; r < ms.size(); ++r) {
+    const auto& h = ms[r].time_to_first_token;
+    for (std::size_t b = 0; b < h.bounds.size() && b < h.buckets.size(); ++b) {
+      out += fmt::format("vllm:time_to_first_token_seconds_bucket{{{},le=\"{}\"}} {}\n", labels(r),
+                         h.bounds[b], static_cast<double>(h.buckets[b]));
+    }
+    out += fmt::format("vllm:time_to_first_token_seconds_bucket{{{},le=\"+Inf\"}} {}\n", labels(r),
+                       static_cast<double>(h.count));
+    out += fmt::format("vllm:time_to_first_token_seconds_count{{{}}} {}\n", labels(r),
+                       static_cast<double>(h.count));
+    out += fmt::format("vllm:time_to_first_token_seconds_sum{{{}}} {}\n", labels(r), h.sum);
+  }
+  family("vllm:time_to_first_token_seconds_created", "gauge", "Histogram of time to first token in seconds.",
+         [&](std::size_t) { return unix_start; });
+  out += "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n";
+  out += "# TYPE vllm:cache_config_info gauge\n";
+  for (std::size_t r = 0; r < ms.size(); ++r) {
+    out += fmt::format(
+        "vllm:cache_config_info{{block_size=\"{}\",cache_dtype=\"auto\",enable_prefix_caching=\"True\","
+        "engine=\"{}\","
+        "gpu_memory_utilization=\"{}\",model_name={},num_gpu_blocks=\"{}\"}} 1.0\n",
+        ms[r].block_size, r, opts.engine.gpu_memory_utilization, model, ms[r].num_gpu_blocks);
+  }
+  // The simulator's own health: how far each rank's clock is behind the scaled wall clock.
+  double now = model_now();
+  family("warden_sim_lag_seconds", "gauge",
+         "Model seconds the last step was delivered behind the scaled clock.",
+         [&](std::size_t r) { return ranks[r]->busy ? ranks[r]->lag : 0.0; });
+  family("warden_sim_max_lag_seconds", "gauge", "Largest lag seen (model seconds).",
+         [&](std::size_t r) { return ranks[r]->max_lag; });
+  family("warden_sim_behind_seconds", "gauge", "Scaled wall clock minus the rank's model clock while busy.",
+         [&](std::size_t r) { return ranks[r]->busy ? std::max(0.0, now - ranks[r]->clock) : 0.0; });
+  counter("warden_sim_steps", "Engine steps run.", [&](std::size_t r) { return ranks[r]->steps; });
+  family("warden_sim_model_time_seconds", "gauge", "Model time since start (wall time x time scale).",
+         [&](std::size_t) { return now; });
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------------
+
+Sim::Sim(asio::io_context& ioc, SimOptions opts) : impl_(std::make_unique<Impl>(ioc, std::move(opts))) {}
+
+Sim::~Sim() = default;
+
+net::Handler Sim::handler() {
+  return [impl = impl_.get()](net::Request& req, const net::ConnectionInfo& conn) {
+    return impl->handle(req, conn);
+  };
+}
+
+void Sim::start() {
+  for (auto& r : impl_->ranks) {
+    asio::co_spawn(impl_->ioc, impl_->stepper(*r), [idx = r->index](std::exception_ptr e) {
+      if (!e) {
+        return;
+      }
+      try {
+        std::rethrow_exception(e);
+      } catch (const boost::system::system_error& ex) {
+        if (ex.code() != asio::error::operation_aborted &&
+            ex.code() != asio::experimental::error::channel_closed) {
+          spdlog::error("rank {} stepper: {}", idx, ex.what());
+        }
+      } catch (const std::exception& ex) {
+        spdlog::error("rank {} stepper: {}", idx, ex.what());
+      }
+    });
+  }
+}
+
+void Sim::stop() {
+  impl_->stopping = true;
+  for (auto& r : impl_->ranks) {
+    r->wake.close();
+    r->timer.cancel();
+  }
+}
+
+double Sim::model_now() const {
+  return impl_->model_now();
+}
+
+std::string Sim::metrics_text() const {
+  return impl_->metrics_text();
+}
+
+int run_sim(const SimOptions& opts) {
+  asio::io_context ioc(1);
+  Sim sim(ioc, opts);
+  net::ServerOptions so;
+  so.host = opts.host;
+  so.port = opts.port;
+  so.max_body_bytes = opts.max_body_bytes;
+  so.make_too_large = [limit = opts.max_body_bytes](unsigned version, bool) {
+    net::Response res{net::http::status::payload_too_large, version};
+    res.set(field::content_type, "application/json");
+    res.body() = openai_error_body(
+        HttpError{413, fmt::format("Request body exceeds the limit of {} bytes.", limit), ""});
+    res.prepare_payload();
+    return res;
+  };
+  net::Server server(ioc, so, sim.handler());
+  sim.start();
+  spdlog::info("sim: {} rank(s), preset {}, time scale {}, model {}", opts.data_parallel_size,
+               opts.engine.preset, opts.time_scale, opts.served_model_name);
+  return net::run_until_signal(ioc, server, [&] { sim.stop(); });
+}
+
+}  // namespace warden::sim
