@@ -124,6 +124,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--drain-timeout", o.drain_timeout,
                   "Model seconds in-flight turns may take to finish after a level before they are cancelled")
       ->capture_default_str();
+  cmd->add_option("--log-interval", o.log_interval,
+                  "Wall seconds between progress lines when stderr is not a terminal")
+      ->capture_default_str();
   cmd->callback([args] {
     if (!finish_options(*args)) {
       std::exit(2);

@@ -155,10 +155,12 @@ asio::awaitable<bool> Runner::set_affinity(bool on) {
     fail(fmt::format("admin API at {}: {}", *options_.warden, r.error().message()));
     co_return false;
   }
+  // Read the status first: the response gives its connection back once the body is read.
+  const unsigned status = r->status();
   auto body = co_await r->read_all(1 << 20);
-  if (r->status() / 100 != 2) {
+  if (status / 100 != 2) {
     fail(fmt::format("admin API refused to set affinity {} for model '{}': HTTP {} {}", on ? "on" : "off",
-                     options_.model, r->status(), body ? body->substr(0, 300) : std::string()));
+                     options_.model, status, body ? body->substr(0, 300) : std::string()));
     co_return false;
   }
   fmt::print(log_, "affinity {} for model {} (PATCH {}{})\n", on ? "on" : "off", options_.model,
@@ -222,9 +224,9 @@ asio::awaitable<void> Runner::turn(Level& level, std::size_t slot) {
       if (auto route = up.header().find("x-warden-route"); route != up.header().end()) {
         rec.route = std::string(route->value());
       }
-      if (up.status() != 200) {
+      if (const unsigned status = up.status(); status != 200) {
         auto body = co_await up.read_all(64 << 10);
-        problem = fmt::format("HTTP {}: {}", up.status(), body ? body->substr(0, 200) : std::string());
+        problem = fmt::format("HTTP {}: {}", status, body ? body->substr(0, 200) : std::string());
       } else {
         while (true) {
           auto piece = co_await up.next();
@@ -345,7 +347,9 @@ void Runner::print_progress(const Level& level, double end, bool final_line) {
 asio::awaitable<void> Runner::progress(Level& level, double end) {
   asio::steady_timer t(co_await asio::this_coro::executor);
   // A live line on a terminal; a log line every 10 s (wall) otherwise.
-  const auto period = tty_ ? std::chrono::milliseconds(500) : std::chrono::milliseconds(10'000);
+  const auto period =
+      tty_ ? std::chrono::milliseconds(500)
+           : std::chrono::milliseconds(std::max<long>(50, std::lround(options_.log_interval * 1000)));
   while (true) {
     t.expires_after(period);
     co_await t.async_wait(asio::use_awaitable);

@@ -1,0 +1,232 @@
+// `lm-warden bench` end to end: against `lm-warden sim` directly, and through `lm-warden serve` with
+// --compare off,on. Real processes on 127.0.0.1, ephemeral ports, a high time scale so each level lasts
+// about a wall second.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "report/report.hpp"
+#include "support/child_process.hpp"
+
+namespace warden::bench {
+namespace {
+
+using test_support::ChildProcess;
+namespace fs = std::filesystem;
+
+constexpr const char* kModel = "sim-model";
+
+struct TempDir {
+  TempDir() {
+    path = fs::temp_directory_path() /
+           ("warden-bench-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  fs::path path;
+  static inline int counter = 0;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> sim_args(int ranks) {
+  return {WARDEN_BINARY,
+          "sim",
+          "--port",
+          "0",
+          "--data-parallel-size",
+          std::to_string(ranks),
+          "--preset",
+          "a4000-qwen3-4b",
+          "--served-model-name",
+          kModel,
+          "--time-scale",
+          "20"};
+}
+
+// A small workload so the test is quick, yet with follow-up turns that can hit the prefix cache.
+std::vector<std::string> workload_args() {
+  return {"--system-tokens", "600", "--first-tokens", "1200", "--turn-tokens", "100",
+          "--turns",         "3",   "--max-output",   "16",   "--time-scale",  "20"};
+}
+
+// Runs the bench to completion (bounded) and returns the parsed JSON report.
+report::Report run_bench(std::vector<std::string> args, const std::string& out) {
+  args.insert(args.begin(), {WARDEN_BINARY, "bench"});
+  for (const std::string& a : workload_args()) {
+    args.push_back(a);
+  }
+  args.push_back("--out");
+  args.push_back(out);
+  ChildProcess bench(args);
+  const std::optional<int> code = bench.wait_exit(std::chrono::seconds(120));
+  EXPECT_TRUE(code.has_value()) << "bench did not finish; stderr:\n" << bench.stderr_text();
+  EXPECT_EQ(code.value_or(-1), 0) << bench.stderr_text();
+  auto parsed = report::parse_json(slurp(out));
+  EXPECT_TRUE(parsed.has_value()) << (parsed ? "" : parsed.error()) << "\nstderr:\n" << bench.stderr_text();
+  return parsed ? *parsed : report::Report{};
+}
+
+void expect_measured(const report::Row& r) {
+  ASSERT_TRUE(r.sessions_per_hour.has_value());
+  EXPECT_GT(*r.sessions_per_hour, 0.0);
+  ASSERT_TRUE(r.output_tokens_per_min.has_value());
+  EXPECT_GT(*r.output_tokens_per_min, 0.0);
+  ASSERT_TRUE(r.ttfb_p50.has_value());
+  ASSERT_TRUE(r.ttfb_p95.has_value());
+  EXPECT_GT(*r.ttfb_p50, 0.0);
+  EXPECT_GE(*r.ttfb_p95, *r.ttfb_p50);
+  ASSERT_TRUE(r.replicas_busy.has_value());
+  EXPECT_GT(*r.replicas_busy, 0.0);
+  ASSERT_TRUE(r.prefix_hits.has_value());
+  EXPECT_GE(*r.prefix_hits, 0.0);
+  EXPECT_LE(*r.prefix_hits, 100.0);
+  EXPECT_EQ(r.errors, 0);
+}
+
+TEST(BenchAgainstSim, FillsEveryColumnButStayedWithoutAWarden) {
+  ChildProcess sim(sim_args(2));
+  const int port = sim.wait_for_port();
+  TempDir dir;
+  const report::Report rep = run_bench({"--url", "http://127.0.0.1:" + std::to_string(port), "--model",
+                                        kModel, "--levels", "2,4", "--duration", "20s", "--seed", "7"},
+                                       dir.file("out.json"));
+  ASSERT_EQ(rep.rows.size(), 2U);
+  EXPECT_EQ(rep.rows[0].sessions, 2);
+  EXPECT_EQ(rep.rows[1].sessions, 4);
+  for (const report::Row& r : rep.rows) {
+    SCOPED_TRACE(r.sessions);
+    expect_measured(r);
+    EXPECT_LE(*r.replicas_busy, 2.0);
+    EXPECT_FALSE(r.stayed_on_replica.has_value());  // no x-warden-route without a warden
+    // Follow-up turns resend the history: some of it must come from the prefix cache.
+    EXPECT_GT(*r.prefix_hits, 0.0);
+  }
+  EXPECT_EQ(rep.meta.at("time_scale").to_number<double>(), 20.0);
+  EXPECT_EQ(rep.meta.at("workload").at("turns").to_number<int>(), 3);
+}
+
+TEST(BenchAgainstSim, OpenAiApiAndMarkdownOutput) {
+  ChildProcess sim(sim_args(1));
+  const int port = sim.wait_for_port();
+  TempDir dir;
+  const report::Report rep = run_bench({"--url", "http://127.0.0.1:" + std::to_string(port), "--model",
+                                        kModel, "--api", "openai", "--levels", "2", "--duration", "15s"},
+                                       dir.file("out.json"));
+  ASSERT_EQ(rep.rows.size(), 1U);
+  expect_measured(rep.rows[0]);
+}
+
+TEST(BenchThroughWarden, CompareOffOnFillsStayedAndWritesTheChart) {
+  ChildProcess sim(sim_args(2));
+  const int sim_port = sim.wait_for_port();
+  TempDir dir;
+  const std::string config = dir.file("warden.yaml");
+  {
+    std::ofstream f(config);
+    f << "listen: 127.0.0.1:0\n"
+      << "state_dir: " << dir.file("state") << "\n"
+      << "admin_token: secret\n"
+      << "metrics: { scrape_interval: 100ms }\n"
+      << "models:\n"
+      << "  - name: " << kModel << "\n"
+      << "    max_num_seqs: 32\n"
+      << "    replicas:\n"
+      << "      data_parallel: { url: http://127.0.0.1:" << sim_port << ", size: 2 }\n";
+  }
+  ChildProcess warden({WARDEN_BINARY, "serve", "--config", config});
+  const std::string warden_url = "http://127.0.0.1:" + std::to_string(warden.wait_for_port());
+  const std::string svg = dir.file("ttfb.svg");
+  const report::Report rep =
+      run_bench({"--url", warden_url, "--model", kModel, "--warden", warden_url, "--admin-token", "secret",
+                 "--metrics", "http://127.0.0.1:" + std::to_string(sim_port) + "/metrics", "--levels", "2",
+                 "--duration", "20s", "--compare", "off,on", "--svg", svg},
+                dir.file("out.json"));
+  ASSERT_EQ(rep.rows.size(), 2U);
+  const report::Row& off = rep.rows[0];
+  const report::Row& on = rep.rows[1];
+  EXPECT_EQ(off.policy, "off");
+  EXPECT_EQ(on.policy, "on");
+  expect_measured(off);
+  expect_measured(on);
+  // Affinity off has no home replica; affinity on keeps every follow-up of 2 sessions on 2 replicas home.
+  EXPECT_FALSE(off.stayed_on_replica.has_value());
+  ASSERT_TRUE(on.stayed_on_replica.has_value());
+  EXPECT_GT(*on.stayed_on_replica, 90.0);
+  // Same prompts, warm cache and stickiness: the second pass reads more from the cache.
+  EXPECT_GT(*on.prefix_hits, *off.prefix_hits);
+  const std::string chart = slurp(svg);
+  EXPECT_NE(chart.find("data-policy=\"off\" data-stat=\"p50\""), std::string::npos);
+  EXPECT_NE(chart.find("data-policy=\"on\" data-stat=\"p95\""), std::string::npos);
+}
+
+TEST(BenchThroughWarden, CompareFailsClearlyWithAWrongAdminToken) {
+  ChildProcess sim(sim_args(1));
+  const int sim_port = sim.wait_for_port();
+  TempDir dir;
+  const std::string config = dir.file("warden.yaml");
+  {
+    std::ofstream f(config);
+    f << "listen: 127.0.0.1:0\nstate_dir: " << dir.file("state")
+      << "\nadmin_token: secret\nmodels:\n  - name: " << kModel
+      << "\n    replicas:\n      data_parallel: { url: http://127.0.0.1:" << sim_port << ", size: 1 }\n";
+  }
+  ChildProcess warden({WARDEN_BINARY, "serve", "--config", config});
+  const std::string warden_url = "http://127.0.0.1:" + std::to_string(warden.wait_for_port());
+  ChildProcess bench({WARDEN_BINARY, "bench", "--url", warden_url, "--model", kModel, "--warden", warden_url,
+                      "--admin-token", "wrong", "--levels", "1", "--duration", "5s", "--compare", "off,on"});
+  const std::optional<int> code = bench.wait_exit(std::chrono::seconds(30));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 1);
+  EXPECT_NE(bench.stderr_text().find("HTTP 401"), std::string::npos) << bench.stderr_text();
+}
+
+TEST(BenchInterrupted, CtrlCPrintsWhatWasMeasuredSoFar) {
+  ChildProcess sim(sim_args(1));
+  const int port = sim.wait_for_port();
+  TempDir dir;
+  const std::string out = dir.file("out.json");
+  std::vector<std::string> args = {
+      WARDEN_BINARY,    "bench", "--url",    "http://127.0.0.1:" + std::to_string(port),
+      "--model",        kModel,  "--levels", "2,4",
+      "--duration",     "1h",    "--out",    out,
+      "--log-interval", "0.1"};
+  for (const std::string& a : workload_args()) {
+    args.push_back(a);
+  }
+  ChildProcess bench(args);
+  // Wait (bounded) until the progress line shows a finished request, then interrupt.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  const std::regex some_requests(R"(requests +[1-9])");
+  while (!std::regex_search(bench.stderr_text(), some_requests)) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << bench.stderr_text();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling a file, bounded by the deadline
+  }
+  bench.signal(SIGINT);
+  const std::optional<int> code = bench.wait_exit(std::chrono::seconds(30));
+  ASSERT_TRUE(code.has_value()) << bench.stderr_text();
+  EXPECT_EQ(*code, 130);
+  EXPECT_NE(bench.stdout_text().find("sessions"), std::string::npos);
+  auto rep = report::parse_json(slurp(out));
+  ASSERT_TRUE(rep.has_value());
+  ASSERT_EQ(rep->rows.size(), 1U);
+  EXPECT_TRUE(rep->meta.at("interrupted").as_bool());
+  EXPECT_TRUE(rep->rows[0].ttfb_p50.has_value());
+}
+
+}  // namespace
+}  // namespace warden::bench
