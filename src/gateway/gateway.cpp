@@ -194,11 +194,7 @@ asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
           error = body.error().message();
         } else {
           for (ModelRuntime* m : up->models) {
-            auto scrape = protocol::parse_vllm_metrics(*body, m->config().served_model_name);
-            if (scrape && scrape->ranks.empty()) {
-              // The engine names the model differently (e.g. no --served-model-name): take every series.
-              scrape = protocol::parse_vllm_metrics(*body);
-            }
+            auto scrape = scrape_for_model(*body, m->config().served_model_name);
             if (!scrape) {
               error = fmt::format("unusable /metrics: {}", scrape.error().message());
               break;

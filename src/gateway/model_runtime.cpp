@@ -23,6 +23,29 @@ std::optional<double> ReplicaRuntime::prefix_hit_rate() const {
   return std::clamp(prefix_hits.delta() / q, 0.0, 1.0);
 }
 
+protocol::Result<protocol::VllmScrape> scrape_for_model(std::string_view body,
+                                                        std::string_view served_model_name) {
+  auto all = protocol::parse_vllm_metrics(body);
+  if (!all || served_model_name.empty()) {
+    return all;
+  }
+  auto mine = protocol::parse_vllm_metrics(body, served_model_name);
+  if (!mine || mine->ranks.empty()) {
+    return all;
+  }
+  for (auto& rank : mine->ranks) {
+    if (const protocol::VllmRank* any = all->rank(rank.engine)) {
+      if (!rank.block_size) {
+        rank.block_size = any->block_size;
+      }
+      if (!rank.num_gpu_blocks) {
+        rank.num_gpu_blocks = any->num_gpu_blocks;
+      }
+    }
+  }
+  return mine;
+}
+
 core::RouterConfig router_config_for(const ModelConfig& m) {
   core::RouterConfig rc;
   rc.routing.affinity = m.routing.affinity;

@@ -77,6 +77,12 @@ class ModelRuntime {
   std::vector<core::ReplicaMetrics> metrics_;
 };
 
+// The vLLM series of one model in a /metrics body. Series are matched on their model_name label; if none
+// matches (an engine started without --served-model-name), every series counts. vllm:cache_config_info
+// carries no model_name label in vLLM, so block_size/num_gpu_blocks are taken per engine regardless.
+protocol::Result<protocol::VllmScrape> scrape_for_model(std::string_view body,
+                                                        std::string_view served_model_name);
+
 // The Router configuration a model entry asks for.
 core::RouterConfig router_config_for(const ModelConfig& m);
 

@@ -205,7 +205,10 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
     up.body() = rewritten->changed ? rewritten->body : req.body();
     up.keep_alive(true);
     up.prepare_payload();
-    auto r = co_await pool_.send(net::Endpoint{url.host, url.port}, std::move(up), client_timeouts());
+    // Named, not a temporary: GCC 12 destroys temporaries of a co_await expression twice.
+    const net::Endpoint endpoint{url.host, url.port};
+    const net::ClientTimeouts timeouts = client_timeouts();
+    auto r = co_await pool_.send(endpoint, std::move(up), timeouts);
     if (r) {
       upstream.emplace(std::move(*r));
       break;
@@ -227,9 +230,15 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
 
   const auto header_at = Clock::now();
   rec.status = static_cast<int>(upstream->status());
-  const auto& uh = upstream->header();
-  auto ct = uh.find(http::field::content_type);
-  const bool sse = ct != uh.end() && ct->value().find("text/event-stream") != std::string_view::npos;
+  // Copied now: the upstream header lives in the pooled connection, which read_all() may hand back.
+  http::response_header<> head;
+  head.result(upstream->status());
+  head.version(req.version());
+  copy_response_headers(upstream->header(), head);
+  head.set("x-warden-replica", std::to_string(rec.replica));
+  head.set("x-warden-route", rec.route);
+  auto ct = head.find(http::field::content_type);
+  const bool sse = ct != head.end() && ct->value().find("text/event-stream") != std::string_view::npos;
 
   if (!sse) {
     auto body = co_await upstream->read_all(256u << 20);
@@ -247,10 +256,7 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
         rec.completion_tokens = u->completion_tokens;
       }
     }
-    net::Response res{static_cast<http::status>(upstream->status()), req.version()};
-    copy_response_headers(uh, res);
-    res.set("x-warden-replica", std::to_string(rec.replica));
-    res.set("x-warden-route", rec.route);
+    net::Response res{std::move(head)};
     res.body() = std::move(*body);
     res.keep_alive(req.keep_alive());
     res.prepare_payload();
@@ -259,18 +265,14 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
   }
 
   net::StreamReply reply;
-  reply.header.result(upstream->status());
-  reply.header.version(req.version());
-  copy_response_headers(uh, reply.header);
-  reply.header.set("x-warden-replica", std::to_string(rec.replica));
-  reply.header.set("x-warden-route", rec.route);
+  reply.header = std::move(head);
   if (!req.keep_alive()) {
     reply.header.set(http::field::connection, "close");
   }
   auto shared_up = std::make_shared<net::UpstreamResponse>(std::move(*upstream));
   reply.body = [ex, shared_up, api, drop_usage_chunk](net::StreamWriter& w) -> asio::awaitable<void> {
     RequestRecord& rec = ex->record;
-    protocol::StreamUsageTracker tracker(api);
+    protocol::StreamUsageTracker tracker(api, protocol::StreamUsageTracker::Mode::fast);
     protocol::SseLimits limits;
     limits.capture_raw = drop_usage_chunk;
     protocol::SseParser parser(limits);

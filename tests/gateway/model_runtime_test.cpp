@@ -1,0 +1,198 @@
+#include "gateway/model_runtime.hpp"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "gateway/admin_json.hpp"
+
+using namespace warden::gateway;
+using warden::protocol::parse_vllm_metrics;
+
+namespace {
+
+Config config_of(std::string_view yaml) {
+  auto r = parse_config(yaml, "t.yaml");
+  EXPECT_TRUE(r.ok()) << r.error_text();
+  return *r.config;
+}
+
+const char* kDp = R"(models:
+  - name: m
+    served_model_name: served
+    max_num_seqs: 32
+    replicas: { data_parallel: { url: http://127.0.0.1:9000, size: 2 } }
+)";
+
+const char* kUrls = R"(models:
+  - name: m
+    replicas: { urls: [http://127.0.0.1:9001, http://127.0.0.1:9002] }
+)";
+
+std::string rank_metrics(int engine, double running, double waiting, double kv, double queries, double hits) {
+  return "vllm:num_requests_running{engine=\"" + std::to_string(engine) + "\",model_name=\"served\"} " +
+         std::to_string(running) + "\nvllm:num_requests_waiting{model_name=\"served\",engine=\"" +
+         std::to_string(engine) + "\"} " + std::to_string(waiting) + "\nvllm:kv_cache_usage_perc{engine=\"" +
+         std::to_string(engine) + "\",model_name=\"served\"} " + std::to_string(kv) +
+         "\nvllm:prefix_cache_queries_total{engine=\"" + std::to_string(engine) +
+         "\",model_name=\"served\"} " + std::to_string(queries) + "\nvllm:prefix_cache_hits_total{engine=\"" +
+         std::to_string(engine) + "\",model_name=\"served\"} " + std::to_string(hits) +
+         "\nvllm:cache_config_info{block_size=\"16\",engine=\"" + std::to_string(engine) +
+         "\",num_gpu_blocks=\"2500\"} 1.0\n";
+}
+
+}  // namespace
+
+TEST(CounterDelta, CountsFromFirstObservationAndSurvivesResets) {
+  CounterDelta d;
+  d.observe(1000);  // history before the warden started does not count
+  EXPECT_EQ(d.delta(), 0);
+  d.observe(1100);
+  d.observe(1150);
+  EXPECT_EQ(d.delta(), 150);
+  d.observe(30);  // engine restarted: its counter starts again from zero
+  EXPECT_EQ(d.delta(), 180);
+  d.observe(-5);  // garbage is ignored
+  d.observe(std::numeric_limits<double>::quiet_NaN());
+  d.observe(40);
+  EXPECT_EQ(d.delta(), 190);
+}
+
+TEST(ModelRuntime, DataParallelScrapeFillsEachRankAndHitRateSinceStart) {
+  Config c = config_of(kDp);
+  ModelRuntime m(c.models[0], 3);
+  const auto& url = c.models[0].dp_url;
+  // Another model on the same server must not leak in.
+  const std::string other = "vllm:num_requests_running{engine=\"0\",model_name=\"other\"} 30\n";
+  auto s1 = scrape_for_model(
+      other + rank_metrics(0, 3, 1, 0.5, 1000, 900) + rank_metrics(1, 0, 0, 0.1, 50, 0), "served");
+  ASSERT_TRUE(s1);
+  m.apply_scrape(url, *s1);
+  auto s2 = scrape_for_model(
+      rank_metrics(0, 2, 0, 0.6, 1400, 1200) + rank_metrics(1, 1, 0, 0.2, 50, 0) + other, "served");
+  m.apply_scrape(url, *s2);
+
+  const auto& r0 = m.replicas()[0];
+  EXPECT_EQ(r0.metrics.running, 2u);
+  EXPECT_EQ(r0.metrics.waiting, 0u);
+  EXPECT_DOUBLE_EQ(r0.metrics.kv_usage, 0.6);
+  EXPECT_EQ(r0.metrics.kv_capacity_tokens, 2500u * 16u);
+  EXPECT_EQ(r0.metrics.scrape_generation, 2u);
+  ASSERT_TRUE(r0.prefix_hit_rate());
+  EXPECT_DOUBLE_EQ(*r0.prefix_hit_rate(), 300.0 / 400.0);  // deltas, not the engine's lifetime totals
+  EXPECT_FALSE(m.replicas()[1].prefix_hit_rate());         // no query since the warden started
+  EXPECT_EQ(m.metrics().size(), 2u);
+  EXPECT_EQ(m.metrics()[1].running, 1u);
+
+  // An engine that does not label series with the configured name: every series counts.
+  auto unnamed = scrape_for_model("vllm:num_requests_running{engine=\"1\",model_name=\"x\"} 5\n", "served");
+  ASSERT_TRUE(unnamed);
+  ASSERT_EQ(unnamed->ranks.size(), 1u);
+  EXPECT_EQ(unnamed->ranks[0].num_requests_running, 5.0);
+}
+
+TEST(ModelRuntime, UnhealthyAfterConsecutiveFailuresAndRecoversOnScrape) {
+  Config c = config_of(kUrls);
+  ModelRuntime m(c.models[0], 3);
+  const auto& u1 = c.models[0].urls[1];
+  EXPECT_FALSE(m.url_failed(u1, "connect refused"));
+  EXPECT_FALSE(m.url_failed(u1, "connect refused"));
+  EXPECT_TRUE(m.replicas()[1].metrics.healthy);
+  EXPECT_TRUE(m.url_failed(u1, "connect refused"));  // third in a row
+  EXPECT_FALSE(m.replicas()[1].metrics.healthy);
+  EXPECT_TRUE(m.replicas()[0].metrics.healthy);  // the other server is not affected
+  EXPECT_EQ(m.replicas()[1].last_error, "connect refused");
+  EXPECT_FALSE(m.url_failed(u1, "again"));  // already unhealthy: no new transition
+
+  // One engine per server: its series may carry any engine label.
+  auto s = parse_vllm_metrics(rank_metrics(0, 4, 2, 0.3, 10, 5), "served");
+  m.apply_scrape(u1, *s);
+  EXPECT_TRUE(m.replicas()[1].metrics.healthy);
+  EXPECT_EQ(m.replicas()[1].metrics.running, 4u);
+  EXPECT_EQ(m.replicas()[1].consecutive_failures, 0);
+  EXPECT_EQ(m.replicas()[0].metrics.running, 0u);
+}
+
+TEST(ModelRuntime, HostileMetricValuesAreClamped) {
+  Config c = config_of(kDp);
+  ModelRuntime m(c.models[0], 1);
+  auto s = parse_vllm_metrics(
+      "vllm:num_requests_running{engine=\"0\",model_name=\"served\"} -4\n"
+      "vllm:num_requests_waiting{engine=\"0\",model_name=\"served\"} NaN\n"
+      "vllm:kv_cache_usage_perc{engine=\"0\",model_name=\"served\"} 7.5\n"
+      "vllm:num_requests_running{engine=\"1\",model_name=\"served\"} +Inf\n",
+      "served");
+  ASSERT_TRUE(s);
+  m.apply_scrape(c.models[0].dp_url, *s);
+  EXPECT_EQ(m.replicas()[0].metrics.running, 0u);
+  EXPECT_EQ(m.replicas()[0].metrics.waiting, 0u);
+  EXPECT_DOUBLE_EQ(m.replicas()[0].metrics.kv_usage, 1.0);
+  EXPECT_EQ(m.replicas()[1].metrics.running, 0u);
+}
+
+TEST(AdminJson, ModelCardHasEveryFieldOfTheRoutingCard) {
+  Config c = config_of(kDp);
+  ModelRuntime m(c.models[0], 3);
+  warden::core::SplitMixRng rng(1);
+  warden::core::RequestFacts facts;
+  facts.session = warden::core::SessionKey{42};
+  const auto t = std::chrono::seconds(100);
+  auto d = m.router().route(facts, m.metrics(), t, rng);
+  ASSERT_TRUE(d.ok());
+  auto card = model_card(m, t, 1795944011);
+  EXPECT_EQ(card.at("name").as_string(), "m");
+  EXPECT_EQ(card.at("served_model_name").as_string(), "served");
+  EXPECT_EQ(card.at("mode").as_string(), "data_parallel");
+  EXPECT_EQ(card.at("since").as_string(), "2026-11-29T09:20:11Z");
+  const auto& routing = card.at("routing").as_object();
+  EXPECT_TRUE(routing.at("affinity").as_bool());
+  EXPECT_EQ(routing.at("spill_threshold").to_number<int>(), 8);
+  EXPECT_TRUE(routing.at("spill_threshold_auto").as_bool());
+  EXPECT_EQ(routing.at("spill_label").as_string(), "8 (auto)");
+  EXPECT_EQ(routing.at("in_flight").to_number<int>(), 1);
+  const auto& reps = routing.at("replicas").as_array();
+  ASSERT_EQ(reps.size(), 2u);
+  const auto& chosen = reps[*d.replica].as_object();
+  EXPECT_EQ(chosen.at("new").to_number<int>(), 1);
+  EXPECT_EQ(chosen.at("in_flight").to_number<int>(), 1);
+  for (const char* key : {"index", "in_flight", "new", "sticky", "spilled_in", "client_pinned", "running",
+                          "waiting", "kv_used", "prefix_hit_rate", "healthy"}) {
+    EXPECT_TRUE(chosen.contains(key)) << key;
+  }
+  EXPECT_TRUE(chosen.at("prefix_hit_rate").is_null());
+}
+
+TEST(AdminJson, RoutingPatchAcceptsOnlyTheDocumentedFields) {
+  auto p = parse_routing_patch(R"({"affinity": false, "spill_threshold": "auto"})");
+  EXPECT_TRUE(p.error.empty());
+  EXPECT_EQ(p.affinity, false);
+  EXPECT_TRUE(p.spill_threshold->is_auto());
+  p = parse_routing_patch(R"({"spill_threshold": 4})");
+  EXPECT_TRUE(p.error.empty());
+  EXPECT_EQ(p.spill_threshold->fixed, 4u);
+  EXPECT_FALSE(p.affinity);
+  for (const char* bad : {"", "[]", "{}", R"({"affinity": "no"})", R"({"spill_threshold": 0})",
+                          R"({"spill_threshold": -1})", R"({"spill_threshold": "lots"})",
+                          R"({"spill_threshold": 2.5})", R"({"colour": 1})", "{\"affinity\": tru"}) {
+    EXPECT_FALSE(parse_routing_patch(bad).error.empty()) << bad;
+  }
+}
+
+TEST(AdminJson, StatsAndModelsShapes) {
+  StatsStore s(std::chrono::seconds(3600));
+  RequestRecord r;
+  r.prompt_tokens = 100;
+  r.cached_tokens = 75;
+  r.completion_tokens = 3;
+  s.record("m", 500, r);
+  auto j = stats_json("m", s.series("m", 501, 3), 3);
+  EXPECT_EQ(j.at("series").at("t").as_array().size(), 3u);
+  EXPECT_EQ(j.at("series").at("prompt_cached").as_array()[1].to_number<int>(), 75);
+  EXPECT_DOUBLE_EQ(j.at("summary").at("cache_hit_rate").as_double(), 0.75);
+
+  Config c = config_of(kDp);
+  auto models = v1_models_json(c, 10);
+  EXPECT_EQ(models.at("object").as_string(), "list");
+  EXPECT_EQ(models.at("data").as_array()[0].at("id").as_string(), "m");
+  EXPECT_EQ(iso8601_utc(0), "1970-01-01T00:00:00Z");
+}
