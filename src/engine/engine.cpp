@@ -248,6 +248,9 @@ struct Engine::Impl {
       ++r.num_output;
       ++m.generation_tokens_total;
       if (e.first_token) {
+        // Lets a server report prompt and cached tokens as soon as streaming starts.
+        e.usage = {r.prompt_len, static_cast<std::uint32_t>(std::max<std::int64_t>(0, r.cached_tokens)), 1,
+                   FinishReason::length};
         m.prompt_tokens_total += r.prompt_len;
         m.time_to_first_token.observe(std::max(0.0, done_at - r.arrival));
       }

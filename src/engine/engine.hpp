@@ -68,7 +68,8 @@ struct Event {
   TokenId token = 0;         // kind == token
   std::uint32_t index = 0;   // position of the token in the reply (0 = first)
   bool first_token = false;  // index == 0
-  bool finished = false;     // last token of the request; usage is valid
+  bool finished = false;     // last token of the request
+  // Valid when finished; on a first_token event prompt_tokens and cached_tokens are already final.
   Usage usage;
 };
 

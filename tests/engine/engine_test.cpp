@@ -44,6 +44,7 @@ struct Trace {
   std::map<RequestId, Tokens> tokens;
   std::map<RequestId, Usage> usage;
   std::map<RequestId, int> first_token_step;
+  std::map<RequestId, Usage> first_usage;
   std::map<RequestId, int> finish_step;
   std::vector<RequestId> finish_order;
   std::vector<std::pair<int, RequestId>> preemptions;
@@ -63,6 +64,7 @@ void apply(Trace& t, const StepResult& r) {
     t.tokens[e.request].push_back(e.token);
     if (e.first_token) {
       t.first_token_step[e.request] = t.steps;
+      t.first_usage[e.request] = e.usage;
     }
     if (e.finished) {
       t.usage[e.request] = e.usage;
@@ -175,6 +177,8 @@ TEST(Engine, PrefixHitsPromptAndDecodeBlocks) {
   ASSERT_TRUE(engine.add_request(req(5, e, 1)));
   t = run(engine, t);
   EXPECT_EQ(t.usage.at(2).cached_tokens, 12U);
+  EXPECT_EQ(t.first_usage.at(2).cached_tokens, 12U);  // known from the first token on
+  EXPECT_EQ(t.first_usage.at(4).prompt_tokens, 31U);
   EXPECT_EQ(t.usage.at(3).cached_tokens, 16U);
   EXPECT_EQ(t.usage.at(4).cached_tokens, 28U);
   EXPECT_EQ(t.usage.at(5).cached_tokens, 0U);
