@@ -105,7 +105,9 @@ std::string seed_body(Rng& rng) {
 }
 
 std::string mutate(Rng& rng, std::string s) {
-  static const std::string alphabet = "{}[]\",:\\ \n0123456789.eE-+truefalsnul\x00\x7f\xc3\xa9\xff";
+  static constexpr char chars[] =
+      "{}[]\",:\\ \n0123456789.eE-+truefalsnul\x00\x7f\xc3\xa9\xff\xed\xa0u/dD8cC";
+  static const std::string alphabet(chars, sizeof chars - 1);  // keeps the NUL byte
   const std::size_t ops = 1 + rng.below(3);
   for (std::size_t k = 0; k < ops && !s.empty(); ++k) {
     const std::size_t pos = rng.below(s.size());
@@ -210,6 +212,69 @@ TEST(FuzzTest, MutatedAndRandomBodiesAgreeWithDomParse) {
   // Both outcomes must be exercised for the test to mean something.
   EXPECT_GT(ok, 500u);
   EXPECT_GT(err, 500u);
+}
+
+// Hand-picked edge cases of the JSON grammar, each checked against Boost.JSON's verdict.
+TEST(FuzzTest, GrammarEdgeCasesAgreeWithDomParse) {
+  const std::vector<std::string> values = {R"("\ud800")",
+                                           R"("\udc00")",
+                                           R"("\ud800\udc00")",
+                                           R"("\ud800\u0041")",
+                                           R"("\ud800x")",
+                                           R"("\u00e9")",
+                                           R"("\u00G9")",
+                                           R"("\u12")",
+                                           R"("\x")",
+                                           R"("\/")",
+                                           "\"\xc0\xaf\"",
+                                           "\"\xed\xa0\x80\"",
+                                           "\"\xf4\x90\x80\x80\"",
+                                           "\"\xf0\x9f\x98\x80\"",
+                                           "\"\xe2\x82\"",
+                                           "\"\x7f\"",
+                                           "\"\x1f\"",
+                                           "\"tab\there\"",
+                                           "01",
+                                           "-",
+                                           "-0",
+                                           "1.",
+                                           "1.5",
+                                           "1e",
+                                           "1e+",
+                                           "1E5",
+                                           "1e-7",
+                                           "-1.5e+300",
+                                           "1e400",
+                                           "1e2147483647",
+                                           "1e2147483648",
+                                           "123456789012345678901234567890",
+                                           "-9223372036854775808",
+                                           "9223372036854775808",
+                                           "tru",
+                                           "true",
+                                           "nul",
+                                           "null",
+                                           "falsey",
+                                           "[1,]",
+                                           "[,1]",
+                                           "[]",
+                                           "{}",
+                                           R"({"a":1,})",
+                                           R"({"a" 1})",
+                                           R"({a:1})",
+                                           "[1 2]",
+                                           "\"unterminated",
+                                           "[[[[]]]]"};
+  std::uint64_t ok = 0;
+  std::uint64_t err = 0;
+  for (const std::string& v : values) {
+    for (const std::string& body : {R"({"model":"m","x":)" + v + "}",
+                                    R"({"model":"m","messages":[)" + v + "]}", R"({"model":)" + v + "}", v}) {
+      check_against_dom(body, ok, err);
+    }
+  }
+  EXPECT_GT(ok, 20u);
+  EXPECT_GT(err, 20u);
 }
 
 TEST(FuzzTest, EveryTruncationOfARealBodyIsMalformed) {
