@@ -39,6 +39,7 @@ struct SimulateOptions {
   std::string scrape_interval = "1s";
   std::string client_rtt = "0";
   std::string think_time = "0";
+  std::string think_jitter = "0";
   std::string spill_threshold = "auto";
   std::uint32_t vllm_api_servers = 0;
   std::string out;
@@ -146,12 +147,14 @@ int run_simulate(const SimulateOptions& o) {
   const auto scrape = parse_seconds(o.scrape_interval);
   const auto rtt = parse_seconds(o.client_rtt);
   const auto think = parse_seconds(o.think_time);
-  if (!duration || !scrape || !rtt || !think) {
+  const auto jitter = parse_seconds(o.think_jitter);
+  if (!duration || !scrape || !rtt || !think || !jitter) {
     return fail("durations are numbers with an optional unit: 180, 180s, 3m, 100ms");
   }
   c.duration = *duration;
   c.scrape_interval = *scrape;
   c.client_rtt = *rtt;
+  c.think_jitter = *jitter;
   const auto spill = core::SpillThreshold::parse(o.spill_threshold);
   if (!spill) {
     return fail("--spill-threshold is 'auto' or a positive integer");
@@ -263,6 +266,8 @@ void add_simulate_command(CLI::App& app) {
                   "A,B: the reference method (A over all levels, then B, warm caches)");
   cmd->add_option("--seed", o->seed, "Seed of the prompts and of routing ties")->capture_default_str();
   cmd->add_flag("--warm-start", o->warm_start, "Keep engine caches from one policy to the next");
+  cmd->add_option("--think-jitter", o->think_jitter, "Extra client time per turn, uniform in [0, J)")
+      ->capture_default_str();
   cmd->add_option("--scrape-interval", o->scrape_interval, "Warden metrics scrape period")
       ->capture_default_str();
   cmd->add_option("--client-rtt", o->client_rtt, "Client <-> warden round trip (counted in TTFB)")

@@ -72,7 +72,11 @@ struct Flight {
 class Driver {
  public:
   Driver(const SimulationConfig& config, const Hooks& hooks)
-      : config_(config), hooks_(hooks), workload_(config.workload), rng_(mix(config.seed ^ 0x5157A7E)) {}
+      : config_(config),
+        hooks_(hooks),
+        workload_(config.workload),
+        rng_(mix(config.seed ^ 0x5157A7E)),
+        jitter_rng_(mix(config.seed ^ 0x7417E7)) {}
 
   Result<Outcome> run() {
     for (std::size_t p = 0; p < config_.policies.size(); ++p) {
@@ -221,7 +225,7 @@ class Driver {
       const workload::Conversation& conv = loop_->conversation(slot);
       Flight f;
       f.slot = slot;
-      f.started = now_;
+      f.started = now_ + (config_.think_jitter > 0 ? config_.think_jitter * jitter_rng_.unit() : 0.0);
       f.turn = conv.turn;
       auto prompt = prompts_[slot].render(workload_, conv);
       if (!prompt) {
@@ -237,13 +241,14 @@ class Driver {
       }
       f.prompt_tokens_estimate = static_cast<std::uint32_t>(std::max<std::size_t>(1, bytes / 4));
       const std::uint64_t id = next_request_id_++;
+      const double f_started = f.started;
       flights_.emplace(id, std::move(f));
       if (window_open()) {
         ++stats_.requests;
       }
       stats_.max_in_flight =
           std::max<std::uint32_t>(stats_.max_in_flight, static_cast<std::uint32_t>(flights_.size()));
-      push(now_ + config_.client_rtt / 2, Timed::Kind::arrive, id);
+      push(f_started + config_.client_rtt / 2, Timed::Kind::arrive, id);
     }
   }
 
@@ -478,6 +483,7 @@ class Driver {
   const Hooks& hooks_;
   workload::Workload workload_;
   core::SplitMixRng rng_;
+  core::SplitMixRng jitter_rng_;
   double now_ = 0;
   std::vector<engine::Engine> engines_;
   std::vector<bool> pending_;
@@ -533,8 +539,9 @@ Result<void> validate(const SimulationConfig& config) {
       !positive(config.vllm_publish_interval)) {
     return std::string("scrape, sample and publish intervals must be positive");
   }
-  if (!(config.client_rtt >= 0) || !std::isfinite(config.client_rtt)) {
-    return std::string("client rtt must be >= 0");
+  if (!(config.client_rtt >= 0) || !std::isfinite(config.client_rtt) || !(config.think_jitter >= 0) ||
+      !std::isfinite(config.think_jitter)) {
+    return std::string("client rtt and think jitter must be >= 0");
   }
   if (config.policies.empty()) {
     return std::string("at least one policy is needed");

@@ -51,6 +51,10 @@ struct SimulationConfig {
   double scrape_interval = 1.0;  // the warden's metrics scrape
   double busy_interval = 1.0;    // "replicas busy" sampling
   double client_rtt = 0.0;       // client <-> warden round trip: half on the way in, half on the way out
+  // Extra client time before each turn, uniform in [0, think_jitter) from a seeded stream, on top of the
+  // workload's fixed think_time: real clients drift apart, while a fixed gap keeps sessions that started
+  // together in lock-step (all turns arriving in bursts).
+  double think_jitter = 0.0;
   core::SpillThreshold spill_threshold{};
   core::SessionTableConfig sessions{};
   std::uint32_t vllm_api_servers = 0;  // vLLM API server processes; 0 = one per replica (vLLM's default)

@@ -150,6 +150,7 @@ TEST(WhatifDriver, ScrapeIntervalChangesWhatTheRouterSees) {
   c.levels = {8};
   c.duration = 40;
   c.workload.think_time = 0.5;
+  c.think_jitter = 2.0;  // sessions drift apart, so decisions also happen while others are running
   std::vector<double> kv_seen_fast;
   std::vector<double> kv_seen_slow;
   Hooks hooks;
