@@ -346,3 +346,76 @@ TEST(Engine, TtftHistogramUsesVllmBuckets) {
 
 }  // namespace
 }  // namespace warden::engine
+
+namespace warden::engine {
+namespace {
+
+// Random arrivals, aborts and steps on a small cache: invariants hold throughout.
+TEST(Engine, RandomWorkloadKeepsInvariants) {
+  Engine engine(tiny(24, 5, 24), 11);
+  std::uint64_t x = 2024;
+  auto rnd = [&](std::uint64_t bound) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (x >> 33U) % bound;
+  };
+  std::map<RequestId, int> expected;  // live requests -> tokens still to come
+  std::map<RequestId, std::uint32_t> next_index;
+  Metrics last = engine.metrics();
+  double now = 0;
+  RequestId next_id = 1;
+  for (int op = 0; op < 3000; ++op) {
+    const auto choice = rnd(10);
+    if (choice < 3) {
+      // Prompts share a random-length prefix, so hits, sharing and eviction all happen.
+      Tokens prompt = seq(1, 4 + rnd(40));
+      prompt.push_back(static_cast<TokenId>(100 + next_id));
+      const int max_tokens = 1 + static_cast<int>(rnd(30));
+      ASSERT_TRUE(engine.add_request(req(next_id, prompt, max_tokens, now)));
+      expected[next_id] = max_tokens;
+      next_index[next_id] = 0;
+      ++next_id;
+    } else if (choice == 3 && !expected.empty()) {
+      auto it = expected.begin();
+      std::advance(it, static_cast<long>(rnd(expected.size())));
+      EXPECT_TRUE(engine.abort(it->first));
+      expected.erase(it);
+    } else if (engine.has_work()) {
+      const StepResult r = engine.step(now);
+      EXPECT_GT(r.duration, 0.0);
+      now += r.duration;
+      for (const auto& e : r.events) {
+        if (e.kind != Event::Kind::token) {
+          continue;
+        }
+        ASSERT_TRUE(expected.contains(e.request)) << "event for an aborted or finished request";
+        EXPECT_EQ(e.index, next_index[e.request]++);
+        const int left = --expected[e.request];
+        EXPECT_EQ(e.finished, left == 0);
+        if (e.finished) {
+          EXPECT_EQ(e.usage.completion_tokens, next_index[e.request]);
+          expected.erase(e.request);
+        }
+      }
+    }
+    const Metrics m = engine.metrics();
+    EXPECT_LE(m.num_running, 5U);
+    EXPECT_EQ(m.num_running + m.num_waiting, expected.size());
+    EXPECT_GE(m.prefix_cache_queries_total, last.prefix_cache_queries_total);
+    EXPECT_GE(m.prefix_cache_hits_total, last.prefix_cache_hits_total);
+    EXPECT_LE(m.prefix_cache_hits_total, m.prefix_cache_queries_total);
+    EXPECT_GE(m.generation_tokens_total, last.generation_tokens_total);
+    EXPECT_GE(m.kv_cache_usage, 0.0);
+    EXPECT_LE(m.kv_cache_usage, 1.0);
+    last = m;
+  }
+  while (engine.has_work()) {
+    now += engine.step(now).duration;
+  }
+  EXPECT_EQ(engine.cache().num_free(), 24U);
+  EXPECT_GT(engine.metrics().prefix_cache_hits_total, 0U);
+  EXPECT_GT(engine.metrics().num_preemptions_total, 0U);
+  EXPECT_GT(engine.metrics().requests_aborted_total, 0U);
+}
+
+}  // namespace
+}  // namespace warden::engine
