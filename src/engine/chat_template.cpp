@@ -616,7 +616,9 @@ Result<Tokens> render_prompt(ApiKind kind, const json::value& body) {
 
 Result<Tokens> render_prompt(ApiKind kind, std::string_view body_text) {
   boost::system::error_code ec;
-  json::value body = json::parse(body_text, ec);
+  json::parse_options opt;
+  opt.max_depth = 256;  // tool schemas nest deeper than the default 32
+  json::value body = json::parse(body_text, ec, {}, opt);
   if (ec) {
     return make_error("malformed JSON body: " + ec.message());
   }

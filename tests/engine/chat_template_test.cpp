@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/engine.hpp"
+#include "engine/presets.hpp"
 
 namespace warden::engine {
 namespace {
@@ -258,6 +259,61 @@ TEST(ChatTemplate, TruncatedAndMutatedBodiesNeverThrow) {
         EXPECT_NO_THROW(render_prompt(kind, m));
       }
     }
+  }
+}
+
+}  // namespace
+}  // namespace warden::engine
+
+namespace warden::engine {
+namespace {
+
+// A 6-turn conversation through the chat template and one engine: from turn 2 on, everything the previous
+// turn computed is served from the cache; the same prompt on a fresh engine (another rank) finds nothing.
+TEST(ChatTemplate, SixTurnConversationHitsOnItsOwnEngineOnly) {
+  Engine home(*find_preset("instant"), 3);
+  std::string long_text;
+  for (int i = 0; long_text.size() < 1600; ++i) {
+    long_text += "The replica keeps the prefix of every conversation it has read. ";
+  }
+  json::object body{{"model", "m"}};
+  body["messages"] = json::array{json::object{{"role", "system"}, {"content", "You are a coding agent."}}};
+  double now = 0;
+  std::size_t previous_prompt = 0;
+  for (int turn = 1; turn <= 6; ++turn) {
+    body["messages"].as_array().push_back(
+        json::object{{"role", "user"}, {"content", "Turn " + std::to_string(turn) + ". " + long_text}});
+    const Tokens prompt = ok(render_chat(body));
+    RequestSpec spec;
+    spec.id = static_cast<RequestId>(turn);
+    spec.prompt = prompt;
+    spec.max_tokens = 64;
+    spec.arrival_time = now;
+    ASSERT_TRUE(home.add_request(spec));
+    Tokens reply;
+    Usage usage;
+    while (home.has_work()) {
+      const auto r = home.step(now);
+      now += r.duration;
+      for (const auto& e : r.events) {
+        reply.push_back(e.token);
+        if (e.finished) {
+          usage = e.usage;
+        }
+      }
+    }
+    if (turn == 1) {
+      EXPECT_EQ(usage.cached_tokens, 0U);
+    } else {
+      // Everything the previous turn computed (its prompt and all but the last reply token), in full blocks.
+      EXPECT_EQ(usage.cached_tokens, (previous_prompt + 64 - 1) / 16 * 16) << "turn " << turn;
+      EXPECT_GT(usage.cached_tokens, usage.prompt_tokens / 2);
+      Engine fresh(*find_preset("instant"), 3);
+      EXPECT_EQ(fresh.cached_prefix_tokens(prompt), 0U);
+    }
+    body["messages"].as_array().push_back(
+        json::object{{"role", "assistant"}, {"content", detokenize(reply)}});
+    previous_prompt = prompt.size();
   }
 }
 
