@@ -1,6 +1,10 @@
 // The a4000-qwen3-4b preset against the reference figures of routing.md / issue 2, one replica, virtual time.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
 #include "engine/engine.hpp"
 #include "engine/presets.hpp"
 
@@ -128,6 +132,110 @@ TEST_F(A4000, InstantPresetIsNearZero) {
   const Turn t = run_turn(engine, 1, seq(1, 12000), 256, now);
   EXPECT_LT(t.total, 0.05);
   EXPECT_GT(t.total, 0.0);
+}
+
+}  // namespace
+}  // namespace warden::engine
+
+namespace warden::engine {
+namespace {
+
+struct LoadResult {
+  double ttft_p50 = 0;
+  double hit_rate = 0;
+  double output_per_min = 0;
+  std::uint64_t preemptions = 0;
+};
+
+// `sessions` closed-loop reference sessions (3.5k shared + 7.3k unique, then 5 turns of +400, 256 output
+// tokens, no think time) on one a4000 replica for 10 minutes of model time.
+LoadResult run_sessions(int sessions) {
+  Engine engine(*find_preset("a4000-qwen3-4b"), 1);
+  struct Session {
+    Tokens history;
+    int turn = 0;
+    double started = 0;
+  };
+  std::vector<Session> ss(static_cast<std::size_t>(sessions));
+  std::map<RequestId, std::size_t> owner;
+  RequestId next = 1;
+  TokenId fresh = 100000;  // unique ids make each new session's own blocks distinct
+  double now = 0;
+  auto start_turn = [&](std::size_t i) {
+    Session& s = ss[i];
+    if (s.turn % 6 == 0) {
+      s.history = seq(1000, 3500);
+      Tokens unique = seq(10000, 7300);
+      unique[0] = fresh++;
+      s.history.insert(s.history.end(), unique.begin(), unique.end());
+    } else {
+      Tokens added = seq(60000, 400);
+      added[0] = fresh++;
+      s.history.insert(s.history.end(), added.begin(), added.end());
+    }
+    RequestSpec spec;
+    spec.id = next;
+    spec.prompt = s.history;
+    spec.max_tokens = 256;
+    spec.arrival_time = now;
+    owner[next++] = i;
+    EXPECT_TRUE(engine.add_request(std::move(spec)));
+    s.started = now;
+  };
+  for (std::size_t i = 0; i < ss.size(); ++i) {
+    start_turn(i);
+  }
+  std::vector<double> ttft;
+  std::uint64_t out = 0;
+  std::uint64_t prompt = 0;
+  std::uint64_t cached = 0;
+  while (now < 600) {
+    const StepResult r = engine.step(now);
+    now += r.duration;
+    for (const auto& e : r.events) {
+      if (e.kind != Event::Kind::token) {
+        continue;
+      }
+      const std::size_t i = owner.at(e.request);
+      ss[i].history.push_back(e.token);
+      ++out;
+      if (e.first_token) {
+        ttft.push_back(now - ss[i].started);
+      }
+      if (e.finished) {
+        prompt += e.usage.prompt_tokens;
+        cached += e.usage.cached_tokens;
+        ++ss[i].turn;
+        start_turn(i);
+      }
+    }
+  }
+  std::sort(ttft.begin(), ttft.end());
+  LoadResult res;
+  res.ttft_p50 = ttft[ttft.size() / 2];
+  res.hit_rate = static_cast<double>(cached) / static_cast<double>(prompt);
+  res.output_per_min = static_cast<double>(out) / 10.0;
+  res.preemptions = engine.metrics().num_preemptions_total;
+  std::printf(
+      "a4000, %d sessions on one replica: TTFT p50 %.2f s, prefix hits %.1f%%, %.0f output tokens/min, %llu "
+      "preemptions\n",
+      sessions, res.ttft_p50, 100 * res.hit_rate, res.output_per_min,
+      static_cast<unsigned long long>(res.preemptions));
+  return res;
+}
+
+// routing.md's rule of thumb: keep concurrent sessions x context below the KV capacity. One ~11k session
+// fits in 40k tokens of KV; six (~66k) do not, and the cache thrashes: preemptions, hits collapse, TTFT
+// grows.
+TEST(A4000Load, HitRateCollapsesWhenSessionsOutgrowTheCache) {
+  const LoadResult one = run_sessions(1);
+  const LoadResult six = run_sessions(6);
+  EXPECT_GT(one.hit_rate, 0.8);  // reference, 4 sessions on 4 replicas with affinity: 86.4%
+  EXPECT_LT(one.ttft_p50, 0.5);
+  EXPECT_EQ(one.preemptions, 0U);
+  EXPECT_GT(six.preemptions, 0U);
+  EXPECT_LT(six.hit_rate, one.hit_rate / 2);
+  EXPECT_GT(six.ttft_p50, 10 * one.ttft_p50);
 }
 
 }  // namespace
