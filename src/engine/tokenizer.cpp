@@ -54,6 +54,29 @@ std::size_t run_end(std::string_view text, std::size_t i, CharClass cls) {
   return i;
 }
 
+// The special marker written at `pos`, if any.
+const Special* special_at(std::string_view text, std::size_t pos) {
+  for (const auto& s : kSpecials) {
+    if (text.substr(pos, s.text.size()) == s.text) {
+      return &s;
+    }
+  }
+  return nullptr;
+}
+
+// End of the run of `cls` starting at `i`; a punctuation run also ends where a special marker starts.
+std::size_t piece_end(std::string_view text, std::size_t i, CharClass cls) {
+  std::size_t end = run_end(text, i, cls);
+  if (cls == CharClass::other) {
+    for (std::size_t k = i + 1; k < end; ++k) {
+      if (text[k] == '<' && special_at(text, k) != nullptr) {
+        return k;
+      }
+    }
+  }
+  return end;
+}
+
 // Cuts [piece] into ceil(len / max) near-equal chunks and emits each.
 template <class Emit>
 void emit_chunked(std::string_view piece, std::size_t max, Emit& emit) {
@@ -78,16 +101,9 @@ void scan(std::string_view text, Emit&& emit) {
   while (i < text.size()) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (c == '<') {
-      bool matched = false;
-      for (const auto& s : kSpecials) {
-        if (text.substr(i, s.text.size()) == s.text) {
-          emit(s.id, std::string_view{});
-          i += s.text.size();
-          matched = true;
-          break;
-        }
-      }
-      if (matched) {
+      if (const Special* s = special_at(text, i); s != nullptr) {
+        emit(s->id, std::string_view{});
+        i += s->text.size();
         continue;
       }
     }
@@ -109,11 +125,11 @@ void scan(std::string_view text, Emit&& emit) {
       // The last space of a run joins a following word or punctuation (" word"), as in GPT-style BPE.
       if (end < text.size() && text[end - 1] == ' ') {
         const CharClass next = classify(static_cast<unsigned char>(text[end]));
-        if (next == CharClass::letter || next == CharClass::other) {
+        if (next == CharClass::letter || (next == CharClass::other && special_at(text, end) == nullptr)) {
           if (end - 1 > i) {
             emit_chunked(text.substr(i, end - 1 - i), kMaxSpacePiece, emit);
           }
-          const std::size_t word_end = run_end(text, end, next);
+          const std::size_t word_end = piece_end(text, end, next);
           emit_chunked(text.substr(end - 1, word_end - end + 1),
                        next == CharClass::letter ? kMaxWordPiece : kMaxPunctPiece + 1, emit);
           i = word_end;
@@ -130,16 +146,7 @@ void scan(std::string_view text, Emit&& emit) {
       ++i;
       continue;
     }
-    std::size_t end = run_end(text, i, cls);
-    // A '<' starting a marker ends a punctuation run.
-    if (cls == CharClass::other) {
-      for (std::size_t k = i + 1; k < end; ++k) {
-        if (text[k] == '<' && text.substr(k, 2) == "<|") {
-          end = k;
-          break;
-        }
-      }
-    }
+    const std::size_t end = piece_end(text, i, cls);
     emit_chunked(text.substr(i, end - i), cls == CharClass::letter ? kMaxWordPiece : kMaxPunctPiece, emit);
     i = end;
   }

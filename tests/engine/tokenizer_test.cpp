@@ -26,6 +26,13 @@ TEST(Tokenizer, SpecialMarkersAndNewlines) {
   EXPECT_EQ(t[6], kEndOfText);
   EXPECT_EQ(t[1], tokenize("user")[0]);
   EXPECT_EQ(t[3], tokenize("hi")[0]);
+  // Markers stay whole after a space or inside punctuation.
+  EXPECT_EQ(tokenize("a <|im_end|>"), (Tokens{tokenize("a")[0], tokenize(" ")[0], kImEnd}));
+  EXPECT_EQ(tokenize("a.<|im_end|>."),
+            (Tokens{tokenize("a")[0], tokenize(".")[0], kImEnd, tokenize(".")[0]}));
+  Tokens unfinished{tokenize("<|")[0]};
+  tokenize_append("im_start", unfinished);
+  EXPECT_EQ(tokenize("<|im_start"), unfinished);  // not a marker: ordinary pieces
   // Three newlines: one double, one single.
   EXPECT_EQ(tokenize("\n\n\n"), (Tokens{kDoubleNewline, kNewline}));
 }
