@@ -225,7 +225,7 @@ Result<EngineConfig> parse_preset_yaml(std::string_view yaml, EngineConfig base)
 std::string to_yaml(const EngineConfig& config) {
   std::ostringstream out;
   out.precision(17);
-  EngineConfig& c = const_cast<EngineConfig&>(config);  // accessors are shared with set_param; read only here
+  EngineConfig c = config;  // the accessors are shared with set_param and take a mutable config
   out << "name: " << config.preset << "\n";
   for (const auto& p : kParams) {
     out << p.name << ": ";
