@@ -1,10 +1,25 @@
 #include "protocol/sse.hpp"
 
+#include <cstring>
+
 namespace warden::protocol {
 
 namespace {
 
 constexpr std::string_view kBom = "\xEF\xBB\xBF";
+
+// First CR or LF: two memchr passes (LF over everything, CR only before that LF) beat find_first_of,
+// which tests every byte against both characters one at a time.
+std::size_t find_line_end(std::string_view s) noexcept {
+  const void* lf = std::memchr(s.data(), '\n', s.size());
+  const std::size_t limit =
+      lf == nullptr ? s.size() : static_cast<std::size_t>(static_cast<const char*>(lf) - s.data());
+  const void* cr = std::memchr(s.data(), '\r', limit);
+  if (cr != nullptr) {
+    return static_cast<std::size_t>(static_cast<const char*>(cr) - s.data());
+  }
+  return lf == nullptr ? std::string_view::npos : limit;
+}
 
 }  // namespace
 
@@ -22,7 +37,7 @@ Result<void> SseParser::feed_impl(std::string_view bytes, Thunk thunk, void* ctx
     }
   }
   while (!bytes.empty()) {
-    const std::size_t pos = bytes.find_first_of("\r\n");
+    const std::size_t pos = find_line_end(bytes);
     if (pos == std::string_view::npos) {
       if (event_bytes_ + line_.size() + bytes.size() > limits_.max_event_bytes) {
         failed_ = true;
