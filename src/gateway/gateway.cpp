@@ -143,7 +143,7 @@ bool Gateway::start(std::string* error) {
   for (auto& up : upstreams_) {
     asio::co_spawn(ioc_, poll_loop(up), asio::bind_cancellation_slot(up->cancel.slot(), asio::detached));
   }
-  asio::co_spawn(ioc_, flush_loop(), asio::detached);
+  asio::co_spawn(ioc_, flush_loop(), asio::bind_cancellation_slot(flush_cancel_.slot(), asio::detached));
   return true;
 }
 
@@ -156,6 +156,9 @@ void Gateway::stop() {
   for (auto& up : upstreams_) {
     up->cancel.emit(asio::cancellation_type::terminal);
   }
+  flush_cancel_.emit(asio::cancellation_type::terminal);
+  pool_.close_idle();
+  scrape_pool_.close_idle();
   if (stats_db_) {
     std::string err;
     if (!flush_history(*stats_db_, stats_, unix_now(), &err)) {

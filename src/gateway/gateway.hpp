@@ -68,6 +68,7 @@ class Gateway {
   std::unique_ptr<StatsDb> stats_db_;
   WardenMetrics metrics_;
   std::shared_ptr<bool> alive_;  // background loops stop when this is false
+  net::asio::cancellation_signal flush_cancel_;
   bool stopped_ = false;
 };
 

@@ -283,6 +283,11 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
     while (true) {
       auto piece = co_await shared_up->next();
       if (!piece) {
+        if (w.failed() || piece.error() == asio::error::operation_aborted) {
+          ok = false;
+          rec.status = 499;
+          break;
+        }
         spdlog::warn("stream from replica {} of '{}' broke off: {}", rec.replica, rec.model,
                      piece.error().message());
         ok = false;
@@ -332,7 +337,8 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
       rec.completion_tokens = u->completion_tokens;
     }
     if (!ok && rec.status == 200) {
-      rec.status = 502;  // logged as a broken relay; the client saw a truncated stream
+      // The client went away (499), or the engine broke off the stream (502: the client saw it truncated).
+      rec.status = w.failed() ? 499 : 502;
     }
     ex->complete = ok || rec.status == 502;
   };

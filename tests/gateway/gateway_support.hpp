@@ -1,0 +1,184 @@
+// Helpers for the gateway's integration tests: real `lm-warden sim` and `lm-warden serve` processes on
+// 127.0.0.1 with port 0, a temporary config and state directory, and JSON/metrics readers.
+#pragma once
+
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/json.hpp>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "protocol/prometheus.hpp"
+#include "support/child_process.hpp"
+#include "support/http.hpp"
+
+namespace gateway_test {
+
+using test_support::ChildProcess;
+using test_support::Client;
+using test_support::wait_until;
+
+inline const std::string kServed = "Qwen/Qwen3-4B-Instruct-2507";
+
+// A temporary directory removed at the end of the test.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    static std::atomic<int> n{0};
+    path = std::filesystem::temp_directory_path() /
+           ("warden-gw-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+// `lm-warden sim` with N ranks. `time_scale` < 1 slows the instant preset down so generations stay in
+// flight long enough to observe (0.005 → about 20 ms per output token).
+inline std::unique_ptr<ChildProcess> start_sim(int dp, double time_scale = 1.0, int port = 0) {
+  auto p = std::make_unique<ChildProcess>(std::vector<std::string>{
+      WARDEN_BINARY, "sim", "--port", std::to_string(port), "--data-parallel-size", std::to_string(dp),
+      "--preset", "instant", "--time-scale", std::to_string(time_scale), "--served-model-name", kServed,
+      "--log-level", "warn"});
+  p->wait_for_port();
+  return p;
+}
+
+// `lm-warden serve` with `models_yaml` (the text after "models:") and extra top-level lines.
+struct Warden {
+  TempDir dir;
+  std::unique_ptr<ChildProcess> proc;
+  int port = 0;
+
+  Warden(const std::string& models_yaml, const std::string& extra = "", const std::string& state_dir = "") {
+    start(models_yaml, extra, state_dir);
+  }
+  void start(const std::string& models_yaml, const std::string& extra = "",
+             const std::string& state_dir = "") {
+    const auto cfg = dir.path / "warden.yaml";
+    std::ofstream(cfg) << "admin_token: secret\nmetrics: { scrape_interval: 100ms, scrape_timeout: 500ms, "
+                          "unhealthy_after: 2 }\n"
+                       << extra << "models:\n"
+                       << models_yaml;
+    proc = std::make_unique<ChildProcess>(std::vector<std::string>{
+        WARDEN_BINARY, "serve", "--config", cfg.string(), "--listen", "127.0.0.1:0", "--state-dir",
+        state_dir.empty() ? (dir.path / "state").string() : state_dir, "--log-level", "warn"});
+    port = proc->wait_for_port();
+  }
+};
+
+inline std::string dp_model(int sim_port, int size,
+                            const std::string& routing = "{ affinity: true, spill_threshold: 8 }",
+                            const std::string& name = "m") {
+  return "  - name: " + name + "\n    served_model_name: " + kServed +
+         "\n    max_num_seqs: 32\n    routing: " + routing +
+         "\n    replicas: { data_parallel: { url: http://127.0.0.1:" + std::to_string(sim_port) +
+         ", size: " + std::to_string(size) + " } }\n";
+}
+
+inline std::string chat_body(const std::string& text, int max_tokens = 4, bool stream = true,
+                             const std::string& model = "m") {
+  boost::json::object o{
+      {"model", model},
+      {"max_tokens", max_tokens},
+      {"stream", stream},
+      {"messages", boost::json::array{boost::json::object{{"role", "user"}, {"content", text}}}}};
+  return boost::json::serialize(o);
+}
+
+inline boost::json::value json_of(const warden::net::SyncResponse& r) {
+  return boost::json::parse(r.body);
+}
+
+inline boost::json::object card(int warden_port, const std::string& model = "m") {
+  Client c(warden_port);
+  auto r = c.get("/api/models/" + model);
+  return boost::json::parse(r.body).as_object();
+}
+
+inline const boost::json::object& replica_of(const boost::json::object& card, int i) {
+  return card.at("routing").at("replicas").as_array().at(static_cast<std::size_t>(i)).as_object();
+}
+
+inline std::int64_t num(const boost::json::value& v) {
+  return v.to_number<std::int64_t>();
+}
+
+// vllm:num_requests_running of one rank as the sim reports it.
+inline double sim_running(int sim_port, int rank) {
+  Client c(sim_port);
+  auto r = c.get("/metrics");
+  auto s = warden::protocol::parse_vllm_metrics(r.body);
+  if (!s) {
+    return -1;
+  }
+  const auto* k = s->rank(rank);
+  return k && k->num_requests_running ? *k->num_requests_running : 0;
+}
+
+// A streaming request on its own thread that stays open until release(): it keeps a request in flight
+// at the warden (and the engine) for as long as the test needs, then hangs up like a client that leaves.
+class HeldStream {
+ public:
+  HeldStream(int port, std::string body, warden::net::Headers headers,
+             std::string target = "/v1/chat/completions") {
+    thread_ = std::thread([this, port, body = std::move(body), headers = std::move(headers), target] {
+      Client c(port);
+      auto r = c.raw().post(target, body, headers, [this](std::string_view) {
+        std::unique_lock lock(mu_);
+        started_ = true;
+        cv_.notify_all();
+        cv_.wait(lock, [this] { return released_; });
+        return false;  // hang up
+      });
+      std::lock_guard lock(mu_);
+      if (r) {
+        response_ = std::move(*r);
+      }
+      started_ = true;
+      finished_ = true;
+      cv_.notify_all();
+    });
+  }
+  ~HeldStream() {
+    release();
+    thread_.join();
+  }
+  // Waits until the first body bytes arrived (the request was routed and the engine answered).
+  bool wait_started(std::chrono::seconds timeout = std::chrono::seconds(20)) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [this] { return started_; }) && !finished_;
+  }
+  void release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  // The response (headers) once the thread finished.
+  warden::net::SyncResponse finish() {
+    release();
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return finished_; });
+    return response_;
+  }
+
+ private:
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool started_ = false;
+  bool released_ = false;
+  bool finished_ = false;
+  warden::net::SyncResponse response_;
+};
+
+}  // namespace gateway_test
