@@ -283,7 +283,7 @@ class Handler {
       unescape(raw, scratch_);
       text = scratch_;
     }
-    string_bytes(text);
+    string_bytes(text, raw.size());
     if (!budgeted_) {  // a budgeted part hashes a byte prefix only: no length that would change per turn
       emit_u64(text.size());
     }
@@ -498,9 +498,10 @@ class Handler {
     }
   }
 
-  void string_bytes(std::string_view s) {
+  // `raw_size`: the escaped length, counted for the estimate whether or not the text was decoded.
+  void string_bytes(std::string_view s, std::size_t raw_size) {
     if (counting_) {
-      prompt_bytes_ += s.size();
+      prompt_bytes_ += raw_size;
     }
     if (capture_ != Capture::none && str_.size() + s.size() <= kMaxCaptureBytes) {
       str_.append(s);

@@ -138,7 +138,7 @@ struct RequestInfo {
 
   ClientPin pin;
 
-  std::uint64_t prompt_bytes = 0;            // bytes of text in the prompt fields (unescaped strings)
+  std::uint64_t prompt_bytes = 0;  // bytes of the strings and keys in the prompt fields, as sent (escaped)
   std::uint64_t prompt_tokens_estimate = 0;  // ~ prompt_bytes / 4, at least 1 if any text
 };
 

@@ -215,6 +215,14 @@ TEST(RequestTest, CompletionsPromptFingerprintUsesItsStart) {
   EXPECT_EQ(tokens.prompt_tokens_estimate, 4u);
 }
 
+TEST(RequestTest, PromptEstimateDoesNotDependOnHeaders) {
+  const std::string body = R"({"model":"m","messages":[{"role":"user","content":"line\nline\u00e9"}]})";
+  auto with = inspect_ok(ApiKind::openai_chat, {{"X-Warden-Session", "s"}}, body);
+  auto without = inspect_ok(ApiKind::openai_chat, {}, body);
+  EXPECT_EQ(with.prompt_bytes, without.prompt_bytes);
+  EXPECT_EQ(with.prompt_tokens_estimate, without.prompt_tokens_estimate);
+}
+
 TEST(RequestTest, NoPromptNoSession) {
   auto info = inspect_ok(ApiKind::openai_chat, {}, R"({"model":"m","messages":[]})");
   EXPECT_EQ(info.session_source, SessionSource::none);
