@@ -124,5 +124,23 @@ TEST(WhatifAgreement, VirtualTimeRunMatchesServeSimBench) {
   EXPECT_FALSE(sim_off.stayed_on_replica.has_value());
 }
 
+TEST(WhatifCommand, SameSeedPrintsAndWritesTheSameBytes) {
+  ScratchDir dir;
+  const auto run = [&](const std::string& seed, const std::string& name) {
+    ChildProcess p({WARDEN_BINARY, "simulate", "--compare", "vllm-lb,affinity", "--levels", "4,8",
+                    "--duration", "60s", "--think-time", "2s", "--seed", seed, "--out",
+                    dir.file(name + ".json"), "--svg", dir.file(name + ".svg")});
+    const std::optional<int> code = p.wait_exit(std::chrono::seconds(60));
+    EXPECT_EQ(code.value_or(-1), 0) << p.stderr_text();
+    return p.stdout_text() + read_all(dir.file(name + ".json")) + read_all(dir.file(name + ".svg"));
+  };
+  const std::string a = run("5", "a");
+  const std::string b = run("5", "b");
+  const std::string c = run("6", "c");
+  EXPECT_NE(a.find("vllm-lb"), std::string::npos);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+}
+
 }  // namespace
 }  // namespace warden::bench
