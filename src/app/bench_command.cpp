@@ -109,6 +109,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option(
       "--compare", args->compare,
       "off,on: all levels with the warden's affinity off, then all with it on (admin API), same prompts");
+  cmd->add_option("--records", o.records,
+                  "Write every request (session, turn, times, TTFB, tokens, route, replica) as JSON lines");
   cmd->add_option("--label", o.label, "Policy label of the rows of a single pass")->capture_default_str();
   cmd->add_option("--admin-token", o.admin_token, "Bearer token of the warden's admin API")
       ->envname("WARDEN_ADMIN_TOKEN");

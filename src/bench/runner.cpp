@@ -14,6 +14,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include <charconv>
 #include <chrono>
 #include <csignal>
 #include <ctime>
@@ -202,6 +203,7 @@ asio::awaitable<void> Runner::turn(Level& level, std::size_t slot) {
           : workload::render_openai(workload_, conversation, options_.model);
   report::RequestRecord rec;
   rec.turn = conversation.turn;
+  rec.session_index = conversation.session_index;
   rec.started_at = now();
   const bool last_turn = workload_.is_last_turn(conversation);
   StreamReader reader(api_);
@@ -223,6 +225,13 @@ asio::awaitable<void> Runner::turn(Level& level, std::size_t slot) {
       net::UpstreamResponse& up = *r;
       if (auto route = up.header().find("x-warden-route"); route != up.header().end()) {
         rec.route = std::string(route->value());
+      }
+      if (auto replica = up.header().find("x-warden-replica"); replica != up.header().end()) {
+        int v = 0;
+        const std::string_view text = replica->value();
+        if (auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v); ec == std::errc{}) {
+          rec.replica = v;
+        }
       }
       if (const unsigned status = up.status(); status != 200) {
         auto body = co_await up.read_all(64 << 10);
@@ -380,6 +389,10 @@ asio::awaitable<std::uint64_t> Runner::run_level(const std::string& policy, int 
   co_await drain(level);
   current_ = nullptr;
   outcome_.rows.push_back(level.recorder.row());
+  if (options_.records) {
+    std::ofstream f(*options_.records, std::ios::app);
+    f << report::records_jsonl(level.policy, sessions, level.recorder.records());
+  }
   co_return level.loop.next_session_index();
 }
 
@@ -468,6 +481,9 @@ boost::json::object report_meta(const BenchOptions& o, bool interrupted) {
 }
 
 BenchOutcome run_bench(const BenchOptions& options, std::FILE* log) {
+  if (options.records) {
+    std::ofstream truncate(*options.records, std::ios::trunc);  // each level appends its records
+  }
   asio::io_context ioc(1);
   Runner runner(ioc, options, log);
   asio::signal_set signals(ioc, SIGINT, SIGTERM);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <boost/json.hpp>
+
 namespace warden::report {
 
 std::optional<double> percentile(std::vector<double> values, double p) {
@@ -16,6 +18,27 @@ std::optional<double> percentile(std::vector<double> values, double p) {
   const std::size_t hi = std::min(lo + 1, values.size() - 1);
   const double frac = rank - static_cast<double>(lo);
   return values[lo] + (values[hi] - values[lo]) * frac;
+}
+
+std::string records_jsonl(std::string_view policy, int sessions, const std::vector<RequestRecord>& records) {
+  std::string out;
+  for (const RequestRecord& r : records) {
+    boost::json::object o;
+    o["policy"] = policy;
+    o["sessions"] = sessions;
+    o["session"] = r.session_index;
+    o["turn"] = r.turn;
+    o["started_at"] = r.started_at;
+    o["ended_at"] = r.ended_at;
+    o["ttfb"] = r.ttfb ? boost::json::value(*r.ttfb) : boost::json::value(nullptr);
+    o["output_tokens"] = r.output_tokens;
+    o["ok"] = r.ok;
+    o["route"] = r.route ? boost::json::value(*r.route) : boost::json::value(nullptr);
+    o["replica"] = r.replica ? boost::json::value(*r.replica) : boost::json::value(nullptr);
+    out += boost::json::serialize(o);
+    out += '\n';
+  }
+  return out;
 }
 
 void LevelRecorder::record(const RequestRecord& r) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace warden::report {
@@ -47,7 +48,13 @@ struct RequestRecord {
   std::size_t turn = 0;              // 0 = the session's first turn; > 0 = a follow-up
   bool session_finished = false;     // this was its session's last turn
   std::optional<std::string> route;  // x-warden-route, when the request went through a warden
+  std::uint64_t session_index = 0;   // which session (workload session index)
+  std::optional<int> replica;        // x-warden-replica (or the replica a simulation chose), if known
 };
+
+// One JSON object per line for every record of a level (for analysis beyond the table):
+// {"policy","sessions","session","turn","started_at","ended_at","ttfb","output_tokens","ok","route","replica"}.
+std::string records_jsonl(std::string_view policy, int sessions, const std::vector<RequestRecord>& records);
 
 // Snapshot for a progress line.
 struct Progress {
@@ -84,6 +91,8 @@ class LevelRecorder {
   Row row(std::optional<double> now = std::nullopt) const;
   Progress progress() const;
 
+  const std::string& policy() const { return policy_; }
+  int sessions() const { return sessions_; }
   double begin_time() const { return begin_; }
   std::optional<double> end_time() const { return end_; }
   const std::vector<RequestRecord>& records() const { return records_; }

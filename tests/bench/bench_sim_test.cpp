@@ -3,6 +3,8 @@
 // about a wall second.
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -152,9 +154,16 @@ TEST(BenchThroughWarden, CompareOffOnFillsStayedAndWritesTheChart) {
   const std::string warden_url = "http://127.0.0.1:" + std::to_string(warden.wait_for_port());
   const std::string svg = dir.file("ttfb.svg");
   const report::Report rep =
-      run_bench({"--url", warden_url, "--model", kModel, "--warden", warden_url, "--admin-token", "secret",
-                 "--metrics", "http://127.0.0.1:" + std::to_string(sim_port) + "/metrics", "--levels", "2",
-                 "--duration", "20s", "--compare", "off,on", "--svg", svg},
+      run_bench({"--url",         warden_url,
+                 "--model",       kModel,
+                 "--warden",      warden_url,
+                 "--admin-token", "secret",
+                 "--metrics",     "http://127.0.0.1:" + std::to_string(sim_port) + "/metrics",
+                 "--levels",      "2",
+                 "--duration",    "20s",
+                 "--compare",     "off,on",
+                 "--svg",         svg,
+                 "--records",     dir.file("records.jsonl")},
                 dir.file("out.json"));
   ASSERT_EQ(rep.rows.size(), 2U);
   const report::Row& off = rep.rows[0];
@@ -169,6 +178,17 @@ TEST(BenchThroughWarden, CompareOffOnFillsStayedAndWritesTheChart) {
   EXPECT_GT(*on.stayed_on_replica, 90.0);
   // Same prompts, warm cache and stickiness: the second pass reads more from the cache.
   EXPECT_GT(*on.prefix_hits, *off.prefix_hits);
+  // Per-request records carry the warden's route and replica.
+  std::istringstream records(slurp(dir.file("records.jsonl")));
+  std::string line;
+  std::size_t lines = 0;
+  while (std::getline(records, line)) {
+    const boost::json::object o = boost::json::parse(line).as_object();
+    EXPECT_TRUE(o.at("replica").is_int64()) << line;
+    EXPECT_TRUE(o.at("route").is_string()) << line;
+    ++lines;
+  }
+  EXPECT_GT(lines, 4U);
   const std::string chart = slurp(svg);
   EXPECT_NE(chart.find("data-policy=\"off\" data-stat=\"p50\""), std::string::npos);
   EXPECT_NE(chart.find("data-policy=\"on\" data-stat=\"p95\""), std::string::npos);

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
+
+#include <sstream>
+
 namespace warden::report {
 namespace {
 
@@ -134,6 +138,34 @@ TEST(LevelRecorder, ProgressTracksRequestsSessionsAndMedian) {
   EXPECT_EQ(p.sessions_finished, 1U);
   EXPECT_EQ(p.errors, 0U);
   EXPECT_DOUBLE_EQ(*p.ttfb_p50, 2.0);
+}
+
+TEST(RecordsJsonl, OneObjectPerRequestWithNullsForUnknowns) {
+  RequestRecord a = req(1.5, 3.0, 0.25, 12, 2);
+  a.session_index = 7;
+  a.route = "sticky";
+  a.replica = 3;
+  RequestRecord b = req(2.0, 2.5, 0.0, 0, 0);
+  b.ok = false;
+  b.ttfb.reset();
+  std::istringstream in(records_jsonl("on", 4, {a, b}));
+  std::string line;
+  std::vector<boost::json::object> objs;
+  while (std::getline(in, line)) {
+    objs.push_back(boost::json::parse(line).as_object());
+  }
+  ASSERT_EQ(objs.size(), 2U);
+  EXPECT_EQ(objs[0].at("policy").as_string(), "on");
+  EXPECT_EQ(objs[0].at("sessions").to_number<int>(), 4);
+  EXPECT_EQ(objs[0].at("session").to_number<int>(), 7);
+  EXPECT_EQ(objs[0].at("turn").to_number<int>(), 2);
+  EXPECT_DOUBLE_EQ(objs[0].at("ttfb").as_double(), 0.25);
+  EXPECT_EQ(objs[0].at("route").as_string(), "sticky");
+  EXPECT_EQ(objs[0].at("replica").to_number<int>(), 3);
+  EXPECT_FALSE(objs[1].at("ok").as_bool());
+  EXPECT_TRUE(objs[1].at("ttfb").is_null());
+  EXPECT_TRUE(objs[1].at("route").is_null());
+  EXPECT_TRUE(objs[1].at("replica").is_null());
 }
 
 }  // namespace
