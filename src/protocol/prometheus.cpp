@@ -380,14 +380,16 @@ const VllmRank* VllmScrape::rank(int engine) const noexcept {
 }
 
 std::size_t VllmScrapeBuilder::rank_index(int engine) {
-  for (std::size_t i = 0; i < ranks_.size(); ++i) {
-    if (ranks_[i].engine == engine) {
-      return i;
-    }
+  const auto e = static_cast<std::size_t>(engine);
+  if (e >= slot_.size()) {
+    slot_.resize(e + 1, 0);
   }
-  ranks_.push_back(VllmRank{.engine = engine});
-  legacy_.emplace_back();
-  return ranks_.size() - 1;
+  if (slot_[e] == 0) {
+    ranks_.push_back(VllmRank{.engine = engine});
+    legacy_.emplace_back();
+    slot_[e] = static_cast<std::uint32_t>(ranks_.size());
+  }
+  return slot_[e] - 1;
 }
 
 void VllmScrapeBuilder::add(const PromSample& s) {
@@ -402,8 +404,9 @@ void VllmScrapeBuilder::add(const PromSample& s) {
   int engine = 0;
   if (const auto label = s.label("engine")) {
     const auto v = parse_int(*label);
-    // Ranks are small integers; anything else is not a rank we can route to.
-    if (!v || *v < 0 || *v > (1 << 20)) {
+    // Ranks are small integers; anything else is not a rank we can route to (and a bound keeps the
+    // rank index small whatever a hostile scrape says).
+    if (!v || *v < 0 || *v >= kMaxEngines) {
       ++skipped_;
       return;
     }
@@ -470,6 +473,7 @@ VllmScrape VllmScrapeBuilder::take() {
             [](const VllmRank& a, const VllmRank& b) { return a.engine < b.engine; });
   ranks_.clear();
   legacy_.clear();
+  slot_.clear();
   skipped_ = 0;
   return out;
 }

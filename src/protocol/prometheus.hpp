@@ -135,6 +135,9 @@ struct VllmScrape {
 /// Folds samples into a VllmScrape; use with PromParser for fragmented input.
 class VllmScrapeBuilder {
  public:
+  /// Engine labels outside 0..kMaxEngines-1 are skipped (counted in skipped_samples).
+  static constexpr int kMaxEngines = 4096;
+
   /// Only samples whose model_name label equals `model_name` count; empty = accept every model.
   explicit VllmScrapeBuilder(std::string model_name = {}) : model_name_(std::move(model_name)) {}
   void add(const PromSample& s);
@@ -152,6 +155,7 @@ class VllmScrapeBuilder {
     std::optional<double> gpu_prefix_cache_hits_total;
   };
   std::vector<Legacy> legacy_;
+  std::vector<std::uint32_t> slot_;  // engine -> 1 + index in ranks_ (0 = not seen)
   std::uint64_t skipped_ = 0;
 };
 

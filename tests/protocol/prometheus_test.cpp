@@ -216,6 +216,22 @@ TEST(PrometheusTest, RandomGarbageNeverCrashes) {
   }
 }
 
+TEST(PrometheusTest, HostileEngineLabelsStayBounded) {
+  std::string text;
+  for (int i = 0; i < 20000; ++i) {
+    text += "vllm:num_requests_running{engine=\"" + std::to_string(i * 7919) + "\"} 1\n";
+  }
+  text +=
+      "vllm:num_requests_running{engine=\"-1\"} "
+      "1\nvllm:num_requests_running{engine=\"99999999999999999999\"} 1\n";
+  auto r = parse_vllm_metrics(text);
+  ASSERT_TRUE(r);
+  // Engines 0, 7919, 15838, ... below 4096: only engine 0 qualifies.
+  ASSERT_EQ(r->ranks.size(), 1u);
+  EXPECT_EQ(r->ranks[0].engine, 0);
+  EXPECT_EQ(r->skipped_samples, 20001u);
+}
+
 TEST(PrometheusTest, VllmFourRanksModelFilterLegacyNames) {
   std::string text;
   for (int e = 3; e >= 0; --e) {  // ranks out of order, labels in varying order
