@@ -1,0 +1,169 @@
+// Every bad input answered in the client's own format and status; failures upstream never hang; stats
+// survive a restart; a bad config stops the warden with a clear message.
+#include <gtest/gtest.h>
+
+#include "gateway_support.hpp"
+
+using namespace gateway_test;
+
+namespace {
+
+// OpenAI errors: {"error":{"message",...}}; Anthropic: {"type":"error","error":{"type","message"}}.
+void expect_openai_error(const warden::net::SyncResponse& r, unsigned status) {
+  EXPECT_EQ(r.status, status) << r.body;
+  auto v = boost::json::parse(r.body).as_object();
+  EXPECT_FALSE(v.contains("type")) << r.body;
+  EXPECT_TRUE(v.at("error").at("message").is_string()) << r.body;
+}
+
+void expect_anthropic_error(const warden::net::SyncResponse& r, unsigned status) {
+  EXPECT_EQ(r.status, status) << r.body;
+  auto v = boost::json::parse(r.body).as_object();
+  EXPECT_EQ(v.at("type").as_string(), "error") << r.body;
+  EXPECT_TRUE(v.at("error").at("type").is_string()) << r.body;
+  EXPECT_TRUE(v.at("error").at("message").is_string()) << r.body;
+}
+
+}  // namespace
+
+TEST(GatewayErrors, BadRequestsInTheClientsFormat) {
+  auto sim = start_sim(2);
+  Warden w(dp_model(sim->port(), 2), "max_body_size: 4KiB\n");
+  Client c(w.port);
+  const warden::net::Headers anth{{"anthropic-version", "2023-06-01"}};
+
+  expect_openai_error(c.post("/v1/chat/completions", "{\"model\": \"m\", "), 400);
+  expect_anthropic_error(c.post("/v1/messages", "{\"model\": \"m\", ", anth), 400);
+  expect_openai_error(c.post("/v1/responses", "[1, 2]"), 400);
+  expect_openai_error(c.post("/v1/chat/completions", R"({"messages": []})"), 400);
+  expect_anthropic_error(c.post("/v1/messages", R"({"max_tokens": 3, "messages": []})", anth), 400);
+  expect_openai_error(c.post("/v1/completions", R"({"model": 7, "prompt": "x"})"), 400);
+
+  auto unknown = c.post("/v1/chat/completions", chat_body("hi", 3, false, "gpt-9"));
+  expect_openai_error(unknown, 404);
+  EXPECT_NE(unknown.body.find("gpt-9"), std::string::npos);
+  expect_anthropic_error(c.post("/v1/messages", R"({"model":"claude-x","max_tokens":3,"messages":[]})", anth),
+                         404);
+
+  expect_openai_error(c.post("/v1/chat/completions", chat_body("hi"), {{"X-Warden-Replica", "two"}}), 400);
+  expect_openai_error(c.post("/v1/chat/completions", chat_body("hi"), {{"X-Warden-Replica", "2"}}),
+                      400);  // 0..1
+  expect_anthropic_error(c.post("/v1/messages", R"({"model":"m","max_tokens":3,"messages":[]})",
+                                {{"X-data-parallel-rank", "-1"}}),
+                         400);
+
+  auto get = c.get("/v1/chat/completions");
+  expect_openai_error(get, 405);
+
+  // Above max_body_size: 413, and the connection is closed; a new client gets through again.
+  const std::string big = chat_body(std::string(8000, 'x'));
+  auto too_large = test_support::raw_exchange(
+      w.port,
+      "POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+          std::to_string(big.size()) + "\r\n\r\n" + big,
+      std::chrono::seconds(5));
+  EXPECT_EQ(test_support::raw_status(too_large), 413) << too_large;
+  EXPECT_NE(too_large.find("\"type\":\"error\""), std::string::npos);
+  Client again(w.port);
+  EXPECT_EQ(again.post("/v1/chat/completions", chat_body("small")).status, 200u);
+
+  // Nothing above reached a replica.
+  auto k = card(w.port);
+  EXPECT_EQ(num(replica_of(k, 0).at("new")) + num(replica_of(k, 1).at("new")), 1);
+}
+
+TEST(GatewayErrors, ApiKeysAreRequiredWhenConfigured) {
+  auto sim = start_sim(1);
+  Warden w(dp_model(sim->port(), 1), "api_keys: [k-one, k-two]\n");
+  Client c(w.port);
+  expect_openai_error(c.post("/v1/chat/completions", chat_body("hi")), 401);
+  expect_anthropic_error(
+      c.post("/v1/messages", R"({"model":"m","max_tokens":3,"messages":[]})", {{"x-api-key", "wrong"}}), 401);
+  EXPECT_EQ(c.post("/v1/chat/completions", chat_body("hi"), {{"Authorization", "Bearer k-two"}}).status,
+            200u);
+  EXPECT_EQ(
+      c.post("/v1/messages", R"({"model":"m","max_tokens":3,"messages":[{"role":"user","content":"hi"}]})",
+             {{"x-api-key", "k-one"}, {"anthropic-version", "2023-06-01"}})
+          .status,
+      200u);
+  EXPECT_EQ(c.get("/health").status, 200u);  // observability needs no key
+}
+
+TEST(GatewayErrors, DeadReplicasGive502Then503NeverAHang) {
+  // A port nothing listens on: bind one, remember it, close it.
+  int dead_port = 0;
+  {
+    auto sim = start_sim(1);
+    dead_port = sim->port();
+  }
+  Warden w(dp_model(dead_port, 2));
+  Client c(w.port);
+  // Before the poller has given up on it: connect refused, retried once, then 502 in the client's format.
+  auto first =
+      c.post("/v1/messages", R"({"model":"m","max_tokens":3,"messages":[{"role":"user","content":"x"}]})");
+  EXPECT_TRUE(first.status == 502u || first.status == 503u) << first.status;
+  expect_anthropic_error(first, first.status);
+  // Once marked unhealthy: 503 at once.
+  ASSERT_TRUE(wait_until([&] { return num(card(w.port).at("healthy_replicas")) == 0; }));
+  expect_openai_error(c.post("/v1/chat/completions", chat_body("hi")), 503);
+}
+
+TEST(GatewayErrors, StatsHistorySurvivesARestart) {
+  auto sim = start_sim(2);
+  TempDir state;
+  {
+    Warden w(dp_model(sim->port(), 2), "", state.path.string());
+    Client c(w.port);
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_EQ(c.post("/v1/chat/completions", chat_body("remember me", 4, false)).status, 200u);
+    }
+    w.proc->stop();  // SIGTERM: the history is flushed on the way out
+  }
+  Warden again(dp_model(sim->port(), 2), "", state.path.string());
+  Client c(again.port);
+  auto stats = boost::json::parse(c.get("/api/stats?model=m&window=600").body).as_object();
+  EXPECT_EQ(num(stats.at("summary").at("requests")), 3);
+  EXPECT_EQ(num(stats.at("summary").at("completion")), 12);
+  // Routing counters, unlike the history, start again at zero.
+  auto k = card(again.port);
+  EXPECT_EQ(num(replica_of(k, 0).at("new")) + num(replica_of(k, 1).at("new")), 0);
+}
+
+TEST(GatewayErrors, InvalidConfigStopsTheWardenWithFileAndLine) {
+  TempDir dir;
+  const auto cfg = dir.path / "bad.yaml";
+  std::ofstream(cfg) << "listen: 127.0.0.1:0\nmodels:\n  - name: m\n    replicas: { urls: [ftp://x:1] }\n";
+  ChildProcess p({WARDEN_BINARY, "serve", "--config", cfg.string()});
+  auto code = p.wait_exit(std::chrono::seconds(10));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 2);
+  EXPECT_NE(p.stderr_text().find(cfg.string() + ":4:"), std::string::npos) << p.stderr_text();
+  EXPECT_NE(p.stderr_text().find("expected http://HOST:PORT"), std::string::npos) << p.stderr_text();
+}
+
+TEST(GatewayErrors, AdminApiValidatesItsInput) {
+  auto sim = start_sim(1);
+  Warden w(dp_model(sim->port(), 1));
+  Client c(w.port);
+  namespace http = boost::beast::http;
+  auto patch = [&](const std::string& target, const std::string& body, warden::net::Headers h) {
+    auto r = c.raw().request(http::verb::patch, target, body, h);
+    EXPECT_TRUE(r);
+    return r ? r->status : 0u;
+  };
+  const warden::net::Headers token{{"Authorization", "Bearer secret"}};
+  EXPECT_EQ(patch("/api/models/m/routing", R"({"affinity": false})", {{"Authorization", "Bearer nope"}}),
+            401u);
+  EXPECT_EQ(patch("/api/models/nope/routing", R"({"affinity": false})", token), 404u);
+  EXPECT_EQ(patch("/api/models/m/routing", R"({"spill_threshold": 0})", token), 400u);
+  EXPECT_EQ(patch("/api/models/m/routing", R"({"colour": "red"})", token), 400u);
+  EXPECT_EQ(patch("/api/models/m/routing", R"({"spill_threshold": 3})", token), 200u);
+  EXPECT_EQ(card(w.port).at("routing").at("spill_threshold").to_number<int>(), 3);
+  EXPECT_EQ(c.get("/api/models/nope").status, 404u);
+  EXPECT_EQ(c.get("/api/stats?model=m&window=abc").status, 400u);
+  EXPECT_EQ(c.get("/api/stats?model=zzz").status, 404u);
+  auto models = boost::json::parse(c.get("/v1/models").body).as_object();
+  EXPECT_EQ(models.at("data").as_array()[0].at("id").as_string(), "m");
+  auto list = boost::json::parse(c.get("/api/models").body).as_object();
+  EXPECT_EQ(list.at("models").as_array().size(), 1u);
+}
