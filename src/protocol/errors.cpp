@@ -1,5 +1,7 @@
 #include "protocol/errors.hpp"
 
+#include "protocol/utf8.hpp"
+
 #include <cstdint>
 
 namespace warden::protocol {
@@ -41,45 +43,6 @@ std::string_view anthropic_error_type(int status) noexcept {
   }
 }
 
-namespace {
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if it is not one (overlongs, surrogates and
-// code points above U+10FFFF are invalid too).
-std::size_t utf8_length(std::string_view s, std::size_t i) noexcept {
-  const auto byte = [&](std::size_t k) { return static_cast<std::uint8_t>(s[k]); };
-  const std::uint8_t c = byte(i);
-  std::size_t n = 0;
-  std::uint32_t cp = 0;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-    cp = c & 0x1F;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    cp = c & 0x0F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) {
-    return 0;
-  }
-  for (std::size_t k = 1; k < n; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) {
-      return 0;
-    }
-    cp = (cp << 6) | (byte(i + k) & 0x3F);
-  }
-  if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-      (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
-    return 0;
-  }
-  return n;
-}
-
-}  // namespace
-
 std::string json_quote(std::string_view s) {
   static constexpr char hex[] = "0123456789abcdef";
   std::string out;
@@ -88,7 +51,8 @@ std::string json_quote(std::string_view s) {
   for (std::size_t i = 0; i < s.size();) {
     const auto c = static_cast<std::uint8_t>(s[i]);
     if (c >= 0x80) {
-      const std::size_t n = utf8_length(s, i);
+      const auto* base = reinterpret_cast<const unsigned char*>(s.data());
+      const std::size_t n = detail::utf8_sequence(base + i, base + s.size());
       if (n == 0) {
         out += "\\ufffd";
         ++i;

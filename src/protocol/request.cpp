@@ -1,5 +1,7 @@
 #include "protocol/request.hpp"
 
+#include "protocol/utf8.hpp"
+
 #include <boost/json/parse.hpp>
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t by value: no heap allocation per request
@@ -60,36 +62,6 @@ std::optional<std::string> normalize_key(std::string_view raw) {
     return "h:" + hex16(XXH3_64bits(v.data(), v.size()));
   }
   return std::string(v);
-}
-
-// Length of the valid UTF-8 sequence at p (p < end, *p >= 0x80), or 0 if invalid: the same rules as
-// Boost.JSON's validation (no overlongs, no UTF-16 surrogates, nothing above U+10FFFF).
-std::size_t utf8_sequence(const unsigned char* p, const unsigned char* end) noexcept {
-  const unsigned c = p[0];
-  const auto avail = static_cast<std::size_t>(end - p);
-  auto cont = [&](std::size_t i) { return i < avail && (p[i] & 0xC0) == 0x80; };
-  if (c >= 0xC2 && c <= 0xDF) {
-    return cont(1) ? 2 : 0;
-  }
-  if (c >= 0xE0 && c <= 0xEF) {
-    if (avail < 3 || !cont(1) || !cont(2)) {
-      return 0;
-    }
-    if ((c == 0xE0 && p[1] < 0xA0) || (c == 0xED && p[1] > 0x9F)) {
-      return 0;
-    }
-    return 3;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    if (avail < 4 || !cont(1) || !cont(2) || !cont(3)) {
-      return 0;
-    }
-    if ((c == 0xF0 && p[1] < 0x90) || (c == 0xF4 && p[1] > 0x8F)) {
-      return 0;
-    }
-    return 4;
-  }
-  return 0;
 }
 
 int hex_value(char c) noexcept {
@@ -749,8 +721,8 @@ class JsonScanner {
         ++p_;
         continue;
       }
-      const std::size_t n = utf8_sequence(reinterpret_cast<const unsigned char*>(p_),
-                                          reinterpret_cast<const unsigned char*>(end_));
+      const std::size_t n = detail::utf8_sequence(reinterpret_cast<const unsigned char*>(p_),
+                                                  reinterpret_cast<const unsigned char*>(end_));
       if (n == 0) {
         return Errc::malformed_json;
       }
