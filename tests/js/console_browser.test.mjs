@@ -259,10 +259,20 @@ describe('web console against lm-warden serve', { timeout: 240000 }, () => {
     assert.ok(Math.abs(chart.hit * binSeconds - apiHit) < 1e-6 * apiHit + 1e-6, `${chart.hit * binSeconds} vs ${apiHit}`);
     assert.ok(Math.abs(chart.computed * binSeconds - apiComputed) < 1e-6 * apiComputed + 1e-6, `${chart.computed * binSeconds} vs ${apiComputed}`);
 
-    // Tooltip with exact values under the cursor.
-    const box = await page.locator('#chart-prompt .u-over').boundingBox();
-    await page.mouse.move(box.x + box.width - 4, box.y + box.height / 2);
-    await page.locator('.chart-tooltip', { hasText: 'Cache hit' }).waitFor({ timeout: 5000 });
+    // Tooltip with the exact values of the busiest bar under the cursor.
+    const target = await page.evaluate(() => {
+      const u = window.wardenConsole.plots.prompt;
+      const [x, top] = u.data;
+      const i = top.indexOf(Math.max(...top));
+      const r = u.over.getBoundingClientRect();
+      return { x: r.left + u.valToPos(x[i], 'x'), y: r.top + r.height - 5, top: top[i] };
+    });
+    await page.mouse.move(target.x, target.y);
+    const tip = page.locator('.chart-tooltip');
+    await tip.waitFor({ state: 'visible', timeout: 5000 });
+    const tipText = await tip.textContent();
+    const shownPrompt = Number(tipText.match(/Prompt ([\d,.]+) tokens\/s/)[1].replace(/,/g, ''));
+    assert.ok(Math.abs(shownPrompt - target.top) <= (target.top >= 100 ? 0.5 : 0.05), `${tipText} vs ${target.top}`);
     await screenshot(page, 'stats', { docs: true });
 
     // A shorter window gives finer bars over the same traffic.

@@ -185,13 +185,13 @@ export function mount(main, { model: requested }) {
         height: 260,
         scales: scales(),
         legend: { live: true },
-        cursor: { sync, points: { show: false } },
+        cursor: { sync, y: false, points: { show: false } },
         series: [
           { label: 'Time (UTC)', value: xValue },
           // Drawn first and as tall as both parts together, so the cache-hit bars drawn over its bottom
           // make the stack; the legend and tooltip show each part's own value.
-          { label: 'Prompt, computed', fill: computed, stroke: computed, width: 0, paths: bars(), value: rawValue('computed') },
-          { label: 'Prompt, cache hit', fill: hit, stroke: hit, width: 0, paths: bars(), value: rawValue('hit') },
+          { label: 'Prompt, computed', fill: computed, stroke: computed, width: 0, paths: bars(), points: { show: false }, value: rawValue('computed') },
+          { label: 'Prompt, cache hit', fill: hit, stroke: hit, width: 0, paths: bars(), points: { show: false }, value: rawValue('hit') },
         ],
         axes: [timeAxis(), axis('prompt tokens/s')],
         hooks: { setCursor: [showTooltip] },
@@ -205,10 +205,10 @@ export function mount(main, { model: requested }) {
         height: 170,
         scales: scales(),
         legend: { live: true },
-        cursor: { sync, points: { show: false } },
+        cursor: { sync, y: false, points: { show: false } },
         series: [
           { label: 'Time (UTC)', value: xValue },
-          { label: 'Completion', fill: completion, stroke: completion, width: 0, paths: bars(), value: rawValue('completion') },
+          { label: 'Completion', fill: completion, stroke: completion, width: 0, paths: bars(), points: { show: false }, value: rawValue('completion') },
         ],
         axes: [timeAxis(), axis('completion tokens/s')],
       },
