@@ -14,8 +14,12 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <unistd.h>
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "../tests/support/child_process.hpp"
@@ -69,6 +73,28 @@ SimFigures scrape(int port) {
   return f;
 }
 
+// CPU seconds (user + system) the process has used so far.
+double cpu_seconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto close = stat.rfind(')');
+  if (close == std::string::npos) {
+    return 0;
+  }
+  std::istringstream fields(stat.substr(close + 2));
+  std::string f;
+  double utime = 0;
+  double stime = 0;
+  for (int i = 3; i <= 15 && fields >> f; ++i) {
+    if (i == 14) {
+      utime = std::stod(f);
+    } else if (i == 15) {
+      stime = std::stod(f);
+    }
+  }
+  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 void pin_to_cpu(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -87,6 +113,9 @@ void BM_SimKeepsUpWithScaledClock(benchmark::State& state) {
                                   "--time-scale", std::to_string(time_scale), "--served-model-name", "m",
                                   "--log-level", "warn"});
   int port = sim.wait_for_port();
+  if (const char* ext = std::getenv("SIM_BENCH_PORT")) {
+    port = std::atoi(ext);  // drive an already running sim instead (e.g. one started under perf)
+  }
   pin_to_cpu(1);  // the load generator stays off the sim's core
 
   for (auto _ : state) {
@@ -124,15 +153,19 @@ void BM_SimKeepsUpWithScaledClock(benchmark::State& state) {
     }
     SimFigures a;
     SimFigures b;
+    double cpu_a = 0;
+    double cpu_b = 0;
     auto t0 = std::chrono::steady_clock::now();
     std::chrono::steady_clock::time_point t1;
     std::chrono::steady_clock::time_point t2;
     std::thread observer([&] {
       std::this_thread::sleep_for(warmup);  // a benchmark's measurement window, not synchronisation
       t1 = std::chrono::steady_clock::now();
+      cpu_a = cpu_seconds(sim.pid());
       a = scrape(port);
       std::this_thread::sleep_for(window);
       t2 = std::chrono::steady_clock::now();
+      cpu_b = cpu_seconds(sim.pid());
       b = scrape(port);
       asio::post(ioc, [&] {
         stop = true;
@@ -148,6 +181,8 @@ void BM_SimKeepsUpWithScaledClock(benchmark::State& state) {
     state.counters["tokens_per_s"] = (b.generation_tokens - a.generation_tokens) / wall;
     state.counters["model_s_per_wall_s"] = (b.model_time - a.model_time) / wall;
     state.counters["running_seqs"] = b.running;
+    // Share of one core the sim used: well below 1 while lagging means the host starved it (other load).
+    state.counters["sim_cpu_core_fraction"] = (cpu_b - cpu_a) / wall;
     state.counters["max_lag_model_s"] = b.max_lag;
     state.counters["behind_model_s"] = b.behind;
     state.counters["stream_errors"] = static_cast<double>(stream_errors);
