@@ -1,0 +1,385 @@
+// What does the warden add on top of the engine, compared with nginx as a plain reverse proxy? One run,
+// side by side, against one `lm-warden sim` (instant preset, 4 DP ranks):
+//   1. latency: sequential streamed chat requests (4 output tokens) over a kept-alive connection, the three
+//      targets interleaved request by request; p50/p99 per target and added over direct;
+//   2. throughput: 16 closed-loop client threads per target for a few seconds, requests/s;
+//   3. 1,000 concurrent open SSE streams (a second sim slowed down so generations last minutes): the
+//      proxy's RSS before and after opening them, KiB per open stream.
+// nginx (Debian nginx-light) runs from a generated config in a temp dir on a free loopback port: one worker
+// (the warden runs one I/O thread), upstream keepalive, proxy_buffering off, access log on (the warden logs
+// one line per request too).
+//
+//   build-*/bench/gateway_bench [--requests N] [--seconds S] [--streams N]     (~40 s)
+
+#include <benchmark/benchmark.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../tests/support/child_process.hpp"
+#include "net/sync_client.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using test_support::ChildProcess;
+
+const std::string kServed = "Qwen/Qwen3-4B-Instruct-2507";
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Resident set of a process in KiB (VmRSS).
+long rss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) {
+      return std::atol(line.c_str() + 6);
+    }
+  }
+  return 0;
+}
+
+// nginx worker processes are children of the master: their RSS is what grows with connections.
+long nginx_workers_rss_kib(pid_t master) {
+  long total = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) {
+      continue;
+    }
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    auto close = stat.rfind(')');
+    if (close == std::string::npos) {
+      continue;
+    }
+    std::istringstream rest(stat.substr(close + 2));
+    char state;
+    int ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == master) {
+      total += rss_kib(std::stoi(name));
+    }
+  }
+  return total;
+}
+
+struct Nginx {
+  std::filesystem::path dir;
+  std::unique_ptr<ChildProcess> proc;
+  int port = 0;
+
+  Nginx(int upstream_port, int port_) : port(port_) {
+    dir = std::filesystem::temp_directory_path() /
+          ("warden-bench-nginx-" + std::to_string(::getpid()) + "-" + std::to_string(port_));
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "nginx.conf")
+        << "worker_processes 1;\n"
+           "pid "
+        << (dir / "nginx.pid").string() << ";\nerror_log " << (dir / "error.log").string()
+        << " warn;\n"
+           "worker_rlimit_nofile 20000;\n"
+           "events { worker_connections 8192; }\n"
+           "http {\n"
+           "  access_log "
+        << (dir / "access.log").string()
+        << ";\n"
+           "  client_body_temp_path "
+        << (dir / "body").string() << ";\n  proxy_temp_path " << (dir / "proxy").string()
+        << ";\n  fastcgi_temp_path " << (dir / "fcgi").string() << ";\n  uwsgi_temp_path "
+        << (dir / "uwsgi").string() << ";\n  scgi_temp_path " << (dir / "scgi").string()
+        << ";\n"
+           "  upstream engine { server 127.0.0.1:"
+        << upstream_port
+        << "; keepalive 256; }\n"
+           "  server {\n"
+           "    listen 127.0.0.1:"
+        << port
+        << ";\n"
+           "    client_max_body_size 32m;\n"
+           "    location / {\n"
+           "      proxy_pass http://engine;\n"
+           "      proxy_http_version 1.1;\n"
+           "      proxy_set_header Connection \"\";\n"
+           "      proxy_buffering off;\n"
+           "      proxy_read_timeout 600s;\n"
+           "    }\n"
+           "  }\n"
+           "}\n";
+    proc = std::make_unique<ChildProcess>(std::vector<std::string>{
+        "/usr/sbin/nginx", "-p", dir.string(), "-c", (dir / "nginx.conf").string(), "-g", "daemon off;"});
+    // nginx prints nothing when it is up: wait until it answers.
+    for (int i = 0; i < 500; ++i) {
+      warden::net::SyncClient c("127.0.0.1", static_cast<std::uint16_t>(port));
+      if (auto r = c.get("/health"); r && r->status == 200) {
+        return;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    throw std::runtime_error("nginx did not start: " + proc->stderr_text());
+  }
+  ~Nginx() {
+    proc.reset();
+    std::filesystem::remove_all(dir);
+  }
+};
+
+struct Target {
+  std::string name;
+  int port;
+  std::string model;
+};
+
+std::string body_for(const std::string& model, int max_tokens, int i) {
+  return R"({"model":")" + model + R"(","max_tokens":)" + std::to_string(max_tokens) +
+         R"(,"stream":true,"messages":[{"role":"system","content":"You are a coding agent with a long system prompt."},)"
+         R"({"role":"user","content":"question )" +
+         std::to_string(i % 64) + R"("}]})";
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) {
+    return 0;
+  }
+  std::sort(v.begin(), v.end());
+  const auto idx = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
+  return v[std::min(idx, v.size() - 1)];
+}
+
+std::string temp_config(int sim_port, const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "warden.yaml";
+  std::ofstream(path) << "metrics: { scrape_interval: 1s }\nmodels:\n  - name: bench\n    served_model_name: "
+                      << kServed
+                      << "\n    max_num_seqs: 512\n    replicas: { data_parallel: { url: http://127.0.0.1:"
+                      << sim_port << ", size: 4 } }\n";
+  return path.string();
+}
+
+// Opens `n` streaming requests on raw sockets and waits until each has received response bytes.
+std::vector<int> open_streams(int port, const std::string& model, int n) {
+  std::vector<int> fds;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int i = 0; i < n; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ::close(fd);
+      break;
+    }
+    const std::string body = body_for(model, 20000, i);
+    const std::string req =
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "X-Warden-Session: stream-" +
+        std::to_string(i) + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    ::send(fd, req.data(), req.size(), MSG_NOSIGNAL);
+    fds.push_back(fd);
+  }
+  // Drain what arrives so nothing backs up, until every stream has answered (bounded).
+  std::vector<bool> answered(fds.size(), false);
+  std::size_t count = 0;
+  const auto deadline = Clock::now() + 60s;
+  char buf[16384];
+  while (count < fds.size() && Clock::now() < deadline) {
+    std::vector<pollfd> p;
+    for (int fd : fds) {
+      p.push_back({fd, POLLIN, 0});
+    }
+    if (::poll(p.data(), p.size(), 200) <= 0) {
+      continue;
+    }
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      if (p[i].revents & POLLIN) {
+        if (::recv(fds[i], buf, sizeof buf, MSG_DONTWAIT) > 0 && !answered[i]) {
+          answered[i] = true;
+          ++count;
+        }
+      }
+    }
+  }
+  if (count < fds.size()) {
+    std::fprintf(stderr, "only %zu of %zu streams answered\n", count, fds.size());
+  }
+  return fds;
+}
+
+void drain(const std::vector<int>& fds) {
+  char buf[16384];
+  for (int fd : fds) {
+    while (::recv(fd, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int requests = 3000;
+  int seconds = 4;
+  int streams = 1000;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--requests") {
+      requests = std::atoi(argv[i + 1]);
+    } else if (a == "--seconds") {
+      seconds = std::atoi(argv[i + 1]);
+    } else if (a == "--streams") {
+      streams = std::atoi(argv[i + 1]);
+    }
+  }
+  rlimit lim{};
+  ::getrlimit(RLIMIT_NOFILE, &lim);
+  lim.rlim_cur = lim.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &lim);  // children (sim, warden, nginx) inherit it
+
+  const auto tmp = std::filesystem::temp_directory_path() / ("warden-bench-" + std::to_string(::getpid()));
+  ChildProcess sim({WARDEN_BINARY, "sim", "--port", "0", "--data-parallel-size", "4", "--preset", "instant",
+                    "--max-num-seqs", "512", "--served-model-name", kServed, "--log-level", "warn"});
+  const int sim_port = sim.wait_for_port();
+  ChildProcess warden({WARDEN_BINARY, "serve", "--config", temp_config(sim_port, tmp / "w1"), "--listen",
+                       "127.0.0.1:0", "--state-dir", (tmp / "w1" / "state").string()});
+  const int warden_port = warden.wait_for_port();
+  Nginx nginx(sim_port, free_port());
+
+  const std::vector<Target> targets{
+      {"direct", sim_port, kServed}, {"warden", warden_port, "bench"}, {"nginx", nginx.port, kServed}};
+
+  // 1. Latency, interleaved so every target sees the same machine state.
+  std::map<std::string, std::vector<double>> lat;
+  {
+    std::vector<std::unique_ptr<warden::net::SyncClient>> clients;
+    for (const auto& t : targets) {
+      clients.push_back(
+          std::make_unique<warden::net::SyncClient>("127.0.0.1", static_cast<std::uint16_t>(t.port)));
+    }
+    for (int i = 0; i < requests + 200; ++i) {
+      for (std::size_t k = 0; k < targets.size(); ++k) {
+        const auto start = Clock::now();
+        auto r = clients[k]->post("/v1/chat/completions", body_for(targets[k].model, 4, i),
+                                  {{"X-Warden-Session", "lat-" + std::to_string(i % 64)}});
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+        if (!r || r->status != 200) {
+          std::fprintf(stderr, "%s: request failed\n", targets[k].name.c_str());
+          return 1;
+        }
+        if (i >= 200) {  // warm-up excluded
+          lat[targets[k].name].push_back(ms);
+        }
+      }
+    }
+  }
+
+  // 2. Throughput: closed loop, 16 connections.
+  std::map<std::string, double> rps;
+  for (const auto& t : targets) {
+    std::atomic<long> done{0};
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> threads;
+    for (int c = 0; c < 16; ++c) {
+      threads.emplace_back([&, c] {
+        warden::net::SyncClient client("127.0.0.1", static_cast<std::uint16_t>(t.port));
+        int i = 0;
+        while (!stop.load()) {
+          auto r = client.post("/v1/chat/completions", body_for(t.model, 4, c * 1000 + i++),
+                               {{"X-Warden-Session", "tp-" + std::to_string(c)}});
+          if (r && r->status == 200) {
+            done.fetch_add(1);
+          }
+        }
+      });
+    }
+    const auto start = Clock::now();
+    std::this_thread::sleep_for(std::chrono::seconds(seconds));  // the measurement window itself
+    stop = true;
+    for (auto& th : threads) {
+      th.join();
+    }
+    rps[t.name] =
+        static_cast<double>(done.load()) / std::chrono::duration<double>(Clock::now() - start).count();
+  }
+
+  // 3. Open streams: a slow sim keeps every generation going for minutes.
+  ChildProcess slow({WARDEN_BINARY, "sim", "--port", "0", "--data-parallel-size", "4", "--preset", "instant",
+                     "--time-scale", "0.002", "--max-num-seqs", "512", "--max-model-len", "40000",
+                     "--served-model-name", kServed, "--log-level", "warn"});
+  const int slow_port = slow.wait_for_port();
+  ChildProcess warden2({WARDEN_BINARY, "serve", "--config", temp_config(slow_port, tmp / "w2"), "--listen",
+                        "127.0.0.1:0", "--state-dir", (tmp / "w2" / "state").string(), "--log-level",
+                        "warn"});
+  const int warden2_port = warden2.wait_for_port();
+  Nginx nginx2(slow_port, free_port());
+
+  const long w_before = rss_kib(warden2.pid());
+  auto wfds = open_streams(warden2_port, "bench", streams);
+  drain(wfds);
+  const long w_after = rss_kib(warden2.pid());
+  for (int fd : wfds) {
+    ::close(fd);
+  }
+  const long n_before = nginx_workers_rss_kib(nginx2.proc->pid());
+  auto nfds = open_streams(nginx2.port, kServed, streams);
+  drain(nfds);
+  const long n_after = nginx_workers_rss_kib(nginx2.proc->pid());
+  for (int fd : nfds) {
+    ::close(fd);
+  }
+
+  const double d50 = percentile(lat["direct"], 0.5);
+  const double d99 = percentile(lat["direct"], 0.99);
+  std::printf(
+      "\nLM Warden gateway bench: %d sequential streamed requests per target (4 output tokens), "
+      "interleaved;\n"
+      "16 closed-loop connections for %d s per target; sim instant preset, 4 DP ranks, all on loopback.\n\n",
+      requests, seconds);
+  std::printf(
+      "| target | p50 ms | p99 ms | added p50 ms | added p99 ms | requests/s |\n|---|---|---|---|---|---|\n");
+  for (const auto& t : targets) {
+    const double p50 = percentile(lat[t.name], 0.5);
+    const double p99 = percentile(lat[t.name], 0.99);
+    std::printf("| %s | %.3f | %.3f | %+.3f | %+.3f | %.0f |\n", t.name.c_str(), p50, p99, p50 - d50,
+                p99 - d99, rps[t.name]);
+  }
+  std::printf("\nOpen SSE streams: %zu through the warden, %zu through nginx\n", wfds.size(), nfds.size());
+  std::printf("| proxy | RSS before KiB | RSS with streams KiB | KiB per open stream |\n|---|---|---|---|\n");
+  std::printf(
+      "| warden | %ld | %ld | %.1f |\n", w_before, w_after,
+      wfds.empty() ? 0.0 : static_cast<double>(w_after - w_before) / static_cast<double>(wfds.size()));
+  std::printf(
+      "| nginx (worker) | %ld | %ld | %.1f |\n", n_before, n_after,
+      nfds.empty() ? 0.0 : static_cast<double>(n_after - n_before) / static_cast<double>(nfds.size()));
+  std::printf("\nTargets: warden added latency no worse than nginx's; <= 64 KiB per open stream.\n");
+  std::filesystem::remove_all(tmp);
+  return 0;
+}
