@@ -280,6 +280,9 @@ boost::system::result<int, HttpError> Sim::Impl::choose_rank(const net::Request&
     while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) {
       v.remove_suffix(1);
     }
+    if (v.size() > 1 && v.front() == '+') {
+      v.remove_prefix(1);  // Python's int() accepts "+1"
+    }
     long long r = 0;
     auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), r);
     if (ec == std::errc{} && ptr == v.data() + v.size() && !v.empty()) {

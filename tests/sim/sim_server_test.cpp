@@ -6,9 +6,11 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include <atomic>
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "protocol/prometheus.hpp"
@@ -268,6 +270,7 @@ TEST_F(SimServer, PinnedTurnsHitTheCacheOnlyOnTheirRank) {
   EXPECT_EQ(hits_after["0"], hits_before["0"]);
   // A non-integer pin is ignored (balanced), an out-of-range one is refused.
   EXPECT_EQ(c.post("/v1/chat/completions", body("x"), {{"X-Data-Parallel-Rank", "abc"}}).status, 200u);
+  EXPECT_EQ(cached(body("second"), " +1 "), second);  // blanks and '+' are accepted, as Python's int()
   auto bad = c.post("/v1/chat/completions", body("x"), {{"X-data-parallel-rank", "4"}});
   EXPECT_EQ(bad.status, 400u);
   EXPECT_NE(parse(bad.body).at("error").at("message").as_string().find("out of range"), std::string::npos);
@@ -414,6 +417,30 @@ TEST_F(SimServer, RandomAndTruncatedBodiesNeverCrashTheServer) {
   }
   EXPECT_GT(ok, 0);
   EXPECT_EQ(c.get("/health").status, 200u);
+}
+
+TEST(SimShutdown, SigtermWithAStreamInFlightExitsZero) {
+  ChildProcess sim(sim_args({"--preset", "instant", "--time-scale", "0.01"}));
+  int port = sim.wait_for_port();
+  Client c(port);
+  bool got_piece = false;
+  std::thread stopper;
+  auto r = c.raw().post("/v1/chat/completions", chat_body("never ending", 100000 / 100, true), {},
+                        [&](std::string_view) {
+                          if (!got_piece) {
+                            got_piece = true;
+                            stopper = std::thread([&] { sim.signal(SIGTERM); });
+                          }
+                          return true;
+                        });
+  if (stopper.joinable()) {
+    stopper.join();
+  }
+  EXPECT_TRUE(got_piece);
+  EXPECT_FALSE(r.has_value() && r->body.find("[DONE]") != std::string::npos);  // cut short, not completed
+  auto code = sim.wait_exit(10s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 0);
 }
 
 TEST(SimLimits, BodyLimitAndModelLength) {
