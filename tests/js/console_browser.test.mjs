@@ -359,4 +359,16 @@ describe('web console against lm-warden serve', { timeout: 240000 }, () => {
       await close();
     }
   });
+
+  // Last: it stops the warden.
+  test('when the warden goes away the page says so and keeps the last card', async () => {
+    const { page, close } = await openPage(`#/models/${encodeURIComponent(MODEL)}`);
+    await warden.child.stop();
+    const banner = page.locator('.banner[role=alert]');
+    await banner.waitFor({ state: 'visible', timeout: 10000 });
+    assert.match(await banner.textContent(), /could not be reached/);
+    // The last known card stays readable under the message.
+    assert.equal(await page.locator('#replica-table tbody tr').count(), 4);
+    await close();
+  });
 });
