@@ -1,5 +1,7 @@
 #include "gateway/config.hpp"
 
+#include "core/policy.hpp"
+
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -336,7 +338,23 @@ void parse_routing(Validator& v, const YAML::Node& n, const std::string& where, 
   if (!v.expect_map(n, where)) {
     return;
   }
-  v.known_keys(n, where, {"affinity", "spill_threshold"});
+  v.known_keys(n, where, {"affinity", "spill_threshold", "policy"});
+  if (auto p = n["policy"]) {
+    if (auto name = v.string(p, where + ".policy")) {
+      const auto names = core::policy_names();
+      if (std::find(names.begin(), names.end(), *name) == names.end()) {
+        std::string list;
+        for (auto k : names) {
+          list += list.empty() ? "" : ", ";
+          list += k;
+        }
+        v.error(p, fmt::format("{}.policy '{}' is not a routing policy; expected one of: {}", where, *name,
+                               list));
+      } else {
+        out.policy = *name;
+      }
+    }
+  }
   if (auto a = n["affinity"]) {
     if (auto b = v.boolean(a, where + ".affinity")) {
       out.affinity = *b;

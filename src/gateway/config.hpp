@@ -24,6 +24,8 @@ struct RoutingConfig {
   bool affinity = true;
   // std::nullopt = "auto": a quarter of max_num_seqs (at least 1).
   std::optional<int> spill_threshold;
+  // A routing policy of the core's registry: "affinity" (the warden's rule) or a baseline to compare with.
+  std::string policy = "affinity";
 };
 
 struct ModelConfig {

@@ -53,6 +53,7 @@ core::RouterConfig router_config_for(const ModelConfig& m) {
     rc.routing.spill_threshold.fixed = static_cast<std::uint32_t>(*m.routing.spill_threshold);
   }
   rc.routing.max_num_seqs = static_cast<std::uint32_t>(m.max_num_seqs);
+  rc.routing.policy = m.routing.policy;
   return rc;
 }
 

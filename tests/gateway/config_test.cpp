@@ -23,7 +23,7 @@ models:
     replicas:
       data_parallel: { url: http://127.0.0.1:8000, size: 4 }
   - name: two
-    routing: { affinity: false, spill_threshold: 3 }
+    routing: { affinity: false, spill_threshold: 3, policy: round-robin }
     replicas:
       urls: [http://127.0.0.1:8001/, "http://localhost:8002/base"]
 )";
@@ -66,6 +66,8 @@ TEST(Config, ParsesTheDocumentedSchema) {
   EXPECT_EQ(b.served_model_name, "two");  // defaults to the name
   EXPECT_FALSE(b.routing.affinity);
   EXPECT_EQ(b.effective_spill_threshold(), 3);
+  EXPECT_EQ(b.routing.policy, "round-robin");
+  EXPECT_EQ(a.routing.policy, "affinity");
   ASSERT_EQ(b.urls.size(), 2u);
   EXPECT_EQ(b.urls[0].text, "http://127.0.0.1:8001");
   EXPECT_EQ(b.urls[1].host, "localhost");
@@ -108,6 +110,7 @@ models:
     routing: { affinity: maybe, spill_threshold: 0 }
     replicas: { data_parallel: { url: http://a:1 } }
   - name: m
+    routing: { policy: magic }
     replicas: { urls: [http://a:1], data_parallel: {url: http://a:2, size: 2} }
 )");
   for (const char* want :
