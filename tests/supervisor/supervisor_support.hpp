@@ -1,0 +1,69 @@
+#pragma once
+// Helpers for the supervisor's process tests: free loopback ports, liveness of a pid (zombies count as
+// dead: a reparented grandchild may stay a zombie if nobody reaps it), and bounded polling.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace supervisor_test {
+
+// A port that was free a moment ago (bound to 0 then closed): the engines need fixed ports up front.
+inline int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+    return -1;
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// True if `pid` exists and is not a zombie.
+inline bool process_alive(int pid) {
+  if (pid <= 0) {
+    return false;
+  }
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  if (!in) {
+    return false;
+  }
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto close = s.rfind(')');
+  if (close == std::string::npos || close + 2 >= s.size()) {
+    return false;
+  }
+  const char state = s[close + 2];
+  return state != 'Z' && state != 'X';
+}
+
+// Polls `cond` every 10 ms (a bounded wait for a condition, not a sleep as synchronisation).
+inline bool eventually(const std::function<bool()>& cond,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+}  // namespace supervisor_test
