@@ -20,6 +20,7 @@ struct BenchArgs {
   std::string preset = "claude-code";
   std::optional<std::size_t> system_tokens, first_tokens, turn_tokens, turns, max_output;
   std::optional<double> think_time;
+  std::optional<double> stagger;
   std::uint64_t seed = 1;
   std::string warden;
 };
@@ -67,6 +68,7 @@ bool finish_options(BenchArgs& a) {
   w.turns = a.turns.value_or(w.turns);
   w.max_output = a.max_output.value_or(w.max_output);
   w.think_time = a.think_time.value_or(w.think_time);
+  w.stagger = a.stagger.value_or(w.stagger);
   w.seed = a.seed;
   a.options.version = kVersion;
   return true;
@@ -123,6 +125,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--max-output", args->max_output, "max_tokens of every request (default 256)");
   cmd->add_option("--think-time", args->think_time,
                   "Model seconds between a turn's end and the session's next turn (default 0)");
+  cmd->add_option("--stagger", args->stagger,
+                  "Model seconds over which each level's first turns are spread (default 0: all at once)");
   cmd->add_option("--drain-timeout", o.drain_timeout,
                   "Model seconds in-flight turns may take to finish after a level before they are cancelled")
       ->capture_default_str();

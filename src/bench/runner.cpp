@@ -475,6 +475,7 @@ boost::json::object report_meta(const BenchOptions& o, bool interrupted) {
   w["turns"] = o.workload.turns;
   w["max_output"] = o.workload.max_output;
   w["think_time_s"] = o.workload.think_time;
+  w["stagger_s"] = o.workload.stagger;
   w["seed"] = o.workload.seed;
   meta["workload"] = std::move(w);
   return meta;

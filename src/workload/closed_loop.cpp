@@ -11,8 +11,9 @@ ClosedLoop::ClosedLoop(const Workload& workload, std::size_t sessions, double no
       first_session_index_(first_session_index),
       next_session_index_(first_session_index) {
   slots_.resize(sessions);
-  for (Slot& s : slots_) {
-    replace(s, now);
+  const double stagger = workload.config().stagger;
+  for (std::size_t i = 0; i < sessions; ++i) {
+    replace(slots_[i], now + stagger * static_cast<double>(i) / static_cast<double>(sessions));
   }
 }
 

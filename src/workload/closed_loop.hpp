@@ -26,7 +26,8 @@ struct TurnEnd {
 // report their end; next_ready_at() tells a driver when to call take_ready() again.
 class ClosedLoop {
  public:
-  // `workload` must outlive the loop. All N first turns are due at `now`. Session indices start at
+  // `workload` must outlive the loop. The N first turns are due at `now` (spread over the workload's
+  // `stagger` seconds if set). Session indices start at
   // `first_session_index`, so a second pass can replay the same prompts by starting from the same index.
   ClosedLoop(const Workload& workload, std::size_t sessions, double now,
              std::uint64_t first_session_index = 0);

@@ -62,6 +62,9 @@ Result<void> validate(const WorkloadConfig& config) {
   if (!(config.think_time >= 0.0) || !std::isfinite(config.think_time)) {
     return std::string("think-time must be a finite number of seconds >= 0");
   }
+  if (!(config.stagger >= 0.0) || !std::isfinite(config.stagger)) {
+    return std::string("stagger must be a finite number of seconds >= 0");
+  }
   if (!(config.chars_per_token >= 0.0) || !std::isfinite(config.chars_per_token)) {
     return std::string("chars per token must be >= 0 (0 = measure)");
   }

@@ -25,6 +25,9 @@ struct WorkloadConfig {
   std::uint64_t seed = 1;            // fixes every byte of text and every session id
   // 0 = sizes counted exactly with the engine tokenizer; > 0 = sizes in characters (tokens x this).
   double chars_per_token = 0.0;
+  // Model seconds over which a level's N first turns are spread (slot i starts at i/N of it); 0 = all at
+  // once, as the reference load tool did, which makes the sessions advance in lockstep waves.
+  double stagger = 0.0;
 };
 
 // Named presets; only `claude-code` (the reference workload) exists today.

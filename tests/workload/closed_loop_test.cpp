@@ -39,6 +39,20 @@ TEST(ClosedLoop, StartsWithAllSessionsDue) {
   EXPECT_EQ(indices, (std::set<std::uint64_t>{0, 1, 2, 3}));
 }
 
+TEST(ClosedLoop, StaggerSpreadsTheFirstTurns) {
+  WorkloadConfig cfg = small(3);
+  cfg.stagger = 8.0;
+  const Workload w(cfg);
+  ClosedLoop loop(w, 4, 100.0);
+  EXPECT_EQ(loop.take_ready(100.0), (std::vector<std::size_t>{0}));
+  EXPECT_EQ(loop.next_ready_at(), 102.0);
+  EXPECT_TRUE(loop.take_ready(101.9).empty());
+  EXPECT_EQ(loop.take_ready(104.0), (std::vector<std::size_t>{1, 2}));
+  EXPECT_EQ(loop.take_ready(106.0), (std::vector<std::size_t>{3}));
+  cfg.stagger = -1.0;
+  EXPECT_FALSE(validate(cfg).has_value());
+}
+
 TEST(ClosedLoop, ReplyIsAppendedAndNextTurnFollows) {
   const Workload w(small(3));
   ClosedLoop loop(w, 1, 0.0);
