@@ -125,7 +125,8 @@ TEST(GatewayRouting, ClientPinsAreHonoured) {
 
 TEST(GatewayRouting, AffinityOffBalancesLikeVllmAndIsSwitchedAtRuntime) {
   auto sim = start_sim(4, 0.005);
-  Warden w(dp_model(sim->port(), 4));
+  // A slow scrape keeps vLLM's view (running + requests sent since the last scrape) deterministic here.
+  Warden w(dp_model(sim->port(), 4), "metrics: { scrape_interval: 30s }\n");
   Client c(w.port);
   auto denied =
       c.raw().request(boost::beast::http::verb::patch, "/api/models/m/routing", R"({"affinity": false})");

@@ -65,10 +65,14 @@ struct Warden {
   void start(const std::string& models_yaml, const std::string& extra = "",
              const std::string& state_dir = "") {
     const auto cfg = dir.path / "warden.yaml";
-    std::ofstream(cfg) << "admin_token: secret\nmetrics: { scrape_interval: 100ms, scrape_timeout: 500ms, "
-                          "unhealthy_after: 2 }\n"
-                       << extra << "models:\n"
-                       << models_yaml;
+    // `extra` may bring its own metrics: section instead of the fast default.
+    const bool own_metrics = extra.find("metrics:") != std::string::npos;
+    std::ofstream(cfg)
+        << "admin_token: secret\n"
+        << (own_metrics ? ""
+                        : "metrics: { scrape_interval: 100ms, scrape_timeout: 500ms, unhealthy_after: 2 }\n")
+        << extra << "models:\n"
+        << models_yaml;
     proc = std::make_unique<ChildProcess>(std::vector<std::string>{
         WARDEN_BINARY, "serve", "--config", cfg.string(), "--listen", "127.0.0.1:0", "--state-dir",
         state_dir.empty() ? (dir.path / "state").string() : state_dir, "--log-level", "warn"});
