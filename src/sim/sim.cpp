@@ -613,12 +613,13 @@ std::string Sim::Impl::metrics_text() const {
          [&](std::size_t) { return unix_start; });
   out += "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n";
   out += "# TYPE vllm:cache_config_info gauge\n";
+  // As in vLLM, the info gauge carries the cache config and the engine, but no model_name.
   for (std::size_t r = 0; r < ms.size(); ++r) {
     out += fmt::format(
         "vllm:cache_config_info{{block_size=\"{}\",cache_dtype=\"auto\",enable_prefix_caching=\"True\","
         "engine=\"{}\","
-        "gpu_memory_utilization=\"{}\",model_name={},num_gpu_blocks=\"{}\"}} 1.0\n",
-        ms[r].block_size, r, opts.engine.gpu_memory_utilization, model, ms[r].num_gpu_blocks);
+        "gpu_memory_utilization=\"{}\",num_gpu_blocks=\"{}\"}} 1.0\n",
+        ms[r].block_size, r, opts.engine.gpu_memory_utilization, ms[r].num_gpu_blocks);
   }
   // The simulator's own health: how far each rank's clock is behind the scaled wall clock.
   double now = model_now();

@@ -300,12 +300,15 @@ TEST_F(SimServer, MetricsExpositionHasVllmNamesTypesAndLabels) {
   std::map<std::string, int> per_engine;
   for (const auto& s : samples) {
     if (s.name.starts_with("vllm:")) {
-      EXPECT_EQ(s.label("model_name").value_or(""), kModel) << s.name;
+      if (s.name != "vllm:cache_config_info") {  // vLLM's info gauge has no model_name
+        EXPECT_EQ(s.label("model_name").value_or(""), kModel) << s.name;
+      }
       ++per_engine[std::string(s.label("engine").value_or("none"))];
     }
   }
   EXPECT_EQ(per_engine.size(), 4u);  // engine="0".."3", nothing unlabelled
-  auto vllm = warden::protocol::parse_vllm_metrics(res.body, kModel);
+  // No model filter: cache_config_info has no model_name label (as in vLLM).
+  auto vllm = warden::protocol::parse_vllm_metrics(res.body);
   ASSERT_TRUE(vllm.has_value());
   ASSERT_EQ(vllm->ranks.size(), 4u);
   for (const auto& r : vllm->ranks) {
