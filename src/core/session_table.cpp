@@ -83,6 +83,41 @@ void SessionTable::push_front(List& list, std::uint32_t slot) {
   list.head = slot;
 }
 
+void SessionTable::push_back(List& list, std::uint32_t slot) {
+  Node& node = nodes_[slot];
+  node.next = nil;
+  node.prev = list.tail;
+  if (list.tail != nil) {
+    nodes_[list.tail].next = slot;
+  } else {
+    list.head = slot;
+  }
+  list.tail = slot;
+}
+
+void SessionTable::observe_gap(Time gap) {
+  // Requests less than a second apart are parallel requests of one turn (tool calls, a title request),
+  // not a turn gap.
+  if (gap < std::chrono::seconds(1)) {
+    return;
+  }
+  // One very late return (a user back from lunch) must not stretch the window: cap the sample.
+  gap = std::clamp(gap, Time::zero(), config_.active_window);
+  // Exponential average over roughly the last 8 returns: follows the load (turns slow down as it rises).
+  typical_gap_ = typical_gap_ == Time::zero() ? gap : typical_gap_ + (gap - typical_gap_) / 8;
+}
+
+Time SessionTable::active_window() const {
+  const Time cap = std::min(config_.active_window, config_.idle_ttl);
+  const double factor = config_.adaptive_gap_factor;
+  if (factor <= 0.0 || typical_gap_ <= Time::zero()) {
+    return cap;
+  }
+  const auto scaled = std::chrono::duration_cast<Time>(
+      std::chrono::duration<double, Time::period>(factor * typical_gap_.count()));
+  return std::clamp(scaled, std::min(config_.min_active_window, cap), cap);
+}
+
 void SessionTable::remove(std::uint32_t slot) {
   Node& node = nodes_[slot];
   unlink(slot);
@@ -105,6 +140,7 @@ void SessionTable::assign(std::uint64_t key, ReplicaIndex home, std::uint32_t pr
   std::uint32_t slot = nil;
   if (const auto it = index_.find(key); it != index_.end()) {
     slot = it->second;
+    observe_gap(seen - nodes_[slot].last_seen);
     unlink(slot);
     if (nodes_[slot].active) {
       deactivate(nodes_[slot]);
@@ -148,7 +184,15 @@ bool SessionTable::erase(std::uint64_t key) {
 
 void SessionTable::expire(Time now) {
   // Active if seen within the window (and never longer than the TTL allows).
-  const Time active_cutoff = now - std::min(config_.active_window, config_.idle_ttl);
+  const Time active_cutoff = now - active_window();
+  // The adaptive window may have grown since the last call: the most recent idle entries come back. Both
+  // lists are ordered, and every idle entry is older than every active one, so they join at the tail.
+  while (idle_.head != nil && nodes_[idle_.head].last_seen >= active_cutoff) {
+    const std::uint32_t slot = idle_.head;
+    unlink(slot);
+    activate(nodes_[slot]);
+    push_back(active_, slot);
+  }
   while (active_.tail != nil && nodes_[active_.tail].last_seen < active_cutoff) {
     const std::uint32_t slot = active_.tail;
     unlink(slot);

@@ -19,8 +19,16 @@ struct SessionTableConfig {
   std::size_t max_entries = 1'000'000;
   /// A conversation not seen for this long is forgotten.
   Time idle_ttl = std::chrono::minutes(30);
-  /// A conversation seen within this window counts as active on its home replica.
+  /// A conversation seen within this window counts as active on its home replica (the upper bound when
+  /// the window adapts, below).
   Time active_window = std::chrono::minutes(5);
+  /// Adaptive window: once conversations have come back for a next turn, the window is this many typical
+  /// turn gaps (a running average of the gaps between a conversation's consecutive requests, ignoring
+  /// gaps under a second, which are parallel requests of one turn), clamped to
+  /// [min_active_window, active_window]. A conversation that stays away several typical gaps has most
+  /// likely ended, and must stop making its home look busy long before 5 minutes. 0 = fixed window.
+  double adaptive_gap_factor = 3.0;
+  Time min_active_window = std::chrono::seconds(10);
 };
 
 /// What the table knows about one conversation.
@@ -71,6 +79,10 @@ class SessionTable {
 
   [[nodiscard]] std::size_t size() const { return index_.size(); }
   [[nodiscard]] std::size_t active_size() const { return active_count_; }
+  /// The active window in force (adaptive, see SessionTableConfig) and the typical turn gap behind it
+  /// (zero before any conversation came back).
+  [[nodiscard]] Time active_window() const;
+  [[nodiscard]] Time typical_gap() const { return typical_gap_; }
   [[nodiscard]] const SessionTableConfig& config() const { return config_; }
   /// Changes limits; shrinking max_entries evicts immediately.
   void reconfigure(const SessionTableConfig& config);
@@ -98,6 +110,8 @@ class SessionTable {
 
   void unlink(std::uint32_t slot);
   void push_front(List& list, std::uint32_t slot);
+  void push_back(List& list, std::uint32_t slot);
+  void observe_gap(Time gap);
   void activate(Node& node);
   void deactivate(Node& node);
   void remove(std::uint32_t slot);
@@ -114,6 +128,7 @@ class SessionTable {
   std::size_t active_count_ = 0;
   std::vector<ReplicaSessions> per_replica_;
   Time latest_{};
+  Time typical_gap_{};
 };
 
 }  // namespace warden::core

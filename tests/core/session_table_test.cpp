@@ -191,7 +191,8 @@ TEST(SessionTable, AggregatesMatchABruteForceRecountUnderRandomOperations) {
       for (std::uint64_t k = 0; k < 400; ++k) {
         if (auto e = t.lookup(k, at(now))) {
           ++live;
-          if (at(now) - e->last_seen <= config.active_window) {
+          // The window adapts to the observed turn gaps; the table says which one is in force.
+          if (at(now) - e->last_seen <= t.active_window()) {
             ++active[e->home];
             held[e->home] += e->prompt_tokens;
           }
@@ -204,6 +205,68 @@ TEST(SessionTable, AggregatesMatchABruteForceRecountUnderRandomOperations) {
       }
     }
   }
+}
+
+TEST(SessionTable, ActiveWindowAdaptsToTheTypicalTurnGap) {
+  SessionTableConfig config;  // defaults: 5 minutes at most, 3 typical gaps, 10 s at least
+  SessionTable t(config);
+  EXPECT_EQ(t.active_window(), minutes(5)) << "no conversation came back yet";
+  t.assign(1, 0, 100, at(0));
+  t.assign(2, 1, 100, at(0));
+  t.touch(1, 200, at(20));  // one turn gap of 20 s
+  EXPECT_EQ(t.typical_gap(), seconds(20));
+  EXPECT_EQ(t.active_window(), seconds(60));
+  t.expire(at(60));
+  EXPECT_EQ(t.replica(1).active_conversations, 1u) << "seen 60 s ago: exactly at the edge";
+  t.expire(at(61));
+  EXPECT_EQ(t.replica(1).active_conversations, 0u) << "gone for three typical gaps: most likely ended";
+  EXPECT_EQ(t.replica(1).held_tokens, 0u);
+  EXPECT_EQ(t.replica(0).active_conversations, 1u);
+  EXPECT_EQ(t.lookup(2, at(61))->home, 1u) << "still remembered: its home is kept until the TTL";
+  // Sub-second gaps are parallel requests of one turn and do not shrink the window.
+  t.touch(1, 200, at(61));
+  t.touch(1, 200, at(61) + std::chrono::milliseconds(300));
+  EXPECT_EQ(t.typical_gap(), std::chrono::milliseconds(22'625)) << "20 s + (41 s - 20 s) / 8";
+}
+
+TEST(SessionTable, AdaptiveWindowStaysWithinItsBoundsAndCanBeTurnedOff) {
+  SessionTableConfig config;
+  config.active_window = seconds(100);
+  SessionTable t(config);
+  t.assign(1, 0, 100, at(0));
+  t.touch(1, 100, at(2));  // a 2 s gap: 3 x 2 s = 6 s, below the 10 s floor
+  EXPECT_EQ(t.active_window(), seconds(10));
+  t.touch(1, 100, at(1000));  // a 998 s sample is capped at the 100 s window before averaging
+  EXPECT_EQ(t.typical_gap(), std::chrono::milliseconds(14'250));
+  EXPECT_EQ(t.active_window(), std::chrono::milliseconds(42'750));
+  t.touch(1, 100, at(1100));
+  t.touch(1, 100, at(1200));
+  for (int i = 3; i < 40; ++i) {
+    t.touch(1, 100, at(1000 + 100 * i));
+  }
+  EXPECT_EQ(t.active_window(), seconds(100)) << "never beyond the configured window";
+  config.adaptive_gap_factor = 0.0;
+  t.reconfigure(config);
+  t.touch(1, 100, at(5000));
+  EXPECT_EQ(t.active_window(), seconds(100)) << "factor 0: the fixed window";
+}
+
+TEST(SessionTable, AWindowThatGrowsAgainReactivatesRecentConversations) {
+  SessionTable t;
+  t.assign(1, 0, 100, at(0));
+  t.touch(1, 100, at(10));  // typical gap 10 s: window 30 s
+  t.assign(3, 1, 700, at(25));
+  t.expire(at(56));
+  EXPECT_EQ(t.replica(1).active_conversations, 0u);
+  EXPECT_EQ(t.active_size(), 0u);
+  // Conversation 1 comes back after 60 s: turns got slower, the window grows to 3 x 16.25 s = 48.75 s,
+  // and conversation 3, seen 45 s ago, counts again.
+  t.touch(1, 100, at(70));
+  EXPECT_EQ(t.typical_gap(), std::chrono::milliseconds(16'250));
+  t.expire(at(70));
+  EXPECT_EQ(t.replica(1).active_conversations, 1u);
+  EXPECT_EQ(t.replica(1).held_tokens, 700u);
+  EXPECT_EQ(t.active_size(), 2u);
 }
 
 TEST(SessionTable, MemoryPerLiveSessionIsSmall) {
