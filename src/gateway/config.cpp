@@ -426,7 +426,7 @@ void parse_model(Validator& v, const YAML::Node& n, std::size_t index, Config& c
   if (!v.expect_map(n, where)) {
     return;
   }
-  v.known_keys(n, where, {"name", "served_model_name", "max_num_seqs", "routing", "replicas"});
+  v.known_keys(n, where, {"name", "served_model_name", "max_num_seqs", "routing", "replicas", "launch"});
   ModelConfig m;
   m.line = n.Mark().line + 1;
   if (!n["name"]) {
@@ -457,6 +457,12 @@ void parse_model(Validator& v, const YAML::Node& n, std::size_t index, Config& c
     v.error(n, fmt::format("{} is missing 'replicas' (data_parallel: {{url, size}} or urls: [...])", where));
   } else {
     parse_replicas(v, n["replicas"], where + ".replicas", m);
+  }
+  if (auto l = n["launch"]) {
+    supervisor::LaunchParseContext ctx;
+    ctx.error = [&v](const YAML::Node& at, const std::string& what) { v.error(at, what); };
+    ctx.parse_duration = parse_duration;
+    m.launch = supervisor::parse_launch(l, where + ".launch", ctx);
   }
   cfg.models.push_back(std::move(m));
 }

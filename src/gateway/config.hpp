@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "supervisor/launch.hpp"
+
 namespace warden::gateway {
 
 // An upstream base URL split into what the HTTP client needs (http only: engines run on the host).
@@ -39,6 +41,7 @@ struct ModelConfig {
   int dp_size = 0;                //
   std::vector<UpstreamUrl> urls;  // otherwise: one server per replica
   int line = 0;                   // where the entry starts in the file (for later messages)
+  std::optional<supervisor::LaunchSpec> launch;  // engines the warden starts itself (docs/engines.md)
 
   int replica_count() const { return data_parallel ? dp_size : static_cast<int>(urls.size()); }
   // The URL serving replica `index` (the same URL for every rank in DP mode).

@@ -56,6 +56,20 @@ net::Response admin_error(const net::Request& req, unsigned status, std::string_
   return json_response(req, status, o);
 }
 
+// The engines a `launch:` section starts for `m` (docs/engines.md): one per distinct URL.
+supervisor::ModelLayout launch_layout(const ModelConfig& m) {
+  supervisor::ModelLayout l;
+  l.name = m.name;
+  l.served_model_name = m.served_model_name;
+  l.max_num_seqs = m.max_num_seqs;
+  l.data_parallel = m.data_parallel;
+  l.dp_size = m.dp_size;
+  for (const auto& u : m.data_parallel ? std::vector<UpstreamUrl>{m.dp_url} : m.urls) {
+    l.urls.push_back({u.host, u.port, u.base_path});
+  }
+  return l;
+}
+
 }  // namespace
 
 Gateway::Gateway(asio::io_context& ioc, Config config)
@@ -90,6 +104,34 @@ Gateway::Gateway(asio::io_context& ioc, Config config)
       }
     }
   }
+  // Launched engines: their replicas get no traffic until the engine is ready, and none the moment it
+  // exits (without waiting for failed scrapes); a successful scrape or readiness brings them back.
+  const std::string self = supervisor::self_executable();
+  for (auto& mr : models_) {
+    if (mr->config().launch) {
+      launcher_.add_model(*mr->config().launch, launch_layout(mr->config()), self);
+      for (auto& r : mr->replicas()) {
+        r.metrics.healthy = false;
+        r.last_error = "engine starting";
+      }
+    }
+  }
+  auto set_health = [this](const std::string& model, const std::vector<int>& replicas, bool healthy,
+                           const std::string& why) {
+    ModelRuntime* m = find_model(model);
+    for (int i : replicas) {
+      if (m && i >= 0 && i < static_cast<int>(m->replicas().size())) {
+        ReplicaRuntime& r = m->replicas()[static_cast<std::size_t>(i)];
+        r.metrics.healthy = healthy;
+        r.consecutive_failures = healthy ? 0 : config_.metrics.unhealthy_after;
+        r.last_error = healthy ? std::string() : "engine " + why;
+      }
+    }
+  };
+  launcher_.on_down([set_health](const std::string& model, const std::vector<int>& replicas,
+                                 const std::string& why) { set_health(model, replicas, false, why); });
+  launcher_.on_up([set_health](const std::string& model, const std::vector<int>& replicas,
+                               const std::string& why) { set_health(model, replicas, true, why); });
 }
 
 Gateway::~Gateway() {
@@ -136,6 +178,7 @@ bool Gateway::start(std::string* error) {
   if (!stats_db_) {
     return false;
   }
+  launcher_.start();
   std::string err;
   if (!load_history(*stats_db_, stats_, unix_now(), &err)) {
     spdlog::warn("stats history could not be read ({}); starting empty", err);
@@ -153,6 +196,7 @@ void Gateway::stop() {
   }
   stopped_ = true;
   *alive_ = false;
+  launcher_.stop();  // SIGTERM, then SIGKILL after the grace period; the io_context runs until all are reaped
   for (auto& up : upstreams_) {
     up->cancel.emit(asio::cancellation_type::terminal);
   }
@@ -329,6 +373,11 @@ asio::awaitable<net::Reply> Gateway::admin(net::Request& req) {
   }
   if (seg.size() >= 2 && seg[0] == "api" && seg[1] == "models") {
     const auto now = std::chrono::steady_clock::now().time_since_epoch();
+    auto model_card = [&](ModelRuntime& mr, core::Time t, std::int64_t since) {
+      auto card = gateway::model_card(mr, t, since);
+      card["launch"] = launcher_.status_json(mr.config().name);  // null unless launched (docs/engines.md)
+      return card;
+    };
     if (seg.size() == 2 && get) {
       boost::json::array list;
       for (auto& m : models_) {
@@ -345,6 +394,28 @@ asio::awaitable<net::Reply> Gateway::admin(net::Request& req) {
         co_return admin_error(req, 404, fmt::format("no model named '{}' is configured", seg[2]));
       }
       co_return json_response(req, 200, model_card(*m, now, started_unix_));
+    }
+    if (seg.size() == 4 && seg[3] == "logs" && get) {
+      if (!m) {
+        co_return admin_error(req, 404, fmt::format("no model named '{}' is configured", seg[2]));
+      }
+      std::size_t lines = 200;
+      for (auto p : url->params()) {
+        if (p.key == "lines") {
+          std::size_t n = 0;
+          auto [ptr, ec] = std::from_chars(p.value.data(), p.value.data() + p.value.size(), n);
+          if (ec != std::errc{} || ptr != p.value.data() + p.value.size() || n < 1 || n > 1'000'000) {
+            co_return admin_error(req, 400, "lines must be an integer from 1 to 1000000");
+          }
+          lines = n;
+        }
+      }
+      auto logs = launcher_.logs_json(seg[2], lines);
+      if (!logs) {
+        co_return admin_error(req, 404,
+                              fmt::format("model '{}' has no launch: section, so no engine logs", seg[2]));
+      }
+      co_return json_response(req, 200, *logs);
     }
     if (seg.size() == 4 && seg[3] == "routing") {
       if (req.method() != http::verb::patch && req.method() != http::verb::put) {

@@ -19,6 +19,7 @@
 #include "gateway/warden_metrics.hpp"
 #include "net/client.hpp"
 #include "net/server.hpp"
+#include "supervisor/launcher.hpp"
 
 namespace warden::gateway {
 
@@ -57,6 +58,7 @@ class Gateway {
   std::int64_t unix_now() const;
 
   net::asio::io_context& ioc_;
+  supervisor::Launcher launcher_{ioc_.get_executor()};  // engines of models with a launch: section
   Config config_;
   std::int64_t started_unix_;
   std::vector<std::unique_ptr<ModelRuntime>> models_;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <array>
 #include <charconv>

@@ -3,8 +3,6 @@
 // deterministic and golden-tested; the Supervisor (supervisor.hpp) runs what these functions build.
 #pragma once
 
-#include <yaml-cpp/yaml.h>
-
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +12,10 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+namespace YAML {
+class Node;
+}  // namespace YAML
 
 namespace warden::supervisor {
 
