@@ -1,28 +1,27 @@
 #!/usr/bin/env bash
-# `make run`: 4 simulated data-parallel ranks of the reference host and the warden in front of them.
-# Ctrl-C (or either process exiting) stops both.
+# `make run`: the warden with the demo config, which launches 4 simulated data-parallel ranks of the
+# reference host itself (config/demo.yaml, `launch:` — docs/engines.md) and supervises them.
+# Ctrl-C stops the warden, and the warden stops the sim.
 set -euo pipefail
 bin=${1:-build/lm-warden}
 root=$(cd "$(dirname "$0")/.." && pwd)
 sim_port=${SIM_PORT:-8000}
 warden_port=${WARDEN_PORT:-8080}
 tmp=$(mktemp -d)
-pids=()
+pid=
 
 cleanup() {
   trap - EXIT INT TERM
-  for pid in "${pids[@]}"; do
+  if [[ -n "$pid" ]]; then
     kill -TERM "$pid" 2>/dev/null || true
-  done
-  for pid in "${pids[@]}"; do
     wait "$pid" 2>/dev/null || true
-  done
+  fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT
 trap 'echo; echo "stopping..."; exit 0' INT TERM
 
-# Waits (bounded) for a child's "listening on http://HOST:PORT" line and prints the URL.
+# Waits (bounded) for the "listening on http://HOST:PORT" line and prints the URL.
 wait_listening() {
   local file=$1 pid=$2 name=$3
   for _ in $(seq 1 300); do
@@ -40,17 +39,27 @@ wait_listening() {
   return 1
 }
 
-"$bin" sim --port "$sim_port" --data-parallel-size 4 --preset a4000-qwen3-4b \
-  --served-model-name Qwen/Qwen3-4B-Instruct-2507 >"$tmp/sim.out" 2>"$tmp/sim.err" &
-pids+=($!)
-sim_url=$(wait_listening "$tmp/sim.out" "${pids[0]}" "lm-warden sim") || { cat "$tmp/sim.err" >&2; exit 1; }
-
-# The demo config points at port 8000; follow SIM_PORT if it was changed.
-sed "s|http://127.0.0.1:8000|${sim_url}|" "$root/config/demo.yaml" >"$tmp/demo.yaml"
+# The demo config puts the sim on port 8000; follow SIM_PORT if it was changed.
+sed "s|http://127.0.0.1:8000|http://127.0.0.1:${sim_port}|" "$root/config/demo.yaml" >"$tmp/demo.yaml"
 "$bin" serve --config "$tmp/demo.yaml" --listen "127.0.0.1:${warden_port}" \
   --state-dir "${WARDEN_STATE_DIR:-$root/state/demo}" >"$tmp/serve.out" 2> >(tee "$tmp/serve.err" >&2) &
-pids+=($!)
-warden_url=$(wait_listening "$tmp/serve.out" "${pids[1]}" "lm-warden serve") || exit 1
+pid=$!
+warden_url=$(wait_listening "$tmp/serve.out" "$pid" "lm-warden serve") || exit 1
+sim_url="http://127.0.0.1:${sim_port}"
+
+# The engine status comes from the warden (starting → ready; failed if e.g. the port is taken).
+status=starting
+for _ in $(seq 1 300); do
+  status=$(curl -s "${warden_url}/api/models/qwen3-4b-dp4" |
+    sed -n 's/.*"launch":{"status":"\([a-z]*\)".*/\1/p') || true
+  [[ "$status" == ready || "$status" == failed ]] && break
+  sleep 0.1
+done
+if [[ "$status" != ready ]]; then
+  echo "the simulated engine is not ready (status: ${status:-unknown}); its log:" >&2
+  curl -s "${warden_url}/api/models/qwen3-4b-dp4/logs?lines=20" >&2 || true
+  echo >&2
+fi
 
 cat <<INFO
 
@@ -58,8 +67,9 @@ LM Warden demo is running.
   warden (OpenAI + Anthropic APIs)   ${warden_url}/v1/...
   console                            ${warden_url}/
   admin API                          ${warden_url}/api/models   (admin token: demo)
+  engine logs                        ${warden_url}/api/models/qwen3-4b-dp4/logs?lines=50
   warden metrics                     ${warden_url}/metrics
-  simulated vLLM (4 DP ranks)        ${sim_url}   (${sim_url}/metrics)
+  simulated vLLM (4 DP ranks)        ${sim_url}   (${sim_url}/metrics), launched by the warden
 
 Point Claude Code at it:
   ANTHROPIC_BASE_URL=${warden_url} ANTHROPIC_API_KEY=dummy claude --model qwen3-4b-dp4
@@ -68,9 +78,9 @@ Or try:
   curl -s ${warden_url}/v1/chat/completions -H 'content-type: application/json' \\
     -d '{"model":"qwen3-4b-dp4","messages":[{"role":"user","content":"hello"}]}'
 
-Ctrl-C stops both.
+Ctrl-C stops the warden, which stops the engine.
 INFO
 
-# Returns as soon as either child exits (then the trap stops the other).
-wait -n "${pids[@]}" || true
-echo "a child exited; stopping" >&2
+wait "$pid" || true
+pid=
+echo "the warden exited" >&2
