@@ -246,7 +246,9 @@ asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
               error = fmt::format("unusable /metrics: {}", scrape.error().message());
               break;
             }
-            m->apply_scrape(up->url, *scrape);
+            if (m->apply_scrape(up->url, *scrape)) {
+              spdlog::info("upstream {} is answering again for model {}", up->url.text, m->config().name);
+            }
           }
         }
       }

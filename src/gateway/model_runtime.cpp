@@ -115,10 +115,12 @@ void ModelRuntime::apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank)
   }
 }
 
-void ModelRuntime::apply_scrape(const UpstreamUrl& url, const protocol::VllmScrape& scrape) {
+bool ModelRuntime::apply_scrape(const UpstreamUrl& url, const protocol::VllmScrape& scrape) {
   const auto indices = replicas_of(url);
+  bool recovered = false;
   for (int i : indices) {
     ReplicaRuntime& r = replicas_[static_cast<std::size_t>(i)];
+    recovered = recovered || !r.metrics.healthy;
     r.consecutive_failures = 0;
     r.metrics.healthy = true;
     r.scraped = true;
@@ -139,6 +141,7 @@ void ModelRuntime::apply_scrape(const UpstreamUrl& url, const protocol::VllmScra
       apply_rank(r, *rank);
     }
   }
+  return recovered;
 }
 
 bool ModelRuntime::replica_failed(int replica, const std::string& why) {

@@ -57,7 +57,8 @@ class ModelRuntime {
 
   // A successful scrape of `url` (one body, already parsed for this model's served name). Updates every
   // replica served by that URL; in DP mode rank r is the series with engine="r".
-  void apply_scrape(const UpstreamUrl& url, const protocol::VllmScrape& scrape);
+  // Returns true if a replica was unhealthy and is healthy again.
+  bool apply_scrape(const UpstreamUrl& url, const protocol::VllmScrape& scrape);
   // A failed scrape or a failed connect to `url`: after `unhealthy_after` in a row its replicas are
   // marked unhealthy. A replica recovers on its next successful scrape. Returns true if a replica just
   // became unhealthy.

@@ -217,7 +217,12 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
     ex->release_replica();
     const bool can_retry = retryable(r.error()) && attempt == 0 && !facts.pin;
     if (retryable(r.error())) {
-      model->replica_failed(rec.replica, why);
+      // In DP mode every rank sits behind this one server: it is the server that failed.
+      if (model->config().data_parallel) {
+        model->url_failed(url, why);
+      } else {
+        model->replica_failed(rec.replica, why);
+      }
     }
     spdlog::warn("upstream {} (model {} replica {}) failed: {}{}", url.text, rec.model, rec.replica, why,
                  can_retry ? "; retrying on another replica" : "");
