@@ -217,6 +217,73 @@ TEST_F(RouterTest, ConversationsExpireAfterTheTtl) {
   EXPECT_EQ(route(turn(1), 61).route, Route::new_conversation);
 }
 
+TEST_F(RouterTest, AnEndedConversationStopsCountingAfterThreeTypicalGaps) {
+  // Four conversations, one per replica, each coming back every 10 s; conversation 2 ends after its turn
+  // at 20 s. From 20 + 3 x 10 s on, its home counts no active conversation, and a new one goes there
+  // (the three others hold one live conversation each). With the old fixed 5-minute window the ended
+  // conversation (the one holding the most tokens) would have kept its home looking busiest.
+  std::vector<ReplicaIndex> homes;
+  for (std::uint64_t k = 0; k < 4; ++k) {
+    const Decision d = route(turn(k), 0);
+    router_.finish(*d.replica);
+    homes.push_back(*d.replica);
+  }
+  for (std::int64_t t = 10; t <= 60; t += 10) {
+    for (std::uint64_t k = 0; k < 4; ++k) {
+      if (k == 2 && t > 20) {
+        continue;
+      }
+      const Decision d = route(turn(k, 1000 + static_cast<std::uint32_t>(t) * 40), t);
+      ASSERT_EQ(d.replica, homes[k]);
+      router_.finish(*d.replica);
+    }
+  }
+  const RouterView v = router_.view(seconds(61));
+  EXPECT_EQ(v.sessions[homes[2]].active_conversations, 0u);
+  const Decision fresh = route(turn(99), 61);
+  EXPECT_EQ(fresh.route, Route::new_conversation);
+  EXPECT_EQ(fresh.replica, homes[2]);
+  EXPECT_EQ(router_.home_of(2, seconds(61)), homes[2]) << "still remembered until the idle TTL";
+}
+
+TEST(RouterProperty, NewConversationsGoWhereOnlyEndedConversationsLive) {
+  // Random turn gaps (8-12 s) and a random conversation that ends: once it has been away for 45 s
+  // (more than 3 typical gaps), every new conversation is placed on its home, whatever the RNG.
+  for (std::uint64_t seed = 1; seed <= 50; ++seed) {
+    Router router{config_for()};
+    SplitMixRng rng{seed};
+    SplitMixRng gaps{seed * 7919};
+    const std::vector<ReplicaMetrics> metrics(4);
+    std::vector<ReplicaIndex> homes;
+    std::vector<std::int64_t> next(4, 0);
+    const std::uint64_t ended = seed % 4;
+    for (std::uint64_t k = 0; k < 4; ++k) {
+      const Decision d = router.route(turn(k), metrics, std::chrono::milliseconds(0), rng);
+      router.finish(*d.replica);
+      homes.push_back(*d.replica);
+      next[k] = 8000 + static_cast<std::int64_t>(gaps.uniform(4000));
+    }
+    std::int64_t ended_at = 0;
+    for (std::int64_t now = 0; now < 120'000; now += 100) {
+      for (std::uint64_t k = 0; k < 4; ++k) {
+        if (next[k] > now || (k == ended && now > 30'000)) {
+          continue;
+        }
+        const Decision d = router.route(turn(k, 12'000), metrics, std::chrono::milliseconds(now), rng);
+        ASSERT_EQ(d.replica, homes[k]);
+        router.finish(*d.replica);
+        if (k == ended) {
+          ended_at = now;
+        }
+        next[k] = now + 8000 + static_cast<std::int64_t>(gaps.uniform(4000));
+      }
+    }
+    const auto t = std::chrono::milliseconds(std::max<std::int64_t>(ended_at + 45'000, 120'000));
+    const Decision d = router.route(turn(1000 + seed), metrics, t, rng);
+    ASSERT_EQ(d.replica, homes[ended]) << "seed " << seed;
+  }
+}
+
 TEST_F(RouterTest, RequestWithoutSessionIsNotRemembered) {
   const Decision d = route(RequestFacts{});
   EXPECT_EQ(d.route, Route::new_conversation);
