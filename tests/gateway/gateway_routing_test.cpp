@@ -252,3 +252,27 @@ TEST(GatewayRouting, UsageOnlyChunkIsDroppedUnlessAskedForAndStatsAreKept) {
   auto metrics = c.get("/metrics").body;
   EXPECT_NE(metrics.find("lm_warden_completion_tokens_total{model=\"m\"} 15"), std::string::npos) << metrics;
 }
+
+TEST(GatewayRouting, CountTokensGoesHomeWithoutCountingAsARoutedRequest) {
+  auto sim = start_sim(4);
+  Warden w(dp_model(sim->port(), 4));
+  Client c(w.port);
+  const warden::net::Headers h{{"X-Claude-Code-Session-Id", "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"},
+                               {"anthropic-version", "2023-06-01"}};
+  const std::string body =
+      R"({"model":"m","max_tokens":3,"messages":[{"role":"user","content":"hi there"}]})";
+  auto first = c.post("/v1/messages", body, h);
+  ASSERT_EQ(first.status, 200u) << first.body;
+  auto count = c.post("/v1/messages/count_tokens",
+                      R"({"model":"m","messages":[{"role":"user","content":"hi there"}]})", h);
+  ASSERT_EQ(count.status, 200u) << count.body;
+  EXPECT_GT(num(boost::json::parse(count.body).at("input_tokens")), 0);
+  EXPECT_EQ(count.header("x-warden-replica"), first.header("x-warden-replica"));
+  auto k = card(w.port);
+  std::int64_t routed = 0;
+  for (int i = 0; i < 4; ++i) {
+    const auto& r = replica_of(k, i);
+    routed += num(r.at("new")) + num(r.at("sticky")) + num(r.at("spilled_in")) + num(r.at("client_pinned"));
+  }
+  EXPECT_EQ(routed, 1);
+}
