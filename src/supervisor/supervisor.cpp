@@ -279,7 +279,14 @@ asio::awaitable<void> Supervisor::read_output(std::shared_ptr<Engine> e, std::ui
   while (true) {
     auto [ec, n] = co_await d.async_read_some(asio::buffer(buf), asio::as_tuple(asio::use_awaitable));
     if (n > 0) {
+      const auto before = e->ring.total_lines();
       e->ring.feed(s, std::string_view(buf.data(), n), unix_ms());
+      // Engine output in the warden's log too, at debug level (`serve --log-level debug`).
+      if (spdlog::should_log(spdlog::level::debug)) {
+        for (const auto& l : e->ring.tail(static_cast<std::size_t>(e->ring.total_lines() - before))) {
+          spdlog::debug("engine {} | {}", e->spec.name, l.text);
+        }
+      }
     }
     if (ec || !*alive) {
       break;

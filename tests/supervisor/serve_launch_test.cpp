@@ -251,6 +251,63 @@ TEST_F(ServeLaunch, SigkillOfTheWardenTakesEveryEngineWithIt) {
   }
 }
 
+// `engine: vllm` end to end: a stand-in `vllm` (a script) records the generated argv and runs the sim with
+// the flags the sim shares with vLLM, so the warden's DP4 model is served by what the vllm launcher built.
+TEST_F(ServeLaunch, VllmEngineRunsTheGeneratedCommandLine) {
+  const auto fake = (dir_ / "vllm").string();
+  const auto argv_file = (dir_ / "vllm-argv.txt").string();
+  std::ofstream(fake)
+      << "#!/bin/sh\nprintf '%s\\n' \"$@\" > " << argv_file
+      << "\n[ \"$1\" = serve ] || exit 64\nshift 2\nout=\"\"\n"
+         "while [ $# -gt 0 ]; do\n  case \"$1\" in\n"
+         "    --tensor-parallel-size) shift 2 ;;\n    --enable-prompt-tokens-details) shift ;;\n"
+         "    *) out=\"$out $1\"; shift ;;\n  esac\ndone\n"
+         "exec \"$WARDEN_BIN\" sim $out --preset instant\n";
+  std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
+  const int sim_port = free_port();
+  const int port = start_serve(
+      "listen: 127.0.0.1:0\nstate_dir: " + (dir_ / "state").string() +
+      "\nmetrics: { scrape_interval: 100ms }\nmodels:\n"
+      "  - name: qwen3-4b-dp4\n    served_model_name: Qwen/Qwen3-4B-Instruct-2507\n"
+      "    max_num_seqs: 32\n    replicas:\n      data_parallel: { url: http://127.0.0.1:" +
+      std::to_string(sim_port) + ", size: 4 }\n    launch:\n      engine: vllm\n      executable: " + fake +
+      "\n      env: { WARDEN_BIN: \"${WARDEN_BINARY}\" }\n      health_timeout: 30s\n");
+  json::object card;
+  ASSERT_TRUE(eventually([&] {
+    card = model(port, "qwen3-4b-dp4");
+    return card.at("launch").at("status").as_string() == "ready" &&
+           card.at("healthy_replicas").as_int64() == 4;
+  })) << serve_->stderr_text();
+  std::ifstream in(argv_file);
+  std::vector<std::string> argv;
+  for (std::string line; std::getline(in, line);) {
+    argv.push_back(line);
+  }
+  const std::vector<std::string> expected = {"serve",
+                                             "Qwen/Qwen3-4B-Instruct-2507",
+                                             "--served-model-name",
+                                             "Qwen/Qwen3-4B-Instruct-2507",
+                                             "--host",
+                                             "127.0.0.1",
+                                             "--port",
+                                             std::to_string(sim_port),
+                                             "--data-parallel-size",
+                                             "4",
+                                             "--tensor-parallel-size",
+                                             "1",
+                                             "--max-num-seqs",
+                                             "32",
+                                             "--enable-prompt-tokens-details"};
+  EXPECT_EQ(argv, expected);
+  EXPECT_EQ(engine(card, 0).at("replicas").as_array().size(), 4u);
+  test_support::Client c(port);
+  auto r = c.post("/v1/chat/completions",
+                  R"({"model":"qwen3-4b-dp4","max_tokens":4,"messages":[{"role":"user","content":"hi"}]})",
+                  {{"X-Warden-Replica", "3"}});
+  EXPECT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(r.header("x-warden-replica"), "3");
+}
+
 TEST_F(ServeLaunch, BadLaunchSectionIsAConfigurationError) {
   const auto path = (dir_ / "bad.yaml").string();
   std::ofstream(path) << "models:\n  - name: m\n    replicas: { urls: [http://127.0.0.1:9] }\n"
