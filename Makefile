@@ -4,6 +4,10 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc)
 CMAKE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
+# Let ccache share objects between checkouts in different folders (CI clones afresh each run).
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
+
 .PHONY: all setup build build-asan test test-unit test-asan run bench format clean
 
 all: build
