@@ -8,6 +8,7 @@
 
 #include "supervisor/launch.hpp"
 #include "supervisor/supervisor.hpp"
+#include "supervisor/supervisor_support.hpp"
 
 namespace warden::supervisor {
 namespace {
@@ -72,24 +73,11 @@ args: [--gpu-memory-utilization, "0.90"]
   EXPECT_EQ(targets[0].replicas, (std::vector<int>{0, 1, 2, 3}));
   EXPECT_EQ(targets[0].name(), "qwen3-4b-dp4");
   const CommandLine c = build_command(*p.spec, targets[0]);
-  const std::vector<std::string> golden = {"vllm",
-                                           "serve",
-                                           "Qwen/Qwen3-4B-Instruct-2507",
-                                           "--served-model-name",
-                                           "Qwen/Qwen3-4B-Instruct-2507",
-                                           "--host",
-                                           "127.0.0.1",
-                                           "--port",
-                                           "8000",
-                                           "--data-parallel-size",
-                                           "4",
-                                           "--tensor-parallel-size",
-                                           "1",
-                                           "--max-num-seqs",
-                                           "32",
-                                           "--enable-prompt-tokens-details",
-                                           "--gpu-memory-utilization",
-                                           "0.90"};
+  std::vector<std::string> golden = {"vllm"};
+  for (auto& a : supervisor_test::golden_dp4_vllm_args("8000")) {
+    golden.push_back(a);
+  }
+  golden.insert(golden.end(), {"--gpu-memory-utilization", "0.90"});
   EXPECT_EQ(c.argv, golden);
   ASSERT_EQ(c.env.size(), 1u);
   EXPECT_EQ(c.env[0], (std::pair<std::string, std::string>{"CUDA_VISIBLE_DEVICES", "0,1,2,3"}));

@@ -283,21 +283,7 @@ TEST_F(ServeLaunch, VllmEngineRunsTheGeneratedCommandLine) {
   for (std::string line; std::getline(in, line);) {
     argv.push_back(line);
   }
-  const std::vector<std::string> expected = {"serve",
-                                             "Qwen/Qwen3-4B-Instruct-2507",
-                                             "--served-model-name",
-                                             "Qwen/Qwen3-4B-Instruct-2507",
-                                             "--host",
-                                             "127.0.0.1",
-                                             "--port",
-                                             std::to_string(sim_port),
-                                             "--data-parallel-size",
-                                             "4",
-                                             "--tensor-parallel-size",
-                                             "1",
-                                             "--max-num-seqs",
-                                             "32",
-                                             "--enable-prompt-tokens-details"};
+  const auto expected = supervisor_test::golden_dp4_vllm_args(std::to_string(sim_port));
   EXPECT_EQ(argv, expected);
   EXPECT_EQ(engine(card, 0).at("replicas").as_array().size(), 4u);
   test_support::Client c(port);

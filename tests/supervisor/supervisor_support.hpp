@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace supervisor_test {
 
@@ -64,6 +65,25 @@ inline bool eventually(const std::function<bool()>& cond,
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return true;
+}
+
+// The golden `vllm serve` arguments (after the program) for the DP4 reference model listening on `port`.
+inline std::vector<std::string> golden_dp4_vllm_args(const std::string& port) {
+  return {"serve",
+          "Qwen/Qwen3-4B-Instruct-2507",
+          "--served-model-name",
+          "Qwen/Qwen3-4B-Instruct-2507",
+          "--host",
+          "127.0.0.1",
+          "--port",
+          port,
+          "--data-parallel-size",
+          "4",
+          "--tensor-parallel-size",
+          "1",
+          "--max-num-seqs",
+          "32",
+          "--enable-prompt-tokens-details"};
 }
 
 }  // namespace supervisor_test
