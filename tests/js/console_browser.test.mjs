@@ -10,12 +10,12 @@ import {
   chat,
   conversations,
   launchBrowser,
+  openConsolePage,
   screenshot,
   startSim,
   startWarden,
   tempDir,
   waitFor,
-  watchErrors,
   writeConfig,
 } from './console_support.mjs';
 
@@ -87,14 +87,7 @@ describe('web console against lm-warden serve', { timeout: 240000 }, () => {
     }
   });
 
-  async function openPage(hash, { colorScheme = 'light', width = 1200, height = 900 } = {}) {
-    const context = await browser.newContext({ viewport: { width, height }, colorScheme });
-    const page = await context.newPage();
-    const errors = watchErrors(page);
-    await page.goto(`${base}/${hash}`);
-    await page.waitForFunction(() => window.wardenConsole?.ready === true, null, { timeout: 15000 });
-    return { page, errors, close: () => context.close() };
-  }
+  const openPage = (hash, opts) => openConsolePage(browser, base, hash, opts);
 
   test('the console is served from the binary: index, modules, uPlot, revalidation, unknown paths', async () => {
     const index = await fetch(`${base}/`);

@@ -6,7 +6,12 @@ import {
   binRates,
   binSecondsFor,
   changeErrorText,
+  engineSection,
   formatDuration,
+  launchBadge,
+  launchState,
+  logsText,
+  logTailText,
   formatPercent,
   modelList,
   parseSpillInput,
@@ -162,4 +167,92 @@ test('balanced and failover requests, which have no column, are named under the 
   assert.equal(routingCard({ routing: { replicas } }, 0).otherText, '');
   const card = routingCard({ routing: { replicas: [{ index: 0, balanced: 1200 }, { index: 1, balanced: 3, failover: 1 }] } }, 0);
   assert.equal(card.otherText, 'Not in the columns above: 1,203 balanced with affinity off; 1 retried on another replica (failover).');
+});
+
+test('launch states read as words with a tone; unknown ones are shown as given', () => {
+  assert.deepEqual(launchState('ready'), { status: 'ready', label: 'Ready', tone: 'ok' });
+  assert.deepEqual(launchState('failed'), { status: 'failed', label: 'Failed', tone: 'bad' });
+  assert.equal(launchState('starting').tone, 'warn');
+  assert.equal(launchState('restarting').label, 'Restarting');
+  assert.equal(launchState('stopped').tone, 'muted');
+  assert.deepEqual(launchState('paused'), { status: 'paused', label: 'Paused', tone: 'muted' });
+  assert.deepEqual(launchState(undefined), { status: 'unknown', label: 'Unknown', tone: 'muted' });
+  assert.deepEqual(launchState(42), { status: 'unknown', label: 'Unknown', tone: 'muted' });
+});
+
+test('the models list carries a launch badge for launched models only', () => {
+  const list = modelList({
+    models: [
+      { name: 'a', replicas: [], launch: { status: 'failed', status_reason: 'exited with status 2; gave up after 3 starts', engines: [] } },
+      { name: 'b', replicas: [], launch: null },
+      { name: 'c', replicas: [] },
+    ],
+  });
+  assert.equal(list[0].launch.label, 'Failed');
+  assert.equal(list[0].launch.tone, 'bad');
+  assert.equal(list[0].launch.reason, 'exited with status 2; gave up after 3 starts');
+  assert.equal(list[0].launch.title, 'Engine failed: exited with status 2; gave up after 3 starts');
+  assert.equal(list[1].launch, null);
+  assert.equal(list[2].launch, null);
+  assert.equal(launchBadge({ status: 'ready', status_reason: null }).title, 'Engine ready');
+});
+
+test('the Engine section: not launched, or status, reason, processes and the log tail', () => {
+  assert.equal(engineSection(null, 0).launched, false);
+  assert.match(engineSection(undefined, 0).text, /Not launched by the warden/);
+  const view = engineSection(
+    {
+      status: 'restarting',
+      status_reason: 'killed by signal 9; started again (restart 1)',
+      log_tail: ['loading', 7, 'killed by signal 9'],
+      engines: [
+        { name: 'm#0', replicas: [0], state: 'ready', reason: null, pid: 4242, restarts: 0, since_unix_ms: 1_000_000, last_exit: null, command: 'sim --port 1' },
+        { name: 'm#1', replicas: [1, 2], state: 'restarting', reason: 'backoff', pid: null, restarts: 1234, since_unix_ms: 0, last_exit: 'killed by signal 9', command: 'sim --port 2' },
+        null,
+      ],
+    },
+    1_000_000 + 125_000,
+  );
+  assert.equal(view.launched, true);
+  assert.equal(view.badge.label, 'Restarting');
+  assert.equal(view.reason, 'killed by signal 9; started again (restart 1)');
+  assert.equal(view.logText, 'loading\nkilled by signal 9');
+  assert.equal(view.engines.length, 2);
+  assert.deepEqual(
+    view.engines.map((e) => [e.name, e.state.label, e.replicas, e.pid, e.restarts, e.since, e.lastExit]),
+    [
+      ['m#0', 'Ready', '0', '4242', '0', '2 min ago', '–'],
+      ['m#1', 'Restarting', '1, 2', '–', '1,234', '–', 'killed by signal 9'],
+    ],
+  );
+  assert.equal(logTailText('x'), '');
+});
+
+test('the logs endpoint becomes timed lines with their stream, merged by time across engines', () => {
+  const t0 = Date.UTC(2026, 10, 29, 9, 20, 11);
+  const one = logsText({
+    model: 'm',
+    engines: [{ name: 'm', lines: [
+      { t_ms: t0, stream: 'warden', text: 'started pid 1: sim' },
+      { t_ms: t0 + 1000, stream: 'stdout', text: 'listening on 127.0.0.1:8000' },
+      { t_ms: t0 + 2000, stream: 'stderr', text: '<b>not markup</b>' },
+      { t_ms: t0 + 3000, stream: 'stderr' },
+    ] }],
+  });
+  assert.equal(one, [
+    '09:20:11 warden: started pid 1: sim',
+    '09:20:12 stdout: listening on 127.0.0.1:8000',
+    '09:20:13 stderr: <b>not markup</b>',
+  ].join('\n'));
+  const two = logsText({
+    engines: [
+      { name: 'a', lines: [{ t_ms: t0 + 2000, stream: 'stdout', text: 'a2' }, { t_ms: t0, stream: 'stdout', text: 'a0' }] },
+      { name: 'b', lines: [{ t_ms: t0 + 1000, stream: 'stderr', text: 'b1' }] },
+      { name: 'c' },
+    ],
+  });
+  // Same-time lines keep their order; otherwise by time.
+  assert.equal(two, ['09:20:11 a stdout: a0', '09:20:12 b stderr: b1', '09:20:13 a stdout: a2'].join('\n'));
+  assert.equal(logsText(null), '');
+  assert.equal(logsText({ engines: 'x' }), '');
 });

@@ -169,6 +169,16 @@ export async function launchBrowser() {
   });
 }
 
+// A console page in a fresh browser context, once the page says it has drawn its first data.
+export async function openConsolePage(browser, base, hash, { colorScheme = 'light', width = 1200, height = 900 } = {}) {
+  const context = await browser.newContext({ viewport: { width, height }, colorScheme });
+  const page = await context.newPage();
+  const errors = watchErrors(page);
+  await page.goto(`${base}/${hash}`);
+  await page.waitForFunction(() => window.wardenConsole?.ready === true, null, { timeout: 15000 });
+  return { page, errors, close: () => context.close() };
+}
+
 // Collects console errors and uncaught page errors; `allow` filters the expected ones.
 export function watchErrors(page) {
   const errors = [];

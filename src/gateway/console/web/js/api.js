@@ -100,3 +100,8 @@ export function getStats(model, windowS, signal) {
   const q = new URLSearchParams({ model, window: String(windowS) });
   return request('GET', `/api/stats?${q}`, { signal });
 }
+
+// The captured output of a launched model's engines (404 for a model without `launch:`).
+export function getModelLogs(name, lines, signal) {
+  return request('GET', `/api/models/${encodeURIComponent(name)}/logs?lines=${lines}`, { signal });
+}

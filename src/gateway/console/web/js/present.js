@@ -209,6 +209,7 @@ export function modelList(json) {
         inFlight: card.inFlight,
         affinity: card.affinity,
         spill: card.labels.spill,
+        launch: launchBadge(m.launch),
       };
     });
 }
@@ -347,4 +348,102 @@ export function statsSummary(json, binned) {
     computed: num(s.prompt_computed) ?? binned.totals.computed,
     completion: num(s.completion) ?? binned.totals.completion,
   };
+}
+
+// ---- Engines the warden launches (`launch` of GET /api/models, docs/engines.md) ----
+
+// Every status a launched model or engine can be in, its label and its tone (the badge's colour class).
+// The label always carries the meaning, so the colour is never the only cue.
+const LAUNCH_STATES = {
+  starting: { label: 'Starting', tone: 'warn' },
+  ready: { label: 'Ready', tone: 'ok' },
+  restarting: { label: 'Restarting', tone: 'warn' },
+  failed: { label: 'Failed', tone: 'bad' },
+  stopping: { label: 'Stopping', tone: 'muted' },
+  stopped: { label: 'Stopped', tone: 'muted' },
+};
+
+function text(v) {
+  return typeof v === 'string' ? v : '';
+}
+
+// One status word → {status, label, tone}; an unknown or missing one is shown as given, in neutral tone.
+export function launchState(status) {
+  const s = text(status);
+  const known = LAUNCH_STATES[s];
+  if (known) {
+    return { status: s, ...known };
+  }
+  return { status: s || 'unknown', label: s ? s.charAt(0).toUpperCase() + s.slice(1) : 'Unknown', tone: 'muted' };
+}
+
+// The model's `launch` block → its badge (null for a model the warden does not launch).
+export function launchBadge(launch) {
+  if (!launch || typeof launch !== 'object') {
+    return null;
+  }
+  const state = launchState(launch.status);
+  const reason = text(launch.status_reason);
+  return { ...state, reason, title: reason ? `Engine ${state.label.toLowerCase()}: ${reason}` : `Engine ${state.label.toLowerCase()}` };
+}
+
+// The "Engine" section of the model page from the model's `launch` block.
+export function engineSection(launch, nowMs) {
+  const badge = launchBadge(launch);
+  if (!badge) {
+    return { launched: false, text: 'Not launched by the warden: it only talks to engines started elsewhere.' };
+  }
+  const engines = (Array.isArray(launch.engines) ? launch.engines : [])
+    .filter((e) => e && typeof e === 'object')
+    .map((e) => {
+      const since = isNumber(e.since_unix_ms) && e.since_unix_ms > 0 ? e.since_unix_ms : null;
+      return {
+        name: text(e.name),
+        state: launchState(e.state),
+        replicas: Array.isArray(e.replicas) ? e.replicas.filter(isNumber).join(', ') : '',
+        pid: isNumber(e.pid) ? String(e.pid) : '–',
+        restarts: formatInt(e.restarts),
+        since: since === null ? '–' : `${formatDuration((nowMs - since) / 1000)} ago`,
+        reason: text(e.reason),
+        lastExit: text(e.last_exit) || '–',
+        command: text(e.command),
+      };
+    });
+  return {
+    launched: true,
+    badge,
+    reason: badge.reason,
+    engines,
+    logText: logTailText(launch.log_tail),
+  };
+}
+
+// `log_tail` (an array of lines) → the text of the log box.
+export function logTailText(tail) {
+  return Array.isArray(tail) ? tail.filter((l) => typeof l === 'string').join('\n') : '';
+}
+
+// "09:20:11" (UTC) of a log line's time.
+function clockUtc(ms) {
+  return isNumber(ms) ? new Date(ms).toISOString().slice(11, 19) : '--:--:--';
+}
+
+// GET /api/models/{name}/logs → the text of the log box: one line per captured line, oldest first, with
+// its UTC time and stream ("stderr", "warden" for the warden's own notes); the engine's name leads each
+// line when the model runs several processes. Lines of several engines are merged by time.
+export function logsText(json) {
+  const engines = (Array.isArray(json?.engines) ? json.engines : []).filter((e) => e && Array.isArray(e.lines));
+  const several = engines.length > 1;
+  const lines = [];
+  engines.forEach((e, ei) => {
+    e.lines.forEach((l, li) => {
+      if (!l || typeof l.text !== 'string') {
+        return;
+      }
+      const who = several ? `${text(e.name)} ` : '';
+      lines.push({ t: isNumber(l.t_ms) ? l.t_ms : 0, ei, li, text: `${clockUtc(l.t_ms)} ${who}${text(l.stream) || 'out'}: ${l.text}` });
+    });
+  });
+  lines.sort((a, b) => a.t - b.t || a.ei - b.ei || a.li - b.li);
+  return lines.map((l) => l.text).join('\n');
 }

@@ -1,10 +1,12 @@
 // One model: the "Data parallel routing" card (routing.md, "What users see"), live, and the controls to
 // turn affinity off/on and set the spill threshold.
-import { getModel, patchRouting } from '../api.js';
+import { getModel, getModelLogs, patchRouting } from '../api.js';
 import { h, poll, setText } from '../dom.js';
 import {
   changeErrorText,
+  engineSection,
   formatInt,
+  logsText,
   parseSpillInput,
   replicaCells,
   replicaColumns,
@@ -29,10 +31,104 @@ function replicaRowElement(row) {
   );
 }
 
+const ENGINE_COLUMNS = ['Process', 'Status', 'Replicas', 'PID', 'Restarts', 'Since', 'Last exit'];
+const LOG_LINES = 200;
+
+function engineRowElement(e) {
+  return h(
+    'tr',
+    { dataset: { engine: e.name }, title: e.command || null },
+    h('th', { scope: 'row', class: 'text-left' }, e.name),
+    h('td', { class: 'text-left' }, h('span', { class: `badge status ${e.state.tone}` }, e.state.label),
+      e.reason ? h('div', { class: 'muted small' }, e.reason) : null),
+    h('td', {}, e.replicas || '–'),
+    h('td', {}, e.pid),
+    h('td', {}, e.restarts),
+    h('td', {}, e.since),
+    h('td', { class: 'text-left' }, e.lastExit),
+  );
+}
+
+// The "Engine" section: what the warden launched for this model, its status and its last output lines.
+// The log box follows new lines while it is scrolled to the bottom, and stays put while the user reads
+// further up.
+function engineCard() {
+  const status = h('span', { class: 'badge status muted', id: 'engine-status' }, '…');
+  const reason = h('p', { id: 'engine-reason', hidden: true });
+  const notLaunched = h('p', { class: 'muted', id: 'engine-not-launched', hidden: true });
+  const tbody = h('tbody');
+  const table = h(
+    'div',
+    { class: 'table-scroll' },
+    h(
+      'table',
+      { id: 'engine-table' },
+      h('caption', {}, 'One row per engine process the warden runs for this model.'),
+      h('thead', {}, h('tr', {}, ENGINE_COLUMNS.map((c, i) => h('th', { scope: 'col', class: i === 0 || i === 1 || i === 6 ? 'text-left' : null }, c)))),
+      tbody,
+    ),
+  );
+  const log = h('pre', { id: 'engine-log', class: 'log', tabindex: 0, 'aria-labelledby': 'engine-log-heading' });
+  const launched = h(
+    'div',
+    { id: 'engine-launched', hidden: true },
+    h('p', { class: 'engine-status-line' }, 'Status: ', status),
+    reason,
+    table,
+    h('h3', { id: 'engine-log-heading' }, `Last log lines (live, up to ${LOG_LINES})`),
+    log,
+  );
+  const section = h(
+    'section',
+    { class: 'card', id: 'engine-card', 'aria-labelledby': 'engine-heading' },
+    h('h2', { id: 'engine-heading' }, 'Engine'),
+    notLaunched,
+    launched,
+  );
+  const showLog = (textValue) => {
+    if (log.textContent === textValue) {
+      return;
+    }
+    const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 8;
+    log.textContent = textValue || '(no output yet)';
+    if (atBottom) {
+      log.scrollTop = log.scrollHeight;
+    }
+  };
+  return {
+    section,
+    showLog,
+    // Returns whether the model is launched by the warden.
+    update(launch, nowMs, logsFetched) {
+      const view = engineSection(launch, nowMs);
+      notLaunched.hidden = view.launched;
+      launched.hidden = !view.launched;
+      if (!view.launched) {
+        setText(notLaunched, view.text);
+        return false;
+      }
+      setText(status, view.badge.label);
+      status.className = `badge status ${view.badge.tone}`;
+      status.dataset.status = view.badge.status;
+      setText(reason, view.reason ? `Reason: ${view.reason}` : '');
+      reason.hidden = view.reason === '';
+      tbody.replaceChildren(...view.engines.map(engineRowElement));
+      if (!logsFetched) {
+        showLog(view.logText);
+      }
+      return true;
+    },
+  };
+}
+
 export function mount(main, { model: name }) {
   document.title = `${name} · LM Warden`;
   const banner = h('p', { class: 'banner', role: 'alert', hidden: true });
   const info = h('p', { class: 'muted' });
+
+  const engine = engineCard();
+  let logsFetched = false;
+  let logPoller = null;
 
   // The card.
   const label = (key) => h('li', { dataset: { label: key } }, '…');
@@ -101,6 +197,7 @@ export function mount(main, { model: name }) {
     h('h1', {}, name),
     info,
     banner,
+    engine.section,
     card,
     settings,
   );
@@ -194,6 +291,23 @@ export function mount(main, { model: name }) {
     }
     parts.push(`${view.rows.length} replica${view.rows.length === 1 ? '' : 's'}`);
     setText(info, parts.join(' \u00b7 '));
+    // The logs endpoint is asked only for a launched model (it answers 404 for the others).
+    if (engine.update(json.launch, Date.now(), logsFetched) && !logPoller) {
+      logPoller = poll(async (signal) => {
+        try {
+          const logs = await getModelLogs(name, LOG_LINES, signal);
+          logsFetched = true;
+          engine.showLog(logsText(logs));
+          window.wardenConsole.logs = logs;
+          window.wardenConsole.logUpdates = (window.wardenConsole.logUpdates ?? 0) + 1;
+        } catch (err) {
+          if (err?.name === 'AbortError') {
+            throw err;
+          }
+          logsFetched = false;
+        }
+      }, 2000);
+    }
     window.wardenConsole.model = json;
     window.wardenConsole.card = view;
     window.wardenConsole.updates = (window.wardenConsole.updates ?? 0) + 1;
@@ -214,5 +328,10 @@ export function mount(main, { model: name }) {
     }
   }, 1500);
 
-  return { unmount: () => poller.stop() };
+  return {
+    unmount: () => {
+      poller.stop();
+      logPoller?.stop();
+    },
+  };
 }

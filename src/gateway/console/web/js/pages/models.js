@@ -23,6 +23,17 @@ function replicaBadges(model) {
   );
 }
 
+function engineBadge(m) {
+  if (!m.launch) {
+    return h('span', { class: 'muted' }, 'not launched');
+  }
+  return h(
+    'span',
+    { class: `badge status ${m.launch.tone}`, title: m.launch.title, dataset: { status: m.launch.status } },
+    m.launch.label,
+  );
+}
+
 function modelRow(m) {
   const href = `#/models/${encodeURIComponent(m.name)}`;
   return h(
@@ -30,6 +41,8 @@ function modelRow(m) {
     { dataset: { model: m.name } },
     h('th', { scope: 'row', class: 'text-left' }, h('a', { href }, m.name)),
     h('td', { class: 'text-left' }, m.servedName),
+    h('td', { class: 'text-left', dataset: { field: 'engine' } }, engineBadge(m),
+      m.launch?.reason ? h('div', { class: 'muted small' }, m.launch.reason) : null),
     h('td', {}, `${formatInt(m.healthyCount)} / ${formatInt(m.replicaCount)}`),
     h('td', { class: 'text-left' }, replicaBadges(m), h('div', { class: 'muted small' }, m.layout)),
     h('td', { dataset: { field: 'in-flight' } }, formatInt(m.inFlight)),
@@ -56,6 +69,7 @@ export function mount(main) {
         [
           ['Model', true],
           ['Served as', true],
+          ['Engine', true],
           ['Healthy', false],
           ['Replicas', true],
           ['In flight', false],
@@ -92,7 +106,7 @@ export function mount(main) {
     tbody.replaceChildren(
       ...(models.length
         ? models.map(modelRow)
-        : [h('tr', {}, h('td', { colspan: 8, class: 'empty' }, 'No models are configured.'))]),
+        : [h('tr', {}, h('td', { colspan: 9, class: 'empty' }, 'No models are configured.'))]),
     );
     window.wardenConsole.models = models;
     window.wardenConsole.ready = true;
