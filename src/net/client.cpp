@@ -207,6 +207,29 @@ asio::awaitable<boost::system::result<std::unique_ptr<detail::Connection>>> conn
   co_return conn;
 }
 
+// Parses the body bytes already in the read buffer into the rest of body_buf without touching the
+// socket. async_read_some stops after one chunk; taking every buffered chunk at once lets the relay send
+// them downstream as one write instead of one write (and one client wake-up) per chunk.
+boost::system::error_code drain_buffered(detail::Connection& c) {
+  auto& parser = *c.parser;
+  auto& body = parser.get().body();
+  boost::system::error_code ec;
+  while (!parser.is_done() && c.buffer.size() > 0 && body.size > 0) {
+    std::size_t used = parser.put(c.buffer.data(), ec);
+    c.buffer.consume(used);
+    if (ec == http::error::need_more || ec == http::error::need_buffer) {
+      return {};  // a partial chunk header, or body_buf full: the rest comes with the next call
+    }
+    if (ec) {
+      return ec;
+    }
+    if (used == 0) {
+      break;
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 // --- UpstreamResponse --------------------------------------------------------------------------------
@@ -297,6 +320,9 @@ asio::awaitable<boost::system::result<BodyPiece>> UpstreamResponse::next() {
     auto [ec, n] = co_await http::async_read_some(conn_->stream, conn_->buffer, parser, use_tuple);
     if (ec == http::error::need_buffer) {
       ec = {};
+    }
+    if (!ec) {
+      ec = drain_buffered(*conn_);
     }
     std::size_t got = conn_->body_buf.size() - parser.get().body().size;
     if (ec) {

@@ -110,7 +110,8 @@ class UpstreamResponse {
   /// True if the connection was freshly opened for this request (false: reused from the pool).
   bool fresh_connection() const noexcept { return fresh_; }
 
-  /// The next piece of the body as it arrives (chunked, Content-Length or until close). Returns
+  /// The next piece of the body as it arrives (chunked, Content-Length or until close): every body byte
+  /// already received (several chunks concatenated, up to read_buffer_bytes), else waits for more. Returns
   /// {.done = true} at the end (the connection then returns to the pool if keep-alive allows).
   asio::awaitable<boost::system::result<BodyPiece>> next();
   /// Reads the rest of the body into one string (body_too_large past `limit`).

@@ -1,0 +1,120 @@
+// net::UpstreamResponse::next() against a raw upstream that controls exactly which bytes are on the wire
+// when: chunks already buffered come out as one piece, and chunks split across reads still come out
+// byte-exact.
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/write.hpp>
+
+#include <chrono>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "net/client.hpp"
+
+using namespace std::chrono_literals;
+using namespace warden;
+using net::asio::awaitable;
+
+namespace {
+
+// Writes `parts` one by one on an accepted connection; before each part after the first it waits for the
+// client to have taken the previous piece (so each part is a separate read on the client side).
+void raw_upstream(net::tcp::acceptor& acceptor, const std::vector<std::string>& parts,
+                  std::vector<std::future<void>>& taken) {
+  net::tcp::socket sock(acceptor.get_executor());
+  acceptor.accept(sock);
+  std::string request;
+  net::asio::read_until(sock, net::asio::dynamic_buffer(request), "\r\n\r\n");
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0 && taken[i - 1].wait_for(10s) != std::future_status::ready) {
+      return;  // the client is stuck: the test fails on its side
+    }
+    net::asio::write(sock, net::asio::buffer(parts[i]));
+  }
+  // Keep the connection open until the client has seen the end (so it can go back to the pool).
+  taken.back().wait_for(10s);
+}
+
+}  // namespace
+
+TEST(NetClient, NextReturnsEveryBufferedChunkAtOnceAndHandlesSplitChunks) {
+  const std::string head =
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::vector<std::string> parts = {
+      // Header and three complete chunks in one write: one piece with all three.
+      head + "9\r\ndata: a\n\n\r\n9\r\ndata: b\n\n\r\n9\r\ndata: c\n\n\r\n",
+      // A chunk header and only part of its data.
+      "f\r\ndata: split",
+      // The rest of that chunk's data, its CRLF and the first digit of the next chunk's size.
+      "-x\n\n\r\n1",
+      // The rest of that size (0x10), its data and the last chunk.
+      "0\r\ndata: 01234567\n\n\r\n0\r\n\r\n",
+  };
+  const std::vector<std::string> expected = {
+      "data: a\n\ndata: b\n\ndata: c\n\n",
+      "data: split",
+      "-x\n\n",
+      "data: 01234567\n\n",
+  };
+  std::vector<std::promise<void>> took(parts.size() + 1);  // one per piece, then "finished"
+  std::vector<std::future<void>> taken;
+  for (auto& p : took) {
+    taken.push_back(p.get_future());
+  }
+
+  net::asio::io_context ioc;
+  net::tcp::acceptor acceptor(ioc, {net::asio::ip::make_address("127.0.0.1"), 0});
+  const auto port = acceptor.local_endpoint().port();
+  std::thread upstream([&] { raw_upstream(acceptor, parts, taken); });
+
+  std::vector<std::string> pieces;
+  bool done = false;
+  std::string error;
+  std::size_t idle_after = 0;
+  {
+    net::ClientPool pool(ioc.get_executor());
+    net::asio::co_spawn(
+        ioc,
+        [&]() -> awaitable<void> {
+          net::Request req{net::http::verb::get, "/stream", 11};
+          const net::Endpoint ep{"127.0.0.1",
+                                 port};  // a named local: GCC 12 mishandles temporaries in co_await
+          auto r = co_await pool.send(ep, std::move(req));
+          if (!r) {
+            error = r.error().message();
+            co_return;
+          }
+          while (pieces.size() <= parts.size()) {
+            auto piece = co_await r->next();
+            if (!piece) {
+              error = piece.error().message();
+              co_return;
+            }
+            if (piece->done) {
+              done = true;
+              break;
+            }
+            pieces.emplace_back(piece->data);
+            if (pieces.size() <= parts.size()) {
+              took[pieces.size() - 1].set_value();
+            }
+          }
+          idle_after = pool.idle_connections();
+          took.back().set_value();
+        },
+        net::asio::detached);
+    ioc.run_for(20s);
+  }  // the pool closes its idle connection: the upstream thread sees EOF
+  upstream.join();
+
+  EXPECT_EQ(error, "");
+  EXPECT_EQ(pieces, expected);
+  EXPECT_TRUE(done);
+  EXPECT_EQ(idle_after, 1u);  // the body ended cleanly: the connection went back to the pool
+}
