@@ -1,5 +1,7 @@
 #include "net/client.hpp"
 
+#include <sys/socket.h>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -13,6 +15,7 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/url/parse.hpp>
 
+#include <cerrno>
 #include <deque>
 #include <optional>
 #include <unordered_map>
@@ -117,13 +120,11 @@ struct Connection {
     if (!s.is_open()) {
       return false;
     }
-    boost::system::error_code ec;
-    s.non_blocking(true, ec);
+    // One non-blocking peek (MSG_DONTWAIT) instead of toggling the socket mode around it: this runs on
+    // every pooled request, and the two extra ioctl calls showed up in a syscall count of the relay.
     char probe;
-    std::size_t n = s.receive(asio::buffer(&probe, 1), tcp::socket::message_peek, ec);
-    bool alive = n == 0 && ec == asio::error::would_block;
-    s.non_blocking(false, ec);
-    return alive;
+    ssize_t n = ::recv(s.native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   }
 };
 
