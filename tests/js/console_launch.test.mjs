@@ -84,21 +84,27 @@ describe('console: engines launched by the warden', { timeout: 180000 }, () => {
   // The page's text of a locator once `ok(text)` holds (the page refreshes itself; no reload here).
   async function textWhen(page, selector, ok, what) {
     let last = '';
-    await waitFor(
-      async () => {
-        last = (await page.locator(selector).textContent()) ?? '';
-        return ok(last);
-      },
-      { timeoutMs: 40000, intervalMs: 200, what: `${what} (last: ${JSON.stringify(last.slice(-400))})` },
-    );
+    try {
+      await waitFor(
+        async () => {
+          last = (await page.locator(selector).textContent({ timeout: 5000 })) ?? '';
+          return ok(last);
+        },
+        { timeoutMs: 40000, intervalMs: 200, what },
+      );
+    } catch (err) {
+      err.message += ` (last text: ${JSON.stringify(last.slice(-400))})`;
+      throw err;
+    }
     return last;
   }
 
   test('Models page: a status badge per launched model, with words, and none for the other', async () => {
     const { page, errors, close } = await openPage('#/models');
     const badge = (model) => `#models-table tr[data-model="${model}"] [data-field=engine]`;
-    await textWhen(page, badge('launched'), (t) => /\bReady\b/.test(t), 'launched to show Ready');
-    const broken = await textWhen(page, badge('broken'), (t) => /\bFailed\b/.test(t), 'broken to show Failed');
+    await textWhen(page, `${badge('launched')} .badge`, (t) => t === 'Ready', 'launched to show Ready');
+    await textWhen(page, `${badge('broken')} .badge`, (t) => t === 'Failed', 'broken to show Failed');
+    const broken = await page.locator(badge('broken')).textContent();
     assert.match(broken, /exited with status 2/);
     assert.match(await page.locator(badge('outside')).textContent(), /not launched/);
     // The status is in the badge's text and data, not only in its colour.
