@@ -9,6 +9,19 @@ import path from 'node:path';
 
 import { Child, launchBrowser, openConsolePage, screenshot, tempDir, waitFor, warden } from './console_support.mjs';
 
+// WCAG contrast of two opaque CSS rgb() colours.
+function contrastRatio(fg, bg) {
+  const lum = (c) => {
+    const [r, g, b] = c.match(/[\d.]+/g).map(Number).map((v) => {
+      const x = v / 255;
+      return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const [a, b] = [lum(fg), lum(bg)];
+  return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+}
+
 // A port nobody listens on right now: bind port 0, read it, close.
 function freePort() {
   return new Promise((resolve, reject) => {
@@ -156,6 +169,25 @@ describe('console: engines launched by the warden', { timeout: 180000 }, () => {
     assert.match(log, /warden: exited with status 2/);
     assert.deepEqual(errors, []);
     await close();
+  });
+
+  test('status badges and the log box have readable contrast (4.5:1) in the light and the dark theme', async () => {
+    for (const colorScheme of ['light', 'dark']) {
+      for (const [hash, sel] of [['#/models', '#models-table .badge.status'], ['#/models/broken', '#engine-status'],
+        ['#/models/broken', '#engine-log']]) {
+        const { page, close } = await openConsolePage(browser, base, hash, { colorScheme });
+        await page.locator(sel).first().waitFor({ timeout: 10000 });
+        const pairs = await page.evaluate((s) => [...document.querySelectorAll(s)].map((el) => {
+          const style = getComputedStyle(el);
+          return [el.textContent.slice(0, 20), style.color, style.backgroundColor];
+        }), sel);
+        for (const [what, fg, bg] of pairs) {
+          const ratio = contrastRatio(fg, bg);
+          assert.ok(ratio >= 4.5, `${colorScheme} ${sel} "${what}": ${fg} on ${bg} is ${ratio.toFixed(2)}`);
+        }
+        await close();
+      }
+    }
   });
 
   test('model page: a model without launch says it is not launched by the warden', async () => {
