@@ -1,5 +1,5 @@
 #pragma once
-// A blocking HTTP/1.1 client for tests, tools and the bench helper: one keep-alive connection to one
+// A blocking HTTP/1.1 client for tests, tools and the load tool: one keep-alive connection to one
 // host:port, driven on a private io_context (so it works from any thread, including test threads,
 // and never touches the server's io_context). Same timeouts and errors as net::ClientPool.
 //
