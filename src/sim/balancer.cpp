@@ -9,7 +9,8 @@ namespace warden::sim {
 
 Balancer::Balancer(int num_ranks, int index, int client_count, double refresh_interval)
     : num_ranks_(std::max(1, num_ranks)),
-      start_(num_ranks > 0 ? index % std::max(1, num_ranks) : 0),
+      // vLLM's eng_start_index: API server k of K starts its scan at N * k / K, spreading the starts.
+      start_(num_ranks > 0 ? (num_ranks * index / std::max(1, client_count)) % num_ranks : 0),
       client_count_(static_cast<std::uint32_t>(std::max(1, client_count))),
       refresh_interval_(refresh_interval > 0 ? refresh_interval : 0.1),
       view_(static_cast<std::size_t>(num_ranks_)) {}

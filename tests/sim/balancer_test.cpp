@@ -12,12 +12,21 @@ using warden::sim::RankLoad;
 TEST(SimBalancer, IdleRanksGoToTheScanStartThenOwnAssignmentsSpread) {
   std::vector<RankLoad> live(4);
   auto read = [&](int r) { return live[static_cast<std::size_t>(r)]; };
-  Balancer b(4, 2, 1);  // instance 2 of 1 client: scans 2, 3, 0, 1
+  Balancer b(4, 2, 4);  // API server 2 of 4: scans 2, 3, 0, 1
   EXPECT_EQ(b.pick(0.0, read), 2);
-  EXPECT_EQ(b.pick(0.01, read), 3);  // its own assignment to 2 counts as waiting (+1 → score 4)
+  EXPECT_EQ(b.pick(0.01, read), 3);  // its own assignment to 2 counts as 4 waiting (score 16)
   EXPECT_EQ(b.pick(0.02, read), 0);
   EXPECT_EQ(b.pick(0.03, read), 1);
-  EXPECT_EQ(b.pick(0.04, read), 2);  // all at 4: first in scan order
+  EXPECT_EQ(b.pick(0.04, read), 2);  // all at 16: first in scan order
+}
+
+TEST(SimBalancer, FewerApiServersThanRanksSpreadTheirScanStarts) {
+  std::vector<RankLoad> live(4);
+  auto read = [&](int r) { return live[static_cast<std::size_t>(r)]; };
+  Balancer first(4, 0, 2);
+  Balancer second(4, 1, 2);  // vLLM: 4 * 1 / 2 = rank 2, not rank 1
+  EXPECT_EQ(first.pick(0.0, read), 0);
+  EXPECT_EQ(second.pick(0.0, read), 2);
 }
 
 TEST(SimBalancer, ScoreIsFourWaitingPlusRunning) {
