@@ -20,8 +20,8 @@ struct RankLoad {
 
 class Balancer {
  public:
-  /// `index`: this instance's number (its scan starts at index % num_ranks); `client_count`: how many
-  /// instances share the ranks (vLLM's api_server_count).
+  /// `index`: this instance's number (its scan starts at num_ranks * index / client_count); `client_count`:
+  /// how many instances share the ranks (vLLM's api_server_count).
   Balancer(int num_ranks, int index, int client_count, double refresh_interval = 0.1);
 
   /// Picks a rank at model time `now`. `live(r)` gives rank r's current counts; it is read only when the
