@@ -8,6 +8,28 @@ void ModelCounters::ensure(std::size_t count) {
   }
 }
 
+namespace {
+
+std::uint64_t& route_counter(ReplicaCounters& c, Route route) {
+  switch (route) {
+    case Route::new_conversation:
+      return c.new_conversations;
+    case Route::sticky:
+      return c.sticky;
+    case Route::spilled:
+      return c.spilled_in;
+    case Route::pinned:
+      return c.client_pinned;
+    case Route::balanced:
+      return c.balanced;
+    case Route::failover:
+      break;
+  }
+  return c.failover;
+}
+
+}  // namespace
+
 void ModelCounters::record(const Decision& decision) {
   if (!decision.replica) {
     ++unrouted_;
@@ -16,25 +38,16 @@ void ModelCounters::record(const Decision& decision) {
   ensure(static_cast<std::size_t>(*decision.replica) + 1);
   ReplicaCounters& c = replicas_[*decision.replica];
   ++c.in_flight;
-  switch (decision.route) {
-    case Route::new_conversation:
-      ++c.new_conversations;
-      break;
-    case Route::sticky:
-      ++c.sticky;
-      break;
-    case Route::spilled:
-      ++c.spilled_in;
-      break;
-    case Route::pinned:
-      ++c.client_pinned;
-      break;
-    case Route::balanced:
-      ++c.balanced;
-      break;
-    case Route::failover:
-      ++c.failover;
-      break;
+  ++route_counter(c, decision.route);
+}
+
+void ModelCounters::retract(const Decision& decision) {
+  if (!decision.replica || *decision.replica >= replicas_.size()) {
+    return;
+  }
+  std::uint64_t& n = route_counter(replicas_[*decision.replica], decision.route);
+  if (n > 0) {
+    --n;
   }
 }
 

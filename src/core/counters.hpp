@@ -34,6 +34,9 @@ class ModelCounters {
   void record(const Decision& decision);
   /// Decrements in_flight (never below zero).
   void finish(ReplicaIndex replica);
+  /// Takes back the route count of a decision whose request never reached its replica and is routed
+  /// again (the gateway's failover retry), so that every request is counted once, by its final route.
+  void retract(const Decision& decision);
 
   [[nodiscard]] const std::vector<ReplicaCounters>& replicas() const { return replicas_; }
   [[nodiscard]] ReplicaCounters totals() const;

@@ -100,6 +100,14 @@ void Router::finish(ReplicaIndex replica) {
   counters_.finish(replica);
 }
 
+void Router::abandon(const Decision& decision) {
+  std::lock_guard lock(mutex_);
+  if (decision.replica) {
+    counters_.finish(*decision.replica);
+  }
+  counters_.retract(decision);
+}
+
 void Router::set_affinity(bool on) {
   std::lock_guard lock(mutex_);
   routing_.affinity = on;

@@ -68,6 +68,10 @@ class Router {
   /// The request routed to `replica` ended (success, error or client disconnect).
   void finish(ReplicaIndex replica);
 
+  /// The request of `decision` never reached its replica and will be routed again: finish() it and take
+  /// back its route count, so a retried request counts once (as its final route).
+  void abandon(const Decision& decision);
+
   /// Runtime configuration (admin API). set_policy returns false for an unknown name (nothing changes).
   void set_affinity(bool on);
   void set_spill_threshold(SpillThreshold threshold);

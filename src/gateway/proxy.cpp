@@ -214,8 +214,14 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
       break;
     }
     const std::string why = r.error().message();
-    ex->release_replica();
     const bool can_retry = retryable(r.error()) && attempt == 0 && !facts.pin;
+    if (can_retry && ex->routed) {
+      // Routed again below: count this request once, by its final route.
+      model->router().abandon(d);
+      ex->routed = false;
+    } else {
+      ex->release_replica();
+    }
     if (retryable(r.error())) {
       // In DP mode every rank sits behind this one server: it is the server that failed.
       if (model->config().data_parallel) {

@@ -62,6 +62,27 @@ TEST_F(RouterTest, FirstTurnIsNewThenStickyAndTheHomeIsRemembered) {
   EXPECT_EQ(v.live_sessions, 1u);
 }
 
+TEST_F(RouterTest, AbandonedAttemptIsNotCountedAndTheRetryCountsOnce) {
+  const Decision first = route(turn(1));
+  router_.finish(*first.replica);
+  // The home refuses the next turn before any byte: the gateway abandons the attempt and routes again
+  // with the home marked unhealthy, as its failover retry does.
+  const Decision sticky = route(turn(1), 1);
+  ASSERT_EQ(sticky.route, Route::sticky);
+  router_.abandon(sticky);
+  metrics_[*first.replica].healthy = false;
+  const Decision retry = route(turn(1), 1);
+  ASSERT_EQ(retry.route, Route::failover);
+  ASSERT_NE(retry.replica, first.replica);
+  router_.finish(*retry.replica);
+  const RouterView v = router_.view(seconds(1));
+  EXPECT_EQ(v.totals.new_conversations, 1u);
+  EXPECT_EQ(v.totals.sticky, 0u);
+  EXPECT_EQ(v.totals.failover, 1u);
+  EXPECT_EQ(v.totals.routed(), 2u);
+  EXPECT_EQ(v.totals.in_flight, 0u);
+}
+
 TEST_F(RouterTest, NewConversationsSpreadAcrossReplicasEvenBetweenTurns) {
   // Conversations finish their turn (in_flight back to 0) but stay active: placement still spreads them.
   std::vector<int> per_replica(4);
