@@ -47,7 +47,7 @@ int run_serve(const ServeOptions& o) {
     config.state_dir = o.state_dir;
   }
 
-  boost::asio::io_context ioc;
+  boost::asio::io_context ioc(1);  // one thread runs it: the scheduler skips cross-thread wake-ups
   gateway::Gateway gw(ioc, std::move(config));
   std::string error;
   if (!gw.start(&error)) {

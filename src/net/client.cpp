@@ -15,6 +15,7 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/url/parse.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <deque>
 #include <optional>
@@ -349,7 +350,7 @@ asio::awaitable<boost::system::result<BodyPiece>> UpstreamResponse::next() {
       conn_->pending_done = true;
     }
     if (got > 0) {
-      co_return BodyPiece{std::string_view(conn_->body_buf.data(), got), false};
+      co_return BodyPiece{std::string_view(conn_->body_buf.data(), got), false, conn_->pending_done};
     }
   }
 }
@@ -446,6 +447,10 @@ asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send(const 
       conn->parser->skip(true);
     }
     conn->stream.expires_after(t.first_byte);
+    // Beast reads at most the buffer's free capacity (at least 512 bytes): room for a whole response
+    // header and the events behind it makes that one system call instead of one per 512 bytes. (An idle
+    // pooled connection gives its buffer back.)
+    conn->buffer.reserve(std::max<std::size_t>(conn->body_buf.size() / 2, 512));
     auto [hec, hn] = co_await http::async_read_header(conn->stream, conn->buffer, *conn->parser, use_tuple);
     if (hec) {
       bool nothing_received = hn == 0 && conn->buffer.size() == 0;

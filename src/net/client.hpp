@@ -97,6 +97,7 @@ struct PoolState;
 struct BodyPiece {
   std::string_view data;  // valid until the next call on the UpstreamResponse
   bool done = false;      // end of body (data is empty then)
+  bool last = false;      // data ends the body: the next call returns done without waiting
 };
 
 class UpstreamResponse {

@@ -3,15 +3,16 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -21,19 +22,25 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <exception>
+#include <memory>
+#include <optional>
 #include <utility>
 
 namespace warden::net {
 
 namespace {
 
-using namespace boost::asio::experimental::awaitable_operators;
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // Pipelined bytes a client may send while its previous request is being answered; more is abuse.
 constexpr std::size_t kMaxPipelinedBytes = 64u << 10;
+// Read sizes: one system call for a typical request header, a few for a 200 KB agent prompt.
+constexpr std::size_t kHeaderReadBytes = 4u << 10;
+constexpr std::size_t kBodyReadBytes = 256u << 10;
 
 std::string openai_error(std::string_view message, std::string_view type, unsigned code) {
   boost::json::object err{{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}};
@@ -49,28 +56,6 @@ Response plain_error(unsigned version, unsigned status, std::string_view message
   return res;
 }
 
-// Completes when the client is gone: EOF or an error on its socket. Bytes the client sends meanwhile
-// (a pipelined next request) are kept in `buffer` for the session loop to parse later.
-asio::awaitable<void> watch_disconnect(beast::tcp_stream& stream, beast::flat_buffer& buffer) {
-  auto& sock = stream.socket();
-  while (true) {
-    auto [ec] = co_await sock.async_wait(tcp::socket::wait_read, use_tuple);
-    if (ec) {
-      co_return;
-    }
-    boost::system::error_code ec2;
-    std::size_t avail = sock.available(ec2);
-    if (ec2 || avail == 0 || buffer.size() + avail > kMaxPipelinedBytes) {
-      co_return;  // readable with nothing to read: EOF (or reset)
-    }
-    std::size_t n = sock.read_some(buffer.prepare(avail), ec2);
-    if (ec2) {
-      co_return;
-    }
-    buffer.commit(n);
-  }
-}
-
 // A protocol violation by the client (worth a 400), as opposed to EOF, a timeout or a transport error.
 bool is_parse_error(const boost::system::error_code& ec) {
   return ec.category() == make_error_code(http::error::bad_target).category() &&
@@ -78,36 +63,75 @@ bool is_parse_error(const boost::system::error_code& ec) {
          ec != http::error::need_more;
 }
 
+// The header as bytes, so that it can go out in one write with the first chunk.
+std::string serialize_header(http::response<http::empty_body>& head) {
+  http::response_serializer<http::empty_body> sr{head};
+  sr.split(true);
+  std::string out;
+  boost::system::error_code ec;
+  while (!ec && !sr.is_header_done()) {
+    sr.next(ec, [&](boost::system::error_code& vec, const auto& buffers) {
+      vec = {};
+      out += beast::buffers_to_string(buffers);
+      sr.consume(beast::buffer_bytes(buffers));
+    });
+  }
+  return out;
+}
+
 class SessionWriter final : public StreamWriter {
  public:
-  SessionWriter(beast::tcp_stream& stream, std::chrono::milliseconds timeout)
-      : stream_(stream), timeout_(timeout) {}
+  /// `pending_header`: a serialized header not sent yet (it goes out with the first write), or empty.
+  SessionWriter(beast::tcp_stream& stream, std::chrono::milliseconds timeout, std::string pending_header)
+      : stream_(stream), timeout_(timeout), header_(std::move(pending_header)) {}
 
   asio::awaitable<boost::system::error_code> write(std::string_view data) override {
-    if (failed_) {
-      co_return asio::error::broken_pipe;
-    }
-    if (data.empty()) {
+    if (data.empty() && !failed_ && !finished_) {
       co_return boost::system::error_code{};
     }
+    co_return co_await send(data, false);
+  }
+  asio::awaitable<boost::system::error_code> write_last(std::string_view data) override {
+    co_return co_await send(data, true);
+  }
+  bool failed() const noexcept override { return failed_; }
+  std::uint64_t bytes_written() const noexcept override { return bytes_; }
+  void mark_failed() noexcept { failed_ = true; }
+  bool finished() const noexcept { return finished_; }
+
+ private:
+  // One gathered write: [pending header] [chunk size line, data, CRLF] [terminating chunk].
+  asio::awaitable<boost::system::error_code> send(std::string_view data, bool last) {
+    static constexpr std::string_view kCrlf = "\r\n";
+    static constexpr std::string_view kCrlfLast = "\r\n0\r\n\r\n";
+    static constexpr std::string_view kLast = "0\r\n\r\n";
+    if (failed_ || finished_) {
+      co_return asio::error::broken_pipe;
+    }
+    char size_line[24];
+    const int size_len =
+        data.empty() ? 0 : std::snprintf(size_line, sizeof size_line, "%zx\r\n", data.size());
+    std::string_view tail = data.empty() ? (last ? kLast : std::string_view{}) : (last ? kCrlfLast : kCrlf);
+    const std::array<asio::const_buffer, 4> buffers{
+        asio::buffer(header_), asio::buffer(size_line, static_cast<std::size_t>(size_len)),
+        asio::buffer(data.data(), data.size()), asio::buffer(tail.data(), tail.size())};
     stream_.expires_after(timeout_);
-    auto [ec, n] = co_await asio::async_write(
-        stream_, http::make_chunk(asio::buffer(data.data(), data.size())), use_tuple);
+    auto [ec, n] = co_await asio::async_write(stream_, buffers, use_tuple);
+    std::string().swap(header_);
     if (ec) {
       failed_ = true;
       co_return ec;
     }
     bytes_ += data.size();
+    finished_ = last;
     co_return boost::system::error_code{};
   }
-  bool failed() const noexcept override { return failed_; }
-  std::uint64_t bytes_written() const noexcept override { return bytes_; }
-  void mark_failed() noexcept { failed_ = true; }
 
- private:
   beast::tcp_stream& stream_;
   std::chrono::milliseconds timeout_;
+  std::string header_;
   bool failed_ = false;
+  bool finished_ = false;
   std::uint64_t bytes_ = 0;
 };
 
@@ -135,6 +159,61 @@ StreamReply sse_reply(const Request& req, unsigned status) {
   }
   return s;
 }
+
+// Watches a client's socket while its request is handled (armed from the handler's start to the end of
+// the response). EOF or an error there means the client is gone: terminal cancellation is emitted on the
+// session coroutine's slot, so whatever the handler or stream body is suspended in (an upstream read, a
+// timer, a Notifier) completes with operation_aborted and its next co_await throws. A plain callback
+// rather than a coroutine raced with `||`: the parallel group cost four handler hops (each one a reactor
+// poll) per request. Bytes the client sends meanwhile (a pipelined next request) are kept in `buffer`.
+struct Server::DisconnectWatch {
+  asio::cancellation_signal signal;      // bound to the session coroutine
+  tcp::socket* socket = nullptr;         // null once the session is gone
+  beast::flat_buffer* buffer = nullptr;  // the session's read buffer
+  std::uint64_t generation = 0;          // bumped by disarm(): a late callback of an older wait is ignored
+  bool armed = false;
+  bool fired = false;
+
+  static void arm(const std::shared_ptr<DisconnectWatch>& self) {
+    self->armed = true;
+    self->socket->async_wait(
+        tcp::socket::wait_read,
+        [self, gen = self->generation](const boost::system::error_code& ec) { on_ready(self, gen, ec); });
+  }
+  void disarm() noexcept {
+    ++generation;
+    if (armed && socket) {
+      armed = false;
+      boost::system::error_code ignored;
+      socket->cancel(ignored);  // only the wait is pending between requests
+    }
+    armed = false;
+  }
+
+ private:
+  static void on_ready(const std::shared_ptr<DisconnectWatch>& self, std::uint64_t gen,
+                       const boost::system::error_code& ec) {
+    if (gen != self->generation || !self->armed || !self->socket) {
+      return;  // disarmed, or the session is gone
+    }
+    if (!ec) {
+      boost::system::error_code ec2;
+      const std::size_t avail = self->socket->available(ec2);
+      if (!ec2 && avail > 0 && self->buffer->size() + avail <= kMaxPipelinedBytes) {
+        const std::size_t n = self->socket->read_some(self->buffer->prepare(avail), ec2);
+        if (!ec2) {
+          self->buffer->commit(n);
+          arm(self);
+          return;
+        }
+      }
+    }
+    // Readable with nothing to read (EOF), an error, or too much pipelined: the client is gone.
+    self->armed = false;
+    self->fired = true;
+    self->signal.emit(asio::cancellation_type::terminal);
+  }
+};
 
 struct Server::Session {
   beast::tcp_stream* stream = nullptr;
@@ -195,15 +274,22 @@ asio::awaitable<void> Server::run() {
     sock.set_option(tcp::no_delay(true), ignored);
     std::uint64_t id = next_id_++;
     ++stats_.connections_accepted;
-    asio::co_spawn(ioc_, session(std::move(sock), id), [id](std::exception_ptr e) {
-      if (e) {
-        try {
-          std::rethrow_exception(e);
-        } catch (const std::exception& ex) {
-          spdlog::error("connection {}: {}", id, ex.what());
-        }
-      }
-    });
+    auto watch = std::make_shared<DisconnectWatch>();
+    auto slot = watch->signal.slot();
+    asio::co_spawn(ioc_, session(std::move(sock), id, watch),
+                   asio::bind_cancellation_slot(slot, [id, watch](std::exception_ptr e) {
+                     if (e) {
+                       try {
+                         std::rethrow_exception(e);
+                       } catch (const boost::system::system_error& ex) {
+                         if (ex.code() != asio::error::operation_aborted) {  // aborted: client gone
+                           spdlog::error("connection {}: {}", id, ex.what());
+                         }
+                       } catch (const std::exception& ex) {
+                         spdlog::error("connection {}: {}", id, ex.what());
+                       }
+                     }
+                   }));
   }
 }
 
@@ -222,7 +308,8 @@ void Server::stop() {
   }
 }
 
-asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id) {
+asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
+                                      std::shared_ptr<DisconnectWatch> watch) {
   ConnectionInfo info;
   info.id = id;
   boost::system::error_code ignored;
@@ -241,6 +328,16 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id) {
       --server->stats_.connections_open;
     }
   } unregister{this, self_it};
+  watch->socket = &stream.socket();
+  watch->buffer = &buffer;
+  struct Unwatch {
+    DisconnectWatch& watch;
+    ~Unwatch() {
+      watch.disarm();
+      watch.socket = nullptr;
+      watch.buffer = nullptr;
+    }
+  } unwatch{*watch};
 
   auto too_large = [&](unsigned version) {
     Response res = opts_.make_too_large ? opts_.make_too_large(version, false)
@@ -260,6 +357,9 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(opts_.max_header_bytes));
     parser.body_limit(opts_.max_body_bytes);
+    // Beast reads at most the buffer's free capacity (at least 512 bytes) per call: without room, a
+    // request would arrive 512 bytes per system call.
+    buffer.reserve(kHeaderReadBytes);
     stream.expires_after(index == 0 ? opts_.read_timeout : opts_.idle_timeout);
     auto [hec, hn] = co_await http::async_read_header(stream, buffer, parser, use_tuple);
     if (hec) {
@@ -289,8 +389,28 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id) {
         co_return;
       }
     }
-    stream.expires_after(opts_.read_timeout);
-    auto [bec, bn] = co_await http::async_read(stream, buffer, parser, use_tuple);
+    if (parser.content_length()) {
+      buffer.reserve(
+          std::min<std::size_t>(static_cast<std::size_t>(*parser.content_length()), kBodyReadBytes));
+    }
+    // The body usually came in with the header: parse it from the buffer without another read.
+    boost::system::error_code bec;
+    while (!parser.is_done() && buffer.size() > 0) {
+      const std::size_t used = parser.put(buffer.data(), bec);
+      buffer.consume(used);
+      if (bec == http::error::need_more) {
+        bec = {};
+        break;
+      }
+      if (bec || used == 0) {
+        break;
+      }
+    }
+    if (!bec && !parser.is_done()) {
+      stream.expires_after(opts_.read_timeout);
+      auto [rec, rn] = co_await http::async_read(stream, buffer, parser, use_tuple);
+      bec = rec;
+    }
     if (bec) {
       if (bec == http::error::body_limit) {
         Response answer = too_large(version);
@@ -309,48 +429,42 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id) {
     ++stats_.requests;
     bool keep_alive = req.keep_alive();
 
-    // The handler runs against a disconnect watcher: whichever finishes first cancels the other.
-    struct Boxed {
-      Reply reply;  // boxed so `||` does not flatten the Reply variant into its own
-    };
-    auto guarded = [&]() -> asio::awaitable<Boxed> {
-      try {
-        // Not `Boxed{co_await ...}`: GCC 12 miscompiles co_await inside braced initialisers.
-        Reply r = co_await handler_(req, info);
-        co_return Boxed{std::move(r)};
-      } catch (const boost::system::system_error& e) {
-        if (e.code() == asio::error::operation_aborted) {
-          throw;
-        }
-        ++stats_.handler_errors;
-        spdlog::error("handler {} {}: {}", std::string(req.method_string()), std::string(req.target()),
-                      e.what());
-      } catch (const std::exception& e) {
-        ++stats_.handler_errors;
-        spdlog::error("handler {} {}: {}", std::string(req.method_string()), std::string(req.target()),
-                      e.what());
-      }
-      co_return Boxed{
-          make_response(req, 500, openai_error("Internal server error", "InternalServerError", 500))};
-    };
-    std::variant<Boxed, std::monostate> outcome;
+    // From here to the end of the response a client that goes away cancels the handler or stream body
+    // (see DisconnectWatch); operation_aborted escaping them means exactly that.
+    DisconnectWatch::arm(watch);
+    std::optional<Reply> reply;
     try {
-      outcome = co_await (guarded() || watch_disconnect(stream, buffer));
-    } catch (const boost::system::system_error&) {
+      // Not `reply.emplace(co_await ...)`: GCC 12 miscompiles co_await inside some full expressions.
+      Reply r = co_await handler_(req, info);
+      reply.emplace(std::move(r));
+    } catch (const boost::system::system_error& e) {
+      if (e.code() == asio::error::operation_aborted) {
+        ++stats_.client_disconnects;
+        co_return;
+      }
+      ++stats_.handler_errors;
+      spdlog::error("handler {} {}: {}", std::string(req.method_string()), std::string(req.target()),
+                    e.what());
+    } catch (const std::exception& e) {
+      ++stats_.handler_errors;
+      spdlog::error("handler {} {}: {}", std::string(req.method_string()), std::string(req.target()),
+                    e.what());
+    }
+    if (watch->fired) {
       ++stats_.client_disconnects;
       co_return;
     }
-    if (outcome.index() == 1) {
-      ++stats_.client_disconnects;
-      co_return;
+    if (!reply) {
+      reply.emplace(
+          make_response(req, 500, openai_error("Internal server error", "InternalServerError", 500)));
     }
-    Reply reply = std::move(std::get<0>(outcome).reply);
 
-    if (auto* res = std::get_if<Response>(&reply)) {
+    if (auto* res = std::get_if<Response>(&*reply)) {
       keep_alive = keep_alive && res->keep_alive();
       res->keep_alive(keep_alive);
       stream.expires_after(opts_.write_timeout);
       auto [wec, wn] = co_await http::async_write(stream, *res, use_tuple);
+      watch->disarm();
       if (wec) {
         co_return;
       }
@@ -361,52 +475,53 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id) {
       continue;
     }
 
-    auto& streamed = std::get<StreamReply>(reply);
+    auto& streamed = std::get<StreamReply>(*reply);
     http::response<http::empty_body> head{std::move(streamed.header)};
     head.erase(http::field::content_length);
     head.chunked(true);
     keep_alive = keep_alive && head.keep_alive();
     head.keep_alive(keep_alive);
-    http::response_serializer<http::empty_body> sr{head};
-    stream.expires_after(opts_.write_timeout);
-    auto [hwec, hwn] = co_await http::async_write_header(stream, sr, use_tuple);
-    if (hwec) {
-      co_return;
-    }
-    SessionWriter writer(stream, opts_.write_timeout);
-    auto run_body = [&]() -> asio::awaitable<void> {
-      try {
-        if (streamed.body) {
-          co_await streamed.body(writer);
-        }
-      } catch (const boost::system::system_error& e) {
-        if (e.code() == asio::error::operation_aborted) {
-          throw;
-        }
-        writer.mark_failed();
-        ++stats_.handler_errors;
-        spdlog::error("stream body {}: {}", std::string(req.target()), e.what());
-      } catch (const std::exception& e) {
-        writer.mark_failed();
-        ++stats_.handler_errors;
-        spdlog::error("stream body {}: {}", std::string(req.target()), e.what());
+    std::string pending_header;
+    if (streamed.header_with_first_chunk) {
+      pending_header = serialize_header(head);
+    } else {
+      http::response_serializer<http::empty_body> sr{head};
+      stream.expires_after(opts_.write_timeout);
+      auto [hwec, hwn] = co_await http::async_write_header(stream, sr, use_tuple);
+      if (hwec) {
+        co_return;
       }
-    };
-    std::variant<std::monostate, std::monostate> body_outcome;
+    }
+    SessionWriter writer(stream, opts_.write_timeout, std::move(pending_header));
     try {
-      body_outcome = co_await (run_body() || watch_disconnect(stream, buffer));
-    } catch (const boost::system::system_error&) {
+      if (streamed.body) {
+        co_await streamed.body(writer);
+      }
+    } catch (const boost::system::system_error& e) {
+      if (e.code() == asio::error::operation_aborted) {
+        ++stats_.client_disconnects;
+        co_return;
+      }
+      writer.mark_failed();
+      ++stats_.handler_errors;
+      spdlog::error("stream body {}: {}", std::string(req.target()), e.what());
+    } catch (const std::exception& e) {
+      writer.mark_failed();
+      ++stats_.handler_errors;
+      spdlog::error("stream body {}: {}", std::string(req.target()), e.what());
+    }
+    if (watch->fired) {
       ++stats_.client_disconnects;
       co_return;
     }
-    if (body_outcome.index() == 1 || writer.failed()) {
-      if (body_outcome.index() == 1) {
-        ++stats_.client_disconnects;
-      }
-      co_return;  // client gone, or a broken stream we cannot terminate cleanly
+    if (writer.failed()) {
+      co_return;  // a broken stream we cannot terminate cleanly
     }
-    stream.expires_after(opts_.write_timeout);
-    auto [lec, ln] = co_await asio::async_write(stream, http::make_chunk_last(), use_tuple);
+    boost::system::error_code lec;
+    if (!writer.finished()) {
+      lec = co_await writer.write_last({});
+    }
+    watch->disarm();
     if (lec || !keep_alive) {
       stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
       co_return;

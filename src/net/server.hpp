@@ -18,8 +18,8 @@
 //   asio::co_spawn(ioc, server.run(), asio::detached);
 //
 // Disconnect → cancellation: while the handler and then a stream body run, the session also waits for
-// the client's socket to become readable; EOF or an error there (or a failed write) emits terminal
-// cancellation into the handler/body coroutine (`handler || watch`), so any Asio/Beast operation it is
+// the client's socket to become readable; EOF or an error there emits terminal cancellation on the
+// session coroutine (which runs the handler and body inline), so any Asio/Beast operation it is
 // suspended in (an upstream read, a timer, a net::Notifier wait) completes with operation_aborted and the
 // next co_await throws. A proxy therefore closes its upstream connection at once, and the engine learns
 // the client went away. Handlers must not catch operation_aborted and continue.
@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <functional>
 #include <list>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -71,6 +72,9 @@ class StreamWriter {
   /// Sends one chunk (empty data is ignored). Returns an error if the client is gone or the write timed
   /// out; after an error every later write fails at once. Never throws except on cancellation.
   virtual asio::awaitable<boost::system::error_code> write(std::string_view data) = 0;
+  /// Sends `data` (may be empty) and the terminating chunk in one write: the body is complete, later
+  /// writes fail. Saves the session a separate write (and the client a wake-up) for the end of the body.
+  virtual asio::awaitable<boost::system::error_code> write_last(std::string_view data) = 0;
   /// True once a write failed or the client was seen to disconnect.
   virtual bool failed() const noexcept = 0;
   virtual std::uint64_t bytes_written() const noexcept = 0;
@@ -84,6 +88,10 @@ class StreamWriter {
 struct StreamReply {
   http::response_header<> header;
   std::function<asio::awaitable<void>(StreamWriter&)> body;
+  /// Hold the header back and send it in one write with the first chunk (or the end of the body). Only
+  /// for a body whose first bytes are already at hand (a relay with bytes buffered): otherwise the client
+  /// would wait for the header as long as for the first chunk.
+  bool header_with_first_chunk = false;
 };
 
 using Reply = std::variant<Response, StreamReply>;
@@ -123,7 +131,8 @@ class Server {
 
  private:
   struct Session;
-  asio::awaitable<void> session(tcp::socket socket, std::uint64_t id);
+  struct DisconnectWatch;
+  asio::awaitable<void> session(tcp::socket socket, std::uint64_t id, std::shared_ptr<DisconnectWatch> watch);
 
   asio::io_context& ioc_;
   ServerOptions opts_;

@@ -2,7 +2,14 @@
 // survive a restart; a bad config stops the warden with a clear message.
 #include <gtest/gtest.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+
+#include <stdexcept>
+#include <thread>
+
 #include "gateway_support.hpp"
+#include "net/server.hpp"
 
 using namespace gateway_test;
 
@@ -106,6 +113,64 @@ TEST(GatewayErrors, DeadReplicasGive502Then503NeverAHang) {
   // Once marked unhealthy: 503 at once.
   ASSERT_TRUE(wait_until([&] { return num(card(w.port).at("healthy_replicas")) == 0; }));
   expect_openai_error(c.post("/v1/chat/completions", chat_body("hi")), 503);
+}
+
+namespace {
+
+// An engine that answers /metrics but breaks off every generation after its response header, before
+// any event: an in-process net::Server on its own thread.
+class BreakingEngine {
+ public:
+  BreakingEngine()
+      : server_(ioc_, {},
+                [](warden::net::Request& req,
+                   const warden::net::ConnectionInfo&) -> warden::net::asio::awaitable<warden::net::Reply> {
+                  if (req.target() == "/metrics") {
+                    std::string text;
+                    for (const char* name : {"vllm:num_requests_running", "vllm:num_requests_waiting",
+                                             "vllm:kv_cache_usage_perc"}) {
+                      text += std::string(name) + "{engine=\"0\",model_name=\"" + kServed + "\"} 0\n";
+                    }
+                    co_return warden::net::make_response(req, 200, text, "text/plain; version=0.0.4");
+                  }
+                  warden::net::StreamReply r = warden::net::sse_reply(req);
+                  r.body = [](warden::net::StreamWriter&) -> warden::net::asio::awaitable<void> {
+                    throw std::runtime_error(
+                        "engine died mid-request");  // header sent, then the connection drops
+                    co_return;
+                  };
+                  co_return r;
+                }) {
+    port = server_.listen()->port();
+    warden::net::asio::co_spawn(ioc_, server_.run(), [](std::exception_ptr) {});
+    thread_ = std::thread([this] { ioc_.run(); });
+  }
+  ~BreakingEngine() {
+    warden::net::asio::post(ioc_, [this] { server_.stop(); });
+    thread_.join();
+  }
+  int port = 0;
+
+ private:
+  warden::net::asio::io_context ioc_;
+  warden::net::Server server_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+TEST(GatewayErrors, ReplicaThatBreaksOffBeforeItsFirstEventGives502) {
+  BreakingEngine engine;
+  Warden w("  - name: m\n    served_model_name: " + kServed +
+           "\n    replicas: { urls: [http://127.0.0.1:" + std::to_string(engine.port) + "] }\n");
+  ASSERT_TRUE(wait_until([&] { return num(card(w.port).at("healthy_replicas")) == 1; }));
+  Client c(w.port);
+  // Nothing reached the client yet, so it gets a proper error in its own format, not a cut-off stream.
+  expect_openai_error(c.post("/v1/chat/completions", chat_body("hi")), 502);
+  expect_anthropic_error(
+      c.post("/v1/messages",
+             R"({"model":"m","max_tokens":3,"stream":true,"messages":[{"role":"user","content":"x"}]})"),
+      502);
 }
 
 TEST(GatewayErrors, StatsHistorySurvivesARestart) {

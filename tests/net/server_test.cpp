@@ -157,6 +157,66 @@ TEST(NetServer, StreamSendsEachChunkAsItIsWritten) {
   EXPECT_EQ(c.raw().reused_requests(), 1u);
 }
 
+TEST(NetServer, HeaderWithFirstChunkAndWriteLastFrameAValidResponse) {
+  std::atomic<bool> write_after_last_failed{false};
+  TestServer s([&](net::Request& req, const net::ConnectionInfo&) -> awaitable<net::Reply> {
+    net::StreamReply r = net::sse_reply(req);
+    r.header_with_first_chunk = true;
+    if (req.target() == "/empty") {
+      co_return r;  // no body at all: header and terminating chunk go out together
+    }
+    r.body = [&](net::StreamWriter& w) -> awaitable<void> {
+      EXPECT_FALSE(co_await w.write("data: a\n\n"));
+      EXPECT_FALSE(co_await w.write_last("data: b\n\n"));
+      write_after_last_failed = static_cast<bool>(co_await w.write("data: c\n\n"));
+    };
+    co_return r;
+  });
+  // The exact bytes: one header, two chunks, one terminating chunk, and the connection closed as asked.
+  std::string out = test_support::raw_exchange(
+      s.port(), "POST /s HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}", 5000ms);
+  EXPECT_EQ(test_support::raw_status(out), 200) << out;
+  const auto body_at = out.find("\r\n\r\n");
+  ASSERT_NE(body_at, std::string::npos);
+  EXPECT_EQ(out.substr(body_at + 4), "9\r\ndata: a\n\n\r\n9\r\ndata: b\n\n\r\n0\r\n\r\n");
+  EXPECT_TRUE(write_after_last_failed);
+  // Keep-alive survives both forms, and the empty body is a valid (empty) chunked body.
+  test_support::Client c(s.port());
+  auto full = c.post("/s", "{}");
+  auto empty = c.post("/empty", "{}");
+  auto again = c.post("/s", "{}");
+  EXPECT_EQ(full.status, 200u);
+  EXPECT_EQ(test_support::parse_sse(full.body).size(), 2u);
+  EXPECT_EQ(empty.status, 200u);
+  EXPECT_EQ(empty.body, "");
+  EXPECT_EQ(again.body, full.body);
+  EXPECT_EQ(c.raw().reused_requests(), 2u);
+}
+
+TEST(NetServer, LargeAndPipelinedBodiesArriveWhole) {
+  TestServer s(echo_handler());
+  // A 300 KB body (an agent's history) in one request.
+  std::string big(300'000, 'x');
+  for (std::size_t i = 0; i < big.size(); i += 997) {
+    big[i] = static_cast<char>('a' + i % 26);
+  }
+  test_support::Client c(s.port());
+  auto r = c.post("/big", big);
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.body, "/big conn=1 body=" + big);
+  // Two requests with bodies in one write: the first body and the second request share the read buffer.
+  std::string out = test_support::raw_exchange(s.port(),
+                                               "POST /one HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc"
+                                               "POST /two HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n"
+                                               "Connection: close\r\n\r\ndefg",
+                                               5000ms);
+  auto one = out.find("/one conn=2 body=abc");
+  auto two = out.find("/two conn=2 body=defg");
+  ASSERT_NE(one, std::string::npos) << out;
+  ASSERT_NE(two, std::string::npos) << out;
+  EXPECT_LT(one, two);
+}
+
 TEST(NetServer, BodyOverLimitGets413) {
   net::ServerOptions opts;
   opts.max_body_bytes = 1000;
