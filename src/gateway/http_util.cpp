@@ -108,7 +108,7 @@ std::vector<std::string> connection_tokens(std::string_view value) {
   return out;
 }
 
-void copy_request_headers(const net::Request& from, net::Request& to) {
+void copy_request_headers(const net::Request& from, net::http::request_header<>& to) {
   copy_filtered(from, to, true);
 }
 

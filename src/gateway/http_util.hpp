@@ -17,7 +17,7 @@ bool is_warden_request_header(std::string_view name);
 std::vector<std::string> connection_tokens(std::string_view value);
 
 // Copies request headers for the upstream, minus hop-by-hop, Connection-listed and warden headers.
-void copy_request_headers(const net::Request& from, net::Request& to);
+void copy_request_headers(const net::Request& from, net::http::request_header<>& to);
 // Copies an upstream response header for the client, minus hop-by-hop and Connection-listed headers.
 void copy_response_headers(const net::http::response_header<>& from, net::http::response_header<>& to);
 

@@ -197,12 +197,13 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
     rec.route = attempt > 0 ? "failover" : std::string(core::route_name(d.route));
 
     const UpstreamUrl& url = model->config().replica_url(rec.replica);
-    net::Request up{req.method(), url.base_path + std::string(req.target()), 11};
+    net::BorrowedRequest up{req.method(), url.base_path + std::string(req.target()), 11};
     copy_request_headers(req, up);
     if (model->config().data_parallel) {
       up.set("X-data-parallel-rank", std::to_string(rec.replica));
     }
-    up.body() = rewritten->changed ? rewritten->body : req.body();
+    const std::string& payload = rewritten->changed ? rewritten->body : req.body();  // outlives send()
+    up.body() = {payload.data(), payload.size()};
     up.keep_alive(true);
     up.prepare_payload();
     // Named, not a temporary: GCC 12 destroys temporaries of a co_await expression twice.

@@ -1,5 +1,7 @@
 #include "net/client.hpp"
 
+#include "net/eager_write.hpp"
+
 #include <sys/socket.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -129,6 +131,8 @@ struct Connection {
   }
 };
 
+constexpr std::chrono::milliseconds kTrustIdleFor{200};
+
 struct PoolState {
   PoolState(asio::any_io_executor e, PoolOptions o) : ex(std::move(e)), opts(o) {}
   asio::any_io_executor ex;
@@ -145,7 +149,11 @@ struct PoolState {
     while (!it->second.empty()) {
       auto c = std::move(it->second.back());  // most recently used: least likely to be closed
       it->second.pop_back();
-      if (now - c->idle_since < opts.max_idle_age && c->looks_alive()) {
+      // A connection back from its last response moments ago is trusted without the peek (a system call
+      // on every request's path): servers close idle keep-alive connections after seconds, and one that
+      // died meanwhile fails before any response byte, which send() retries on a fresh connection.
+      const auto idle_for = now - c->idle_since;
+      if (idle_for < opts.max_idle_age && (idle_for < kTrustIdleFor || c->looks_alive())) {
         return c;
       }
       c->close();
@@ -405,13 +413,28 @@ const PoolStats& ClientPool::stats() const noexcept {
 
 asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send(const Endpoint& ep, Request req,
                                                                           ClientTimeouts t) {
+  auto r = co_await send_impl(ep, req, t);  // named: see the GCC 12 note in net/http.hpp
+  co_return r;
+}
+
+asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send(const Endpoint& ep,
+                                                                          BorrowedRequest req,
+                                                                          ClientTimeouts t) {
+  auto r = co_await send_impl(ep, req, t);  // named: see the GCC 12 note in net/http.hpp
+  co_return r;
+}
+
+template <class Body>
+asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send_impl(const Endpoint& ep,
+                                                                               http::request<Body>& req,
+                                                                               ClientTimeouts t) {
   auto& pool = *state_;
   if (req.find(http::field::host) == req.end()) {
     req.set(http::field::host, ep.key());
   }
   if (req.find(http::field::content_length) == req.end() &&
       req.find(http::field::transfer_encoding) == req.end() &&
-      (!req.body().empty() || req.method() == http::verb::post || req.method() == http::verb::put)) {
+      (req.body().size() != 0 || req.method() == http::verb::post || req.method() == http::verb::put)) {
     req.prepare_payload();
   }
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -426,8 +449,8 @@ asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send(const 
     } else {
       ++pool.stats.reuses;
     }
-    conn->stream.expires_after(t.write);
-    auto [wec, wn] = co_await http::async_write(conn->stream, req, use_tuple);
+    http::request_serializer<Body> sr{req};
+    const auto wec = co_await eager_write_message(conn->stream, sr, t.write);
     if (wec) {
       conn->close();
       if (wec == asio::error::operation_aborted) {

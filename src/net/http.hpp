@@ -7,6 +7,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/http/message.hpp>
+#include <boost/beast/http/span_body.hpp>
 #include <boost/beast/http/string_body.hpp>
 
 namespace warden::net {
@@ -18,5 +19,7 @@ using tcp = asio::ip::tcp;
 
 using Request = http::request<http::string_body>;
 using Response = http::response<http::string_body>;
+/// A request whose body points into a string owned elsewhere.
+using BorrowedRequest = http::request<http::span_body<const char>>;
 
 }  // namespace warden::net

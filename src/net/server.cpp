@@ -1,5 +1,7 @@
 #include "net/server.hpp"
 
+#include "net/eager_write.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -7,6 +9,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -115,8 +118,7 @@ class SessionWriter final : public StreamWriter {
     const std::array<asio::const_buffer, 4> buffers{
         asio::buffer(header_), asio::buffer(size_line, static_cast<std::size_t>(size_len)),
         asio::buffer(data.data(), data.size()), asio::buffer(tail.data(), tail.size())};
-    stream_.expires_after(timeout_);
-    auto [ec, n] = co_await asio::async_write(stream_, buffers, use_tuple);
+    const auto ec = co_await eager_write(stream_, buffers, timeout_);
     std::string().swap(header_);
     if (ec) {
       failed_ = true;
@@ -171,31 +173,40 @@ struct Server::DisconnectWatch {
   tcp::socket* socket = nullptr;         // null once the session is gone
   beast::flat_buffer* buffer = nullptr;  // the session's read buffer
   std::uint64_t generation = 0;          // bumped by disarm(): a late callback of an older wait is ignored
-  bool armed = false;
+  bool armed = false;                    // between the handler's start and the end of the response
+  bool waiting = false;                  // an async_wait is registered
   bool fired = false;
 
+  // Armed from the handler's first suspension on (a posted step): the registration (an epoll_ctl) then
+  // happens while the upstream works on the request instead of before it is sent, and handlers that
+  // answer without waiting never register at all.
   static void arm(const std::shared_ptr<DisconnectWatch>& self) {
     self->armed = true;
-    self->socket->async_wait(
-        tcp::socket::wait_read,
-        [self, gen = self->generation](const boost::system::error_code& ec) { on_ready(self, gen, ec); });
+    wait(self);
   }
   void disarm() noexcept {
     ++generation;
-    if (armed && socket) {
-      armed = false;
+    if (waiting && socket) {
       boost::system::error_code ignored;
       socket->cancel(ignored);  // only the wait is pending between requests
     }
+    waiting = false;
     armed = false;
   }
 
  private:
+  static void wait(const std::shared_ptr<DisconnectWatch>& self) {
+    self->waiting = true;
+    self->socket->async_wait(
+        tcp::socket::wait_read,
+        [self, gen = self->generation](const boost::system::error_code& ec) { on_ready(self, gen, ec); });
+  }
   static void on_ready(const std::shared_ptr<DisconnectWatch>& self, std::uint64_t gen,
                        const boost::system::error_code& ec) {
     if (gen != self->generation || !self->armed || !self->socket) {
       return;  // disarmed, or the session is gone
     }
+    self->waiting = false;
     if (!ec) {
       boost::system::error_code ec2;
       const std::size_t avail = self->socket->available(ec2);
@@ -203,7 +214,7 @@ struct Server::DisconnectWatch {
         const std::size_t n = self->socket->read_some(self->buffer->prepare(avail), ec2);
         if (!ec2) {
           self->buffer->commit(n);
-          arm(self);
+          wait(self);
           return;
         }
       }
@@ -462,8 +473,8 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
     if (auto* res = std::get_if<Response>(&*reply)) {
       keep_alive = keep_alive && res->keep_alive();
       res->keep_alive(keep_alive);
-      stream.expires_after(opts_.write_timeout);
-      auto [wec, wn] = co_await http::async_write(stream, *res, use_tuple);
+      http::response_serializer<http::string_body> sr{*res};
+      const auto wec = co_await eager_write_message(stream, sr, opts_.write_timeout);
       watch->disarm();
       if (wec) {
         co_return;
@@ -481,16 +492,13 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
     head.chunked(true);
     keep_alive = keep_alive && head.keep_alive();
     head.keep_alive(keep_alive);
-    std::string pending_header;
-    if (streamed.header_with_first_chunk) {
-      pending_header = serialize_header(head);
-    } else {
-      http::response_serializer<http::empty_body> sr{head};
-      stream.expires_after(opts_.write_timeout);
-      auto [hwec, hwn] = co_await http::async_write_header(stream, sr, use_tuple);
+    std::string pending_header = serialize_header(head);
+    if (!streamed.header_with_first_chunk) {
+      const auto hwec = co_await eager_write(stream, asio::buffer(pending_header), opts_.write_timeout);
       if (hwec) {
         co_return;
       }
+      pending_header.clear();
     }
     SessionWriter writer(stream, opts_.write_timeout, std::move(pending_header));
     try {
