@@ -371,6 +371,18 @@ int main(int argc, char** argv) {
     std::printf("| %s | %.3f | %.3f | %+.3f | %+.3f | %.0f |\n", t.name.c_str(), p50, p99, p50 - d50,
                 p99 - d99, rps[t.name]);
   }
+  // Paired: request i of each target ran back to back, so their difference cancels most machine noise.
+  std::vector<double> paired;
+  for (std::size_t i = 0; i < lat["warden"].size() && i < lat["nginx"].size(); ++i) {
+    paired.push_back(lat["warden"][i] - lat["nginx"][i]);
+  }
+  const double added_w = percentile(lat["warden"], 0.5) - d50;
+  const double added_n = percentile(lat["nginx"], 0.5) - d50;
+  std::printf(
+      "\nwarden - nginx, paired per request: median %+.1f us, p25 %+.1f us, p75 %+.1f us; "
+      "added p50 ratio warden/nginx %.2f\n",
+      percentile(paired, 0.5) * 1000, percentile(paired, 0.25) * 1000, percentile(paired, 0.75) * 1000,
+      added_n > 0 ? added_w / added_n : 0.0);
   std::printf("\nOpen SSE streams: %zu through the warden, %zu through nginx\n", wfds.size(), nfds.size());
   std::printf("| proxy | RSS before KiB | RSS with streams KiB | KiB per open stream |\n|---|---|---|---|\n");
   std::printf(

@@ -18,6 +18,7 @@
 #include <boost/url/parse.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <deque>
 #include <optional>
@@ -215,6 +216,18 @@ asio::awaitable<boost::system::result<std::unique_ptr<detail::Connection>>> conn
   conn->stream.socket().set_option(tcp::no_delay(true), ignored);
   ++pool.stats.connects;
   co_return conn;
+}
+
+// "METHOD target HTTP/1.1\r\nName: value\r\n...\r\n" in one string.
+std::string serialize_head(const http::request_header<>& req) {
+  std::string out;
+  out.reserve(256);
+  out.append(req.method_string()).append(" ").append(req.target()).append(" HTTP/1.1\r\n");
+  for (const auto& f : req) {
+    out.append(f.name_string()).append(": ").append(f.value()).append("\r\n");
+  }
+  out.append("\r\n");
+  return out;
 }
 
 // Parses the body bytes already in the read buffer into the rest of body_buf without touching the
@@ -437,6 +450,7 @@ asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send_impl(c
       (req.body().size() != 0 || req.method() == http::verb::post || req.method() == http::verb::put)) {
     req.prepare_payload();
   }
+  const std::string head_bytes = req.chunked() ? std::string() : serialize_head(req);
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::unique_ptr<detail::Connection> conn = attempt == 0 ? pool.take(ep) : nullptr;
     bool fresh = !conn;
@@ -449,8 +463,17 @@ asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send_impl(c
     } else {
       ++pool.stats.reuses;
     }
-    http::request_serializer<Body> sr{req};
-    const auto wec = co_await eager_write_message(conn->stream, sr, t.write);
+    boost::system::error_code wec;
+    if (req.chunked()) {
+      http::request_serializer<Body> sr{req};
+      wec = co_await eager_write_message(conn->stream, sr, t.write);
+    } else {
+      // Header and body as two buffers: one gathered write, as Beast's serializer would send every
+      // field as a buffer of its own.
+      const std::array<asio::const_buffer, 2> parts{asio::buffer(head_bytes),
+                                                    asio::buffer(req.body().data(), req.body().size())};
+      wec = co_await eager_write(conn->stream, parts, t.write);
+    }
     if (wec) {
       conn->close();
       if (wec == asio::error::operation_aborted) {
