@@ -83,6 +83,36 @@ void BM_Rewrite_Claude200KB_Model(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * body.size()));
 }
 
+// The fixed cost per request: the small streamed chat request gateway_bench sends, with and without a
+// session header (without one the prompt is fingerprinted).
+const std::string kSmallChat =
+    R"({"model":"bench","max_tokens":4,"stream":true,"messages":[{"role":"system","content":"You are a )"
+    R"(coding agent with a long system prompt."},{"role":"user","content":"question 7"}]})";
+
+void run_small_inspect(benchmark::State& state, bool header) {
+  std::vector<HeaderField> headers = {{"content-type", "application/json"}, {"host", "127.0.0.1:8080"}};
+  if (header) {
+    headers.push_back({"X-Warden-Session", "lat-7"});
+  }
+  for (auto _ : state) {
+    auto r = inspect_request(ApiKind::openai_chat, HeaderLookup{headers}, kSmallChat);
+    benchmark::DoNotOptimize(r);
+  }
+}
+void BM_Inspect_SmallChat_Header(benchmark::State& s) {
+  run_small_inspect(s, true);
+}
+void BM_Inspect_SmallChat_Fingerprint(benchmark::State& s) {
+  run_small_inspect(s, false);
+}
+void BM_Rewrite_SmallChat(benchmark::State& state) {
+  for (auto _ : state) {
+    auto r = rewrite_request(ApiKind::openai_chat, kSmallChat,
+                             RewriteOptions{"Qwen/Qwen3-4B-Instruct-2507", true});
+    benchmark::DoNotOptimize(r);
+  }
+}
+
 // A vLLM /metrics body for DP=4: the gauges and counters the warden reads, their _created companions,
 // cache_config_info, and the histograms vLLM also exports (which the scraper must wade through).
 std::string vllm_scrape(int ranks) {
@@ -200,6 +230,9 @@ BENCHMARK(BM_SessionId_Claude200KB_Metadata)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SessionId_Claude200KB_Fingerprint)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Reference_DomParse200KB)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Rewrite_Claude200KB_Model)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Inspect_SmallChat_Header);
+BENCHMARK(BM_Inspect_SmallChat_Fingerprint);
+BENCHMARK(BM_Rewrite_SmallChat);
 BENCHMARK(BM_Prometheus_VllmScrape_4Ranks)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Sse_Parse)->Arg(1460)->Arg(16384)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Sse_ParseCaptureRaw)->Arg(1460)->Unit(benchmark::kMicrosecond);

@@ -46,8 +46,9 @@ std::string_view bearer_of(const net::Request& req) {
   return {};
 }
 
-template <class From, class To>
-void copy_filtered(const From& from, To& to, bool request) {
+// Calls fn(name, value) for every header that crosses the proxy.
+template <class From, class Fn>
+void for_each_forwarded(const From& from, bool request, Fn&& fn) {
   std::vector<std::string> listed;
   for (auto it = from.find(net::http::field::connection);
        it != from.end() && iequals(it->name_string(), "connection"); ++it) {
@@ -62,8 +63,14 @@ void copy_filtered(const From& from, To& to, bool request) {
     if (std::any_of(listed.begin(), listed.end(), [&](const std::string& l) { return iequals(l, name); })) {
       continue;
     }
-    to.insert(name, f.value());
+    fn(name, f.value());
   }
+}
+
+template <class From, class To>
+void copy_filtered(const From& from, To& to, bool request) {
+  for_each_forwarded(from, request,
+                     [&](std::string_view name, std::string_view value) { to.insert(name, value); });
 }
 
 }  // namespace
@@ -108,8 +115,10 @@ std::vector<std::string> connection_tokens(std::string_view value) {
   return out;
 }
 
-void copy_request_headers(const net::Request& from, net::http::request_header<>& to) {
-  copy_filtered(from, to, true);
+void append_request_headers(const net::Request& from, std::string& out) {
+  for_each_forwarded(from, true, [&](std::string_view name, std::string_view value) {
+    out.append(name).append(": ").append(value).append("\r\n");
+  });
 }
 
 void copy_response_headers(const net::http::response_header<>& from, net::http::response_header<>& to) {

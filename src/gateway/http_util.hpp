@@ -16,8 +16,9 @@ bool is_warden_request_header(std::string_view name);
 // Header names listed in a Connection header value ("close, X-Foo" → {"close", "x-foo"}), lower-cased.
 std::vector<std::string> connection_tokens(std::string_view value);
 
-// Copies request headers for the upstream, minus hop-by-hop, Connection-listed and warden headers.
-void copy_request_headers(const net::Request& from, net::http::request_header<>& to);
+// Appends the request headers for the upstream to a serialized header block as "Name: value\r\n"
+// lines, minus hop-by-hop, Connection-listed and warden headers.
+void append_request_headers(const net::Request& from, std::string& out);
 // Copies an upstream response header for the client, minus hop-by-hop and Connection-listed headers.
 void copy_response_headers(const net::http::response_header<>& from, net::http::response_header<>& to);
 

@@ -197,15 +197,20 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
     rec.route = attempt > 0 ? "failover" : std::string(core::route_name(d.route));
 
     const UpstreamUrl& url = model->config().replica_url(rec.replica);
-    net::BorrowedRequest up{req.method(), url.base_path + std::string(req.target()), 11};
-    copy_request_headers(req, up);
-    if (model->config().data_parallel) {
-      up.set("X-data-parallel-rank", std::to_string(rec.replica));
-    }
+    // Serialized here in one pass: the client's headers (minus hop-by-hop and the warden's own), the
+    // rank in DP mode, and the prompt borrowed, not copied.
     const std::string& payload = rewritten->changed ? rewritten->body : req.body();  // outlives send()
-    up.body() = {payload.data(), payload.size()};
-    up.keep_alive(true);
-    up.prepare_payload();
+    net::RawRequest up;
+    up.head.reserve(256 + req.base().method_string().size() + req.target().size());
+    up.head.append(req.method_string()).append(" ").append(url.base_path).append(req.target());
+    up.head.append(" HTTP/1.1\r\nHost: ").append(url.host).append(":").append(std::to_string(url.port));
+    up.head.append("\r\n");
+    append_request_headers(req, up.head);
+    if (model->config().data_parallel) {
+      up.head.append("X-data-parallel-rank: ").append(std::to_string(rec.replica)).append("\r\n");
+    }
+    up.head.append("Content-Length: ").append(std::to_string(payload.size())).append("\r\n\r\n");
+    up.body = payload;
     // Named, not a temporary: GCC 12 destroys temporaries of a co_await expression twice.
     const net::Endpoint endpoint{url.host, url.port};
     const net::ClientTimeouts timeouts = client_timeouts();

@@ -426,31 +426,31 @@ const PoolStats& ClientPool::stats() const noexcept {
 
 asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send(const Endpoint& ep, Request req,
                                                                           ClientTimeouts t) {
-  auto r = co_await send_impl(ep, req, t);  // named: see the GCC 12 note in net/http.hpp
-  co_return r;
-}
-
-asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send(const Endpoint& ep,
-                                                                          BorrowedRequest req,
-                                                                          ClientTimeouts t) {
-  auto r = co_await send_impl(ep, req, t);  // named: see the GCC 12 note in net/http.hpp
-  co_return r;
-}
-
-template <class Body>
-asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send_impl(const Endpoint& ep,
-                                                                               http::request<Body>& req,
-                                                                               ClientTimeouts t) {
-  auto& pool = *state_;
   if (req.find(http::field::host) == req.end()) {
     req.set(http::field::host, ep.key());
   }
+  if (req.chunked()) {
+    req.chunked(false);  // the whole body is at hand: send it with a Content-Length
+  }
   if (req.find(http::field::content_length) == req.end() &&
-      req.find(http::field::transfer_encoding) == req.end() &&
-      (req.body().size() != 0 || req.method() == http::verb::post || req.method() == http::verb::put)) {
+      (!req.body().empty() || req.method() == http::verb::post || req.method() == http::verb::put)) {
     req.prepare_payload();
   }
-  const std::string head_bytes = req.chunked() ? std::string() : serialize_head(req);
+  RawRequest raw{serialize_head(req), req.body(), req.method() == http::verb::head};
+  auto r = co_await send_impl(ep, raw, t);  // named: see the GCC 12 note in net/http.hpp
+  co_return r;
+}
+
+asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send(const Endpoint& ep, RawRequest req,
+                                                                          ClientTimeouts t) {
+  auto r = co_await send_impl(ep, req, t);
+  co_return r;
+}
+
+asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send_impl(const Endpoint& ep,
+                                                                               const RawRequest& req,
+                                                                               ClientTimeouts t) {
+  auto& pool = *state_;
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::unique_ptr<detail::Connection> conn = attempt == 0 ? pool.take(ep) : nullptr;
     bool fresh = !conn;
@@ -463,17 +463,10 @@ asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send_impl(c
     } else {
       ++pool.stats.reuses;
     }
-    boost::system::error_code wec;
-    if (req.chunked()) {
-      http::request_serializer<Body> sr{req};
-      wec = co_await eager_write_message(conn->stream, sr, t.write);
-    } else {
-      // Header and body as two buffers: one gathered write, as Beast's serializer would send every
-      // field as a buffer of its own.
-      const std::array<asio::const_buffer, 2> parts{asio::buffer(head_bytes),
-                                                    asio::buffer(req.body().data(), req.body().size())};
-      wec = co_await eager_write(conn->stream, parts, t.write);
-    }
+    // Header and body as two buffers: one gathered write.
+    const std::array<asio::const_buffer, 2> parts{asio::buffer(req.head),
+                                                  asio::buffer(req.body.data(), req.body.size())};
+    const auto wec = co_await eager_write(conn->stream, parts, t.write);
     if (wec) {
       conn->close();
       if (wec == asio::error::operation_aborted) {
@@ -489,7 +482,7 @@ asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send_impl(c
     conn->parser.emplace();
     conn->parser->header_limit(static_cast<std::uint32_t>(pool.opts.max_header_bytes));
     conn->parser->body_limit(boost::none);
-    if (req.method() == http::verb::head) {
+    if (req.head_method) {
       conn->parser->skip(true);
     }
     conn->stream.expires_after(t.first_byte);

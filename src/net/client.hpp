@@ -154,19 +154,16 @@ class ClientPool {
   /// retried once on a fresh connection (safe: the upstream never saw a complete request there).
   asio::awaitable<boost::system::result<UpstreamResponse>> send(const Endpoint& ep, Request req,
                                                                 ClientTimeouts t = {});
-  /// The same with a borrowed body (it must stay alive until send() completes): a proxy forwards a
-  /// 200 KB prompt without copying it into the request.
-  asio::awaitable<boost::system::result<UpstreamResponse>> send(const Endpoint& ep, BorrowedRequest req,
+  /// The same for a request the caller serialized itself (see RawRequest).
+  asio::awaitable<boost::system::result<UpstreamResponse>> send(const Endpoint& ep, RawRequest req,
                                                                 ClientTimeouts t = {});
   std::size_t idle_connections() const noexcept;
   void close_idle() noexcept;
   const PoolStats& stats() const noexcept;
 
  private:
-  template <class Body>
   asio::awaitable<boost::system::result<UpstreamResponse>> send_impl(const Endpoint& ep,
-                                                                     http::request<Body>& req,
-                                                                     ClientTimeouts t);
+                                                                     const RawRequest& req, ClientTimeouts t);
   std::shared_ptr<detail::PoolState> state_;
 };
 

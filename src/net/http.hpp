@@ -7,8 +7,10 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/http/message.hpp>
-#include <boost/beast/http/span_body.hpp>
 #include <boost/beast/http/string_body.hpp>
+
+#include <string>
+#include <string_view>
 
 namespace warden::net {
 
@@ -19,7 +21,14 @@ using tcp = asio::ip::tcp;
 
 using Request = http::request<http::string_body>;
 using Response = http::response<http::string_body>;
-/// A request whose body points into a string owned elsewhere.
-using BorrowedRequest = http::request<http::span_body<const char>>;
+/// A request already serialized by the caller: `head` is the whole header block ("POST /x HTTP/1.1\r\n",
+/// the fields including Host and Content-Length, the empty line); `body` is borrowed and must stay alive
+/// until the send completes. A proxy builds this straight from the client's request: no header object,
+/// no copy of a 200 KB prompt.
+struct RawRequest {
+  std::string head;
+  std::string_view body;
+  bool head_method = false;  // a HEAD request: the response has no body whatever its headers say
+};
 
 }  // namespace warden::net

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+
 using namespace warden::gateway;
 namespace http = warden::net::http;
 
@@ -20,8 +23,16 @@ TEST(HttpUtil, ForwardsEndToEndHeadersOnly) {
   in.set(http::field::transfer_encoding, "chunked");
   in.insert("x-repeated", "1");
   in.insert("x-repeated", "2");
-  warden::net::Request out;
-  copy_request_headers(in, out);
+  std::string lines;
+  append_request_headers(in, lines);
+  // The lines must make a valid header block: parse them back.
+  const std::string block = "POST /v1/messages HTTP/1.1\r\n" + lines + "\r\n";
+  http::request_parser<http::empty_body> parser;
+  boost::system::error_code ec;
+  parser.put(boost::asio::buffer(block), ec);
+  ASSERT_FALSE(ec) << ec.message() << "\n" << block;
+  ASSERT_TRUE(parser.is_header_done());
+  const auto& out = parser.get();
   EXPECT_EQ(out["anthropic-version"], "2023-06-01");
   EXPECT_EQ(out["anthropic-beta"], "a,b");
   EXPECT_EQ(out["x-api-key"], "k");
