@@ -9,12 +9,16 @@
 // (the warden runs one I/O thread), upstream keepalive, proxy_buffering off, access log on (the warden logs
 // one line per request too).
 //
-//   build-*/bench/gateway_bench [--requests N] [--seconds S] [--streams N]     (~40 s)
+// With 2 or more CPUs each proxy runs alone on CPU 1 and the sim and the client on CPU 0 (--no-pin: the
+// scheduler decides), so that both proxies are measured in the same placement.
+//
+//   build-*/bench/gateway_bench [--requests N] [--seconds S] [--streams N] [--no-pin]     (~40 s)
 
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -54,6 +58,14 @@ int free_port() {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   ::close(fd);
   return ntohs(a.sin_port);
+}
+
+// Keeps a process (0: this one, and what it starts afterwards) on one CPU.
+bool pin_to_cpu(pid_t pid, int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  return ::sched_setaffinity(pid, sizeof set, &set) == 0;
 }
 
 // Resident set of a process in KiB (VmRSS).
@@ -99,14 +111,17 @@ struct Nginx {
   std::unique_ptr<ChildProcess> proc;
   int port = 0;
 
-  Nginx(int upstream_port, int port_) : port(port_) {
+  // `cpu` >= 0: the worker runs on that CPU only.
+  Nginx(int upstream_port, int port_, int cpu = -1) : port(port_) {
     dir = std::filesystem::temp_directory_path() /
           ("warden-bench-nginx-" + std::to_string(::getpid()) + "-" + std::to_string(port_));
     std::filesystem::create_directories(dir);
     std::ofstream(dir / "nginx.conf")
         << "worker_processes 1;\n"
-           "pid "
-        << (dir / "nginx.pid").string() << ";\nerror_log " << (dir / "error.log").string()
+        << (cpu >= 0 ? "worker_cpu_affinity " + std::string("1") +
+                           std::string(static_cast<std::size_t>(cpu), '0') + ";\n"
+                     : std::string())
+        << "pid " << (dir / "nginx.pid").string() << ";\nerror_log " << (dir / "error.log").string()
         << " warn;\n"
            "worker_rlimit_nofile 20000;\n"
            "events { worker_connections 8192; }\n"
@@ -249,15 +264,28 @@ int main(int argc, char** argv) {
   int requests = 3000;
   int seconds = 4;
   int streams = 1000;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool pin = std::thread::hardware_concurrency() >= 2;
+  for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--requests") {
-      requests = std::atoi(argv[i + 1]);
-    } else if (a == "--seconds") {
-      seconds = std::atoi(argv[i + 1]);
-    } else if (a == "--streams") {
-      streams = std::atoi(argv[i + 1]);
+    if (a == "--no-pin") {
+      pin = false;
+      continue;
     }
+    if (i + 1 >= argc) {
+      break;
+    }
+    if (a == "--requests") {
+      requests = std::atoi(argv[++i]);
+    } else if (a == "--seconds") {
+      seconds = std::atoi(argv[++i]);
+    } else if (a == "--streams") {
+      streams = std::atoi(argv[++i]);
+    }
+  }
+  // Placement decides a good part of a loopback latency on a small machine (which process shares a CPU
+  // with which). Both proxies get the same: CPU 1 to themselves; the sim and the client threads on CPU 0.
+  if (pin) {
+    pin = pin_to_cpu(0, 0);  // this process, and the sim started below, inherit CPU 0
   }
   rlimit lim{};
   ::getrlimit(RLIMIT_NOFILE, &lim);
@@ -271,7 +299,10 @@ int main(int argc, char** argv) {
   ChildProcess warden({WARDEN_BINARY, "serve", "--config", temp_config(sim_port, tmp / "w1"), "--listen",
                        "127.0.0.1:0", "--state-dir", (tmp / "w1" / "state").string()});
   const int warden_port = warden.wait_for_port();
-  Nginx nginx(sim_port, free_port());
+  if (pin) {
+    pin_to_cpu(warden.pid(), 1);
+  }
+  Nginx nginx(sim_port, free_port(), pin ? 1 : -1);
 
   const std::vector<Target> targets{
       {"direct", sim_port, kServed}, {"warden", warden_port, "bench"}, {"nginx", nginx.port, kServed}};
@@ -361,8 +392,9 @@ int main(int argc, char** argv) {
   std::printf(
       "\nLM Warden gateway bench: %d sequential streamed requests per target (4 output tokens), "
       "interleaved;\n"
-      "16 closed-loop connections for %d s per target; sim instant preset, 4 DP ranks, all on loopback.\n\n",
-      requests, seconds);
+      "16 closed-loop connections for %d s per target; sim instant preset, 4 DP ranks, all on loopback;\n"
+      "%s.\n\n",
+      requests, seconds, pin ? "each proxy alone on CPU 1, sim and client on CPU 0" : "no CPU pinning");
   std::printf(
       "| target | p50 ms | p99 ms | added p50 ms | added p99 ms | requests/s |\n|---|---|---|---|---|---|\n");
   for (const auto& t : targets) {
