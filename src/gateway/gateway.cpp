@@ -17,6 +17,7 @@
 #include "gateway/console/assets.hpp"
 #include "gateway/http_util.hpp"
 #include "protocol/api.hpp"
+#include "protocol/errors.hpp"
 #include "protocol/prometheus.hpp"
 
 namespace warden::gateway {
@@ -149,15 +150,15 @@ net::ServerOptions Gateway::server_options() const {
   o.port = config_.listen_port;
   o.max_body_bytes = static_cast<std::size_t>(config_.max_body_bytes);
   o.backlog = 4096;
-  // The 413 is produced before the handler sees the request, so its API is unknown: this body satisfies
-  // both clients' error parsers (OpenAI reads error.message, Anthropic type + error.type/message).
+  // The 413 is produced before the body is read: the API (and so the error format) comes from the path.
   const std::uint64_t limit = config_.max_body_bytes;
-  o.make_too_large = [limit](unsigned version, bool keep_alive) {
-    net::Response r{http::status::payload_too_large, version};
+  o.make_too_large = [limit](const http::request_header<>& request, bool keep_alive) {
+    const auto api = protocol::api_kind_from_path(request.target());
+    net::Response r{http::status::payload_too_large, request.version()};
     r.set(http::field::content_type, "application/json");
-    r.body() = fmt::format(
-        R"({{"type":"error","error":{{"type":"request_too_large","message":"request body larger than {} bytes","code":"request_too_large","param":null}}}})",
-        limit);
+    r.body() =
+        protocol::format_error(api ? protocol::error_format_for(*api) : protocol::ErrorFormat::openai, 413,
+                               fmt::format("request body larger than {} bytes", limit), "request_too_large");
     r.keep_alive(keep_alive);
     r.prepare_payload();
     return r;

@@ -350,9 +350,9 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
     }
   } unwatch{*watch};
 
-  auto too_large = [&](unsigned version) {
-    Response res = opts_.make_too_large ? opts_.make_too_large(version, false)
-                                        : plain_error(version, 413, "Request body too large");
+  auto too_large = [&](const http::request_header<>& request) {
+    Response res = opts_.make_too_large ? opts_.make_too_large(request, false)
+                                        : plain_error(request.version(), 413, "Request body too large");
     res.keep_alive(false);
     res.prepare_payload();
     return res;
@@ -378,7 +378,7 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
         Response answer = plain_error(11, 431, "Request header fields too large");
         co_await send_and_close(answer);
       } else if (hec == http::error::body_limit) {
-        Response answer = too_large(parser.get().version());
+        Response answer = too_large(parser.get().base());
         co_await send_and_close(answer);
       } else if (is_parse_error(hec)) {
         Response answer = plain_error(11, 400, "Malformed HTTP request");
@@ -388,7 +388,7 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
     }
     unsigned version = parser.get().version();
     if (parser.content_length() && *parser.content_length() > opts_.max_body_bytes) {
-      Response answer = too_large(version);
+      Response answer = too_large(parser.get().base());
       co_await send_and_close(answer);
       co_return;
     }
@@ -424,7 +424,7 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
     }
     if (bec) {
       if (bec == http::error::body_limit) {
-        Response answer = too_large(version);
+        Response answer = too_large(parser.get().base());
         co_await send_and_close(answer);
       } else if (is_parse_error(bec)) {
         Response answer = plain_error(version, 400, "Malformed HTTP request body");

@@ -55,8 +55,9 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{60'000};  // one write (response or chunk) blocked this long: gone
   int backlog = 1024;
   bool reuse_port = false;  // SO_REUSEPORT (several processes sharing one port)
-  /// Body of the 413 answer (e.g. an OpenAI-style error JSON); default is a short OpenAI error object.
-  std::function<Response(unsigned version, bool keep_alive)> make_too_large;
+  /// The 413 answer for `request` (its header only: the body was not read), e.g. an error in the API
+  /// format its path implies; default is a short OpenAI error object.
+  std::function<Response(const http::request_header<>& request, bool keep_alive)> make_too_large;
 };
 
 struct ConnectionInfo {
