@@ -22,12 +22,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/vllm_balancer.hpp"
 #include "engine/chat_template.hpp"
 #include "engine/engine.hpp"
 #include "engine/tokenizer.hpp"
 #include "net/notifier.hpp"
 #include "protocol/errors.hpp"
-#include "sim/balancer.hpp"
 #include "sim/formats.hpp"
 
 namespace warden::sim {
@@ -186,9 +186,7 @@ struct Sim::Impl {
     for (int i = 0; i < n; ++i) {
       ranks.push_back(std::make_unique<Rank>(i, opts.engine, opts.seed, ioc.get_executor()));
     }
-    for (int i = 0; i < opts.api_server_count; ++i) {
-      balancers.emplace_back(n, i, opts.api_server_count, opts.lb_refresh_interval);
-    }
+    balancer.emplace(static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(opts.api_server_count));
     wall_start = Clock::now();
     unix_start = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   }
@@ -196,7 +194,8 @@ struct Sim::Impl {
   asio::io_context& ioc;
   SimOptions opts;
   std::vector<std::unique_ptr<Rank>> ranks;
-  std::vector<Balancer> balancers;
+  std::optional<core::VllmBalancer> balancer;  // vLLM's balancer: one stale view per API server
+  long long balancer_epoch = -1;               // refresh period of the last publish
   Clock::time_point wall_start;
   double unix_start = 0;
   engine::RequestId next_id = 1;
@@ -295,11 +294,26 @@ boost::system::result<int, HttpError> Sim::Impl::choose_rank(const net::Request&
     }
     // Not an integer: ignored, like vLLM.
   }
-  auto& lb = balancers[splitmix(opts.seed ^ (conn.id * 0x9e3779b97f4a7c15ull)) % balancers.size()];
-  int picked = lb.pick(model_now(), [this](int r) {
-    engine::Metrics m = ranks[static_cast<std::size_t>(r)]->engine.metrics();
-    return RankLoad{m.num_waiting, m.num_running};
-  });
+  // The DP coordinator publishes every rank's counts about every lb_refresh_interval of model time; in
+  // between, each API server decides on its stale copy. Published on the first pick of a new period.
+  const double now = model_now();
+  const long long epoch = opts.lb_refresh_interval > 0
+                              ? static_cast<long long>(std::floor(now / opts.lb_refresh_interval))
+                              : balancer_epoch + 1;
+  if (epoch != balancer_epoch) {
+    balancer_epoch = epoch;
+    std::vector<core::RankLoad> loads;
+    loads.reserve(ranks.size());
+    for (const auto& rank : ranks) {
+      const engine::Metrics m = rank->engine.metrics();
+      loads.push_back(core::RankLoad{m.num_waiting, m.num_running});
+    }
+    balancer->publish(loads);
+  }
+  // A connection meets one API server (SO_REUSEPORT): chosen per connection, seeded.
+  const auto server = static_cast<std::uint32_t>(splitmix(opts.seed ^ (conn.id * 0x9e3779b97f4a7c15ull)) %
+                                                 balancer->api_servers());
+  const int picked = static_cast<int>(balancer->route_via(server));
   return boost::system::result<int, HttpError>(boost::system::in_place_value, picked);
 }
 

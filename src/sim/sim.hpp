@@ -8,8 +8,8 @@
 // warden_sim_lag_seconds). An idle rank's clock jumps to "now" when work arrives.
 //
 // Routing: `X-data-parallel-rank: r` pins (non-integer ignored, out of range → 400); otherwise one of
-// `api_server_count` vLLM balancer instances (sim/balancer.hpp), chosen per connection at random (seeded),
-// picks the rank.
+// one of `api_server_count` API servers of vLLM's balancer (core/vllm_balancer.hpp, views published every
+// `lb_refresh_interval`), chosen per connection at random (seeded), picks the rank.
 
 #include <boost/asio/io_context.hpp>
 

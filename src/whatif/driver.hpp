@@ -29,12 +29,15 @@
 #include "core/router.hpp"
 #include "core/session_table.hpp"
 #include "core/types.hpp"
+#include "core/vllm_balancer.hpp"
 #include "engine/config.hpp"
 #include "report/row.hpp"
-#include "whatif/vllm_balancer.hpp"
 #include "workload/workload.hpp"
 
 namespace warden::whatif {
+
+using core::RankLoad;
+using core::VllmBalancer;
 
 template <class T>
 using Result = boost::system::result<T, std::string>;

@@ -1,5 +1,5 @@
-// vLLM's own data-parallel balancer as the what-if driver models it (interfaces.md, vLLM V1
-// DPLBAsyncMPClient.get_core_engine_for_request):
+// vLLM's own data-parallel balancer (interfaces.md, vLLM V1 DPLBAsyncMPClient.get_core_engine_for_request),
+// the one model of it that both `lm-warden sim` (in front of its ranks) and `lm-warden simulate` use:
 // - a coordinator publishes every rank's (waiting, running) about every 100 ms; a publish replaces each
 //   API server's local copy wholesale;
 // - `api_servers` API server processes (default: one per DP rank) share the port through SO_REUSEPORT, so
@@ -20,7 +20,7 @@
 #include "core/rng.hpp"
 #include "core/types.hpp"
 
-namespace warden::whatif {
+namespace warden::core {
 
 struct RankLoad {
   std::uint32_t waiting = 0;
@@ -36,9 +36,9 @@ class VllmBalancer {
   void publish(std::span<const RankLoad> loads);
 
   // Routes one request: a server chosen by `rng` (the kernel's SO_REUSEPORT pick), then its scan.
-  core::ReplicaIndex route(core::Rng& rng);
-  // Routes through a given server (tests).
-  core::ReplicaIndex route_via(std::uint32_t server);
+  ReplicaIndex route(Rng& rng);
+  // Routes through a given server (the sim picks the server per connection).
+  ReplicaIndex route_via(std::uint32_t server);
 
   std::uint32_t api_servers() const { return static_cast<std::uint32_t>(views_.size()); }
   std::uint32_t ranks() const { return ranks_; }
@@ -49,7 +49,7 @@ class VllmBalancer {
  private:
   std::uint32_t ranks_;
   std::vector<std::vector<RankLoad>> views_;
-  core::Snapshot snapshot_;  // reused: the rotated view handed to the core
+  Snapshot snapshot_;  // reused: the rotated view handed to the core
 };
 
-}  // namespace warden::whatif
+}  // namespace warden::core

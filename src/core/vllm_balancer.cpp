@@ -1,16 +1,16 @@
-#include "whatif/vllm_balancer.hpp"
+#include "core/vllm_balancer.hpp"
 
 #include <algorithm>
 
 #include "core/decide.hpp"
 
-namespace warden::whatif {
+namespace warden::core {
 
 namespace {
 
 // vLLM scans from its start index and keeps the first strict minimum: over the rotated snapshot that is
 // the first tie, i.e. tie index 0.
-class FirstTie final : public core::Rng {
+class FirstTie final : public Rng {
  public:
   std::uint64_t uniform(std::uint64_t) override { return 0; }
 };
@@ -37,25 +37,25 @@ void VllmBalancer::publish(std::span<const RankLoad> loads) {
   }
 }
 
-core::ReplicaIndex VllmBalancer::route_via(std::uint32_t server) {
+ReplicaIndex VllmBalancer::route_via(std::uint32_t server) {
   auto& view = views_.at(server);
   const std::uint32_t start = start_index(server);
   for (std::uint32_t i = 0; i < ranks_; ++i) {
     const RankLoad& load = view[(start + i) % ranks_];
-    core::ReplicaState& state = snapshot_.replicas[i];
-    state = core::ReplicaState{};
+    ReplicaState& state = snapshot_.replicas[i];
+    state = ReplicaState{};
     state.waiting = load.waiting;
     state.running = load.running;
   }
   FirstTie first;
-  const core::Decision d = core::decide_balanced(snapshot_, core::RequestFacts{}, first);
-  const auto rank = static_cast<core::ReplicaIndex>((start + d.replica.value_or(0)) % ranks_);
+  const Decision d = decide_balanced(snapshot_, RequestFacts{}, first);
+  const auto rank = static_cast<ReplicaIndex>((start + d.replica.value_or(0)) % ranks_);
   view[rank].waiting += static_cast<std::uint32_t>(views_.size());
   return rank;
 }
 
-core::ReplicaIndex VllmBalancer::route(core::Rng& rng) {
+ReplicaIndex VllmBalancer::route(Rng& rng) {
   return route_via(static_cast<std::uint32_t>(rng.uniform(views_.size())));
 }
 
-}  // namespace warden::whatif
+}  // namespace warden::core
