@@ -193,6 +193,34 @@ TEST(NetServer, HeaderWithFirstChunkAndWriteLastFrameAValidResponse) {
   EXPECT_EQ(c.raw().reused_requests(), 2u);
 }
 
+TEST(NetServer, WritesLargerThanTheSocketBufferArriveWhole) {
+  // 8 MB does not fit a loopback socket's send buffer: the eager write takes what fits and the rest goes
+  // out asynchronously, for a streamed chunk and for a whole response alike.
+  std::string big(8u << 20, 'x');
+  for (std::size_t i = 0; i < big.size(); i += 4093) {
+    big[i] = static_cast<char>('a' + i % 26);
+  }
+  TestServer s([&](net::Request& req, const net::ConnectionInfo&) -> awaitable<net::Reply> {
+    if (req.target() == "/whole") {
+      co_return net::make_response(req, 200, big, "text/plain");
+    }
+    net::StreamReply r = net::sse_reply(req);
+    r.body = [&](net::StreamWriter& w) -> awaitable<void> {
+      EXPECT_FALSE(co_await w.write(big));
+      EXPECT_FALSE(co_await w.write_last(big));
+    };
+    co_return r;
+  });
+  test_support::Client c(s.port());
+  auto whole = c.get("/whole");
+  EXPECT_EQ(whole.status, 200u);
+  EXPECT_TRUE(whole.body == big) << whole.body.size();
+  auto streamed = c.post("/stream", "{}");
+  EXPECT_EQ(streamed.status, 200u);
+  EXPECT_TRUE(streamed.body == big + big) << streamed.body.size();
+  EXPECT_EQ(c.raw().reused_requests(), 1u);
+}
+
 TEST(NetServer, LargeAndPipelinedBodiesArriveWhole) {
   TestServer s(echo_handler());
   // A 300 KB body (an agent's history) in one request.
