@@ -25,25 +25,14 @@ std::optional<double> ReplicaRuntime::prefix_hit_rate() const {
 
 protocol::Result<protocol::VllmScrape> scrape_for_model(std::string_view body,
                                                         std::string_view served_model_name) {
-  auto all = protocol::parse_vllm_metrics(body);
-  if (!all || served_model_name.empty()) {
-    return all;
-  }
-  auto mine = protocol::parse_vllm_metrics(body, served_model_name);
-  if (!mine || mine->ranks.empty()) {
-    return all;
-  }
-  for (auto& rank : mine->ranks) {
-    if (const protocol::VllmRank* any = all->rank(rank.engine)) {
-      if (!rank.block_size) {
-        rank.block_size = any->block_size;
-      }
-      if (!rank.num_gpu_blocks) {
-        rank.num_gpu_blocks = any->num_gpu_blocks;
-      }
+  if (!served_model_name.empty()) {
+    auto mine = protocol::parse_vllm_metrics(body, served_model_name);
+    if (!mine || !mine->ranks.empty()) {
+      return mine;
     }
   }
-  return mine;
+  // No series names this model (an engine serving it under another name): take what is there.
+  return protocol::parse_vllm_metrics(body);
 }
 
 core::RouterConfig router_config_for(const ModelConfig& m) {

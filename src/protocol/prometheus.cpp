@@ -397,9 +397,15 @@ void VllmScrapeBuilder::add(const PromSample& s) {
   if (!s.name.starts_with(prefix)) {
     return;
   }
-  if (!model_name_.empty() && s.label("model_name") != std::optional<std::string_view>(model_name_)) {
-    ++skipped_;
-    return;
+  if (!model_name_.empty()) {
+    const auto model = s.label("model_name");
+    // vLLM's cache_config_info carries the engine's cache settings and no model_name: it belongs to
+    // whatever model the engine serves. Any other sample must name this model.
+    const bool unlabelled_info = !model && s.name == "vllm:cache_config_info";
+    if (!unlabelled_info && model != std::optional<std::string_view>(model_name_)) {
+      ++skipped_;
+      return;
+    }
   }
   int engine = 0;
   if (const auto label = s.label("engine")) {

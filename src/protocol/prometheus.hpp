@@ -138,7 +138,8 @@ class VllmScrapeBuilder {
   /// Engine labels outside 0..kMaxEngines-1 are skipped (counted in skipped_samples).
   static constexpr int kMaxEngines = 4096;
 
-  /// Only samples whose model_name label equals `model_name` count; empty = accept every model.
+  /// Only samples whose model_name label equals `model_name` count (and cache_config_info, which has no
+  /// model_name label); empty = accept every model.
   explicit VllmScrapeBuilder(std::string model_name = {}) : model_name_(std::move(model_name)) {}
   void add(const PromSample& s);
   /// The result (ranks sorted by engine); `stats` is copied in by the caller if wanted.

@@ -232,6 +232,23 @@ TEST(PrometheusTest, HostileEngineLabelsStayBounded) {
   EXPECT_EQ(r->skipped_samples, 20001u);
 }
 
+TEST(PrometheusTest, ModelFilterKeepsTheUnlabelledCacheConfigInfo) {
+  // As vLLM exports it: cache_config_info has an engine label but no model_name.
+  const std::string text =
+      "vllm:num_requests_running{engine=\"0\",model_name=\"qwen\"} 2\n"
+      "vllm:cache_config_info{block_size=\"16\",enable_prefix_caching=\"True\",engine=\"0\","
+      "gpu_memory_utilization=\"0.9\",num_gpu_blocks=\"2500\"} 1.0\n"
+      "vllm:cache_config_info{block_size=\"32\",engine=\"0\",model_name=\"other\",num_gpu_blocks=\"7\"} "
+      "1.0\n";
+  auto r = parse_vllm_metrics(text, "qwen");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->ranks.size(), 1u);
+  EXPECT_EQ(r->ranks[0].num_requests_running, 2.0);
+  EXPECT_EQ(r->ranks[0].block_size, 16);  // the one naming another model is still skipped
+  EXPECT_EQ(r->ranks[0].num_gpu_blocks, 2500);
+  EXPECT_EQ(r->skipped_samples, 1u);
+}
+
 TEST(PrometheusTest, VllmFourRanksModelFilterLegacyNames) {
   std::string text;
   for (int e = 3; e >= 0; --e) {  // ranks out of order, labels in varying order
