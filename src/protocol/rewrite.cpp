@@ -225,8 +225,7 @@ Result<RewriteResult> rewrite_request(ApiKind api, std::string_view body, const 
     out.changed = out.changed || sc.slice(e.begin, e.end) != e.text;
   }
   if (!out.changed) {
-    out.body.assign(body);
-    return out;
+    return out;  // the input is the answer: no copy of a 200 KB prompt
   }
   std::sort(edits.begin(), edits.end(), [](const Edit& a, const Edit& b) { return a.begin < b.begin; });
   out.body.reserve(body.size() + 64);

@@ -24,8 +24,8 @@ struct RewriteOptions {
 };
 
 struct RewriteResult {
-  std::string body;
-  bool changed = false;  // false: body == input
+  std::string body;      // the rewritten body; empty when nothing changed
+  bool changed = false;  // false: send the input as it is
 };
 
 Result<RewriteResult> rewrite_request(ApiKind api, std::string_view body, const RewriteOptions& options);

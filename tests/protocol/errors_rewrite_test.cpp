@@ -66,6 +66,10 @@ TEST(ErrorsTest, BodiesAreValidJsonInEachFormat) {
 std::string rewrite(ApiKind api, std::string_view body, std::optional<std::string_view> model, bool usage) {
   auto r = rewrite_request(api, body, RewriteOptions{model, usage});
   EXPECT_TRUE(r) << body;
+  if (r && !r->changed) {
+    EXPECT_TRUE(r->body.empty());  // unchanged: the caller sends its input
+    return std::string(body);
+  }
   return r ? r->body : std::string();
 }
 
@@ -121,7 +125,7 @@ TEST(RewriteTest, IncludeUsageAddedOrMerged) {
     auto r = rewrite_request(api, body, RewriteOptions{std::nullopt, true});
     ASSERT_TRUE(r);
     EXPECT_FALSE(r->changed) << body;
-    EXPECT_EQ(r->body, body);
+    EXPECT_TRUE(r->body.empty()) << body;
   }
 }
 
