@@ -1,18 +1,20 @@
 // What does the warden add on top of the engine, compared with nginx as a plain reverse proxy? One run,
 // side by side, against one `lm-warden sim` (instant preset, 4 DP ranks):
 //   1. latency: sequential streamed chat requests (4 output tokens) over a kept-alive connection, the three
-//      targets interleaved request by request; p50/p99 per target and added over direct;
+//      targets interleaved request by request; p50/p99 per target and added over direct; once with a
+//      small body, once with an agent-sized one (200 KB of history);
 //   2. throughput: 16 closed-loop client threads per target for a few seconds, requests/s;
 //   3. 1,000 concurrent open SSE streams (a second sim slowed down so generations last minutes): the
 //      proxy's RSS before and after opening them, KiB per open stream.
 // nginx (Debian nginx-light) runs from a generated config in a temp dir on a free loopback port: one worker
 // (the warden runs one I/O thread), upstream keepalive, proxy_buffering off, access log on (the warden logs
-// one line per request too).
+// one line per request too), client_body_buffer_size 1m (with the default 16k an agent-sized body goes
+// through a temp file and now and then stalls ~40 ms: a weaker baseline than nginx can be).
 //
 // With 2 or more CPUs each proxy runs alone on CPU 1 and the sim and the client on CPU 0 (--no-pin: the
 // scheduler decides), so that both proxies are measured in the same placement.
 //
-//   build-*/bench/gateway_bench [--requests N] [--seconds S] [--streams N] [--no-pin]     (~40 s)
+//   build-*/bench/gateway_bench [--requests N] [--large-requests N] [--seconds S] [--streams N] [--no-pin]
 
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
@@ -30,6 +32,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -142,6 +145,7 @@ struct Nginx {
         << port
         << ";\n"
            "    client_max_body_size 32m;\n"
+           "    client_body_buffer_size 1m;\n"  // agent-sized bodies in memory, not temp files
            "    location / {\n"
            "      proxy_pass http://engine;\n"
            "      proxy_http_version 1.1;\n"
@@ -180,6 +184,23 @@ std::string body_for(const std::string& model, int max_tokens, int i) {
          R"(,"stream":true,"messages":[{"role":"system","content":"You are a coding agent with a long system prompt."},)"
          R"({"role":"user","content":"question )" +
          std::to_string(i % 64) + R"("}]})";
+}
+
+// About `bytes` of conversation history: the same for every request of a session, as an agent resends it.
+std::string large_history(std::size_t bytes) {
+  std::string h;
+  h.reserve(bytes + 64);
+  for (int i = 0; h.size() < bytes; ++i) {
+    h += "Turn " + std::to_string(i) + ": read src/module_" + std::to_string(i % 97) +
+         ".cpp, found the function, edited it and ran the tests again. ";
+  }
+  return h;
+}
+
+std::string large_body_for(const std::string& model, const std::string& history, int i) {
+  return R"({"model":")" + model +
+         R"(","max_tokens":4,"stream":true,"messages":[{"role":"system","content":")" + history +
+         R"("},{"role":"user","content":"question )" + std::to_string(i % 64) + R"("}]})";
 }
 
 double percentile(std::vector<double> v, double p) {
@@ -264,6 +285,7 @@ int main(int argc, char** argv) {
   int requests = 3000;
   int seconds = 4;
   int streams = 1000;
+  int large_requests = 300;
   bool pin = std::thread::hardware_concurrency() >= 2;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -280,6 +302,8 @@ int main(int argc, char** argv) {
       seconds = std::atoi(argv[++i]);
     } else if (a == "--streams") {
       streams = std::atoi(argv[++i]);
+    } else if (a == "--large-requests") {
+      large_requests = std::atoi(argv[++i]);
     }
   }
   // Placement decides a good part of a loopback latency on a small machine (which process shares a CPU
@@ -307,29 +331,44 @@ int main(int argc, char** argv) {
   const std::vector<Target> targets{
       {"direct", sim_port, kServed}, {"warden", warden_port, "bench"}, {"nginx", nginx.port, kServed}};
 
-  // 1. Latency, interleaved so every target sees the same machine state.
-  std::map<std::string, std::vector<double>> lat;
-  {
+  // 1. Latency, interleaved so every target sees the same machine state: a small request, then an
+  // agent-sized one (a 200 KB history, what Claude Code resends every turn).
+  using Latencies = std::map<std::string, std::vector<double>>;
+  auto measure = [&](int n, const std::function<std::string(const std::string&, int)>& body) -> Latencies {
+    Latencies out;
     std::vector<std::unique_ptr<warden::net::SyncClient>> clients;
     for (const auto& t : targets) {
       clients.push_back(
           std::make_unique<warden::net::SyncClient>("127.0.0.1", static_cast<std::uint16_t>(t.port)));
     }
-    for (int i = 0; i < requests + 200; ++i) {
+    const int warmup = std::max(20, n / 15);
+    for (int i = 0; i < n + warmup; ++i) {
       for (std::size_t k = 0; k < targets.size(); ++k) {
+        const std::string b = body(targets[k].model, i);
         const auto start = Clock::now();
-        auto r = clients[k]->post("/v1/chat/completions", body_for(targets[k].model, 4, i),
+        auto r = clients[k]->post("/v1/chat/completions", b,
                                   {{"X-Warden-Session", "lat-" + std::to_string(i % 64)}});
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
         if (!r || r->status != 200) {
-          std::fprintf(stderr, "%s: request failed\n", targets[k].name.c_str());
-          return 1;
+          throw std::runtime_error(targets[k].name + ": request failed");
         }
-        if (i >= 200) {  // warm-up excluded
-          lat[targets[k].name].push_back(ms);
+        if (i >= warmup) {
+          out[targets[k].name].push_back(ms);
         }
       }
     }
+    return out;
+  };
+  Latencies lat;
+  Latencies lat_large;
+  try {
+    lat = measure(requests, [](const std::string& model, int i) { return body_for(model, 4, i); });
+    const std::string history = large_history(200'000);
+    lat_large = measure(large_requests,
+                        [&](const std::string& model, int i) { return large_body_for(model, history, i); });
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
   }
 
   // 2. Throughput: closed loop, 16 connections.
@@ -387,34 +426,45 @@ int main(int argc, char** argv) {
     ::close(fd);
   }
 
-  const double d50 = percentile(lat["direct"], 0.5);
-  const double d99 = percentile(lat["direct"], 0.99);
   std::printf(
       "\nLM Warden gateway bench: %d sequential streamed requests per target (4 output tokens), "
       "interleaved;\n"
       "16 closed-loop connections for %d s per target; sim instant preset, 4 DP ranks, all on loopback;\n"
-      "%s.\n\n",
+      "%s.\n",
       requests, seconds, pin ? "each proxy alone on CPU 1, sim and client on CPU 0" : "no CPU pinning");
-  std::printf(
-      "| target | p50 ms | p99 ms | added p50 ms | added p99 ms | requests/s |\n|---|---|---|---|---|---|\n");
-  for (const auto& t : targets) {
-    const double p50 = percentile(lat[t.name], 0.5);
-    const double p99 = percentile(lat[t.name], 0.99);
-    std::printf("| %s | %.3f | %.3f | %+.3f | %+.3f | %.0f |\n", t.name.c_str(), p50, p99, p50 - d50,
-                p99 - d99, rps[t.name]);
-  }
-  // Paired: request i of each target ran back to back, so their difference cancels most machine noise.
-  std::vector<double> paired;
-  for (std::size_t i = 0; i < lat["warden"].size() && i < lat["nginx"].size(); ++i) {
-    paired.push_back(lat["warden"][i] - lat["nginx"][i]);
-  }
-  const double added_w = percentile(lat["warden"], 0.5) - d50;
-  const double added_n = percentile(lat["nginx"], 0.5) - d50;
-  std::printf(
-      "\nwarden - nginx, paired per request: median %+.1f us, p25 %+.1f us, p75 %+.1f us; "
-      "added p50 ratio warden/nginx %.2f\n",
-      percentile(paired, 0.5) * 1000, percentile(paired, 0.25) * 1000, percentile(paired, 0.75) * 1000,
-      added_n > 0 ? added_w / added_n : 0.0);
+  // One latency table: per target p50/p99 and what it adds over direct, then the paired difference
+  // warden - nginx (request i of each target ran back to back, which cancels most machine noise).
+  auto report = [&](const char* title, Latencies& l, bool with_rps) {
+    const double d50 = percentile(l["direct"], 0.5);
+    const double d99 = percentile(l["direct"], 0.99);
+    std::printf(
+        "\n%s\n| target | p50 ms | p99 ms | added p50 ms | added p99 ms |%s\n|---|---|---|---|---|%s\n",
+        title, with_rps ? " requests/s |" : "", with_rps ? "---|" : "");
+    for (const auto& t : targets) {
+      const double p50 = percentile(l[t.name], 0.5);
+      const double p99 = percentile(l[t.name], 0.99);
+      std::printf("| %s | %.3f | %.3f | %+.3f | %+.3f |", t.name.c_str(), p50, p99, p50 - d50, p99 - d99);
+      if (with_rps) {
+        std::printf(" %.0f |", rps[t.name]);
+      }
+      std::printf("\n");
+    }
+    std::vector<double> paired;
+    for (std::size_t i = 0; i < l["warden"].size() && i < l["nginx"].size(); ++i) {
+      paired.push_back(l["warden"][i] - l["nginx"][i]);
+    }
+    const double added_w = percentile(l["warden"], 0.5) - d50;
+    const double added_n = percentile(l["nginx"], 0.5) - d50;
+    std::printf(
+        "warden - nginx, paired per request: median %+.1f us, p25 %+.1f us, p75 %+.1f us; "
+        "added p50 ratio warden/nginx %.2f\n",
+        percentile(paired, 0.5) * 1000, percentile(paired, 0.25) * 1000, percentile(paired, 0.75) * 1000,
+        added_n > 0 ? added_w / added_n : 0.0);
+  };
+  report("Small request (250 B body):", lat, true);
+  char title[96];
+  std::snprintf(title, sizeof title, "Agent-sized request (200 KB history), %d per target:", large_requests);
+  report(title, lat_large, false);
   std::printf("\nOpen SSE streams: %zu through the warden, %zu through nginx\n", wfds.size(), nfds.size());
   std::printf("| proxy | RSS before KiB | RSS with streams KiB | KiB per open stream |\n|---|---|---|---|\n");
   std::printf(
