@@ -41,7 +41,7 @@ test: build build-asan
 
 # Starts the demo: simulated replicas, the warden and its console.
 run: build
-	@bash scripts/run-demo.sh $(BUILD)/lm-warden
+	@TIME_SCALE=$(TIME_SCALE) bash scripts/run-demo.sh $(BUILD)/lm-warden
 
 bench: build
 	@for b in $(BUILD)/bench/*_bench; do echo "== $$b"; $$b; done

@@ -39,8 +39,20 @@ wait_listening() {
   return 1
 }
 
+# TIME_SCALE=10: the simulated engines run ten times faster than the wall clock (`sim --time-scale`), and
+# the warden scrapes them ten times as often, so a scrape still spans one model second.
+time_scale=${TIME_SCALE:-1}
+if ! [[ "$time_scale" =~ ^[0-9]+([.][0-9]+)?$ ]] || awk "BEGIN { exit !($time_scale <= 0) }"; then
+  echo "TIME_SCALE must be a positive number (model seconds per wall second), not '$time_scale'" >&2
+  exit 2
+fi
+scrape_ms=$(awk "BEGIN { ms = int(1000 / $time_scale); print (ms < 10 ? 10 : ms) }")
+
 # The demo config puts the sim on port 8000; follow SIM_PORT if it was changed.
-sed "s|http://127.0.0.1:8000|http://127.0.0.1:${sim_port}|" "$root/config/demo.yaml" >"$tmp/demo.yaml"
+sed -e "s|http://127.0.0.1:8000|http://127.0.0.1:${sim_port}|" \
+  -e "s|--preset, a4000-qwen3-4b,|--preset, a4000-qwen3-4b, --time-scale, \"${time_scale}\",|" \
+  -e "s|scrape_interval: 1s|scrape_interval: ${scrape_ms}ms|" \
+  "$root/config/demo.yaml" >"$tmp/demo.yaml"
 "$bin" serve --config "$tmp/demo.yaml" --listen "127.0.0.1:${warden_port}" \
   --state-dir "${WARDEN_STATE_DIR:-$root/state/demo}" >"$tmp/serve.out" 2> >(tee "$tmp/serve.err" >&2) &
 pid=$!
@@ -69,7 +81,8 @@ LM Warden demo is running.
   admin API                          ${warden_url}/api/models   (admin token: demo)
   engine logs                        ${warden_url}/api/models/qwen3-4b-dp4/logs?lines=50
   warden metrics                     ${warden_url}/metrics
-  simulated vLLM (4 DP ranks)        ${sim_url}   (${sim_url}/metrics), launched by the warden
+  simulated vLLM (4 DP ranks)        ${sim_url}   (${sim_url}/metrics), launched by the warden,
+                                     time scale ${time_scale} (TIME_SCALE=10 make run: ten times faster)
 
 Point Claude Code at it:
   ANTHROPIC_BASE_URL=${warden_url} ANTHROPIC_API_KEY=dummy claude --model qwen3-4b-dp4
