@@ -71,6 +71,11 @@ unsigned status_for(const boost::system::error_code& ec) {
   return 502;
 }
 
+bool is_event_stream(const http::response_header<>& h) {
+  auto ct = h.find(http::field::content_type);
+  return ct != h.end() && ct->value().find("text/event-stream") != std::string_view::npos;
+}
+
 std::string_view session_source_name(protocol::SessionSource s) {
   return protocol::to_string(s);
 }
@@ -162,6 +167,11 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
   const bool counting_only = api == protocol::ApiKind::anthropic_count_tokens;
 
   std::optional<net::UpstreamResponse> upstream;
+  std::optional<net::BodyPiece> first;  // a stream's first piece, read before answering
+  Clock::time_point header_at;
+  Clock::time_point first_at;
+  unsigned failed_status = 502;  // the last attempt's failure, for the client if no retry is possible
+  std::string failed_message;
   for (int attempt = 0; attempt < 2 && !upstream; ++attempt) {
     const auto now = Clock::now().time_since_epoch();
     std::vector<core::ReplicaMetrics> metrics = model->metrics();
@@ -185,6 +195,11 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
     } else {
       d = model->router().route(facts, metrics, now, rng_);
       ex->routed = d.ok();
+    }
+    if (!d.ok() && attempt > 0) {
+      // Nowhere else to go: the client hears what went wrong with the replica that was tried.
+      co_return error_reply(failed_status, failed_message,
+                            failed_status == 504 ? "upstream_timeout" : "upstream_error");
     }
     if (!d.ok()) {
       const bool pin_error = d.reason == core::NoReplicaReason::pin_out_of_range;
@@ -215,12 +230,35 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
     const net::Endpoint endpoint{url.host, url.port};
     const net::ClientTimeouts timeouts = client_timeouts();
     auto r = co_await pool_.send(endpoint, std::move(up), timeouts);
+    boost::system::error_code failure;
+    bool broke_off = false;  // answered, then broke off before the first event: nothing reached the client
     if (r) {
-      upstream.emplace(std::move(*r));
-      break;
+      header_at = Clock::now();
+      if (!is_event_stream(r->header())) {
+        upstream.emplace(std::move(*r));
+        break;
+      }
+      // An engine sends its header at once and its first event after the prefill. Waiting for that event
+      // (inside the attempt) sends the client header and event in one write, and a replica that breaks
+      // off before it has sent the client nothing: the request can still go elsewhere.
+      auto piece = co_await r->next();
+      if (piece) {
+        first.emplace(*piece);
+        first_at = Clock::now();
+        upstream.emplace(std::move(*r));  // the piece points into the connection, which moves along
+        break;
+      }
+      if (piece.error() == asio::error::operation_aborted) {
+        throw boost::system::system_error(piece.error());  // the client went away (net::Server cancels)
+      }
+      failure = piece.error();
+      broke_off = true;
+    } else {
+      failure = r.error();
     }
-    const std::string why = r.error().message();
-    const bool can_retry = retryable(r.error()) && attempt == 0 && !facts.pin;
+    const std::string why = broke_off ? fmt::format("broke off before its first event: {}", failure.message())
+                                      : failure.message();
+    const bool can_retry = (broke_off || retryable(failure)) && attempt == 0 && !facts.pin;
     if (can_retry && ex->routed) {
       // Routed again below: count this request once, by its final route.
       model->router().abandon(d);
@@ -228,7 +266,7 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
     } else {
       ex->release_replica();
     }
-    if (retryable(r.error())) {
+    if (!broke_off && retryable(failure)) {
       // In DP mode every rank sits behind this one server: it is the server that failed.
       if (model->config().data_parallel) {
         model->url_failed(url, why);
@@ -238,14 +276,14 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
     }
     spdlog::warn("upstream {} (model {} replica {}) failed: {}{}", url.text, rec.model, rec.replica, why,
                  can_retry ? "; retrying on another replica" : "");
+    failed_status = broke_off ? 502 : status_for(failure);
+    failed_message = fmt::format("replica {} of '{}' failed: {}", rec.replica, rec.model, why);
     if (!can_retry) {
-      const unsigned status = status_for(r.error());
-      co_return error_reply(status, fmt::format("replica {} of '{}' failed: {}", rec.replica, rec.model, why),
-                            status == 504 ? "upstream_timeout" : "upstream_error");
+      co_return error_reply(failed_status, failed_message,
+                            failed_status == 504 ? "upstream_timeout" : "upstream_error");
     }
   }
 
-  const auto header_at = Clock::now();
   rec.status = static_cast<int>(upstream->status());
   // Copied now: the upstream header lives in the pooled connection, which read_all() may hand back.
   http::response_header<> head;
@@ -254,8 +292,7 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
   copy_response_headers(upstream->header(), head);
   head.set("x-warden-replica", std::to_string(rec.replica));
   head.set("x-warden-route", rec.route);
-  auto ct = head.find(http::field::content_type);
-  const bool sse = ct != head.end() && ct->value().find("text/event-stream") != std::string_view::npos;
+  const bool sse = first.has_value();
 
   if (!sse) {
     auto body = co_await upstream->read_all(256u << 20);
@@ -285,20 +322,6 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
   reply.header = std::move(head);
   if (!req.keep_alive()) {
     reply.header.set(http::field::connection, "close");
-  }
-  // An engine sends its header at once and its first event only after the prefill. Waiting for that
-  // event (as nginx does) sends the client header and event in one write: one wake-up fewer for the
-  // client, and a replica that breaks off before its first event still gets a clean 502.
-  auto first = co_await upstream->next();
-  const auto first_at = Clock::now();
-  if (!first) {
-    if (first.error() == asio::error::operation_aborted) {
-      throw boost::system::system_error(first.error());  // the client went away (net::Server cancels)
-    }
-    co_return error_reply(502,
-                          fmt::format("replica {} of '{}' broke off its response before the first event: {}",
-                                      rec.replica, rec.model, first.error().message()),
-                          "upstream_error");
   }
   reply.header_with_first_chunk = true;
   auto shared_up = std::make_shared<net::UpstreamResponse>(std::move(*upstream));

@@ -188,6 +188,26 @@ TEST(GatewayErrors, ReplicaThatBreaksOffBeforeItsFirstEventGives502) {
       502);
 }
 
+TEST(GatewayErrors, AStreamBrokenOffBeforeItsFirstEventIsRetriedElsewhere) {
+  // Nothing reached the client yet, so the request can still go to another replica (route failover).
+  BreakingEngine engine;
+  auto sim = start_sim(1);
+  Warden w("  - name: m\n    served_model_name: " + kServed + "\n    replicas: { urls: [http://127.0.0.1:" +
+           std::to_string(engine.port) + ", http://127.0.0.1:" + std::to_string(sim->port()) + "] }\n");
+  ASSERT_TRUE(wait_until([&] { return num(card(w.port).at("healthy_replicas")) == 2; }));
+  Client c(w.port);
+  int failovers = 0;
+  for (int i = 0; i < 4; ++i) {  // new conversations spread over both replicas: some meet the broken one
+    auto r = c.post("/v1/chat/completions", chat_body("conversation " + std::to_string(i)),
+                    {{"X-Warden-Session", "s" + std::to_string(i)}});
+    ASSERT_EQ(r.status, 200u) << r.body;
+    EXPECT_EQ(r.header("x-warden-replica"), "1");
+    EXPECT_FALSE(test_support::parse_sse(r.body).empty());
+    failovers += r.header("x-warden-route") == "failover" ? 1 : 0;
+  }
+  EXPECT_GE(failovers, 1);
+}
+
 TEST(GatewayErrors, StatsHistorySurvivesARestart) {
   auto sim = start_sim(2);
   TempDir state;
