@@ -343,7 +343,10 @@ int main(int argc, char** argv) {
     }
     const int warmup = std::max(20, n / 15);
     for (int i = 0; i < n + warmup; ++i) {
-      for (std::size_t k = 0; k < targets.size(); ++k) {
+      // The order rotates every round, so that no target always follows the same one (whose leftover
+      // work, in the sim or on the shared proxy CPU, would otherwise always land on the same target).
+      for (std::size_t j = 0; j < targets.size(); ++j) {
+        const std::size_t k = (j + static_cast<std::size_t>(i)) % targets.size();
         const std::string b = body(targets[k].model, i);
         const auto start = Clock::now();
         auto r = clients[k]->post("/v1/chat/completions", b,
