@@ -483,8 +483,8 @@ int main(int argc, char** argv) {
       wfds.empty() ? 0.0 : static_cast<double>(w_after - w_before) / static_cast<double>(wfds.size());
   std::printf(
       "\nTargets (small request): added p50 no worse than nginx's: %+.3f vs %+.3f ms, %s; "
-      "<= 64 KiB per open stream: %.1f KiB, %s.\n",
-      added_warden, added_nginx, added_warden <= added_nginx ? "met" : "missed", kib_per_stream,
+      "<= 64 KiB per open stream: %.1f KiB at %zu streams, %s.\n",
+      added_warden, added_nginx, added_warden <= added_nginx ? "met" : "missed", kib_per_stream, wfds.size(),
       kib_per_stream <= 64.0 ? "met" : "missed");
   std::filesystem::remove_all(tmp);
   return 0;
