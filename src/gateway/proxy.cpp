@@ -174,10 +174,14 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
   std::string failed_message;
   for (int attempt = 0; attempt < 2 && !upstream; ++attempt) {
     const auto now = Clock::now().time_since_epoch();
-    std::vector<core::ReplicaMetrics> metrics = model->metrics();
+    // The live view as is; a copy only for a retry, which must not go back to the replica that failed.
+    const std::vector<core::ReplicaMetrics>& live = model->metrics();
+    std::vector<core::ReplicaMetrics> without_failed;
     if (attempt > 0 && rec.replica >= 0) {
-      metrics[static_cast<std::size_t>(rec.replica)].healthy = false;  // the one that just failed
+      without_failed = live;
+      without_failed[static_cast<std::size_t>(rec.replica)].healthy = false;
     }
+    const std::vector<core::ReplicaMetrics>& metrics = without_failed.empty() ? live : without_failed;
     core::Decision d;
     if (counting_only) {
       // Counting tokens generates nothing: send it where the conversation lives, without counting it.
@@ -212,22 +216,21 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
     rec.route = attempt > 0 ? "failover" : std::string(core::route_name(d.route));
 
     const UpstreamUrl& url = model->config().replica_url(rec.replica);
+    // Named, not a temporary: GCC 12 destroys temporaries of a co_await expression twice.
+    const net::Endpoint endpoint{url.host, url.port};
     // Serialized here in one pass: the client's headers (minus hop-by-hop and the warden's own), the
     // rank in DP mode, and the prompt borrowed, not copied.
     const std::string& payload = rewritten->changed ? rewritten->body : req.body();  // outlives send()
     net::RawRequest up;
     up.head.reserve(256 + req.base().method_string().size() + req.target().size());
     up.head.append(req.method_string()).append(" ").append(url.base_path).append(req.target());
-    up.head.append(" HTTP/1.1\r\nHost: ").append(url.host).append(":").append(std::to_string(url.port));
-    up.head.append("\r\n");
+    up.head.append(" HTTP/1.1\r\nHost: ").append(endpoint.key()).append("\r\n");
     append_request_headers(req, up.head);
     if (model->config().data_parallel) {
       up.head.append("X-data-parallel-rank: ").append(std::to_string(rec.replica)).append("\r\n");
     }
     up.head.append("Content-Length: ").append(std::to_string(payload.size())).append("\r\n\r\n");
     up.body = payload;
-    // Named, not a temporary: GCC 12 destroys temporaries of a co_await expression twice.
-    const net::Endpoint endpoint{url.host, url.port};
     const net::ClientTimeouts timeouts = client_timeouts();
     auto r = co_await pool_.send(endpoint, std::move(up), timeouts);
     boost::system::error_code failure;
