@@ -40,13 +40,14 @@ wait_listening() {
 }
 
 # TIME_SCALE=10: the simulated engines run ten times faster than the wall clock (`sim --time-scale`), and
-# the warden scrapes them ten times as often, so a scrape still spans one model second.
+# the warden scrapes them ten times as often, so a scrape still spans one model second (down to the
+# shortest scrape_interval the config accepts, 50ms: above TIME_SCALE=20 a scrape spans more).
 time_scale=${TIME_SCALE:-1}
 if ! [[ "$time_scale" =~ ^[0-9]+([.][0-9]+)?$ ]] || awk "BEGIN { exit !($time_scale <= 0) }"; then
   echo "TIME_SCALE must be a positive number (model seconds per wall second), not '$time_scale'" >&2
   exit 2
 fi
-scrape_ms=$(awk "BEGIN { ms = int(1000 / $time_scale); print (ms < 10 ? 10 : ms) }")
+scrape_ms=$(awk "BEGIN { ms = int(1000 / $time_scale); print (ms < 50 ? 50 : ms) }")
 
 # The demo config puts the sim on port 8000; follow SIM_PORT if it was changed.
 sed -e "s|http://127.0.0.1:8000|http://127.0.0.1:${sim_port}|" \

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -452,7 +453,7 @@ asio::awaitable<net::Reply> Gateway::admin(net::Request& req) {
   }
   if (seg.size() == 2 && seg[0] == "api" && seg[1] == "stats" && get) {
     std::string model = models_.empty() ? std::string() : models_.front()->config().name;
-    std::int64_t window = 3600;
+    std::int64_t window = std::min<std::int64_t>(3600, stats_.retention_s());
     for (auto p : url->params()) {
       if (p.key == "model") {
         model = std::string(p.value);

@@ -243,7 +243,7 @@ TEST(GatewayErrors, InvalidConfigStopsTheWardenWithFileAndLine) {
 
 TEST(GatewayErrors, AdminApiValidatesItsInput) {
   auto sim = start_sim(1);
-  Warden w(dp_model(sim->port(), 1));
+  Warden w(dp_model(sim->port(), 1), "stats_retention: 10m\n");
   Client c(w.port);
   namespace http = boost::beast::http;
   auto patch = [&](const std::string& target, const std::string& body, warden::net::Headers h) {
@@ -262,6 +262,11 @@ TEST(GatewayErrors, AdminApiValidatesItsInput) {
   EXPECT_EQ(c.get("/api/models/nope").status, 404u);
   EXPECT_EQ(c.get("/api/stats?model=m&window=abc").status, 400u);
   EXPECT_EQ(c.get("/api/stats?model=zzz").status, 404u);
+  // The stats window never reaches past what is kept: by default, and when asked for more.
+  for (const char* target : {"/api/stats?model=m", "/api/stats?model=m&window=7200"}) {
+    auto st = boost::json::parse(c.get(target).body).as_object();
+    EXPECT_EQ(st.at("window").to_number<int>(), 600) << target;
+  }
   auto models = boost::json::parse(c.get("/v1/models").body).as_object();
   EXPECT_EQ(models.at("data").as_array()[0].at("id").as_string(), "m");
   auto list = boost::json::parse(c.get("/api/models").body).as_object();
