@@ -6,7 +6,6 @@
 
 #include <boost/json.hpp>
 
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -15,15 +14,12 @@
 #include "engine/presets.hpp"
 #include "engine/tokenizer.hpp"
 
+#include "../tests/engine/seq.hpp"
+
 namespace {
 
 using namespace warden::engine;
-
-Tokens seq(TokenId start, std::size_t n) {
-  Tokens t(n);
-  std::iota(t.begin(), t.end(), start);
-  return t;
-}
+using warden::engine::test::seq;
 
 // a4000 step-time model, but a cache large enough for 32 sequences of 10k+ tokens each so the batch stays
 // full for the whole run (the real preset holds 40k tokens; this measures bookkeeping at the largest batch).

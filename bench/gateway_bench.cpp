@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "../tests/support/child_process.hpp"
+#include "../tests/support/http.hpp"
 #include "net/sync_client.hpp"
 
 namespace {
@@ -50,18 +51,6 @@ using Clock = std::chrono::steady_clock;
 using test_support::ChildProcess;
 
 const std::string kServed = "Qwen/Qwen3-4B-Instruct-2507";
-
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 // Keeps a process (0: this one, and what it starts afterwards) on one CPU.
 bool pin_to_cpu(pid_t pid, int cpu) {
@@ -158,14 +147,16 @@ struct Nginx {
     proc = std::make_unique<ChildProcess>(std::vector<std::string>{
         "/usr/sbin/nginx", "-p", dir.string(), "-c", (dir / "nginx.conf").string(), "-g", "daemon off;"});
     // nginx prints nothing when it is up: wait until it answers.
-    for (int i = 0; i < 500; ++i) {
-      warden::net::SyncClient c("127.0.0.1", static_cast<std::uint16_t>(port));
-      if (auto r = c.get("/health"); r && r->status == 200) {
-        return;
-      }
-      std::this_thread::sleep_for(10ms);
+    const bool up = test_support::wait_until(
+        [&] {
+          warden::net::SyncClient c("127.0.0.1", static_cast<std::uint16_t>(port));
+          auto r = c.get("/health");
+          return r && r->status == 200;
+        },
+        5s);
+    if (!up) {
+      throw std::runtime_error("nginx did not start: " + proc->stderr_text());
     }
-    throw std::runtime_error("nginx did not start: " + proc->stderr_text());
   }
   ~Nginx() {
     proc.reset();
@@ -326,7 +317,7 @@ int main(int argc, char** argv) {
   if (pin) {
     pin_to_cpu(warden.pid(), 1);
   }
-  Nginx nginx(sim_port, free_port(), pin ? 1 : -1);
+  Nginx nginx(sim_port, test_support::free_port(), pin ? 1 : -1);
 
   const std::vector<Target> targets{
       {"direct", sim_port, kServed}, {"warden", warden_port, "bench"}, {"nginx", nginx.port, kServed}};
@@ -412,7 +403,7 @@ int main(int argc, char** argv) {
                         "127.0.0.1:0", "--state-dir", (tmp / "w2" / "state").string(), "--log-level",
                         "warn"});
   const int warden2_port = warden2.wait_for_port();
-  Nginx nginx2(slow_port, free_port());
+  Nginx nginx2(slow_port, test_support::free_port());
 
   const long w_before = rss_kib(warden2.pid());
   auto wfds = open_streams(warden2_port, "bench", streams);

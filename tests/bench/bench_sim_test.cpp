@@ -14,6 +14,8 @@
 
 #include "report/report.hpp"
 #include "support/child_process.hpp"
+#include "support/http.hpp"
+#include "support/temp_dir.hpp"
 
 namespace warden::bench {
 namespace {
@@ -23,20 +25,7 @@ namespace fs = std::filesystem;
 
 constexpr const char* kModel = "sim-model";
 
-struct TempDir {
-  TempDir() {
-    path = fs::temp_directory_path() /
-           ("warden-bench-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  fs::path path;
-  static inline int counter = 0;
-};
+using test_support::TempDir;
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path);
@@ -126,11 +115,25 @@ TEST(BenchAgainstSim, OpenAiApiAndMarkdownOutput) {
   ChildProcess sim(sim_args(1));
   const int port = sim.wait_for_port();
   TempDir dir;
-  const report::Report rep = run_bench({"--url", "http://127.0.0.1:" + std::to_string(port), "--model",
-                                        kModel, "--api", "openai", "--levels", "2", "--duration", "15s"},
-                                       dir.file("out.json"));
-  ASSERT_EQ(rep.rows.size(), 1U);
-  expect_measured(rep.rows[0]);
+  std::vector<std::string> args{WARDEN_BINARY, "bench",
+                                "--url",       "http://127.0.0.1:" + std::to_string(port),
+                                "--model",     kModel,
+                                "--api",       "openai",
+                                "--levels",    "2",
+                                "--duration",  "15s",
+                                "--out",       dir.file("out.md")};
+  for (const std::string& a : workload_args()) {
+    args.push_back(a);
+  }
+  ChildProcess bench(args);
+  const std::optional<int> code = bench.wait_exit(std::chrono::seconds(120));
+  ASSERT_TRUE(code.has_value()) << bench.stderr_text();
+  ASSERT_EQ(*code, 0) << bench.stderr_text();
+  // The .md file is the Markdown table: its header, then one row for 2 sessions, measured, no errors.
+  const std::string md = slurp(dir.file("out.md"));
+  ASSERT_EQ(md.rfind("| Policy | Sessions |", 0), 0U) << md;
+  const std::regex row(R"(\n\| [^|]+ \| 2 \| [0-9,]+ \| [0-9,]+ \| [0-9.]+ \| [0-9.]+ \|.*\| 0 \|\n)");
+  EXPECT_TRUE(std::regex_search(md, row)) << md;
 }
 
 TEST(BenchThroughWarden, CompareOffOnFillsStayedAndWritesTheChart) {
@@ -230,12 +233,10 @@ TEST(BenchInterrupted, CtrlCPrintsWhatWasMeasuredSoFar) {
   }
   ChildProcess bench(args);
   // Wait (bounded) until the progress line shows a finished request, then interrupt.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   const std::regex some_requests(R"(requests +[1-9])");
-  while (!std::regex_search(bench.stderr_text(), some_requests)) {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << bench.stderr_text();
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // polling a file, bounded by the deadline
-  }
+  ASSERT_TRUE(test_support::wait_until([&] { return std::regex_search(bench.stderr_text(), some_requests); },
+                                       std::chrono::seconds(60)))
+      << bench.stderr_text();
   bench.signal(SIGINT);
   const std::optional<int> code = bench.wait_exit(std::chrono::seconds(30));
   ASSERT_TRUE(code.has_value()) << bench.stderr_text();

@@ -14,6 +14,7 @@
 
 #include "report/report.hpp"
 #include "support/child_process.hpp"
+#include "support/temp_dir.hpp"
 
 namespace warden::bench {
 namespace {
@@ -23,18 +24,7 @@ namespace fs = std::filesystem;
 
 constexpr const char* kModel = "sim-model";
 
-struct ScratchDir {
-  ScratchDir() {
-    path = fs::temp_directory_path() / ("warden-whatif-agreement-" + std::to_string(::getpid()));
-    fs::create_directories(path);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  fs::path path;
-};
+using test_support::TempDir;
 
 std::string read_all(const std::string& path) {
   std::ifstream f(path);
@@ -66,7 +56,7 @@ report::Report run_to_report(std::vector<std::string> args, const std::string& o
 }
 
 TEST(WhatifAgreement, VirtualTimeRunMatchesServeSimBench) {
-  ScratchDir dir;
+  TempDir dir;
 
   // Real time: sim (4 ranks) behind the warden, bench comparing affinity off then on.
   ChildProcess sim({WARDEN_BINARY, "sim", "--port", "0", "--data-parallel-size", "4", "--preset",
@@ -125,7 +115,7 @@ TEST(WhatifAgreement, VirtualTimeRunMatchesServeSimBench) {
 }
 
 TEST(WhatifCommand, SameSeedPrintsAndWritesTheSameBytes) {
-  ScratchDir dir;
+  TempDir dir;
   const auto run = [&](const std::string& seed, const std::string& name) {
     ChildProcess p({WARDEN_BINARY, "simulate", "--compare", "vllm-lb,affinity", "--levels", "4,8",
                     "--duration", "60s", "--think-time", "2s", "--seed", seed, "--out",

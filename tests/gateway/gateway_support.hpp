@@ -18,6 +18,7 @@
 #include "protocol/prometheus.hpp"
 #include "support/child_process.hpp"
 #include "support/http.hpp"
+#include "support/temp_dir.hpp"
 
 namespace gateway_test {
 
@@ -27,20 +28,7 @@ using test_support::wait_until;
 
 inline const std::string kServed = "Qwen/Qwen3-4B-Instruct-2507";
 
-// A temporary directory removed at the end of the test.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    static std::atomic<int> n{0};
-    path = std::filesystem::temp_directory_path() /
-           ("warden-gw-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
+using test_support::TempDir;
 
 // `lm-warden sim` with N ranks. `time_scale` < 1 slows the instant preset down so generations stay in
 // flight long enough to observe (0.005 → about 20 ms per output token).

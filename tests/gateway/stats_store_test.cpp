@@ -1,4 +1,5 @@
 #include "gateway/stats_store.hpp"
+#include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
@@ -19,16 +20,7 @@ RequestRecord usage(std::int64_t prompt, std::optional<std::int64_t> cached, std
   return r;
 }
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    path = std::filesystem::temp_directory_path() /
-           ("warden-stats-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
+using test_support::TempDir;
 
 }  // namespace
 

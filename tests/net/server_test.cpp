@@ -387,12 +387,13 @@ TEST(NetServer, ClientDisconnectCancelsAHandlerBeforeItsResponse) {
     }
     co_return net::make_response(req, 200, "never");
   });
-  std::thread client([&] {
-    // Sends a request, waits a little for nothing, then closes the socket.
-    test_support::raw_exchange(s.port(), "GET / HTTP/1.1\r\nHost: a\r\n\r\n", 300ms);
-  });
-  client.join();
-  EXPECT_TRUE(started);
+  // Sends a request, hangs up once the handler runs, and the handler must see its cancellation.
+  const int fd = test_support::raw_connect(s.port());
+  const std::string_view request = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+  ASSERT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), static_cast<ssize_t>(request.size()));
+  const bool handler_ran = test_support::wait_until([&] { return started.load(); }, 10s);
+  ::close(fd);
+  ASSERT_TRUE(handler_ran);
   EXPECT_TRUE(test_support::wait_until([&] { return cancelled.load(); }, 10s));
 }
 

@@ -23,9 +23,9 @@ using supervisor_test::eventually;
 using supervisor_test::free_port;
 using supervisor_test::process_alive;
 
-// No process left in the group `pgid` (engines are group leaders).
+// No live process left in the group `pgid` (engines are group leaders; zombies do not count).
 bool group_gone(int pgid) {
-  return ::kill(-pgid, 0) != 0 || !process_alive(pgid);
+  return !supervisor_test::group_alive(pgid);
 }
 
 class ServeLaunch : public ::testing::Test {
@@ -233,6 +233,9 @@ TEST_F(ServeLaunch, SigtermOfTheWardenStopsEveryEngine) {
   const int port = start_serve(two_sims_config());
   const auto pids = wait_ready(port);
   ASSERT_EQ(pids.size(), 2u);
+  for (int pid : pids) {
+    ASSERT_FALSE(group_gone(pid)) << pid;  // the check below can see a live group
+  }
   EXPECT_EQ(serve_->stop(10s), 0);
   for (int pid : pids) {
     EXPECT_TRUE(group_gone(pid)) << pid;  // reaped by the warden before it exited

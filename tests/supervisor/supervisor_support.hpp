@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -15,26 +16,11 @@
 #include <thread>
 #include <vector>
 
+#include "support/http.hpp"
+
 namespace supervisor_test {
 
-// A port that was free a moment ago (bound to 0 then closed): the engines need fixed ports up front.
-inline int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    if (fd >= 0) {
-      ::close(fd);
-    }
-    return -1;
-  }
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+using test_support::free_port;  // the engines need fixed ports up front
 
 // True if `pid` exists and is not a zombie.
 inline bool process_alive(int pid) {
@@ -52,6 +38,34 @@ inline bool process_alive(int pid) {
   }
   const char state = s[close + 2];
   return state != 'Z' && state != 'X';
+}
+
+// True if any process of group `pgid` is alive (not a zombie): /proc/PID/stat's 5th field is the group.
+inline bool group_alive(int pgid) {
+  if (pgid <= 0) {
+    return false;
+  }
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    std::ifstream in(e.path() / "stat");
+    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto close = s.rfind(')');
+    if (close == std::string::npos || close + 2 >= s.size()) {
+      continue;  // gone meanwhile
+    }
+    std::istringstream rest(s.substr(close + 2));
+    char state = 0;
+    int ppid = 0;
+    int group = 0;
+    rest >> state >> ppid >> group;
+    if (rest && group == pgid && state != 'Z' && state != 'X') {
+      return true;
+    }
+  }
+  return false;
 }
 
 // Polls `cond` every 10 ms (a bounded wait for a condition, not a sleep as synchronisation).

@@ -60,10 +60,27 @@ class Client {
   warden::net::SyncClient client_;
 };
 
-/// Connects to 127.0.0.1:port, sends `bytes` (optionally half-closing the write side), and returns
-/// everything received until the peer closes or `timeout` passes with nothing new.
-inline std::string raw_exchange(int port, std::string_view bytes, std::chrono::milliseconds timeout,
-                                bool shutdown_write = false) {
+/// A loopback port that was free a moment ago (bound to 0 then closed), -1 if none could be had.
+inline int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    if (fd >= 0) {
+      ::close(fd);
+    }
+    return -1;
+  }
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+/// A plain TCP connection to 127.0.0.1:port (the caller closes the descriptor).
+inline int raw_connect(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     throw std::runtime_error("socket() failed");
@@ -76,6 +93,14 @@ inline std::string raw_exchange(int port, std::string_view bytes, std::chrono::m
     ::close(fd);
     throw std::runtime_error("connect() failed");
   }
+  return fd;
+}
+
+/// Connects to 127.0.0.1:port, sends `bytes` (optionally half-closing the write side), and returns
+/// everything received until the peer closes or `timeout` passes with nothing new.
+inline std::string raw_exchange(int port, std::string_view bytes, std::chrono::milliseconds timeout,
+                                bool shutdown_write = false) {
+  const int fd = raw_connect(port);
   std::size_t sent = 0;
   while (sent < bytes.size()) {
     ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
