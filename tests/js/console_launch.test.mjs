@@ -7,20 +7,9 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 
-import { Child, launchBrowser, openConsolePage, screenshot, tempDir, waitFor, warden } from './console_support.mjs';
-
-// WCAG contrast of two opaque CSS rgb() colours.
-function contrastRatio(fg, bg) {
-  const lum = (c) => {
-    const [r, g, b] = c.match(/[\d.]+/g).map(Number).map((v) => {
-      const x = v / 255;
-      return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4;
-    });
-    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
-  };
-  const [a, b] = [lum(fg), lum(bg)];
-  return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-}
+import {
+  Child, contrastRatios, launchBrowser, openConsolePage, screenshot, tempDir, waitFor, warden,
+} from './console_support.mjs';
 
 // A port nobody listens on right now: bind port 0, read it, close.
 function freePort() {
@@ -177,13 +166,10 @@ describe('console: engines launched by the warden', { timeout: 180000 }, () => {
         ['#/models/broken', '#engine-log']]) {
         const { page, close } = await openConsolePage(browser, base, hash, { colorScheme });
         await page.locator(sel).first().waitFor({ timeout: 10000 });
-        const pairs = await page.evaluate((s) => [...document.querySelectorAll(s)].map((el) => {
-          const style = getComputedStyle(el);
-          return [el.textContent.slice(0, 20), style.color, style.backgroundColor];
-        }), sel);
-        for (const [what, fg, bg] of pairs) {
-          const ratio = contrastRatio(fg, bg);
-          assert.ok(ratio >= 4.5, `${colorScheme} ${sel} "${what}": ${fg} on ${bg} is ${ratio.toFixed(2)}`);
+        const found = (await contrastRatios(page, [sel]))[sel];
+        assert.ok(found.length > 0, `${colorScheme}: nothing matches ${sel}`);
+        for (const { text, ratio } of found) {
+          assert.ok(ratio >= 4.5, `${colorScheme} ${sel} "${text}": contrast ${ratio.toFixed(2)}`);
         }
         await close();
       }

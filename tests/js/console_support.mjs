@@ -250,3 +250,33 @@ export async function conversations(base, { sessions = 4, turns = 3, tag = 'c' }
   }
   return Promise.all(runs);
 }
+
+// WCAG contrast ratio of every element matching each selector: its text colour against the first opaque
+// background found walking up from it (white if none). {selector: [{text, ratio}, ...]}, [] when nothing
+// matches.
+export async function contrastRatios(page, selectors) {
+  return page.evaluate((sels) => {
+    const rgb = (c) => c.match(/[\d.]+/g).map(Number);
+    const lum = ([r, g, b]) => {
+      const f = (v) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4);
+      return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+    };
+    const background = (el) => {
+      for (let e = el; e; e = e.parentElement) {
+        const c = rgb(getComputedStyle(e).backgroundColor);
+        if (c.length < 4 || c[3] > 0) {
+          return c;
+        }
+      }
+      return [255, 255, 255];
+    };
+    const out = {};
+    for (const sel of sels) {
+      out[sel] = [...document.querySelectorAll(sel)].map((el) => {
+        const [a, b] = [lum(rgb(getComputedStyle(el).color)), lum(background(el))];
+        return { text: el.textContent.slice(0, 20), ratio: (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05) };
+      });
+    }
+    return out;
+  }, selectors);
+}

@@ -2,71 +2,28 @@
 // unchanged: same text as straight to the engine, the right events, usage, errors as the SDKs' own types.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
+import { MODEL, SERVED_NAME as SERVED, startSim, startWarden, tempDir, writeConfig } from './console_support.mjs';
 
-const MODEL = 'qwen3-4b-dp4';
-const SERVED = 'Qwen/Qwen3-4B-Instruct-2507';
-const children = [];
 let dir;
+let sim;
+let serve;
 let simURL;
 let wardenURL;
 
-function start(args) {
-  const bin = process.env.WARDEN_BINARY;
-  assert.ok(bin, 'WARDEN_BINARY must point at the built lm-warden');
-  const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`${args[0]} did not start: ${err}`)), 20000);
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/listening on (http:\/\/[^\s]+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    child.stderr.on('data', (d) => { err += d; });
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`${args[0]} exited ${code}: ${err}`)); });
-  });
-}
-
 before(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'warden-sdk-'));
-  simURL = await start(['sim', '--port', '0', '--data-parallel-size', '4', '--preset', 'instant', '--seed', '7',
-    '--served-model-name', SERVED, '--log-level', 'warn']);
-  const config = path.join(dir, 'warden.yaml');
-  fs.writeFileSync(config, [
-    'admin_token: t',
-    'metrics: { scrape_interval: 200ms }',
-    'models:',
-    `  - name: ${MODEL}`,
-    `    served_model_name: ${SERVED}`,
-    '    max_num_seqs: 32',
-    `    replicas: { data_parallel: { url: ${simURL}, size: 4 } }`,
-    '',
-  ].join('\n'));
-  wardenURL = await start(['serve', '--config', config, '--listen', '127.0.0.1:0', '--state-dir',
-    path.join(dir, 'state'), '--log-level', 'warn']);
+  dir = tempDir();
+  sim = await startSim(['--seed', '7', '--log-level', 'warn']);
+  simURL = sim.url;
+  serve = await startWarden(writeConfig(dir, simURL));
+  wardenURL = serve.base;
 });
 
 after(async () => {
-  for (const child of children.reverse()) {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(timer);
-    }
-  }
+  await serve?.child.stop();
+  await sim?.child.stop();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 

@@ -1,51 +1,22 @@
 // The official OpenAI and Anthropic SDKs against a real `lm-warden sim` (instant preset, 4 ranks).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
+import { Child, warden } from './console_support.mjs';
 
 const MODEL = 'sdk-model';
 let sim;
 let baseURL;
 
-function startSim() {
-  const bin = process.env.WARDEN_BINARY;
-  assert.ok(bin, 'WARDEN_BINARY must point at the built lm-warden');
-  const child = spawn(bin, ['sim', '--port', '0', '--data-parallel-size', '4', '--preset', 'instant',
-    '--max-model-len', '8192', '--served-model-name', MODEL, '--seed', '3', '--log-level', 'warn'],
-  { stdio: ['ignore', 'pipe', 'pipe'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`sim did not start: ${err}`)), 20000);
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/listening on (http:\/\/[^\s]+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ child, url: m[1] });
-      }
-    });
-    child.stderr.on('data', (d) => { err += d; });
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`sim exited ${code}: ${err}`)); });
-  });
-}
-
 before(async () => {
-  const s = await startSim();
-  sim = s.child;
-  baseURL = s.url;
+  sim = new Child('sim', warden(), ['sim', '--port', '0', '--data-parallel-size', '4', '--preset', 'instant',
+    '--max-model-len', '8192', '--served-model-name', MODEL, '--seed', '3', '--log-level', 'warn']);
+  baseURL = `http://127.0.0.1:${await sim.port()}`;
 });
 
 after(async () => {
-  if (sim && sim.exitCode === null) {
-    const exited = new Promise((resolve) => sim.once('exit', resolve));
-    sim.kill('SIGTERM');
-    const timer = setTimeout(() => sim.kill('SIGKILL'), 5000);
-    await exited;
-    clearTimeout(timer);
-  }
+  await sim?.stop();
 });
 
 const openai = (headers = {}) => new OpenAI({ baseURL: `${baseURL}/v1`, apiKey: 'dummy', defaultHeaders: headers, maxRetries: 0 });
