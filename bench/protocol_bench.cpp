@@ -75,8 +75,11 @@ void BM_Reference_DomParse200KB(benchmark::State& state) {
 
 void BM_Rewrite_Claude200KB_Model(benchmark::State& state) {
   const std::string& body = claude_body(samples::ClaudeMetadata::json_string);
+  // The gateway's path: the layout comes from inspect_request's pass, the rewrite itself is the splice.
+  const std::vector<HeaderField> none;
+  const BodyLayout layout = inspect_request(ApiKind::anthropic_messages, HeaderLookup{none}, body)->layout;
   for (auto _ : state) {
-    auto r = rewrite_request(ApiKind::anthropic_messages, body,
+    auto r = rewrite_request(ApiKind::anthropic_messages, body, layout,
                              RewriteOptions{"Qwen/Qwen3-4B-Instruct-2507", true});
     benchmark::DoNotOptimize(r);
   }
@@ -106,8 +109,10 @@ void BM_Inspect_SmallChat_Fingerprint(benchmark::State& s) {
   run_small_inspect(s, false);
 }
 void BM_Rewrite_SmallChat(benchmark::State& state) {
+  const std::vector<HeaderField> none;
+  const BodyLayout layout = inspect_request(ApiKind::openai_chat, HeaderLookup{none}, kSmallChat)->layout;
   for (auto _ : state) {
-    auto r = rewrite_request(ApiKind::openai_chat, kSmallChat,
+    auto r = rewrite_request(ApiKind::openai_chat, kSmallChat, layout,
                              RewriteOptions{"Qwen/Qwen3-4B-Instruct-2507", true});
     benchmark::DoNotOptimize(r);
   }

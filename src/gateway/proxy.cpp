@@ -144,10 +144,7 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
   protocol::RewriteOptions ro;
   ro.model = model->config().served_model_name;
   ro.force_include_usage = true;
-  auto rewritten = protocol::rewrite_request(api, req.body(), ro);
-  if (!rewritten) {
-    co_return error_reply(400, "request body could not be rewritten for the engine", "invalid_body");
-  }
+  const protocol::RewriteResult rewritten = protocol::rewrite_request(api, req.body(), info->layout, ro);
   const bool openai_stream =
       info->stream && (api == protocol::ApiKind::openai_chat || api == protocol::ApiKind::openai_completions);
   const bool drop_usage_chunk = openai_stream && !info->include_usage;
@@ -219,9 +216,18 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
     // Named, not a temporary: GCC 12 destroys temporaries of a co_await expression twice.
     const net::Endpoint endpoint{url.host, url.port};
     // Serialized here in one pass: the client's headers (minus hop-by-hop and the warden's own), the
-    // rank in DP mode, and the prompt borrowed, not copied.
-    const std::string& payload = rewritten->changed ? rewritten->body : req.body();  // outlives send()
+    // rank in DP mode, and the prompt borrowed, not copied (req and rewritten outlive the send).
     net::RawRequest up;
+    std::size_t body_size = req.body().size();
+    if (rewritten.changed) {
+      up.body.reserve(rewritten.pieces.size());
+      for (const auto& piece : rewritten.pieces) {
+        up.body.push_back(rewritten.bytes(piece, req.body()));
+      }
+      body_size = rewritten.size;
+    } else {
+      up.body.push_back(req.body());
+    }
     up.head.reserve(256 + req.base().method_string().size() + req.target().size());
     up.head.append(req.method_string()).append(" ").append(url.base_path).append(req.target());
     up.head.append(" HTTP/1.1\r\nHost: ").append(endpoint.key()).append("\r\n");
@@ -229,8 +235,7 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
     if (model->config().data_parallel) {
       up.head.append("X-data-parallel-rank: ").append(std::to_string(rec.replica)).append("\r\n");
     }
-    up.head.append("Content-Length: ").append(std::to_string(payload.size())).append("\r\n\r\n");
-    up.body = payload;
+    up.head.append("Content-Length: ").append(std::to_string(body_size)).append("\r\n\r\n");
     const net::ClientTimeouts timeouts = client_timeouts();
     auto r = co_await pool_.send(endpoint, std::move(up), timeouts);
     boost::system::error_code failure;

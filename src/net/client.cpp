@@ -436,7 +436,7 @@ asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send(const 
       (!req.body().empty() || req.method() == http::verb::post || req.method() == http::verb::put)) {
     req.prepare_payload();
   }
-  RawRequest raw{serialize_head(req), req.body(), req.method() == http::verb::head};
+  RawRequest raw{serialize_head(req), {req.body()}, req.method() == http::verb::head};
   auto r = co_await send_impl(ep, raw, t);  // named: see the GCC 12 note in net/http.hpp
   co_return r;
 }
@@ -463,9 +463,13 @@ asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send_impl(c
     } else {
       ++pool.stats.reuses;
     }
-    // Header and body as two buffers: one gathered write.
-    const std::array<asio::const_buffer, 2> parts{asio::buffer(req.head),
-                                                  asio::buffer(req.body.data(), req.body.size())};
+    // Header and body pieces: one gathered write.
+    std::vector<asio::const_buffer> parts;
+    parts.reserve(1 + req.body.size());
+    parts.push_back(asio::buffer(req.head));
+    for (std::string_view piece : req.body) {
+      parts.push_back(asio::buffer(piece.data(), piece.size()));
+    }
     const auto wec = co_await eager_write(conn->stream, parts, t.write);
     if (wec) {
       conn->close();

@@ -11,6 +11,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace warden::net {
 
@@ -22,12 +23,12 @@ using tcp = asio::ip::tcp;
 using Request = http::request<http::string_body>;
 using Response = http::response<http::string_body>;
 /// A request already serialized by the caller: `head` is the whole header block ("POST /x HTTP/1.1\r\n",
-/// the fields including Host and Content-Length, the empty line); `body` is borrowed and must stay alive
-/// until the send completes. A proxy builds this straight from the client's request: no header object,
-/// no copy of a 200 KB prompt.
+/// the fields including Host and Content-Length, the empty line); `body` is the body in pieces, borrowed:
+/// they must stay alive until the send completes. A proxy builds this straight from the client's request:
+/// no header object, no copy of a 200 KB prompt (a rewrite is the prompt's slices around the new texts).
 struct RawRequest {
   std::string head;
-  std::string_view body;
+  std::vector<std::string_view> body;
   bool head_method = false;  // a HEAD request: the response has no body whatever its headers say
 };
 

@@ -558,8 +558,13 @@ class Handler {
 // several times faster than basic_parser on prompt text full of "\n" escapes.
 class JsonScanner {
  public:
-  JsonScanner(std::string_view text, std::size_t max_depth, Handler& h)
-      : p_(text.data()), end_(text.data() + text.size()), max_depth_(max_depth), h_(h) {}
+  JsonScanner(std::string_view text, std::size_t max_depth, Handler& h, BodyLayout& layout)
+      : begin_(text.data()),
+        p_(text.data()),
+        end_(text.data() + text.size()),
+        max_depth_(max_depth),
+        h_(h),
+        layout_(layout) {}
 
   Errc run() {
     skip_ws();
@@ -579,6 +584,7 @@ class JsonScanner {
         return Errc::malformed_json;
       }
       const char c = *p_;
+      value_begin(c);
       if (c == '{' || c == '[') {
         if (stack_.size() >= max_depth_) {
           return Errc::too_deep;
@@ -618,6 +624,9 @@ class JsonScanner {
       } else {
         return Errc::malformed_json;
       }
+      if (c != '{' && c != '[') {
+        value_end(stack_.size());
+      }
       // After a value: close containers until a comma leads to the next member or element.
       while (true) {
         skip_ws();
@@ -647,6 +656,7 @@ class JsonScanner {
         } else {
           h_.on_array_end();
         }
+        value_end(stack_.size());
       }
     }
   }
@@ -668,6 +678,9 @@ class JsonScanner {
     bool escaped = false;
     if (const Errc e = scan_string(raw, escaped); e != Errc::ok) {
       return e;
+    }
+    if (stack_.size() <= 2) {
+      layout_key(raw, escaped);
     }
     h_.on_key(raw, escaped);
     skip_ws();
@@ -846,11 +859,84 @@ class JsonScanner {
     return Errc::ok;
   }
 
+  // The layout: members of the top-level object (depth 1) and of its "stream_options" object (depth 2).
+  enum class Key : std::uint8_t { other, model, stream, stream_options, include_usage };
+
+  void layout_key(std::string_view raw, bool escaped) {
+    std::string_view key = raw;
+    if (escaped) {
+      unescape(raw, key_text_);
+      key = key_text_;
+    }
+    Key k = Key::other;
+    if (stack_.size() == 1) {
+      k = key == "model"            ? Key::model
+          : key == "stream"         ? Key::stream
+          : key == "stream_options" ? Key::stream_options
+                                    : Key::other;
+    } else if (in_stream_options_ && stack_[1] == '{') {
+      k = key == "include_usage" ? Key::include_usage : Key::other;
+    }
+    key_[stack_.size()] = k;
+  }
+  void value_begin(char c) {
+    const std::size_t depth = stack_.size();
+    if (depth == 1 || depth == 2) {
+      value_start_[depth] = static_cast<std::size_t>(p_ - begin_);
+    }
+    if (depth == 1) {
+      in_stream_options_ = key_[1] == Key::stream_options && c == '{';
+      if (key_[1] == Key::stream_options) {
+        // A later "stream_options" replaces an earlier one: only the last one's inside counts.
+        layout_.include_usage.reset();
+        layout_.stream_options_members = 0;
+        layout_.stream_options_last_end = 0;
+      }
+    }
+  }
+  // A value just ended; `depth` is the number of containers around it.
+  void value_end(std::size_t depth) {
+    if (depth != 1 && depth != 2) {
+      return;
+    }
+    const ByteSpan span{value_start_[depth], static_cast<std::size_t>(p_ - begin_)};
+    if (depth == 1) {
+      ++layout_.top_members;
+      layout_.last_member_end = span.end;
+      switch (key_[1]) {
+        case Key::model:
+          layout_.model.push_back(span);
+          break;
+        case Key::stream:
+          layout_.stream = span;
+          break;
+        case Key::stream_options:
+          layout_.stream_options = span;
+          in_stream_options_ = false;
+          break;
+        default:
+          break;
+      }
+    } else if (in_stream_options_ && stack_[1] == '{') {
+      ++layout_.stream_options_members;
+      layout_.stream_options_last_end = span.end;
+      if (key_[2] == Key::include_usage) {
+        layout_.include_usage = span;
+      }
+    }
+  }
+
+  const char* begin_;
   const char* p_;
   const char* end_;
   std::size_t max_depth_;
   Handler& h_;
+  BodyLayout& layout_;
   std::string stack_;  // '{' or '[' per open container
+  std::array<Key, 3> key_{};
+  std::array<std::size_t, 3> value_start_{};
+  bool in_stream_options_ = false;  // inside the value of a top-level "stream_options" object
+  std::string key_text_;
 };
 
 }  // namespace
@@ -965,7 +1051,7 @@ Result<RequestInfo> inspect_request(ApiKind api, const HeaderLookup& headers, st
 
   // Only hash the prompt when no header already names the session (a body key may still win later).
   Handler h(info.session_source == SessionSource::none);
-  if (const Errc e = JsonScanner(body, options.max_depth, h).run(); e != Errc::ok) {
+  if (const Errc e = JsonScanner(body, options.max_depth, h, info.layout).run(); e != Errc::ok) {
     return e;
   }
   switch (h.model_state_) {
@@ -1008,6 +1094,15 @@ Result<RequestInfo> inspect_request(ApiKind api, const HeaderLookup& headers, st
     info.session_hash = XXH3_64bits(info.session_key.data(), info.session_key.size());
   }
   return info;
+}
+
+Result<BodyLayout> scan_layout(std::string_view body, const InspectOptions& options) {
+  Handler h(false);
+  BodyLayout layout;
+  if (const Errc e = JsonScanner(body, options.max_depth, h, layout).run(); e != Errc::ok) {
+    return e;
+  }
+  return layout;
 }
 
 }  // namespace warden::protocol

@@ -63,6 +63,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 namespace warden::protocol {
 
@@ -125,6 +126,26 @@ struct ClientPin {
 /// Parses one pin header value: absent (nullopt) / valid / invalid.
 ClientPin parse_pin(std::optional<std::string_view> value, PinSource source) noexcept;
 
+/// A byte range [begin, end) of a body.
+struct ByteSpan {
+  std::size_t begin = 0;
+  std::size_t end = 0;
+};
+
+/// Where the members a rewrite edits sit in a body, found by the same pass that validates it, so that
+/// rewrite_request() needs no second scan of a 200 KB prompt. Keys are compared unescaped.
+struct BodyLayout {
+  std::vector<ByteSpan> model;             // the value of every top-level "model" member
+  std::optional<ByteSpan> stream;          // the value of the last top-level "stream"
+  std::optional<ByteSpan> stream_options;  // the value of the last top-level "stream_options"
+  // Inside that value, when it is an object:
+  std::optional<ByteSpan> include_usage;    // the value of its last "include_usage"
+  std::size_t stream_options_members = 0;   // its member count
+  std::size_t stream_options_last_end = 0;  // the end of its last member's value
+  std::size_t top_members = 0;              // members of the top-level object
+  std::size_t last_member_end = 0;          // the end of the last top-level member's value
+};
+
 struct RequestInfo {
   ApiKind api = ApiKind::openai_chat;
   std::string model;
@@ -140,6 +161,8 @@ struct RequestInfo {
 
   std::uint64_t prompt_bytes = 0;  // bytes of the strings and keys in the prompt fields, as sent (escaped)
   std::uint64_t prompt_tokens_estimate = 0;  // ~ prompt_bytes / 4, at least 1 if any text
+
+  BodyLayout layout;  // for rewrite_request()
 };
 
 struct InspectOptions {
@@ -149,6 +172,10 @@ struct InspectOptions {
 /// Inspects one request. Never throws on bad input; see the header comment for errors.
 Result<RequestInfo> inspect_request(ApiKind api, const HeaderLookup& headers, std::string_view body,
                                     const InspectOptions& options = {});
+
+/// Validates a body as inspect_request() does and returns only its layout (Errc::body_not_object for
+/// JSON that is not an object). For callers that rewrite without inspecting.
+Result<BodyLayout> scan_layout(std::string_view body, const InspectOptions& options = {});
 
 /// Extracts the session uuid from a metadata.user_id value (either Claude Code form), or nullopt.
 std::optional<std::string> session_from_user_id(std::string_view user_id);

@@ -67,10 +67,10 @@ std::string rewrite(ApiKind api, std::string_view body, std::optional<std::strin
   auto r = rewrite_request(api, body, RewriteOptions{model, usage});
   EXPECT_TRUE(r) << body;
   if (r && !r->changed) {
-    EXPECT_TRUE(r->body.empty());  // unchanged: the caller sends its input
+    EXPECT_TRUE(r->pieces.empty());  // unchanged: the caller sends its input
     return std::string(body);
   }
-  return r ? r->body : std::string();
+  return r ? r->joined(body) : std::string();
 }
 
 TEST(RewriteTest, ReplacesModelKeepingEveryOtherByte) {
@@ -125,7 +125,7 @@ TEST(RewriteTest, IncludeUsageAddedOrMerged) {
     auto r = rewrite_request(api, body, RewriteOptions{std::nullopt, true});
     ASSERT_TRUE(r);
     EXPECT_FALSE(r->changed) << body;
-    EXPECT_TRUE(r->body.empty()) << body;
+    EXPECT_TRUE(r->pieces.empty()) << body;
   }
 }
 
@@ -135,14 +135,62 @@ TEST(RewriteTest, ClaudeCodeBodyOnlyModelChanges) {
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->changed);
   auto before = json::parse(body).as_object();
-  auto after = json::parse(r->body).as_object();
+  const std::string out = r->joined(body);
+  auto after = json::parse(out).as_object();
   EXPECT_EQ(after.at("model"), "served");
   before["model"] = "served";
   EXPECT_EQ(before, after);
   const std::string old_model = "\"claude-sonnet-4-5-20250929\"";
   std::string expected = body;
   expected.replace(expected.find(old_model), old_model.size(), "\"served\"");
-  EXPECT_EQ(r->body, expected);
+  EXPECT_EQ(out, expected);
+  // The prompt is not copied: every piece but the new model name is a slice of the input.
+  ASSERT_EQ(r->pieces.size(), 3u);
+  EXPECT_FALSE(r->pieces[0].inserted);
+  EXPECT_EQ(r->bytes(r->pieces[1], body), "\"served\"");
+  EXPECT_FALSE(r->pieces[2].inserted);
+  EXPECT_EQ(r->size, out.size());
+}
+
+std::string_view at(std::string_view body, ByteSpan s) {
+  return body.substr(s.begin, s.end - s.begin);
+}
+
+TEST(RewriteTest, LayoutFromTheValidatingPass) {
+  // Duplicates, an escaped key, whitespace, nested look-alikes and a replaced stream_options: the layout
+  // names the top-level values (every "model", the last "stream" and "stream_options") and the members
+  // of the last stream_options only.
+  const std::string body =
+      R"({ "model" : "a", "x":{"model":"n","stream":false}, "stream_options":{"include_usage":false},)"
+      R"( "mod\u0065l":"b", "stream": true , "stream_options" : { "y" : [1,{"include_usage":1}] } })";
+  auto l = scan_layout(body);
+  ASSERT_TRUE(l);
+  ASSERT_EQ(l->model.size(), 2u);
+  EXPECT_EQ(at(body, l->model[0]), "\"a\"");
+  EXPECT_EQ(at(body, l->model[1]), "\"b\"");
+  ASSERT_TRUE(l->stream);
+  EXPECT_EQ(at(body, *l->stream), "true");
+  ASSERT_TRUE(l->stream_options);
+  EXPECT_EQ(at(body, *l->stream_options), R"({ "y" : [1,{"include_usage":1}] })");
+  EXPECT_FALSE(l->include_usage);  // the first stream_options had one; the last one has none at its top
+  EXPECT_EQ(l->stream_options_members, 1u);
+  EXPECT_EQ(body.substr(l->stream_options_last_end), " } }");
+  EXPECT_EQ(l->top_members, 6u);
+  EXPECT_EQ(body.substr(l->last_member_end), " }");
+  // inspect_request reports the same layout as scan_layout.
+  const std::vector<HeaderField> none;
+  auto info = inspect_request(ApiKind::openai_chat, HeaderLookup{none}, body);
+  ASSERT_TRUE(info);
+  EXPECT_EQ(info->layout.model.size(), 2u);
+  EXPECT_EQ(info->layout.last_member_end, l->last_member_end);
+  // And the rewrite built on it keeps every other byte.
+  EXPECT_EQ(rewrite(ApiKind::openai_chat, body, "m", true),
+            R"({ "model" : "m", "x":{"model":"n","stream":false}, "stream_options":{"include_usage":false},)"
+            R"( "mod\u0065l":"m", "stream": true , "stream_options" : { "y" : [1,{"include_usage":1}])"
+            R"(,"include_usage":true } })");
+  // Not an object, or not JSON: no layout.
+  EXPECT_FALSE(scan_layout("[1]"));
+  EXPECT_FALSE(scan_layout(R"({"model":"a",})"));
 }
 
 TEST(RewriteTest, BadInputFailsCleanly) {

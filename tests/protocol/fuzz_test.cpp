@@ -180,7 +180,11 @@ void check_against_dom(const std::string& body, std::uint64_t& ok_count, std::ui
   // Rewrite: the result parses, the model is replaced, and nothing else changes (bar stream_options).
   auto rw = rewrite_request(ApiKind::openai_chat, body, RewriteOptions{"served", true});
   ASSERT_TRUE(rw) << body;
-  const std::string& rewritten = rw->changed ? rw->body : body;
+  const std::string rewritten = rw->joined(body);
+  // The gateway's path (the layout inspect_request found) gives the same bytes.
+  EXPECT_EQ(
+      rewrite_request(ApiKind::openai_chat, body, r->layout, RewriteOptions{"served", true}).joined(body),
+      rewritten);
   const json::value after = json::parse(rewritten, ec, {}, opt);
   ASSERT_FALSE(ec) << rewritten;
   json::object expected = o;
