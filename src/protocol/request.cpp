@@ -7,8 +7,13 @@
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t by value: no heap allocation per request
 #include <xxhash.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -553,9 +558,9 @@ class Handler {
 
 // A validating JSON scanner that drives the Handler. As strict as Boost.JSON's defaults (RFC 8259: no
 // comments, no trailing commas, UTF-8 validated, \u surrogates paired), iterative so the depth limit needs
-// no recursion. Strings are skipped 8 bytes at a time while they hold no quote, backslash, control or
-// non-ASCII byte, and escapes are decoded only where the Handler uses the text: this is what makes it
-// several times faster than basic_parser on prompt text full of "\n" escapes.
+// no recursion. Strings are skipped 16 bytes at a time (SSE2; 8 elsewhere) while they hold no quote,
+// backslash, control or non-ASCII byte, and escapes are decoded only where the Handler uses the text: this is
+// what makes it several times faster than basic_parser on prompt text full of "\n" escapes.
 class JsonScanner {
  public:
   JsonScanner(std::string_view text, std::size_t max_depth, Handler& h, BodyLayout& layout)
@@ -696,21 +701,8 @@ class JsonScanner {
     ++p_;
     const char* start = p_;
     escaped = false;
-    constexpr std::uint64_t ones = 0x0101010101010101ull;
-    constexpr std::uint64_t highs = 0x8080808080808080ull;
     while (true) {
-      while (end_ - p_ >= 8) {
-        std::uint64_t v = 0;
-        std::memcpy(&v, p_, sizeof v);
-        const std::uint64_t q = v ^ (ones * '"');
-        const std::uint64_t b = v ^ (ones * '\\');
-        const std::uint64_t special =
-            (((q - ones) & ~q) | ((b - ones) & ~b) | ((v - ones * 0x20) & ~v) | v) & highs;
-        if (special != 0) {
-          break;
-        }
-        p_ += 8;
-      }
+      p_ = skip_plain(p_, end_);
       if (p_ == end_) {
         return Errc::malformed_json;
       }
@@ -741,6 +733,44 @@ class JsonScanner {
       }
       p_ += n;
     }
+  }
+
+  // The first byte in [p, end) that is a quote, a backslash, a control byte or not ASCII (or end): the
+  // stretch of a string that needs no look. Prompt text is mostly such stretches between "\n" escapes.
+  static const char* skip_plain(const char* p, const char* end) noexcept {
+#if defined(__SSE2__)
+    // 16 bytes per step. A signed compare with 0x20 catches control bytes and, being negative as signed
+    // bytes, every byte from 0x80 up.
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    const __m128i space = _mm_set1_epi8(0x20);
+    while (end - p >= 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      const __m128i special = _mm_or_si128(
+          _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)), _mm_cmpgt_epi8(space, v));
+      const unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(special));
+      if (mask != 0) {
+        return p + std::countr_zero(mask);
+      }
+      p += 16;
+    }
+#endif
+    // 8 bytes per step (SWAR), then byte by byte.
+    constexpr std::uint64_t ones = 0x0101010101010101ull;
+    constexpr std::uint64_t highs = 0x8080808080808080ull;
+    while (end - p >= 8) {
+      std::uint64_t v = 0;
+      std::memcpy(&v, p, sizeof v);
+      const std::uint64_t q = v ^ (ones * '"');
+      const std::uint64_t b = v ^ (ones * '\\');
+      const std::uint64_t special =
+          (((q - ones) & ~q) | ((b - ones) & ~b) | ((v - ones * 0x20) & ~v) | v) & highs;
+      if (special != 0) {
+        break;
+      }
+      p += 8;
+    }
+    return p;
   }
 
   // p_ at a backslash inside a string.
@@ -794,7 +824,9 @@ class JsonScanner {
     return Errc::malformed_json;
   }
 
-  static bool digit(char c) noexcept { return c >= '0' && c <= '9'; }
+  static bool digit(char c) noexcept {
+    return c >= '0' && c <= '9';
+  }
 
   // -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? ; what follows is checked by the caller.
   Errc number() {
