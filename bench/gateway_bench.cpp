@@ -194,6 +194,19 @@ std::string large_body_for(const std::string& model, const std::string& history,
          R"("},{"role":"user","content":"question )" + std::to_string(i % 64) + R"("}]})";
 }
 
+// An OpenAI chunk with generated text: "content":"<at least one character>" (the first chunk only
+// carries the role and an empty content).
+bool has_token(std::string_view piece) {
+  constexpr std::string_view kContent = R"("content":")";
+  for (auto at = piece.find(kContent); at != std::string_view::npos; at = piece.find(kContent, at + 1)) {
+    const std::size_t next = at + kContent.size();
+    if (next < piece.size() && piece[next] != '"') {
+      return true;
+    }
+  }
+  return false;
+}
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) {
     return 0;
@@ -325,7 +338,10 @@ int main(int argc, char** argv) {
   // 1. Latency, interleaved so every target sees the same machine state: a small request, then an
   // agent-sized one (a 200 KB history, what Claude Code resends every turn).
   using Latencies = std::map<std::string, std::vector<double>>;
-  auto measure = [&](int n, const std::function<std::string(const std::string&, int)>& body) -> Latencies {
+  // Per request the whole response's time and the time to the first generated token (the first event with
+  // non-empty delta content: what an agent's user waits for).
+  auto measure = [&](int n, const std::function<std::string(const std::string&, int)>& body,
+                     Latencies& first_token) -> Latencies {
     Latencies out;
     std::vector<std::unique_ptr<warden::net::SyncClient>> clients;
     for (const auto& t : targets) {
@@ -339,15 +355,24 @@ int main(int argc, char** argv) {
       for (std::size_t j = 0; j < targets.size(); ++j) {
         const std::size_t k = (j + static_cast<std::size_t>(i)) % targets.size();
         const std::string b = body(targets[k].model, i);
+        std::optional<Clock::time_point> token_at;
         const auto start = Clock::now();
         auto r = clients[k]->post("/v1/chat/completions", b,
-                                  {{"X-Warden-Session", "lat-" + std::to_string(i % 64)}});
-        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-        if (!r || r->status != 200) {
+                                  {{"X-Warden-Session", "lat-" + std::to_string(i % 64)}},
+                                  [&token_at](std::string_view piece) {
+                                    if (!token_at && has_token(piece)) {
+                                      token_at = Clock::now();
+                                    }
+                                    return true;
+                                  });
+        const auto end = Clock::now();
+        if (!r || r->status != 200 || !token_at) {
           throw std::runtime_error(targets[k].name + ": request failed");
         }
         if (i >= warmup) {
-          out[targets[k].name].push_back(ms);
+          out[targets[k].name].push_back(std::chrono::duration<double, std::milli>(end - start).count());
+          first_token[targets[k].name].push_back(
+              std::chrono::duration<double, std::milli>(*token_at - start).count());
         }
       }
     }
@@ -355,11 +380,15 @@ int main(int argc, char** argv) {
   };
   Latencies lat;
   Latencies lat_large;
+  Latencies ttft;
+  Latencies ttft_large;
   try {
-    lat = measure(requests, [](const std::string& model, int i) { return body_for(model, 4, i); });
+    lat = measure(
+        requests, [](const std::string& model, int i) { return body_for(model, 4, i); }, ttft);
     const std::string history = large_history(200'000);
-    lat_large = measure(large_requests,
-                        [&](const std::string& model, int i) { return large_body_for(model, history, i); });
+    lat_large = measure(
+        large_requests, [&](const std::string& model, int i) { return large_body_for(model, history, i); },
+        ttft_large);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;
@@ -455,10 +484,13 @@ int main(int argc, char** argv) {
         percentile(paired, 0.5) * 1000, percentile(paired, 0.25) * 1000, percentile(paired, 0.75) * 1000,
         added_n > 0 ? added_w / added_n : 0.0);
   };
-  report("Small request (250 B body):", lat, true);
+  report("Small request (250 B body), whole response:", lat, true);
+  report("Small request, time to first token:", ttft, false);
   char title[96];
-  std::snprintf(title, sizeof title, "Agent-sized request (200 KB history), %d per target:", large_requests);
+  std::snprintf(title, sizeof title,
+                "Agent-sized request (200 KB history), %d per target, whole response:", large_requests);
   report(title, lat_large, false);
+  report("Agent-sized request, time to first token:", ttft_large, false);
   std::printf("\nOpen SSE streams: %zu through the warden, %zu through nginx\n", wfds.size(), nfds.size());
   std::printf("| proxy | RSS before KiB | RSS with streams KiB | KiB per open stream |\n|---|---|---|---|\n");
   std::printf(

@@ -163,8 +163,20 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
       static_cast<std::uint32_t>(std::min<std::uint64_t>(info->prompt_tokens_estimate, 1u << 30));
   const bool counting_only = api == protocol::ApiKind::anthropic_count_tokens;
 
+  // The client's header: the engine's, minus hop-by-hop fields, plus the warden's own.
+  auto client_header = [&](const http::response_header<>& from) {
+    http::response_header<> head;
+    head.result(from.result());
+    head.version(req.version());
+    copy_response_headers(from, head);
+    head.set("x-warden-replica", std::to_string(rec.replica));
+    head.set("x-warden-route", rec.route);
+    return head;
+  };
+
   std::optional<net::UpstreamResponse> upstream;
   std::optional<net::BodyPiece> first;  // a stream's first piece, read before answering
+  net::StreamReply reply;               // a stream's answer, prepared while the engine prefills
   Clock::time_point header_at;
   Clock::time_point first_at;
   unsigned failed_status = 502;  // the last attempt's failure, for the client if no retry is possible
@@ -248,7 +260,14 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
       }
       // An engine sends its header at once and its first event after the prefill. Waiting for that event
       // (inside the attempt) sends the client header and event in one write, and a replica that breaks
-      // off before it has sent the client nothing: the request can still go elsewhere.
+      // off before it has sent the client nothing: the request can still go elsewhere. The client's
+      // header is ready before the event arrives.
+      reply.header = client_header(r->header());
+      if (!req.keep_alive()) {
+        reply.header.set(http::field::connection, "close");
+      }
+      reply.header_with_first_chunk = true;
+      net::prepare_header(reply, req.keep_alive());
       auto piece = co_await r->next();
       if (piece) {
         first.emplace(*piece);
@@ -293,16 +312,11 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
   }
 
   rec.status = static_cast<int>(upstream->status());
-  // Copied now: the upstream header lives in the pooled connection, which read_all() may hand back.
-  http::response_header<> head;
-  head.result(upstream->status());
-  head.version(req.version());
-  copy_response_headers(upstream->header(), head);
-  head.set("x-warden-replica", std::to_string(rec.replica));
-  head.set("x-warden-route", rec.route);
   const bool sse = first.has_value();
 
   if (!sse) {
+    // Copied now: the upstream header lives in the pooled connection, which read_all() may hand back.
+    http::response_header<> head = client_header(upstream->header());
     auto body = co_await upstream->read_all(256u << 20);
     if (!body) {
       co_return error_reply(502,
@@ -326,12 +340,6 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
     co_return res;
   }
 
-  net::StreamReply reply;
-  reply.header = std::move(head);
-  if (!req.keep_alive()) {
-    reply.header.set(http::field::connection, "close");
-  }
-  reply.header_with_first_chunk = true;
   auto shared_up = std::make_shared<net::UpstreamResponse>(std::move(*upstream));
   reply.body = [ex, shared_up, api, drop_usage_chunk, first_piece = *first,
                 first_at](net::StreamWriter& w) -> asio::awaitable<void> {
@@ -344,6 +352,16 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
     std::optional<Clock::time_point> first_byte;
     std::optional<Clock::time_point> first_content;
     std::string out;
+    // Events looked at after their bytes went out: only the drop decision has to come first.
+    std::vector<std::pair<std::string, std::string>> deferred;
+    std::size_t deferred_count = 0;
+    auto track = [&](std::string_view event, std::string_view data, Clock::time_point arrived) {
+      auto ev_info = tracker.on_event(event, data);
+      if (ev_info.content && !first_content) {
+        first_content = arrived;
+      }
+      return ev_info;
+    };
     bool ok = true;
     while (true) {
       boost::system::result<net::BodyPiece> piece = net::BodyPiece{};
@@ -370,21 +388,37 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
         break;
       }
       out.clear();
+      deferred_count = 0;
       auto fed = parser.feed(piece->data, [&](const protocol::SseEvent& ev) {
-        auto ev_info = tracker.on_event(ev.event, ev.data);
-        if (ev_info.content && !first_content) {
-          first_content = arrived;
+        // Only an event that mentions "usage" can be the usage chunk the client did not ask for.
+        if (drop_usage_chunk && ev.data.find("usage") != std::string::npos) {
+          if (!track(ev.event, ev.data, arrived).usage_only) {
+            out += ev.raw;
+          }
+          return;
         }
-        if (drop_usage_chunk && !ev_info.usage_only) {
+        if (drop_usage_chunk) {
           out += ev.raw;
         }
+        if (deferred_count == deferred.size()) {
+          deferred.emplace_back();
+        }
+        deferred[deferred_count].first.assign(ev.event);
+        deferred[deferred_count].second.assign(ev.data);
+        ++deferred_count;
       });
       if (!fed && drop_usage_chunk) {
         ok = false;  // an event too large to inspect: the stream cannot be filtered safely
         break;
       }
+      auto track_deferred = [&] {
+        for (std::size_t i = 0; i < deferred_count; ++i) {
+          track(deferred[i].first, deferred[i].second, arrived);
+        }
+      };
       const std::string_view send = drop_usage_chunk ? std::string_view(out) : piece->data;
       if (send.empty() && !piece->last) {
+        track_deferred();
         continue;
       }
       if (!first_byte) {
@@ -398,6 +432,7 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
       } else {
         ec = co_await w.write(send);
       }
+      track_deferred();
       if (ec) {
         shared_up->abort();  // the client is gone: the engine must learn it now
         ok = false;

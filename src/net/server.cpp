@@ -82,6 +82,20 @@ std::string serialize_header(http::response<http::empty_body>& head) {
   return out;
 }
 
+}  // namespace
+
+void prepare_header(StreamReply& reply, bool keep_alive) {
+  http::response<http::empty_body> head{std::move(reply.header)};
+  head.erase(http::field::content_length);
+  head.chunked(true);
+  reply.keep_alive = keep_alive && head.keep_alive();
+  head.keep_alive(reply.keep_alive);
+  reply.header_text = serialize_header(head);
+  reply.header = std::move(head.base());
+}
+
+namespace {
+
 class SessionWriter final : public StreamWriter {
  public:
   /// `pending_header`: a serialized header not sent yet (it goes out with the first write), or empty.
@@ -491,12 +505,11 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
     }
 
     auto& streamed = std::get<StreamReply>(*reply);
-    http::response<http::empty_body> head{std::move(streamed.header)};
-    head.erase(http::field::content_length);
-    head.chunked(true);
-    keep_alive = keep_alive && head.keep_alive();
-    head.keep_alive(keep_alive);
-    std::string pending_header = serialize_header(head);
+    if (streamed.header_text.empty()) {
+      prepare_header(streamed, keep_alive);
+    }
+    keep_alive = keep_alive && streamed.keep_alive;
+    std::string pending_header = std::move(streamed.header_text);
     if (!streamed.header_with_first_chunk) {
       const auto hwec = co_await eager_write(stream, asio::buffer(pending_header), opts_.write_timeout);
       if (hwec) {

@@ -93,7 +93,15 @@ struct StreamReply {
   /// for a body whose first bytes are already at hand (a relay with bytes buffered): otherwise the client
   /// would wait for the header as long as for the first chunk.
   bool header_with_first_chunk = false;
+  /// The header as it goes on the wire, once prepare_header() ran (the session runs it if nobody did).
+  std::string header_text;
+  bool keep_alive = true;  // after prepare_header(): whether the connection stays open after the body
 };
+
+/// Fixes the header for a chunked body and the connection's keep-alive (the client's wish, `keep_alive`,
+/// and the header's own) and serializes it into header_text. A relay calls it while it waits for its
+/// first chunk, so that the serializing is not on the way of the first bytes.
+void prepare_header(StreamReply& reply, bool keep_alive);
 
 using Reply = std::variant<Response, StreamReply>;
 using Handler = std::function<asio::awaitable<Reply>(Request&, const ConnectionInfo&)>;

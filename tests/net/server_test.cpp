@@ -193,6 +193,41 @@ TEST(NetServer, HeaderWithFirstChunkAndWriteLastFrameAValidResponse) {
   EXPECT_EQ(c.raw().reused_requests(), 2u);
 }
 
+TEST(NetServer, HeaderPreparedByTheHandlerIsSentAsPrepared) {
+  // A relay prepares its header before its first chunk: Content-Length dropped, chunked set once, the
+  // keep-alive decision (the client's wish and the header's own) carried to the session.
+  TestServer s([&](net::Request& req, const net::ConnectionInfo&) -> awaitable<net::Reply> {
+    net::StreamReply r = net::sse_reply(req);
+    r.header.set(net::http::field::content_length, "99");
+    r.header.set("x-prepared", "yes");
+    if (req.target() == "/close") {
+      r.header.set(net::http::field::connection, "close");
+    }
+    r.header_with_first_chunk = true;
+    net::prepare_header(r, req.keep_alive());
+    r.header.set("x-too-late", "ignored");  // the prepared text is what goes out
+    r.body = [](net::StreamWriter& w) -> awaitable<void> { co_await w.write_last("data: a\n\n"); };
+    co_return r;
+  });
+  std::string out = test_support::raw_exchange(
+      s.port(), "POST /s HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}", 5000ms);
+  EXPECT_EQ(test_support::raw_status(out), 200) << out;
+  const std::string head = out.substr(0, out.find("\r\n\r\n"));
+  EXPECT_NE(head.find("x-prepared: yes"), std::string::npos) << head;
+  EXPECT_EQ(head.find("x-too-late"), std::string::npos) << head;
+  EXPECT_EQ(head.find("Content-Length"), std::string::npos) << head;
+  EXPECT_NE(head.find("Transfer-Encoding: chunked"), std::string::npos) << head;
+  EXPECT_EQ(out.substr(out.find("\r\n\r\n") + 4), "9\r\ndata: a\n\n\r\n0\r\n\r\n");
+  // Keep-alive as the client asked; a prepared "Connection: close" ends the connection after the body.
+  test_support::Client c(s.port());
+  EXPECT_EQ(c.post("/s", "{}").status, 200u);
+  EXPECT_EQ(c.post("/s", "{}").status, 200u);
+  EXPECT_EQ(c.raw().reused_requests(), 1u);
+  std::string closed = test_support::raw_exchange(
+      s.port(), "POST /close HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}", 5000ms);
+  EXPECT_NE(closed.find("Connection: close"), std::string::npos) << closed;  // returned: the server closed
+}
+
 TEST(NetServer, WritesLargerThanTheSocketBufferArriveWhole) {
   // 8 MB does not fit a loopback socket's send buffer: the eager write takes what fits and the rest goes
   // out asynchronously, for a streamed chunk and for a whole response alike.
