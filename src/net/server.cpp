@@ -192,12 +192,17 @@ struct Server::DisconnectWatch {
   bool fired = false;
   char peeked = 0;  // target of the peeking receive
 
-  // Registers at once. A peeking receive rather than async_wait: Asio queues a receive on a socket it
-  // knows is drained without a system call, while a wait re-registers the socket (one epoll_ctl per
-  // request). Posting the registration until the handler's first suspension was measured too: no gain.
-  static void arm(const std::shared_ptr<DisconnectWatch>& self) {
+  // Registers once the handler first suspends (for a proxy: after the request went upstream), so that
+  // the registration is not on the way of the request. A peeking receive rather than async_wait: Asio
+  // queues a receive on a drained socket without a system call (at most one recv), while a wait
+  // re-registers the socket with an epoll_ctl every time. A client that left meanwhile is seen then.
+  static void arm(asio::io_context& ioc, const std::shared_ptr<DisconnectWatch>& self) {
     self->armed = true;
-    wait(self);
+    asio::post(ioc, [self, gen = self->generation] {
+      if (gen == self->generation && self->armed && self->socket && !self->waiting) {
+        wait(self);
+      }
+    });
   }
   void disarm() noexcept {
     ++generation;
@@ -460,7 +465,7 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
 
     // From here to the end of the response a client that goes away cancels the handler or stream body
     // (see DisconnectWatch); operation_aborted escaping them means exactly that.
-    DisconnectWatch::arm(watch);
+    DisconnectWatch::arm(ioc_, watch);
     std::optional<Reply> reply;
     try {
       // Not `reply.emplace(co_await ...)`: GCC 12 miscompiles co_await inside some full expressions.
