@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "net/client.hpp"
+#include "net/read_deadline.hpp"
 #include "net/server.hpp"
 #include "net/sync_client.hpp"
 #include "support/child_process.hpp"
@@ -349,6 +350,61 @@ TEST(NetClient, FirstByteAndIdleTimeoutsFire) {
   auto stalled = c.get("/stall");
   ASSERT_FALSE(stalled.has_value());
   EXPECT_EQ(stalled.error(), net::ClientErrc::idle_timeout);
+}
+
+TEST(NetClient, ReadDeadlineMovesBothWaysAndReleasesTheContext) {
+  using namespace std::chrono;
+  net::asio::io_context ioc;
+  net::tcp::acceptor acceptor(ioc, {net::asio::ip::make_address("127.0.0.1"), 0});
+  net::tcp::socket client(ioc);
+  net::tcp::socket server(ioc);
+  client.connect(acceptor.local_endpoint());
+  acceptor.accept(server);  // a peer that never writes: every read below can only end by its deadline
+  net::ReadDeadline deadline(client);
+  // A deadline that never fires must fail the test, not hang it.
+  net::asio::steady_timer guard(ioc, seconds(20));
+  guard.async_wait([&](boost::system::error_code ec) {
+    if (!ec) {
+      client.cancel();
+    }
+  });
+  char byte = 0;
+  auto timed_read = [&] {
+    boost::system::error_code got;
+    const auto start = steady_clock::now();
+    client.async_read_some(net::asio::buffer(&byte, 1),
+                           [&](boost::system::error_code ec, std::size_t) { got = ec; });
+    ioc.restart();
+    while (!got && ioc.run_one() > 0) {
+    }
+    return std::pair{got, steady_clock::now() - start};
+  };
+  // A long deadline moved earlier: the earlier one counts.
+  deadline.expires_after(hours(1));
+  deadline.expires_after(milliseconds(60));
+  auto [ec1, took1] = timed_read();
+  EXPECT_EQ(ec1, net::asio::error::operation_aborted);
+  EXPECT_TRUE(deadline.expired());
+  EXPECT_GE(took1, milliseconds(60));
+  EXPECT_LT(took1, seconds(30));
+  // Moved later while the timer waits: it does not fire at the old time.
+  deadline.expires_after(milliseconds(40));
+  const auto start = steady_clock::now();
+  net::asio::steady_timer later(ioc, milliseconds(20));
+  later.async_wait([&](boost::system::error_code) { deadline.expires_after(milliseconds(120)); });
+  auto [ec2, took2] = timed_read();
+  EXPECT_EQ(ec2, net::asio::error::operation_aborted);
+  EXPECT_GE(steady_clock::now() - start, milliseconds(140));
+  (void)took2;
+  // Disarmed: nothing is left waiting, so run() returns at once.
+  guard.cancel();
+  deadline.expires_after(hours(1));
+  deadline.disarm();
+  EXPECT_FALSE(deadline.expired());
+  ioc.restart();
+  const auto before_run = steady_clock::now();
+  ioc.run();
+  EXPECT_LT(steady_clock::now() - before_run, seconds(10));
 }
 
 TEST(NetClient, ConnectRefusedIsAnError) {
