@@ -57,7 +57,9 @@ void for_each_forwarded(const From& from, bool request, Fn&& fn) {
   }
   for (const auto& f : from) {
     const std::string_view name = f.name_string();
-    if (is_hop_by_hop(name) || (request && is_warden_request_header(name))) {
+    // Beast knows the standard names by their enum: the string compares only for the others.
+    const bool known = f.name() != net::http::field::unknown;
+    if (known ? is_hop_by_hop(f.name()) : (request && is_warden_request_header(name))) {
       continue;
     }
     if (std::any_of(listed.begin(), listed.end(), [&](const std::string& l) { return iequals(l, name); })) {
@@ -88,6 +90,26 @@ bool is_hop_by_hop(std::string_view name) {
                                                            "host",
                                                            "content-length"};
   return std::any_of(kNames.begin(), kNames.end(), [&](std::string_view n) { return iequals(n, name); });
+}
+
+bool is_hop_by_hop(net::http::field f) {
+  using net::http::field;
+  switch (f) {
+    case field::connection:
+    case field::keep_alive:
+    case field::proxy_connection:
+    case field::proxy_authenticate:
+    case field::proxy_authorization:
+    case field::te:
+    case field::trailer:
+    case field::transfer_encoding:
+    case field::upgrade:
+    case field::host:
+    case field::content_length:
+      return true;
+    default:
+      return false;
+  }
 }
 
 bool is_warden_request_header(std::string_view name) {

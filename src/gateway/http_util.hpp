@@ -11,6 +11,8 @@ namespace warden::gateway {
 
 // Hop-by-hop headers (RFC 9110 §7.6.1) and the ones the proxy sets itself: never copied across.
 bool is_hop_by_hop(std::string_view name);
+/// The same for a name Beast knows (field::unknown is never hop-by-hop here: use the string form).
+bool is_hop_by_hop(net::http::field f);
 // The warden's own request headers (pin and session): consumed here, not sent to the engine.
 bool is_warden_request_header(std::string_view name);
 // Header names listed in a Connection header value ("close, X-Foo" → {"close", "x-foo"}), lower-cased.

@@ -43,6 +43,23 @@ TEST(HttpUtil, ForwardsEndToEndHeadersOnly) {
   EXPECT_EQ(std::distance(out.equal_range("x-repeated").first, out.equal_range("x-repeated").second), 2);
 }
 
+TEST(HttpUtil, HopByHopByNameAndByBeastsEnumAgree) {
+  // The relay checks a known header by its enum; every hop-by-hop name must be known to Beast, or the
+  // enum check would let it through.
+  for (const char* name :
+       {"Connection", "keep-alive", "Proxy-Connection", "proxy-authenticate", "Proxy-Authorization", "TE",
+        "trailer", "Transfer-Encoding", "upgrade", "HOST", "content-length"}) {
+    const http::field f = http::string_to_field(name);
+    ASSERT_NE(f, http::field::unknown) << name;
+    EXPECT_TRUE(is_hop_by_hop(name)) << name;
+    EXPECT_TRUE(is_hop_by_hop(f)) << name;
+  }
+  for (const char* name : {"content-type", "authorization", "accept", "user-agent", "x-api-key"}) {
+    EXPECT_FALSE(is_hop_by_hop(name)) << name;
+    EXPECT_FALSE(is_hop_by_hop(http::string_to_field(name))) << name;
+  }
+}
+
 TEST(HttpUtil, ApiKeysFromEitherHeader) {
   warden::net::Request r;
   EXPECT_TRUE(api_key_ok(r, {}));
