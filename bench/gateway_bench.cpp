@@ -1,8 +1,9 @@
 // What does the warden add on top of the engine, compared with nginx as a plain reverse proxy? One run,
 // side by side, against one `lm-warden sim` (instant preset, 4 DP ranks):
 //   1. latency: sequential streamed chat requests (4 output tokens) over a kept-alive connection, the three
-//      targets interleaved request by request; p50/p99 per target and added over direct; once with a
-//      small body, once with an agent-sized one (200 KB of history);
+//      targets interleaved request by request; p50/p99 per target and added over direct, for the whole
+//      response and for the first generated token; once with a small body, once with an agent-sized one
+//      (200 KB of history);
 //   2. throughput: 16 closed-loop client threads per target for a few seconds, requests/s;
 //   3. 1,000 concurrent open SSE streams (a second sim slowed down so generations last minutes): the
 //      proxy's RSS before and after opening them, KiB per open stream.
