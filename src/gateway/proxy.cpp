@@ -390,14 +390,20 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
       out.clear();
       deferred_count = 0;
       auto fed = parser.feed(piece->data, [&](const protocol::SseEvent& ev) {
-        // Only an event that mentions "usage" can be the usage chunk the client did not ask for.
+        // Only an event that mentions "usage" can be the usage chunk the client did not ask for; a look
+        // at its top level tells (else the full parse, now), and its figures are read after the write.
         if (drop_usage_chunk && ev.data.find("usage") != std::string::npos) {
-          if (!track(ev.event, ev.data, arrived).usage_only) {
+          const std::optional<bool> usage_only = protocol::openai_usage_only(ev.data);
+          if (!usage_only) {
+            if (!track(ev.event, ev.data, arrived).usage_only) {
+              out += ev.raw;
+            }
+            return;
+          }
+          if (!*usage_only) {
             out += ev.raw;
           }
-          return;
-        }
-        if (drop_usage_chunk) {
+        } else if (drop_usage_chunk) {
           out += ev.raw;
         }
         if (deferred_count == deferred.size()) {

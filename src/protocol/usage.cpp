@@ -247,4 +247,136 @@ std::optional<Usage> StreamUsageTracker::usage() const {
   return Usage{prompt_.value_or(0), cached_, completion_.value_or(0)};
 }
 
+namespace {
+
+// The top-level look behind openai_usage_only(): offsets only, every step bounds-checked.
+class TopLevel {
+ public:
+  explicit TopLevel(std::string_view s) : s_(s) {}
+
+  std::size_t ws(std::size_t p) const noexcept {
+    while (p < s_.size() && (s_[p] == ' ' || s_[p] == '\t' || s_[p] == '\n' || s_[p] == '\r')) {
+      ++p;
+    }
+    return p;
+  }
+  // p at an opening quote: past the closing one, or npos. `escaped` tells whether a backslash occurred.
+  std::size_t string_end(std::size_t p, bool& escaped) const noexcept {
+    escaped = false;
+    for (++p; p < s_.size(); ++p) {
+      if (s_[p] == '\\') {
+        escaped = true;
+        ++p;
+      } else if (s_[p] == '"') {
+        return p + 1;
+      }
+    }
+    return npos;
+  }
+  // p at a value: past it, or npos (containers by bracket depth, strings skipped whole).
+  std::size_t value_end(std::size_t p) const noexcept {
+    if (p >= s_.size()) {
+      return npos;
+    }
+    bool escaped = false;
+    if (s_[p] == '"') {
+      return string_end(p, escaped);
+    }
+    if (s_[p] == '{' || s_[p] == '[') {
+      std::size_t depth = 0;
+      while (p < s_.size()) {
+        const char c = s_[p];
+        if (c == '"') {
+          p = string_end(p, escaped);
+          if (p == npos) {
+            return npos;
+          }
+          continue;
+        }
+        if (c == '{' || c == '[') {
+          ++depth;
+        } else if (c == '}' || c == ']') {
+          if (--depth == 0) {
+            return p + 1;
+          }
+        }
+        ++p;
+      }
+      return npos;
+    }
+    std::size_t q = p;
+    while (q < s_.size() && s_[q] != ',' && s_[q] != '}' && s_[q] != ']' && s_[q] != ' ' && s_[q] != '\t' &&
+           s_[q] != '\n' && s_[q] != '\r') {
+      ++q;
+    }
+    return q == p ? npos : q;
+  }
+  char at(std::size_t p) const noexcept { return p < s_.size() ? s_[p] : '\0'; }
+  std::string_view slice(std::size_t b, std::size_t e) const noexcept { return s_.substr(b, e - b); }
+  std::size_t size() const noexcept { return s_.size(); }
+
+  static constexpr std::size_t npos = std::string_view::npos;
+
+ private:
+  std::string_view s_;
+};
+
+}  // namespace
+
+std::optional<bool> openai_usage_only(std::string_view data) {
+  const TopLevel t(data);
+  std::size_t p = t.ws(0);
+  if (t.at(p) != '{') {
+    return std::nullopt;
+  }
+  int choices = 0;
+  int usage = 0;
+  bool choices_empty = false;
+  bool usage_object = false;
+  p = t.ws(p + 1);
+  if (t.at(p) == '}') {
+    return t.ws(p + 1) == t.size() ? std::optional<bool>(false) : std::nullopt;
+  }
+  while (true) {
+    if (t.at(p) != '"') {
+      return std::nullopt;
+    }
+    bool escaped = false;
+    const std::size_t key_end = t.string_end(p, escaped);
+    if (key_end == TopLevel::npos || escaped) {
+      return std::nullopt;  // an escaped spelling could be one of the keys: leave it to the full parse
+    }
+    const std::string_view key = t.slice(p + 1, key_end - 1);
+    p = t.ws(key_end);
+    if (t.at(p) != ':') {
+      return std::nullopt;
+    }
+    const std::size_t value = t.ws(p + 1);
+    const std::size_t end = t.value_end(value);
+    if (end == TopLevel::npos) {
+      return std::nullopt;
+    }
+    if (key == "choices") {
+      ++choices;
+      choices_empty = t.at(value) == '[' && t.ws(value + 1) == end - 1;
+    } else if (key == "usage") {
+      ++usage;
+      usage_object = t.at(value) == '{';
+    }
+    p = t.ws(end);
+    if (t.at(p) == ',') {
+      p = t.ws(p + 1);
+      continue;
+    }
+    if (t.at(p) != '}' || t.ws(p + 1) != t.size()) {
+      return std::nullopt;
+    }
+    break;
+  }
+  if (choices > 1 || usage > 1) {
+    return std::nullopt;
+  }
+  return choices == 1 && choices_empty && usage == 1 && usage_object;
+}
+
 }  // namespace warden::protocol

@@ -56,6 +56,13 @@ struct StreamEventInfo {
 /// data's "type" member when present, else from the SSE event name.
 StreamEventInfo inspect_stream_event(ApiKind api, std::string_view event_name, std::string_view data);
 
+/// Whether an OpenAI stream chunk is the usage chunk (StreamEventInfo::usage_only: a top-level
+/// "choices": [] and a "usage" object), from a look at the top level only: member boundaries, nothing
+/// decoded, nothing allocated. nullopt when that look cannot tell (not an object, a key with escapes,
+/// "choices" or "usage" twice, unbalanced brackets): ask inspect_stream_event then. Lets a relay drop the
+/// usage chunk before it parses it (which it then does after relaying the events it keeps).
+std::optional<bool> openai_usage_only(std::string_view data);
+
 /// Follows one engine stream: feed every SSE event; tells when content first appears and what the usage
 /// was at the end.
 class StreamUsageTracker {

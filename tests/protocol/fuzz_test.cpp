@@ -339,6 +339,12 @@ TEST(FuzzTest, MutatedStreamEventsNeverCrash) {
     if (info.prompt_tokens) {
       EXPECT_GE(*info.prompt_tokens, 0);
     }
+    // The relay's top-level look agrees with the full parse whenever both can tell (a look is no
+    // validator: on broken JSON it may still answer).
+    const auto seen = openai_usage_only(data);
+    if (api == ApiKind::openai_chat && seen && info.json_ok) {
+      EXPECT_EQ(*seen, info.usage_only) << data;
+    }
     (void)parse_usage_body(api, data);
   }
 }

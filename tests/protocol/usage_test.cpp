@@ -113,6 +113,39 @@ TEST(UsageTest, OpenAiStream) {
   EXPECT_FALSE(run.error);
 }
 
+TEST(UsageTest, UsageChunkSeenFromTheTopLevelAgreesWithTheFullParse) {
+  const std::string vllm_usage =
+      R"({"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"Qwen/Qwen3-4B",)"
+      R"("choices":[],"usage":{"prompt_tokens":30,"total_tokens":34,"completion_tokens":4,)"
+      R"("prompt_tokens_details":{"cached_tokens":16}}})";
+  const std::vector<std::pair<std::string, bool>> decided = {
+      {vllm_usage, true},
+      {" { \"choices\" : [ \n ] , \"usage\" : { } } ", true},
+      {R"({"choices":[{"delta":{"content":"x"}}],"usage":{"prompt_tokens":3}})", false},  // continuous stats
+      {R"({"choices":[],"usage":null})", false},
+      {R"({"usage":{"prompt_tokens":3}})", false},                                      // no choices at all
+      {R"({"choices":[{"delta":{"content":"\"choices\":[],\"usage\":{}"}}]})", false},  // look-alike text
+      {R"({"x":{"choices":[],"usage":{}},"choices":[{"index":0}]})", false},            // nested look-alike
+      {R"({})", false},
+  };
+  for (const auto& [data, expected] : decided) {
+    const auto seen = openai_usage_only(data);
+    ASSERT_TRUE(seen.has_value()) << data;
+    EXPECT_EQ(*seen, expected) << data;
+    const auto full = inspect_stream_event(ApiKind::openai_chat, "", data);
+    ASSERT_TRUE(full.json_ok) << data;
+    EXPECT_EQ(full.usage_only, expected) << data;
+  }
+  // Cases the look leaves to the full parse.
+  for (std::string_view data :
+       {std::string_view(R"({"ch\u006fices":[],"usage":{}})"),
+        std::string_view(R"({"choices":[],"choices":[1],"usage":{}})"),
+        std::string_view(R"([{"choices":[]}])"), std::string_view(R"({"choices":[)"),
+        std::string_view("[DONE]"), std::string_view(R"({"choices":[],"usage":{}} trailing)")}) {
+    EXPECT_FALSE(openai_usage_only(data).has_value()) << data;
+  }
+}
+
 TEST(UsageTest, OpenAiChunkClassification) {
   auto usage_chunk = inspect_stream_event(
       ApiKind::openai_chat, "", R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}})");
