@@ -346,9 +346,8 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
     RequestRecord& rec = ex->record;
     std::optional<net::BodyPiece> pending = first_piece;  // valid until the next call on shared_up
     protocol::StreamUsageTracker tracker(api, protocol::StreamUsageTracker::Mode::fast);
-    protocol::SseLimits limits;
-    limits.capture_raw = drop_usage_chunk;
-    protocol::SseParser parser(limits);
+    protocol::SseParser parser;
+    bool between_events = true;  // the parser holds no unfinished event
     std::optional<Clock::time_point> first_byte;
     std::optional<Clock::time_point> first_content;
     std::string out;
@@ -387,6 +386,42 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
       if (piece->done) {
         break;
       }
+      if (piece->data.empty() && !piece->last) {
+        continue;  // an empty write would read as the end of the chunked body
+      }
+      if (!first_byte) {
+        first_byte = arrived;
+      }
+      // Bytes that cannot hold any part of a usage chunk to drop go out as they came and are looked at
+      // afterwards: the piece starts and ends between events and does not mention usage. (Otherwise the
+      // events are parsed first and the kept ones relayed; an unfinished event waits in the parser.)
+      const bool clean_end = piece->data.ends_with("\n\n");
+      const bool pass = !drop_usage_chunk ||
+                        (between_events && clean_end && piece->data.find("usage") == std::string_view::npos);
+      between_events = clean_end;
+      if (pass) {
+        parser.capture_raw(false);
+        boost::system::error_code ec;
+        if (piece->last) {
+          ec = co_await w.write_last(piece->data);
+        } else {
+          ec = co_await w.write(piece->data);
+        }
+        const auto fed = parser.feed(
+            piece->data, [&](const protocol::SseEvent& ev) { track(ev.event, ev.data, arrived); });
+        if (ec) {
+          shared_up->abort();  // the client is gone: the engine must learn it now
+          ok = false;
+          rec.status = 499;
+          break;
+        }
+        if (!fed && drop_usage_chunk) {
+          ok = false;  // an event too large to inspect: the stream cannot be filtered safely
+          break;
+        }
+        continue;
+      }
+      parser.capture_raw(true);
       out.clear();
       deferred_count = 0;
       auto fed = parser.feed(piece->data, [&](const protocol::SseEvent& ev) {
@@ -403,7 +438,7 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
           if (!*usage_only) {
             out += ev.raw;
           }
-        } else if (drop_usage_chunk) {
+        } else {
           out += ev.raw;
         }
         if (deferred_count == deferred.size()) {
@@ -413,7 +448,7 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
         deferred[deferred_count].second.assign(ev.data);
         ++deferred_count;
       });
-      if (!fed && drop_usage_chunk) {
+      if (!fed) {
         ok = false;  // an event too large to inspect: the stream cannot be filtered safely
         break;
       }
@@ -422,21 +457,17 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
           track(deferred[i].first, deferred[i].second, arrived);
         }
       };
-      const std::string_view send = drop_usage_chunk ? std::string_view(out) : piece->data;
-      if (send.empty() && !piece->last) {
+      if (out.empty() && !piece->last) {
         track_deferred();
         continue;
-      }
-      if (!first_byte) {
-        first_byte = arrived;
       }
       // The end of the upstream body came with these bytes: end the client's body in the same write.
       // Two statements, not a conditional: GCC 12 destroys a temporary awaitable in `c ? a : b` twice.
       boost::system::error_code ec;
       if (piece->last) {
-        ec = co_await w.write_last(send);
+        ec = co_await w.write_last(out);
       } else {
-        ec = co_await w.write(send);
+        ec = co_await w.write(out);
       }
       track_deferred();
       if (ec) {

@@ -58,6 +58,9 @@ class SseParser {
   /// End of stream. Returns true if an incomplete event (data seen, no blank line yet) was discarded.
   bool finish() noexcept;
 
+  /// Turns SseLimits::capture_raw on or off from the next event on (call it between events).
+  void capture_raw(bool on) noexcept { limits_.capture_raw = on; }
+
   /// Events dispatched so far.
   std::uint64_t events() const noexcept { return events_; }
   /// Comment lines seen (": keep-alive" pings and the like).

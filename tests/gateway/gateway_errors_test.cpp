@@ -4,7 +4,11 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
+#include <functional>
 #include <stdexcept>
 #include <thread>
 
@@ -132,52 +136,65 @@ TEST(GatewayErrors, DeadReplicasGive502Then503NeverAHang) {
 
 namespace {
 
-// An engine that answers /metrics but breaks off every generation after its response header, before
-// any event: an in-process net::Server on its own thread.
-class BreakingEngine {
+// An in-process engine on its own thread: answers /metrics like vLLM and every generation with the
+// stream body it was given.
+class ScriptedEngine {
  public:
-  BreakingEngine()
-      : server_(ioc_, {},
-                [](warden::net::Request& req,
+  using Body = std::function<warden::net::asio::awaitable<void>(warden::net::StreamWriter&)>;
+
+  explicit ScriptedEngine(Body body)
+      : body_(std::move(body)),
+        server_(
+            ioc_, {},
+            [this](warden::net::Request& req,
                    const warden::net::ConnectionInfo&) -> warden::net::asio::awaitable<warden::net::Reply> {
-                  if (req.target() == "/metrics") {
-                    std::string text;
-                    for (const char* name : {"vllm:num_requests_running", "vllm:num_requests_waiting",
-                                             "vllm:kv_cache_usage_perc"}) {
-                      text += std::string(name) + "{engine=\"0\",model_name=\"" + kServed + "\"} 0\n";
-                    }
-                    co_return warden::net::make_response(req, 200, text, "text/plain; version=0.0.4");
-                  }
-                  warden::net::StreamReply r = warden::net::sse_reply(req);
-                  r.body = [](warden::net::StreamWriter&) -> warden::net::asio::awaitable<void> {
-                    throw std::runtime_error(
-                        "engine died mid-request");  // header sent, then the connection drops
-                    co_return;
-                  };
-                  co_return r;
-                }) {
+              if (req.target() == "/metrics") {
+                std::string text;
+                for (const char* name :
+                     {"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc"}) {
+                  text += std::string(name) + "{engine=\"0\",model_name=\"" + kServed + "\"} 0\n";
+                }
+                co_return warden::net::make_response(req, 200, text, "text/plain; version=0.0.4");
+              }
+              warden::net::StreamReply r = warden::net::sse_reply(req);
+              r.body = body_;
+              co_return r;
+            }) {
     port = server_.listen()->port();
     warden::net::asio::co_spawn(ioc_, server_.run(), [](std::exception_ptr) {});
     thread_ = std::thread([this] { ioc_.run(); });
   }
-  ~BreakingEngine() {
+  ~ScriptedEngine() {
     warden::net::asio::post(ioc_, [this] { server_.stop(); });
     thread_.join();
   }
   int port = 0;
 
  private:
+  Body body_;
   warden::net::asio::io_context ioc_;
   warden::net::Server server_;
   std::thread thread_;
 };
 
+// Breaks off every generation after its response header, before any event.
+ScriptedEngine::Body breaking_body() {
+  return [](warden::net::StreamWriter&) -> warden::net::asio::awaitable<void> {
+    throw std::runtime_error("engine died mid-request");  // header sent, then the connection drops
+    co_return;
+  };
+}
+
+std::string one_replica(int port) {
+  return "  - name: m\n    served_model_name: " + kServed +
+         "\n    replicas: { urls: [http://127.0.0.1:" + std::to_string(port) + "] }\n";
+}
+
 }  // namespace
 
 TEST(GatewayErrors, ReplicaThatBreaksOffBeforeItsFirstEventGives502) {
-  BreakingEngine engine;
-  Warden w("  - name: m\n    served_model_name: " + kServed +
-           "\n    replicas: { urls: [http://127.0.0.1:" + std::to_string(engine.port) + "] }\n");
+  ScriptedEngine engine(breaking_body());
+  Warden w(one_replica(engine.port));
   ASSERT_TRUE(wait_until([&] { return num(card(w.port).at("healthy_replicas")) == 1; }));
   Client c(w.port);
   // Nothing reached the client yet, so it gets a proper error in its own format, not a cut-off stream.
@@ -190,7 +207,7 @@ TEST(GatewayErrors, ReplicaThatBreaksOffBeforeItsFirstEventGives502) {
 
 TEST(GatewayErrors, AStreamBrokenOffBeforeItsFirstEventIsRetriedElsewhere) {
   // Nothing reached the client yet, so the request can still go to another replica (route failover).
-  BreakingEngine engine;
+  ScriptedEngine engine(breaking_body());
   auto sim = start_sim(1);
   Warden w("  - name: m\n    served_model_name: " + kServed + "\n    replicas: { urls: [http://127.0.0.1:" +
            std::to_string(engine.port) + ", http://127.0.0.1:" + std::to_string(sim->port()) + "] }\n");
@@ -206,6 +223,55 @@ TEST(GatewayErrors, AStreamBrokenOffBeforeItsFirstEventIsRetriedElsewhere) {
     failovers += r.header("x-warden-route") == "failover" ? 1 : 0;
   }
   EXPECT_GE(failovers, 1);
+}
+
+TEST(GatewayErrors, UsageChunkSplitAcrossReadsIsStillDroppedAndCounted) {
+  // An engine whose stream arrives in fragments cut inside an event and inside the word "usage" (a
+  // pause between writes makes the warden read them apart): the usage chunk is still recognised whole.
+  const std::vector<std::string> fragments = {
+      R"(data: {"choices":[{"index":0,"delta":{"role":"assistant","con)", "tent\":\"\"}}]}\n\n",
+      R"(data: {"choices":[{"index":0,"delta":{"content":"Hel"}}]})"
+      "\n\n"
+      R"(data: {"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":"stop"}]})"
+      "\n\n"
+      R"(data: {"choices":[],"us)",
+      R"(age":{"prompt_tokens":7,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":4}}})"
+      "\n\n",
+      "data: [DONE]\n\n"};
+  ScriptedEngine engine([&fragments](warden::net::StreamWriter& w) -> warden::net::asio::awaitable<void> {
+    warden::net::asio::steady_timer pause(co_await warden::net::asio::this_coro::executor);
+    for (const auto& f : fragments) {
+      co_await w.write(f);
+      pause.expires_after(std::chrono::milliseconds(15));
+      co_await pause.async_wait(warden::net::asio::use_awaitable);
+    }
+  });
+  Warden w(one_replica(engine.port));
+  ASSERT_TRUE(wait_until([&] { return num(card(w.port).at("healthy_replicas")) == 1; }));
+  Client c(w.port);
+  auto plain = c.post("/v1/chat/completions", chat_body("hi"));
+  ASSERT_EQ(plain.status, 200u) << plain.body;
+  std::vector<std::string> data;
+  for (const auto& e : test_support::parse_sse(plain.body)) {
+    data.push_back(e.data);
+  }
+  ASSERT_EQ(data.size(), 4u) << plain.body;  // role, "Hel", "lo", [DONE]: the usage chunk is gone
+  EXPECT_NE(data[1].find("Hel"), std::string::npos);
+  EXPECT_EQ(data.back(), "[DONE]");
+  EXPECT_EQ(plain.body.find("usage"), std::string::npos) << plain.body;
+  auto asked = c.post("/v1/chat/completions",
+                      R"({"model":"m","max_tokens":5,"stream":true,"stream_options":{"include_usage":true},)"
+                      R"("messages":[{"role":"user","content":"hi"}]})");
+  ASSERT_EQ(asked.status, 200u);
+  EXPECT_EQ(test_support::parse_sse(asked.body).size(), 5u) << asked.body;
+  EXPECT_NE(asked.body.find("\"usage\":{\"prompt_tokens\":7"), std::string::npos) << asked.body;
+  // Both requests' usage was read, dropped or not.
+  auto stats = boost::json::parse(c.get("/api/stats?model=m&window=60").body).as_object();
+  const auto& summary = stats.at("summary").as_object();
+  EXPECT_EQ(num(summary.at("requests")), 2);
+  EXPECT_EQ(num(summary.at("completion")), 4);
+  EXPECT_EQ(num(summary.at("prompt_cached")), 8);
+  EXPECT_EQ(num(summary.at("prompt_computed")), 6);
 }
 
 TEST(GatewayErrors, StatsHistorySurvivesARestart) {
