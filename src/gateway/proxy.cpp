@@ -249,7 +249,7 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
     }
     up.head.append("Content-Length: ").append(std::to_string(body_size)).append("\r\n\r\n");
     const net::ClientTimeouts timeouts = client_timeouts();
-    auto r = co_await pool_.send(endpoint, std::move(up), timeouts);
+    auto r = co_await pool_.send(endpoint, up, timeouts);
     boost::system::error_code failure;
     bool broke_off = false;  // answered, then broke off before the first event: nothing reached the client
     if (r) {

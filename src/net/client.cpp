@@ -460,12 +460,6 @@ asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send(const 
   co_return r;
 }
 
-asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send(const Endpoint& ep, RawRequest req,
-                                                                          ClientTimeouts t) {
-  auto r = co_await send_impl(ep, req, t);
-  co_return r;
-}
-
 asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send_impl(const Endpoint& ep,
                                                                                const RawRequest& req,
                                                                                ClientTimeouts t) {
@@ -489,7 +483,11 @@ asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send_impl(c
     for (std::string_view piece : req.body) {
       parts.push_back(asio::buffer(piece.data(), piece.size()));
     }
-    const auto wec = co_await eager_write(conn->stream, parts, t.write);
+    std::size_t written = 0;
+    boost::system::error_code wec;
+    if (!write_now(conn->stream, parts, written, wec)) {
+      wec = co_await write_rest(conn->stream, parts, written, t.write);
+    }
     if (wec) {
       conn->close();
       if (wec == asio::error::operation_aborted) {

@@ -154,9 +154,12 @@ class ClientPool {
   /// retried once on a fresh connection (safe: the upstream never saw a complete request there).
   asio::awaitable<boost::system::result<UpstreamResponse>> send(const Endpoint& ep, Request req,
                                                                 ClientTimeouts t = {});
-  /// The same for a request the caller serialized itself (see RawRequest).
-  asio::awaitable<boost::system::result<UpstreamResponse>> send(const Endpoint& ep, RawRequest req,
-                                                                ClientTimeouts t = {});
+  /// The same for a request the caller serialized itself (see RawRequest). `ep` and `req` are borrowed:
+  /// they must outlive the co_await.
+  asio::awaitable<boost::system::result<UpstreamResponse>> send(const Endpoint& ep, const RawRequest& req,
+                                                                ClientTimeouts t = {}) {
+    return send_impl(ep, req, t);
+  }
   std::size_t idle_connections() const noexcept;
   void close_idle() noexcept;
   const PoolStats& stats() const noexcept;

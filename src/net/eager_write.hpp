@@ -33,26 +33,48 @@ inline void make_non_blocking(beast::tcp_stream& stream) {
 }
 }  // namespace detail
 
-/// Writes all of `buffers` (a ConstBufferSequence): eagerly, then asynchronously with `timeout`.
+/// The synchronous half of an eager write: writes what the socket takes now. Returns true when that
+/// settled it (all written, or `ec` holds a real error); false when `done` bytes went out and the rest
+/// needs write_rest(). A plain function, so that a write that fits costs no coroutine frame.
 template <class ConstBufferSequence>
-asio::awaitable<boost::system::error_code> eager_write(beast::tcp_stream& stream,
-                                                       const ConstBufferSequence& buffers,
-                                                       std::chrono::milliseconds timeout) {
+bool write_now(beast::tcp_stream& stream, const ConstBufferSequence& buffers, std::size_t& done,
+               boost::system::error_code& ec) {
   detail::make_non_blocking(stream);
-  boost::system::error_code ec;
-  const std::size_t total = asio::buffer_size(buffers);
-  const std::size_t done = stream.socket().write_some(buffers, ec);
-  if (!ec && done == total) {
-    co_return ec;
+  done = stream.socket().write_some(buffers, ec);
+  if (ec) {
+    if (!detail::would_block(ec)) {
+      return true;
+    }
+    ec = {};
+    done = 0;
+    return false;
   }
-  if (ec && !detail::would_block(ec)) {
-    co_return ec;
-  }
+  return done == asio::buffer_size(buffers);
+}
+
+/// The asynchronous half: writes `buffers` from byte `done` on, with `timeout`.
+template <class ConstBufferSequence>
+asio::awaitable<boost::system::error_code> write_rest(beast::tcp_stream& stream,
+                                                      const ConstBufferSequence& buffers, std::size_t done,
+                                                      std::chrono::milliseconds timeout) {
   beast::buffers_suffix<ConstBufferSequence> rest(buffers);
   rest.consume(done);
   stream.expires_after(timeout);
   auto [wec, wn] = co_await asio::async_write(stream, rest, asio::as_tuple(asio::use_awaitable));
   co_return wec;
+}
+
+/// Writes all of `buffers` (a ConstBufferSequence): eagerly, then asynchronously with `timeout`.
+template <class ConstBufferSequence>
+asio::awaitable<boost::system::error_code> eager_write(beast::tcp_stream& stream,
+                                                       const ConstBufferSequence& buffers,
+                                                       std::chrono::milliseconds timeout) {
+  std::size_t done = 0;
+  boost::system::error_code ec;
+  if (write_now(stream, buffers, done, ec)) {
+    co_return ec;
+  }
+  co_return co_await write_rest(stream, buffers, done, timeout);
 }
 
 /// Writes a whole HTTP message through `serializer`: eagerly, then asynchronously with `timeout`.

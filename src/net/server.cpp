@@ -104,14 +104,12 @@ class SessionWriter final : public StreamWriter {
   SessionWriter(beast::tcp_stream& stream, std::chrono::milliseconds timeout, std::string pending_header)
       : stream_(stream), timeout_(timeout), header_(std::move(pending_header)) {}
 
+  // The coroutine itself, not a wrapper around it: one frame per write.
   asio::awaitable<boost::system::error_code> write(std::string_view data) override {
-    if (data.empty() && !failed_ && !finished_) {
-      co_return boost::system::error_code{};
-    }
-    co_return co_await send(data, false);
+    return send(data, false);
   }
   asio::awaitable<boost::system::error_code> write_last(std::string_view data) override {
-    co_return co_await send(data, true);
+    return send(data, true);
   }
   bool failed() const noexcept override { return failed_; }
   std::uint64_t bytes_written() const noexcept override { return bytes_; }
@@ -127,6 +125,9 @@ class SessionWriter final : public StreamWriter {
     if (failed_ || finished_) {
       co_return asio::error::broken_pipe;
     }
+    if (data.empty() && !last) {
+      co_return boost::system::error_code{};  // an empty chunk would end the body
+    }
     char size_line[24];
     const int size_len =
         data.empty() ? 0 : std::snprintf(size_line, sizeof size_line, "%zx\r\n", data.size());
@@ -134,7 +135,11 @@ class SessionWriter final : public StreamWriter {
     const std::array<asio::const_buffer, 4> buffers{
         asio::buffer(header_), asio::buffer(size_line, static_cast<std::size_t>(size_len)),
         asio::buffer(data.data(), data.size()), asio::buffer(tail.data(), tail.size())};
-    const auto ec = co_await eager_write(stream_, buffers, timeout_);
+    std::size_t done = 0;
+    boost::system::error_code ec;
+    if (!write_now(stream_, buffers, done, ec)) {
+      ec = co_await write_rest(stream_, buffers, done, timeout_);
+    }
     std::string().swap(header_);
     if (ec) {
       failed_ = true;
