@@ -393,19 +393,36 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
         first_byte = arrived;
       }
       // Bytes that cannot hold any part of a usage chunk to drop go out as they came and are looked at
-      // afterwards: the piece starts and ends between events and does not mention usage. (Otherwise the
-      // events are parsed first and the kept ones relayed; an unfinished event waits in the parser.)
+      // afterwards: the piece starts and ends between events and does not mention usage. Whole events
+      // that do, in the plain form engines write, go out with the usage chunk cut out by its byte range.
+      // Otherwise the events are parsed first and the kept ones relayed (an unfinished event waits in
+      // the parser).
       const bool clean_end = piece->data.ends_with("\n\n");
-      const bool pass = !drop_usage_chunk ||
-                        (between_events && clean_end && piece->data.find("usage") == std::string_view::npos);
+      const bool whole_events = between_events && clean_end;
+      const bool pass =
+          !drop_usage_chunk || (whole_events && piece->data.find("usage") == std::string_view::npos);
       between_events = clean_end;
-      if (pass) {
+      std::optional<std::vector<std::pair<std::size_t, std::size_t>>> cut;
+      if (!pass && whole_events) {
+        cut = protocol::locate_usage_only_events(piece->data);
+      }
+      if (cut) {
+        out.clear();
+        std::size_t at = 0;
+        for (const auto& [begin, end] : *cut) {
+          out.append(piece->data.substr(at, begin - at));
+          at = end;
+        }
+        out.append(piece->data.substr(at));
+      }
+      if (pass || cut) {
         parser.capture_raw(false);
+        const std::string_view send = cut ? std::string_view(out) : piece->data;
         boost::system::error_code ec;
         if (piece->last) {
-          ec = co_await w.write_last(piece->data);
-        } else {
-          ec = co_await w.write(piece->data);
+          ec = co_await w.write_last(send);
+        } else if (!send.empty()) {
+          ec = co_await w.write(send);
         }
         const auto fed = parser.feed(
             piece->data, [&](const protocol::SseEvent& ev) { track(ev.event, ev.data, arrived); });

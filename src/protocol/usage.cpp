@@ -379,4 +379,38 @@ std::optional<bool> openai_usage_only(std::string_view data) {
   return choices == 1 && choices_empty && usage == 1 && usage_object;
 }
 
+std::optional<std::vector<std::pair<std::size_t, std::size_t>>> locate_usage_only_events(
+    std::string_view events) {
+  if (events.find('\r') != std::string_view::npos) {
+    return std::nullopt;
+  }
+  std::vector<std::pair<std::size_t, std::size_t>> found;
+  std::size_t pos = 0;
+  while (pos < events.size()) {
+    const std::size_t blank = events.find("\n\n", pos);
+    if (blank == std::string_view::npos) {
+      return std::nullopt;  // an event without its end
+    }
+    const std::string_view body = events.substr(pos, blank - pos);
+    if (body.find("usage") != std::string_view::npos) {
+      if (!body.starts_with("data:") || body.find('\n') != std::string_view::npos) {
+        return std::nullopt;
+      }
+      std::string_view data = body.substr(5);
+      if (data.starts_with(' ')) {
+        data.remove_prefix(1);
+      }
+      const std::optional<bool> usage_only = openai_usage_only(data);
+      if (!usage_only) {
+        return std::nullopt;
+      }
+      if (*usage_only) {
+        found.emplace_back(pos, blank + 2);
+      }
+    }
+    pos = blank + 2;
+  }
+  return found;
+}
+
 }  // namespace warden::protocol

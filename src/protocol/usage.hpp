@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace warden::protocol {
 
@@ -62,6 +64,14 @@ StreamEventInfo inspect_stream_event(ApiKind api, std::string_view event_name, s
 /// "choices" or "usage" twice, unbalanced brackets): ask inspect_stream_event then. Lets a relay drop the
 /// usage chunk before it parses it (which it then does after relaying the events it keeps).
 std::optional<bool> openai_usage_only(std::string_view data);
+
+/// Where the usage-only chunks are in a run of whole SSE events as engines write them ("data: <json>"
+/// events ended by a blank line, LF line ends): the byte ranges of those events, blank line included
+/// (often none). nullopt when the bytes are not in that form where it matters (a CR anywhere, an unended
+/// event, an event mentioning usage with other lines or fields, or one openai_usage_only cannot tell):
+/// parse them with SseParser then. Lets a relay cut the chunk out without parsing every event first.
+std::optional<std::vector<std::pair<std::size_t, std::size_t>>> locate_usage_only_events(
+    std::string_view events);
 
 /// Follows one engine stream: feed every SSE event; tells when content first appears and what the usage
 /// was at the end.

@@ -146,6 +146,37 @@ TEST(UsageTest, UsageChunkSeenFromTheTopLevelAgreesWithTheFullParse) {
   }
 }
 
+TEST(UsageTest, UsageOnlyEventsLocatedInPlainEvents) {
+  const std::string content = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}\n\n";
+  const std::string usage =
+      "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\n";
+  const std::string done = "data: [DONE]\n\n";
+  const std::string run = content + usage + done;
+  auto at = locate_usage_only_events(run);
+  ASSERT_TRUE(at.has_value());
+  ASSERT_EQ(at->size(), 1u);
+  EXPECT_EQ(run.substr((*at)[0].first, (*at)[0].second - (*at)[0].first), usage);
+  // Usage on a content chunk (continuous stats) is kept; nothing to cut without a usage chunk.
+  const std::string stats =
+      "data: {\"choices\":[{\"delta\":{\"content\":\"y\"}}],\"usage\":{\"prompt_tokens\":3}}\n\n";
+  auto none = locate_usage_only_events(content + stats + done);
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->empty());
+  // Not the plain form where it matters: left to the SSE parser.
+  for (const std::string& bytes : std::vector<std::string>{
+           content + usage.substr(0, 20),                            // an unended event
+           "data: {\"choices\":[],\r\n\"usage\":{}}\r\n\r\n",        // CR line ends
+           "event: usage\ndata: {\"choices\":[],\"usage\":{}}\n\n",  // another field with it
+           ": ping\ndata: {\"choices\":[],\"usage\":{}}\n\n",        // a comment with it
+           "data: {\"choices\":[],\n\ndata: \"usage\":{}}\n\n"}) {   // usage in a broken event
+    EXPECT_FALSE(locate_usage_only_events(bytes).has_value()) << bytes;
+  }
+  // A comment elsewhere does not matter.
+  auto with_ping = locate_usage_only_events(": ping\n\n" + usage);
+  ASSERT_TRUE(with_ping.has_value());
+  EXPECT_EQ(with_ping->size(), 1u);
+}
+
 TEST(UsageTest, OpenAiChunkClassification) {
   auto usage_chunk = inspect_stream_event(
       ApiKind::openai_chat, "", R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}})");
