@@ -8,12 +8,13 @@
 //   d.expires_after(std::chrono::seconds(60));
 //   auto [ec, n] = co_await socket.async_read_some(...);   // operation_aborted and d.expired(): timed out
 //
-// The socket must outlive the ReadDeadline (both live in one connection object).
+// The socket must outlive the ReadDeadline (both live in one connection object or session).
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
+#include <memory>
 
 namespace warden::net {
 
@@ -22,60 +23,68 @@ class ReadDeadline {
   using Clock = std::chrono::steady_clock;
 
   explicit ReadDeadline(boost::asio::ip::tcp::socket& socket)
-      : socket_(socket), timer_(socket.get_executor()) {}
+      : state_(std::make_shared<State>(&socket)), timer_(socket.get_executor()) {}
   ReadDeadline(const ReadDeadline&) = delete;
   ReadDeadline& operator=(const ReadDeadline&) = delete;
+  // A wait that completed but whose handler has not run yet outlives this object: it finds the socket
+  // gone in the shared state and does nothing.
+  ~ReadDeadline() { state_->socket = nullptr; }
 
   /// From now on, the socket's pending operations are cancelled once `d` has passed (until the next
   /// expires_after() or disarm()).
   void expires_after(Clock::duration d) {
-    deadline_ = Clock::now() + d;
-    expired_ = false;
-    if (!armed_ || deadline_ < timer_.expiry()) {
-      arm();  // (re-arming earlier cancels the pending wait)
+    state_->deadline = Clock::now() + d;
+    state_->expired = false;
+    if (!state_->armed || state_->deadline < timer_.expiry()) {
+      arm(state_, timer_);  // (re-arming earlier cancels the pending wait)
     }
   }
   /// No deadline, lazily: an armed timer runs out at its time and finds nothing to do. Cheaper than
   /// disarm() when the io_context runs on anyway (a server between the reads of its requests).
-  void clear() noexcept { deadline_ = Clock::time_point::max(); }
+  void clear() noexcept { state_->deadline = Clock::time_point::max(); }
   /// No deadline (a connection back in its pool): the timer is cancelled, so it holds no io_context.
   void disarm() noexcept {
-    deadline_ = Clock::time_point::max();
-    if (armed_) {
+    state_->deadline = Clock::time_point::max();
+    if (state_->armed) {
       timer_.cancel();
-      armed_ = false;
+      state_->armed = false;
     }
   }
   /// The last deadline passed and cancelled the socket's operations.
-  bool expired() const noexcept { return expired_; }
+  bool expired() const noexcept { return state_->expired; }
 
  private:
-  void arm() {
-    armed_ = true;
-    timer_.expires_at(deadline_);
-    timer_.async_wait([this](const boost::system::error_code& ec) {
-      if (ec) {
-        return;  // cancelled: re-armed, disarmed or destroyed (then `this` is gone): nothing to do
+  struct State {
+    explicit State(boost::asio::ip::tcp::socket* s) : socket(s) {}
+    boost::asio::ip::tcp::socket* socket;  // null once the ReadDeadline is gone
+    Clock::time_point deadline = Clock::time_point::max();
+    bool armed = false;
+    bool expired = false;
+  };
+
+  static void arm(const std::shared_ptr<State>& state, boost::asio::steady_timer& timer) {
+    state->armed = true;
+    timer.expires_at(state->deadline);
+    timer.async_wait([state, &timer](const boost::system::error_code& ec) {
+      if (ec || state->socket == nullptr) {
+        return;  // cancelled (re-armed, disarmed, destroyed), or the ReadDeadline is gone
       }
-      armed_ = false;
-      if (deadline_ == Clock::time_point::max()) {
+      state->armed = false;
+      if (state->deadline == Clock::time_point::max()) {
         return;
       }
-      if (Clock::now() >= deadline_) {
-        expired_ = true;
+      if (Clock::now() >= state->deadline) {
+        state->expired = true;
         boost::system::error_code ignored;
-        socket_.cancel(ignored);
+        state->socket->cancel(ignored);
         return;
       }
-      arm();  // the deadline moved on since this wait began
+      arm(state, timer);  // the deadline moved on since this wait began (the timer lives: socket set)
     });
   }
 
-  boost::asio::ip::tcp::socket& socket_;
+  std::shared_ptr<State> state_;
   boost::asio::steady_timer timer_;
-  Clock::time_point deadline_ = Clock::time_point::max();
-  bool armed_ = false;
-  bool expired_ = false;
 };
 
 }  // namespace warden::net
