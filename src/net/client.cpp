@@ -1,5 +1,6 @@
 #include "net/client.hpp"
 
+#include "net/buffered_parse.hpp"
 #include "net/read_deadline.hpp"
 
 #include "net/eager_write.hpp"
@@ -117,7 +118,7 @@ struct Connection {
   bool pending_done = false;  // last piece returned with the body complete: next call reports done
 
   // Reads what the socket has (at least a byte) into `buffer`, under the deadline set before: plain
-  // socket reads parsed by hand (see drain_buffered) cost less per engine event than Beast's composed
+  // socket reads parsed by hand (net/buffered_parse.hpp) cost less per engine event than Beast's composed
   // read with its per-operation timer. Room for half the body buffer: a header and the events behind it
   // arrive in one system call.
   auto read_some() { return stream.socket().async_read_some(buffer.prepare(read_bytes()), use_tuple); }
@@ -241,29 +242,6 @@ std::string serialize_head(const http::request_header<>& req) {
   return out;
 }
 
-// Parses the body bytes already in the read buffer into the rest of body_buf without touching the
-// socket. async_read_some stops after one chunk; taking every buffered chunk at once lets the relay send
-// them downstream as one write instead of one write (and one client wake-up) per chunk.
-boost::system::error_code drain_buffered(detail::Connection& c) {
-  auto& parser = *c.parser;
-  auto& body = parser.get().body();
-  boost::system::error_code ec;
-  while (!parser.is_done() && c.buffer.size() > 0 && body.size > 0) {
-    std::size_t used = parser.put(c.buffer.data(), ec);
-    c.buffer.consume(used);
-    if (ec == http::error::need_more || ec == http::error::need_buffer) {
-      return {};  // a partial chunk header, or body_buf full: the rest comes with the next call
-    }
-    if (ec) {
-      return ec;
-    }
-    if (used == 0) {
-      break;
-    }
-  }
-  return {};
-}
-
 }  // namespace
 
 // --- UpstreamResponse --------------------------------------------------------------------------------
@@ -351,7 +329,7 @@ asio::awaitable<boost::system::result<BodyPiece>> UpstreamResponse::next() {
     parser.get().body().data = conn_->body_buf.data();
     parser.get().body().size = conn_->body_buf.size();
     // What is buffered first; the socket only when that gave no body byte.
-    boost::system::error_code ec = drain_buffered(*conn_);
+    boost::system::error_code ec = put_buffered(*conn_->parser, conn_->buffer);
     if (!ec && !parser.is_done() && parser.get().body().size == conn_->body_buf.size()) {
       conn_->read_deadline.expires_after(timeouts_.idle);
       auto [rec, n] = co_await conn_->read_some();
@@ -363,7 +341,7 @@ asio::awaitable<boost::system::result<BodyPiece>> UpstreamResponse::next() {
         ec = beast::error::timeout;
       }
       if (!ec) {
-        ec = drain_buffered(*conn_);
+        ec = put_buffered(*conn_->parser, conn_->buffer);
       }
     }
     std::size_t got = conn_->body_buf.size() - parser.get().body().size;
@@ -518,11 +496,7 @@ asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send_impl(c
         hec = beast::error::timeout;
       }
       if (!hec) {
-        const std::size_t used = conn->parser->put(conn->buffer.data(), hec);
-        conn->buffer.consume(used);
-        if (hec == http::error::need_more) {
-          hec = {};
-        }
+        hec = put_buffered(*conn->parser, conn->buffer);  // the header, and the body's start if it has room
       }
     }
     if (hec) {

@@ -2,6 +2,7 @@
 
 #include "net/read_deadline.hpp"
 
+#include "net/buffered_parse.hpp"
 #include "net/eager_write.hpp"
 
 #include <spdlog/spdlog.h>
@@ -195,7 +196,7 @@ struct Server::DisconnectWatch {
   beast::flat_buffer* buffer = nullptr;  // the session's read buffer
   std::uint64_t generation = 0;          // bumped by disarm(): a late callback of an older wait is ignored
   bool armed = false;                    // between the handler's start and the end of the response
-  bool waiting = false;                  // an async_wait is registered
+  bool waiting = false;                  // the peeking receive is pending
   bool fired = false;
   char peeked = 0;  // target of the peeking receive
 
@@ -394,7 +395,7 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
   };
 
   ReadDeadline deadline(stream.socket());
-  // One read into the buffer; a passed deadline reads as Beast's timeout, EOF as end_of_stream.
+  // One read into the buffer; a passed deadline reads as Beast's timeout.
   auto read_some = [&](std::size_t bytes) -> asio::awaitable<boost::system::error_code> {
     auto [ec, n] = co_await stream.socket().async_read_some(buffer.prepare(bytes), use_tuple);
     buffer.commit(n);
@@ -414,15 +415,9 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
     deadline.expires_after(index == 0 ? opts_.read_timeout : opts_.idle_timeout);
     boost::system::error_code hec;
     while (true) {
-      if (buffer.size() > 0) {
-        const std::size_t used = parser.put(buffer.data(), hec);
-        buffer.consume(used);
-        if (hec == http::error::need_more) {
-          hec = {};
-        }
-        if (hec || parser.is_header_done()) {
-          break;
-        }
+      hec = put_buffered(parser, buffer);
+      if (hec || parser.is_header_done()) {
+        break;
       }
       hec = co_await read_some(kHeaderReadBytes);
       if (hec) {
@@ -460,19 +455,8 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
       buffer.reserve(
           std::min<std::size_t>(static_cast<std::size_t>(*parser.content_length()), kBodyReadBytes));
     }
-    // The body usually came in with the header: parse it from the buffer without another read.
-    boost::system::error_code bec;
-    while (!parser.is_done() && buffer.size() > 0) {
-      const std::size_t used = parser.put(buffer.data(), bec);
-      buffer.consume(used);
-      if (bec == http::error::need_more) {
-        bec = {};
-        break;
-      }
-      if (bec || used == 0) {
-        break;
-      }
-    }
+    // The body usually came in with the header: parsed from the buffer without another read.
+    boost::system::error_code bec = put_buffered(parser, buffer);
     if (!bec && !parser.is_done()) {
       deadline.expires_after(opts_.read_timeout);
     }
@@ -480,16 +464,8 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
       const std::uint64_t left = parser.content_length_remaining().value_or(kBodyReadBytes);
       bec =
           co_await read_some(static_cast<std::size_t>(std::clamp<std::uint64_t>(left, 512, kBodyReadBytes)));
-      while (!bec && !parser.is_done() && buffer.size() > 0) {
-        const std::size_t used = parser.put(buffer.data(), bec);
-        buffer.consume(used);
-        if (bec == http::error::need_more) {
-          bec = {};
-          break;
-        }
-        if (used == 0) {
-          break;
-        }
+      if (!bec) {
+        bec = put_buffered(parser, buffer);
       }
     }
     if (bec) {
