@@ -351,9 +351,6 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
     std::optional<Clock::time_point> first_byte;
     std::optional<Clock::time_point> first_content;
     std::string out;
-    // Events looked at after their bytes went out: only the drop decision has to come first.
-    std::vector<std::pair<std::string, std::string>> deferred;
-    std::size_t deferred_count = 0;
     auto track = [&](std::string_view event, std::string_view data, Clock::time_point arrived) {
       auto ev_info = tracker.on_event(event, data);
       if (ev_info.content && !first_content) {
@@ -415,78 +412,39 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
         }
         out.append(piece->data.substr(at));
       }
-      if (pass || cut) {
-        parser.capture_raw(false);
-        const std::string_view send = cut ? std::string_view(out) : piece->data;
-        boost::system::error_code ec;
-        if (piece->last) {
-          ec = co_await w.write_last(send);
-        } else if (!send.empty()) {
-          ec = co_await w.write(send);
-        }
-        const auto fed = parser.feed(
-            piece->data, [&](const protocol::SseEvent& ev) { track(ev.event, ev.data, arrived); });
-        if (ec) {
-          shared_up->abort();  // the client is gone: the engine must learn it now
-          ok = false;
-          rec.status = 499;
-          break;
-        }
-        if (!fed && drop_usage_chunk) {
+      // The rare rest (an event cut between reads, CR line ends, other fields): parsed before the write.
+      const bool parse_first = !pass && !cut;
+      if (parse_first) {
+        parser.capture_raw(true);
+        out.clear();
+        const auto fed = parser.feed(piece->data, [&](const protocol::SseEvent& ev) {
+          if (!track(ev.event, ev.data, arrived).usage_only) {
+            out += ev.raw;
+          }
+        });
+        if (!fed) {
           ok = false;  // an event too large to inspect: the stream cannot be filtered safely
           break;
         }
-        continue;
       }
-      parser.capture_raw(true);
-      out.clear();
-      deferred_count = 0;
-      auto fed = parser.feed(piece->data, [&](const protocol::SseEvent& ev) {
-        // Only an event that mentions "usage" can be the usage chunk the client did not ask for; a look
-        // at its top level tells (else the full parse, now), and its figures are read after the write.
-        if (drop_usage_chunk && ev.data.find("usage") != std::string::npos) {
-          const std::optional<bool> usage_only = protocol::openai_usage_only(ev.data);
-          if (!usage_only) {
-            if (!track(ev.event, ev.data, arrived).usage_only) {
-              out += ev.raw;
-            }
-            return;
-          }
-          if (!*usage_only) {
-            out += ev.raw;
-          }
-        } else {
-          out += ev.raw;
-        }
-        if (deferred_count == deferred.size()) {
-          deferred.emplace_back();
-        }
-        deferred[deferred_count].first.assign(ev.event);
-        deferred[deferred_count].second.assign(ev.data);
-        ++deferred_count;
-      });
-      if (!fed) {
-        ok = false;  // an event too large to inspect: the stream cannot be filtered safely
-        break;
-      }
-      auto track_deferred = [&] {
-        for (std::size_t i = 0; i < deferred_count; ++i) {
-          track(deferred[i].first, deferred[i].second, arrived);
-        }
-      };
-      if (out.empty() && !piece->last) {
-        track_deferred();
-        continue;
-      }
+      const std::string_view send = pass ? piece->data : std::string_view(out);
       // The end of the upstream body came with these bytes: end the client's body in the same write.
       // Two statements, not a conditional: GCC 12 destroys a temporary awaitable in `c ? a : b` twice.
       boost::system::error_code ec;
       if (piece->last) {
-        ec = co_await w.write_last(out);
-      } else {
-        ec = co_await w.write(out);
+        ec = co_await w.write_last(send);
+      } else if (!send.empty()) {
+        ec = co_await w.write(send);
       }
-      track_deferred();
+      if (!parse_first) {
+        parser.capture_raw(false);
+        const auto fed = parser.feed(
+            piece->data, [&](const protocol::SseEvent& ev) { track(ev.event, ev.data, arrived); });
+        if (!fed && drop_usage_chunk && !ec) {
+          ok = false;  // an event too large to inspect: the stream cannot be filtered safely
+          break;
+        }
+      }
       if (ec) {
         shared_up->abort();  // the client is gone: the engine must learn it now
         ok = false;
