@@ -73,17 +73,19 @@ void BM_Reference_DomParse200KB(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * body.size()));
 }
 
-void BM_Rewrite_Claude200KB_Model(benchmark::State& state) {
-  const std::string& body = claude_body(samples::ClaudeMetadata::json_string);
-  // The gateway's path: the layout comes from inspect_request's pass, the rewrite itself is the splice.
+// The gateway's path: the layout comes from inspect_request's pass, the rewrite itself is the splice.
+void run_rewrite(benchmark::State& state, ApiKind api, const std::string& body) {
   const std::vector<HeaderField> none;
-  const BodyLayout layout = inspect_request(ApiKind::anthropic_messages, HeaderLookup{none}, body)->layout;
+  const BodyLayout layout = inspect_request(api, HeaderLookup{none}, body)->layout;
   for (auto _ : state) {
-    auto r = rewrite_request(ApiKind::anthropic_messages, body, layout,
-                             RewriteOptions{"Qwen/Qwen3-4B-Instruct-2507", true});
+    auto r = rewrite_request(api, body, layout, RewriteOptions{"Qwen/Qwen3-4B-Instruct-2507", true});
     benchmark::DoNotOptimize(r);
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * body.size()));
+}
+
+void BM_Rewrite_Claude200KB_Model(benchmark::State& state) {
+  run_rewrite(state, ApiKind::anthropic_messages, claude_body(samples::ClaudeMetadata::json_string));
 }
 
 // The fixed cost per request: the small streamed chat request gateway_bench sends, with and without a
@@ -109,13 +111,7 @@ void BM_Inspect_SmallChat_Fingerprint(benchmark::State& s) {
   run_small_inspect(s, false);
 }
 void BM_Rewrite_SmallChat(benchmark::State& state) {
-  const std::vector<HeaderField> none;
-  const BodyLayout layout = inspect_request(ApiKind::openai_chat, HeaderLookup{none}, kSmallChat)->layout;
-  for (auto _ : state) {
-    auto r = rewrite_request(ApiKind::openai_chat, kSmallChat, layout,
-                             RewriteOptions{"Qwen/Qwen3-4B-Instruct-2507", true});
-    benchmark::DoNotOptimize(r);
-  }
+  run_rewrite(state, ApiKind::openai_chat, kSmallChat);
 }
 
 // A vLLM /metrics body for DP=4: the gauges and counters the warden reads, their _created companions,

@@ -392,10 +392,9 @@ TEST(NetClient, ReadDeadlineMovesBothWaysAndReleasesTheContext) {
   const auto start = steady_clock::now();
   net::asio::steady_timer later(ioc, milliseconds(20));
   later.async_wait([&](boost::system::error_code) { deadline.expires_after(milliseconds(120)); });
-  auto [ec2, took2] = timed_read();
+  const auto ec2 = timed_read().first;
   EXPECT_EQ(ec2, net::asio::error::operation_aborted);
   EXPECT_GE(steady_clock::now() - start, milliseconds(140));
-  (void)took2;
   // Disarmed: nothing is left waiting, so run() returns at once.
   guard.cancel();
   deadline.expires_after(hours(1));
