@@ -22,6 +22,7 @@ struct BenchArgs {
   std::optional<double> think_time;
   std::optional<double> stagger;
   std::uint64_t seed = 1;
+  bool no_billing_header = false;
   std::string warden;
 };
 
@@ -70,6 +71,8 @@ bool finish_options(BenchArgs& a) {
   w.think_time = a.think_time.value_or(w.think_time);
   w.stagger = a.stagger.value_or(w.stagger);
   w.seed = a.seed;
+  // Anthropic requests carry Claude Code's billing line as the real client sends it (render_openai has none).
+  w.billing_header = !a.no_billing_header;
   a.options.version = kVersion;
   return true;
 }
@@ -127,6 +130,9 @@ void add_bench_command(CLI::App& app) {
                   "Model seconds between a turn's end and the session's next turn (default 0)");
   cmd->add_option("--stagger", args->stagger,
                   "Model seconds over which each level's first turns are spread (default 0: all at once)");
+  cmd->add_flag(
+      "--no-billing-header", args->no_billing_header,
+      "Leave out Claude Code's per-conversation billing line (first system block of --api anthropic)");
   cmd->add_option("--drain-timeout", o.drain_timeout,
                   "Model seconds in-flight turns may take to finish after a level before they are cancelled")
       ->capture_default_str();

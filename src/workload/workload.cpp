@@ -21,18 +21,23 @@ enum StreamTag : std::uint64_t {
   kReplyTag = 4,
   kSessionIdTag = 5,
   kDeviceTag = 6,
+  kBillingTag = 7,
 };
 
 std::string hex64(std::uint64_t v) {
   return fmt::format("{:016x}", v);
 }
 
-boost::json::array text_blocks(const std::string& text) {
-  boost::json::array blocks;
+boost::json::object text_block(const std::string& text) {
   boost::json::object block;
   block["type"] = "text";
   block["text"] = text;
-  blocks.emplace_back(std::move(block));
+  return block;
+}
+
+boost::json::array text_blocks(const std::string& text) {
+  boost::json::array blocks;
+  blocks.emplace_back(text_block(text));
   return blocks;
 }
 
@@ -88,6 +93,12 @@ std::string session_id(std::uint64_t seed, std::uint64_t session_index) {
   const std::string l = hex64(lo);
   return fmt::format("{}-{}-{}-{}-{}", h.substr(0, 8), h.substr(8, 4), h.substr(12, 4), l.substr(0, 4),
                      l.substr(4, 12));
+}
+
+std::string billing_line(std::uint64_t seed, std::uint64_t session_index) {
+  SplitMix64 rng(stream_seed(seed, kBillingTag, session_index));
+  return fmt::format("x-anthropic-billing-header: cc_version=2.1.332.{:03x}; cc_entrypoint=sdk-cli;",
+                     rng.below(0x1000));
 }
 
 Workload::Workload(WorkloadConfig config) : config_(config) {
@@ -161,8 +172,15 @@ HttpRequestSpec render_anthropic(const Workload& workload, const Conversation& c
   body["model"] = model;
   body["max_tokens"] = workload.config().max_output;
   body["stream"] = true;
+  boost::json::array system;
+  if (workload.config().billing_header) {
+    system.emplace_back(text_block(billing_line(workload.config().seed, conversation.session_index)));
+  }
   if (!workload.system_prompt().empty()) {
-    body["system"] = text_blocks(workload.system_prompt());
+    system.emplace_back(text_block(workload.system_prompt()));
+  }
+  if (!system.empty()) {
+    body["system"] = std::move(system);
   }
   body["messages"] = std::move(messages);
   boost::json::object metadata;

@@ -28,6 +28,9 @@ struct WorkloadConfig {
   // Model seconds over which a level's N first turns are spread (slot i starts at i/N of it); 0 = all at
   // once, as the reference load tool did, which makes the sessions advance in lockstep waves.
   double stagger = 0.0;
+  // Claude Code's per-conversation billing line as the first system block (billing_line()); it defeats
+  // prefix sharing between conversations unless the gateway removes it.
+  bool billing_header = false;
 };
 
 // Named presets; only `claude-code` (the reference workload) exists today.
@@ -85,6 +88,11 @@ class Workload {
   std::string system_prompt_;
   std::string device_id_;
 };
+
+// The first system block Claude Code 2.1.332 sends: "x-anthropic-billing-header: cc_version=2.1.332.XXX;
+// cc_entrypoint=sdk-cli;", XXX three hex digits fixed by (seed, session index): stable within a
+// conversation, different between most conversations, like the real client's.
+std::string billing_line(std::uint64_t seed, std::uint64_t session_index);
 
 // uuid-like session id (8-4-4-4-12 lowercase hex, version 4 / variant bits set), fixed by seed and index.
 std::string session_id(std::uint64_t seed, std::uint64_t session_index);

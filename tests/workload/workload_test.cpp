@@ -232,5 +232,44 @@ TEST(Workload, ValidateRefusesImpossibleConfigurations) {
   EXPECT_FALSE(preset("nope").has_value());
 }
 
+// The system blocks of a rendered Anthropic request.
+boost::json::array system_blocks(const Workload& w, const Conversation& c) {
+  return boost::json::parse(render_anthropic(w, c, "m").body).as_object().at("system").as_array();
+}
+
+TEST(Workload, BillingLineIsTheFirstSystemBlockStablePerConversation) {
+  WorkloadConfig cfg;
+  cfg.billing_header = true;
+  const Workload w(cfg);
+  const std::regex line(
+      R"(x-anthropic-billing-header: cc_version=2\.1\.332\.[0-9a-f]{3}; cc_entrypoint=sdk-cli;)");
+  std::set<std::string> lines;
+  for (std::uint64_t i = 0; i < 20; ++i) {
+    Conversation c = w.start_session(i);
+    const boost::json::array first = system_blocks(w, c);
+    ASSERT_EQ(first.size(), 2U);
+    const std::string billing(first[0].at("text").as_string());
+    EXPECT_TRUE(std::regex_match(billing, line)) << billing;
+    EXPECT_EQ(billing, billing_line(cfg.seed, i));
+    EXPECT_EQ(first[1].at("text").as_string(), w.system_prompt());
+    // Later turns of the conversation send the same line.
+    w.add_reply(c, w.synthetic_reply(c, 5));
+    w.next_turn(c);
+    EXPECT_EQ(system_blocks(w, c)[0].at("text").as_string(), billing);
+    lines.insert(billing);
+  }
+  // Three hex digits: 20 conversations almost surely show many different lines (fixed by the seed).
+  EXPECT_GE(lines.size(), 15U);
+  EXPECT_EQ(billing_line(1, 3), billing_line(1, 3));
+  EXPECT_NE(billing_line(1, 3), billing_line(2, 3));
+}
+
+TEST(Workload, WithoutBillingLineTheSystemPromptIsTheOnlySystemBlock) {
+  const Workload w(WorkloadConfig{});
+  const boost::json::array blocks = system_blocks(w, w.start_session(0));
+  ASSERT_EQ(blocks.size(), 1U);
+  EXPECT_EQ(blocks[0].at("text").as_string(), w.system_prompt());
+}
+
 }  // namespace
 }  // namespace warden::workload
