@@ -1,0 +1,361 @@
+// The real agents from npm (package.json pins them) against a real `lm-warden serve` whose config launches
+// `lm-warden sim` at a time scale: three concurrent Claude Code conversations of three turns each
+// (`claude -p`, then `claude -c -p`, each in its own directory), a later conversation on a replica that
+// already served another one (its first turn must find the shared system and tool prefix cached), and a
+// Codex turn plus a resumed one. Every agent talks through its own small recording proxy, which passes bytes
+// unchanged and keeps each request's body, the warden's x-warden-replica and the reply's usage. Offline:
+// dummy keys, a temporary HOME per agent, telemetry, updates and non-essential traffic off.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+
+import { Child, sourceDir, tempDir, waitFor, warden } from './console_support.mjs';
+
+const MODEL = 'qwen3-4b-dp4';
+const SERVED_NAME = 'Qwen/Qwen3-4B-Instruct-2507';
+const MAX_MODEL_LEN = Number(process.env.WARDEN_AGENTS_MAX_MODEL_LEN ?? 32768);
+const TIME_SCALE = 20;
+const TURN_TIMEOUT_MS = 120000;
+
+// The platform binaries the npm wrappers install (`node_modules/.bin/*` point at them).
+function agentBinary(name) {
+  const bin = path.join(sourceDir, 'node_modules', '.bin', name);
+  return fs.existsSync(bin) ? bin : null;
+}
+const CLAUDE = agentBinary('claude');
+const CODEX = agentBinary('codex');
+const missing = [!CLAUDE && 'claude', !CODEX && 'codex'].filter(Boolean);
+const skip = missing.length ? `npm packages not installed (${missing.join(', ')}): run scripts/setup.sh` : false;
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function writeConfig(dir, simPort) {
+  const file = path.join(dir, 'warden.yaml');
+  fs.writeFileSync(
+    file,
+    `# Written by tests/js/agents.test.mjs
+listen: 127.0.0.1:0
+state_dir: ${JSON.stringify(path.join(dir, 'state'))}
+metrics: { scrape_interval: 200ms }
+models:
+  - name: ${MODEL}
+    served_model_name: ${SERVED_NAME}
+    max_num_seqs: 32
+    routing: { affinity: true, spill_threshold: auto }
+    replicas:
+      data_parallel: { url: http://127.0.0.1:${simPort}, size: 4 }
+    launch:
+      command: ["\${WARDEN_BINARY}", sim, --port, "\${PORT}", --data-parallel-size, "\${DP_SIZE}",
+                --preset, a4000-qwen3-4b, --time-scale, "${TIME_SCALE}", --max-model-len, "${MAX_MODEL_LEN}",
+                --served-model-name, "\${SERVED_MODEL_NAME}"]
+      health_timeout: 30s
+      stop_grace: 2s
+`,
+  );
+  return file;
+}
+
+// Usage of one reply, whichever API: Anthropic SSE (message_start / message_delta), Responses SSE
+// (response.completed) or a plain JSON body.
+function usageOf(text) {
+  const usage = {};
+  const take = (u) => {
+    if (!u) {
+      return;
+    }
+    usage.input = u.input_tokens ?? usage.input;
+    usage.output = u.output_tokens ?? usage.output;
+    usage.cached = u.cache_read_input_tokens ?? u.input_tokens_details?.cached_tokens ?? usage.cached;
+  };
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('data:')) {
+      continue;
+    }
+    try {
+      const ev = JSON.parse(line.slice(5));
+      take(ev.message?.usage);
+      take(ev.usage);
+      take(ev.response?.usage);
+    } catch {
+      // not JSON ([DONE], keep-alives)
+    }
+  }
+  if (Object.keys(usage).length === 0) {
+    try {
+      take(JSON.parse(text).usage);
+    } catch {
+      // not JSON
+    }
+  }
+  return usage;
+}
+
+// Forwards everything to `target` unchanged and records each exchange.
+async function startRecorder(target) {
+  const records = [];
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const rec = { method: req.method, url: req.url, headers: req.headers, body: null, status: 0 };
+      try {
+        rec.body = JSON.parse(body.toString());
+      } catch {
+        // not JSON
+      }
+      records.push(rec);
+      const up = http.request(
+        `${target}${req.url}`,
+        { method: req.method, headers: { ...req.headers, host: new URL(target).host } },
+        (upRes) => {
+          rec.status = upRes.statusCode;
+          rec.replica = upRes.headers['x-warden-replica'];
+          rec.route = upRes.headers['x-warden-route'];
+          res.writeHead(upRes.statusCode, upRes.headers);
+          const reply = [];
+          upRes.on('data', (c) => {
+            reply.push(c);
+            res.write(c);
+          });
+          upRes.on('end', () => {
+            rec.reply = Buffer.concat(reply).toString();
+            rec.usage = usageOf(rec.reply);
+            res.end();
+          });
+        },
+      );
+      up.on('error', (err) => {
+        rec.error = err.message;
+        res.destroy(err);
+      });
+      up.end(body);
+    });
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { records, url: `http://127.0.0.1:${server.address().port}`, close: () => server.close() };
+}
+
+// Runs an agent to completion within a deadline; resolves {code, stdout, stderr}.
+function run(file, args, { cwd, env, timeoutMs = TURN_TIMEOUT_MS }) {
+  return new Promise((resolve) => {
+    const child = spawn(file, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => {
+      stderr += `\n[killed after ${timeoutMs} ms]`;
+      child.kill('SIGKILL');
+    }, timeoutMs);
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? signal, stdout, stderr });
+    });
+  });
+}
+
+// The environment of one Claude Code conversation: its own HOME and config, the warden's model, offline.
+function claudeEnv(home, baseUrl) {
+  const env = {
+    PATH: process.env.PATH,
+    HOME: home,
+    CLAUDE_CONFIG_DIR: path.join(home, '.claude'),
+    ANTHROPIC_BASE_URL: baseUrl,
+    ANTHROPIC_API_KEY: 'dummy',
+    ANTHROPIC_MODEL: MODEL,
+    ANTHROPIC_SMALL_FAST_MODEL: MODEL,
+    ANTHROPIC_DEFAULT_HAIKU_MODEL: MODEL,
+    // The engine's real window, so Claude Code compacts before the engine's limit (a model name it does
+    // not know otherwise counts as 1M tokens).
+    CLAUDE_CODE_MAX_CONTEXT_TOKENS: String(MAX_MODEL_LEN),
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    DISABLE_TELEMETRY: '1',
+    DISABLE_ERROR_REPORTING: '1',
+    DISABLE_AUTOUPDATER: '1',
+    DISABLE_BUG_COMMAND: '1',
+    CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY: '1',
+    CLAUDE_CODE_ENABLE_TELEMETRY: '0',
+  };
+  if (process.env.CLAUDE_CODE_MAX_OUTPUT_TOKENS) {
+    env.CLAUDE_CODE_MAX_OUTPUT_TOKENS = process.env.CLAUDE_CODE_MAX_OUTPUT_TOKENS;
+  }
+  return env;
+}
+
+function claudeTurn(conv, prompt, { resume }) {
+  const args = [...(resume ? ['-c'] : []), '-p', prompt, '--output-format', 'json', '--model', MODEL];
+  return run(CLAUDE, args, { cwd: conv.cwd, env: claudeEnv(conv.home, conv.recorder.url) });
+}
+
+// The agent loop's own requests (Claude Code also sends small tool-less ones, e.g. for a title).
+const mainRequests = (conv) =>
+  conv.recorder.records.filter((r) => r.url.startsWith('/v1/messages') && !r.url.includes('count_tokens') &&
+    Array.isArray(r.body?.tools) && r.body.tools.length > 0);
+
+function describeRun(what, res) {
+  return `${what}: exit ${res.code}\nstdout: ${res.stdout.slice(-1500)}\nstderr: ${res.stderr.slice(-1500)}`;
+}
+
+async function countTokens(base, body) {
+  const r = await fetch(`${base}/v1/messages/count_tokens`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-api-key': 'dummy' },
+    body: JSON.stringify({ model: MODEL, ...body }),
+  });
+  const json = await r.json();
+  assert.ok(r.ok && Number.isInteger(json.input_tokens), `count_tokens ${r.status}: ${JSON.stringify(json)}`);
+  return json.input_tokens;
+}
+
+describe('real agents through the warden', { skip, timeout: 540000 }, () => {
+  let dir;
+  let serve;
+  let base;
+  const recorders = [];
+
+  before(async () => {
+    dir = tempDir();
+    const config = writeConfig(dir, await freePort());
+    serve = new Child('serve', warden(), ['serve', '--config', config]);
+    base = `http://127.0.0.1:${await serve.port()}`;
+    await waitFor(
+      async () => {
+        const r = await fetch(`${base}/api/models/${encodeURIComponent(MODEL)}`);
+        const m = r.ok ? await r.json() : null;
+        return m?.healthy_replicas === 4;
+      },
+      { timeoutMs: 40000, intervalMs: 200, what: 'the launched sim to serve 4 healthy replicas' },
+    );
+  });
+
+  after(async () => {
+    for (const r of recorders) {
+      r.close();
+    }
+    // The warden stops the sim it launched.
+    await serve?.stop();
+    if (dir) {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  async function conversation(name) {
+    const home = path.join(dir, name, 'home');
+    const cwd = path.join(dir, name, 'work');
+    fs.mkdirSync(home, { recursive: true });
+    fs.mkdirSync(cwd, { recursive: true });
+    const recorder = await startRecorder(base);
+    recorders.push(recorder);
+    return { name, home, cwd, recorder };
+  }
+
+  test('Claude Code: three concurrent conversations of three turns, each on one replica, prefix shared', async () => {
+    const convs = await Promise.all(['c0', 'c1', 'c2'].map(conversation));
+    const prompts = ['Say hello in one short sentence.', 'Now say it in French.', 'And in German, briefly.'];
+    await Promise.all(
+      convs.map(async (conv) => {
+        for (const [i, prompt] of prompts.entries()) {
+          const res = await claudeTurn(conv, prompt, { resume: i > 0 });
+          assert.equal(res.code, 0, describeRun(`${conv.name} turn ${i + 1}`, res));
+          const out = JSON.parse(res.stdout);
+          assert.equal(out.is_error, false, describeRun(`${conv.name} turn ${i + 1}`, res));
+        }
+      }),
+    );
+    const served = new Set();
+    for (const conv of convs) {
+      const reqs = mainRequests(conv);
+      assert.ok(reqs.length >= 3, `${conv.name}: ${reqs.length} agent requests for three turns`);
+      const replicas = new Set(reqs.map((r) => r.replica));
+      assert.equal(replicas.size, 1, `${conv.name} stayed on one replica: ${[...replicas]}`);
+      assert.ok(reqs.every((r) => r.status === 200), `${conv.name}: ${reqs.map((r) => r.status)}`);
+      served.add(reqs[0].replica);
+    }
+
+    // Later conversations, one at a time, until one is placed on a replica that already served another.
+    let later = null;
+    for (let i = 0; i < 3 && !later; i++) {
+      const conv = await conversation(`later${i}`);
+      const res = await claudeTurn(conv, 'Say hi.', { resume: false });
+      assert.equal(res.code, 0, describeRun(conv.name, res));
+      const first = mainRequests(conv)[0];
+      assert.ok(first, `${conv.name} sent an agent request`);
+      if (served.has(first.replica)) {
+        later = { conv, first };
+      }
+      served.add(first.replica);
+    }
+    assert.ok(later, 'a later conversation landed on a replica that had served another one');
+    const { first } = later;
+    const one = [{ role: 'user', content: 'x' }];
+    const prefix =
+      (await countTokens(base, { system: first.body.system, tools: first.body.tools, messages: one })) -
+      (await countTokens(base, { messages: one }));
+    const cached = first.usage?.cached ?? 0;
+    assert.ok(
+      cached >= 0.8 * prefix,
+      `first turn of ${later.conv.name} on replica ${first.replica}: ${cached} cached tokens, shared system+tools ` +
+        `prefix ${prefix} tokens (usage ${JSON.stringify(first.usage)})`,
+    );
+  });
+
+  test('Codex: exec and a resumed turn answer briefly', async () => {
+    const home = path.join(dir, 'codex', 'home');
+    const codexHome = path.join(home, '.codex');
+    const cwd = path.join(dir, 'codex', 'work');
+    fs.mkdirSync(codexHome, { recursive: true });
+    fs.mkdirSync(cwd, { recursive: true });
+    const recorder = await startRecorder(base);
+    recorders.push(recorder);
+    fs.writeFileSync(
+      path.join(codexHome, 'config.toml'),
+      `# Written by tests/js/agents.test.mjs
+model = "${MODEL}"
+model_provider = "warden"
+model_context_window = ${MAX_MODEL_LEN}
+check_for_update_on_startup = false
+
+[model_providers.warden]
+name = "LM Warden"
+base_url = "${recorder.url}/v1"
+wire_api = "responses"
+env_key = "WARDEN_API_KEY"
+request_max_retries = 0
+stream_max_retries = 0
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+`,
+    );
+    const env = { PATH: process.env.PATH, HOME: home, CODEX_HOME: codexHome, WARDEN_API_KEY: 'dummy' };
+    const opts = { cwd, env };
+    const first = await run(CODEX, ['exec', '--skip-git-repo-check', 'say hi'], opts);
+    assert.equal(first.code, 0, describeRun('codex exec', first));
+    const resumed = await run(CODEX, ['exec', 'resume', '--last', '--skip-git-repo-check', 'say bye'], opts);
+    assert.equal(resumed.code, 0, describeRun('codex exec resume --last', resumed));
+    const replies = recorder.records.filter((r) => r.url.startsWith('/v1/responses'));
+    assert.ok(replies.length >= 2, `codex sent ${replies.length} Responses requests`);
+    for (const r of replies) {
+      assert.equal(r.status, 200, `codex request answered ${r.status}: ${r.reply?.slice(0, 300)}`);
+      // "Short": an agent's reply to "say hi", not a reply that runs to the context limit.
+      assert.ok((r.usage?.output ?? Infinity) <= 1024, `reply of ${r.usage?.output} output tokens`);
+    }
+  });
+});
