@@ -146,13 +146,21 @@ async function startRecorder(target) {
     });
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { records, url: `http://127.0.0.1:${server.address().port}`, close: () => server.close() };
+  const close = () => {
+    server.close();
+    server.closeAllConnections();
+  };
+  return { records, url: `http://127.0.0.1:${server.address().port}`, close };
 }
+
+// Agents still running (a failed conversation does not wait for the others); killed at the end.
+const running = new Set();
 
 // Runs an agent to completion within a deadline; resolves {code, stdout, stderr}.
 function run(file, args, { cwd, env, timeoutMs = TURN_TIMEOUT_MS }) {
   return new Promise((resolve) => {
     const child = spawn(file, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    running.add(child);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -162,6 +170,7 @@ function run(file, args, { cwd, env, timeoutMs = TURN_TIMEOUT_MS }) {
       child.kill('SIGKILL');
     }, timeoutMs);
     child.on('exit', (code, signal) => {
+      running.delete(child);
       clearTimeout(timer);
       resolve({ code: code ?? signal, stdout, stderr });
     });
@@ -243,6 +252,9 @@ describe('real agents through the warden', { skip, timeout: 540000 }, () => {
   });
 
   after(async () => {
+    for (const child of running) {
+      child.kill('SIGKILL');
+    }
     for (const r of recorders) {
       r.close();
     }
