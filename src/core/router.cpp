@@ -95,6 +95,25 @@ Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metri
   return decision;
 }
 
+Decision Router::route_uncounted(const RequestFacts& facts, std::span<const ReplicaMetrics> metrics, Time now,
+                                 Rng& rng) {
+  std::lock_guard lock(mutex_);
+  std::optional<ReplicaIndex> home;
+  if (facts.session) {
+    if (const auto entry = sessions_.lookup(facts.session->hash, now)) {
+      home = entry->home;
+    }
+  }
+  if (facts.pin) {
+    return Decision{facts.pin, Route::pinned, NoReplicaReason::none};
+  }
+  if (home && *home < metrics.size() && metrics[*home].healthy) {
+    return Decision{home, Route::sticky, NoReplicaReason::none};
+  }
+  build_snapshot(metrics, now);
+  return decide_balanced(snapshot_, RequestFacts{}, rng);
+}
+
 void Router::finish(ReplicaIndex replica) {
   std::lock_guard lock(mutex_);
   counters_.finish(replica);

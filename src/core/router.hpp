@@ -65,6 +65,12 @@ class Router {
   /// balanced → home := chosen (the freshest cache, should affinity be turned back on).
   Decision route(RequestFacts facts, std::span<const ReplicaMetrics> metrics, Time now, Rng& rng);
 
+  /// Routes a request that generates nothing (counting tokens): where the conversation lives, and nothing
+  /// counted or remembered (no finish() to call). The pin; else the conversation's home if it is healthy
+  /// (`sticky`); else vLLM's balancer over healthy replicas (`balanced`).
+  Decision route_uncounted(const RequestFacts& facts, std::span<const ReplicaMetrics> metrics, Time now,
+                           Rng& rng);
+
   /// The request routed to `replica` ended (success, error or client disconnect).
   void finish(ReplicaIndex replica);
 
