@@ -8,6 +8,12 @@
 
 namespace warden::core {
 
+RouterConfig router_config(const RoutingConfig& routing, const SessionTableConfig& sessions) {
+  RouterConfig config{routing, sessions};
+  config.routing.max_num_seqs = std::max<std::uint32_t>(1, routing.max_num_seqs);
+  return config;
+}
+
 Router::Router(RouterConfig config)
     : routing_(std::move(config.routing)), sessions_(config.sessions), policy_(make_policy(routing_.policy)) {
   if (!policy_) {

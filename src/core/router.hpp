@@ -40,6 +40,11 @@ struct RouterConfig {
   SessionTableConfig sessions{};
 };
 
+/// A model's Router configuration: the one way `serve` (from the model's config) and `simulate` (from
+/// its options) configure a Router.
+[[nodiscard]] RouterConfig router_config(const RoutingConfig& routing,
+                                         const SessionTableConfig& sessions = {});
+
 /// Read-only view for the console / admin API / what-if report (a copy, taken under the lock).
 struct RouterView {
   RoutingConfig routing;

@@ -231,7 +231,8 @@ std::optional<net::Response> Gateway::admit(net::Request& req, Exchange& ex, Out
   const auto info = protocol::inspect_request(ex.api, protocol::HeaderLookup(lookup), req.body());
   if (!info) {
     const auto errc = static_cast<protocol::Errc>(info.error().value());
-    return ex.error_reply(req, {400, std::string(protocol::describe(errc)), std::string(protocol::to_string(errc))});
+    return ex.error_reply(
+        req, {400, std::string(protocol::describe(errc)), std::string(protocol::to_string(errc))});
   }
   rec.stream = info->stream;
   ex.model = find_model(info->model);
