@@ -64,7 +64,6 @@ using warden::core::RequestFacts;
 using warden::core::Router;
 using warden::core::RouterConfig;
 using warden::core::SessionKey;
-using warden::core::SessionSource;
 using warden::core::Snapshot;
 using warden::core::SplitMixRng;
 using warden::core::Time;
@@ -78,7 +77,7 @@ std::uint64_t session_key(std::uint64_t i) {
 
 RequestFacts turn(std::uint64_t i, std::uint32_t tokens = 8000) {
   RequestFacts f;
-  f.session = SessionKey{session_key(i), SessionSource::explicit_id};
+  f.session = SessionKey{session_key(i)};
   f.prompt_tokens = tokens;
   return f;
 }

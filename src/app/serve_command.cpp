@@ -66,9 +66,7 @@ int run_serve(const ServeOptions& o) {
         "model {} → {} ({} replica{}, {}), affinity {}, spill threshold {}", m.name, m.served_model_name,
         m.replica_count(), m.replica_count() == 1 ? "" : "s",
         m.data_parallel ? fmt::format("data parallel at {}", m.dp_url.text) : std::string("one URL each"),
-        m.routing.affinity ? "on" : "off",
-        m.routing.spill_threshold ? std::to_string(*m.routing.spill_threshold)
-                                  : fmt::format("{} (auto)", m.effective_spill_threshold()));
+        m.routing.affinity ? "on" : "off", m.routing.spill_threshold.label(m.routing.max_num_seqs));
   }
   net::Server server(ioc, gw.server_options(), [&gw](net::Request& req, const net::ConnectionInfo& conn) {
     return gw.handle(req, conn);

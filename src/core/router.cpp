@@ -8,6 +8,12 @@
 
 namespace warden::core {
 
+RouterConfig router_config(const RoutingConfig& routing, const SessionTableConfig& sessions) {
+  RouterConfig config{routing, sessions};
+  config.routing.max_num_seqs = std::max<std::uint32_t>(1, routing.max_num_seqs);
+  return config;
+}
+
 Router::Router(RouterConfig config)
     : routing_(std::move(config.routing)), sessions_(config.sessions), policy_(make_policy(routing_.policy)) {
   if (!policy_) {
@@ -93,6 +99,25 @@ Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metri
   }
   commit(facts, decision, now);
   return decision;
+}
+
+Decision Router::route_uncounted(const RequestFacts& facts, std::span<const ReplicaMetrics> metrics, Time now,
+                                 Rng& rng) {
+  std::lock_guard lock(mutex_);
+  std::optional<ReplicaIndex> home;
+  if (facts.session) {
+    if (const auto entry = sessions_.lookup(facts.session->hash, now)) {
+      home = entry->home;
+    }
+  }
+  if (facts.pin) {
+    return Decision{facts.pin, Route::pinned, NoReplicaReason::none};
+  }
+  if (home && *home < metrics.size() && metrics[*home].healthy) {
+    return Decision{home, Route::sticky, NoReplicaReason::none};
+  }
+  build_snapshot(metrics, now);
+  return decide_balanced(snapshot_, RequestFacts{}, rng);
 }
 
 void Router::finish(ReplicaIndex replica) {

@@ -40,6 +40,11 @@ struct RouterConfig {
   SessionTableConfig sessions{};
 };
 
+/// A model's Router configuration: the one way `serve` (from the model's config) and `simulate` (from
+/// its options) configure a Router.
+[[nodiscard]] RouterConfig router_config(const RoutingConfig& routing,
+                                         const SessionTableConfig& sessions = {});
+
 /// Read-only view for the console / admin API / what-if report (a copy, taken under the lock).
 struct RouterView {
   RoutingConfig routing;
@@ -64,6 +69,12 @@ class Router {
   /// refresh; spilled → refresh, home kept; pinned → home := pin if the conversation was new, else kept;
   /// balanced → home := chosen (the freshest cache, should affinity be turned back on).
   Decision route(RequestFacts facts, std::span<const ReplicaMetrics> metrics, Time now, Rng& rng);
+
+  /// Routes a request that generates nothing (counting tokens): where the conversation lives, and nothing
+  /// counted or remembered (no finish() to call). The pin; else the conversation's home if it is healthy
+  /// (`sticky`); else vLLM's balancer over healthy replicas (`balanced`).
+  Decision route_uncounted(const RequestFacts& facts, std::span<const ReplicaMetrics> metrics, Time now,
+                           Rng& rng);
 
   /// The request routed to `replica` ended (success, error or client disconnect).
   void finish(ReplicaIndex replica);

@@ -20,7 +20,7 @@ std::optional<SpillThreshold> SpillThreshold::parse(std::string_view text) {
   std::uint32_t value = 0;
   const auto* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc{} || ptr != end || value == 0) {
+  if (text.empty() || ec != std::errc{} || ptr != end || value == 0 || value > max_fixed) {
     return std::nullopt;
   }
   return SpillThreshold{value};
@@ -39,11 +39,6 @@ void Snapshot::apply(const RoutingConfig& config) {
   affinity = config.affinity;
   max_num_seqs = std::max<std::uint32_t>(1, config.max_num_seqs);
   spill_threshold = config.spill_threshold.resolve(max_num_seqs);
-  policy = config.policy;
-}
-
-std::string_view session_source_name(SessionSource source) {
-  return source == SessionSource::fingerprint ? "fingerprint" : "explicit";
 }
 
 namespace {

@@ -44,13 +44,15 @@ struct ReplicaState {
 
 /// Spill threshold of a model: "auto" (= max(1, max_num_seqs / 4), 8 at 32) or a fixed number.
 struct SpillThreshold {
+  /// The largest fixed threshold a config may give.
+  static constexpr std::uint32_t max_fixed = 1'000'000;
   /// Empty = auto.
   std::optional<std::uint32_t> fixed;
 
   /// The threshold in requests in flight for a model with this `max_num_seqs` (always >= 1).
   [[nodiscard]] std::uint32_t resolve(std::uint32_t max_num_seqs) const;
   [[nodiscard]] bool is_auto() const { return !fixed.has_value(); }
-  /// "auto" or a positive integer; nullopt for anything else (the caller reports the config error).
+  /// "auto" or an integer from 1 to max_fixed; nullopt for anything else (the caller reports the error).
   [[nodiscard]] static std::optional<SpillThreshold> parse(std::string_view text);
   /// "auto" or the number, as it would be written in the config.
   [[nodiscard]] std::string to_string() const;
@@ -78,27 +80,14 @@ struct Snapshot {
   /// Already resolved against max_num_seqs (>= 1).
   std::uint32_t spill_threshold = 8;
   std::uint32_t max_num_seqs = 32;
-  std::string policy = "affinity";
 
-  /// Fills affinity, spill_threshold (resolved), max_num_seqs and policy from a RoutingConfig.
+  /// Fills affinity, spill_threshold (resolved) and max_num_seqs from a RoutingConfig.
   void apply(const RoutingConfig& config);
 };
-
-/// Where the session key came from (the protocol layer decides; see docs/session-identity.md).
-enum class SessionSource : std::uint8_t {
-  /// An id the client sent (X-Warden-Session, X-Claude-Code-Session-Id, session-id, prompt_cache_key,
-  /// metadata.user_id).
-  explicit_id,
-  /// The conversation fingerprint (hash of the start of the prompt).
-  fingerprint,
-};
-
-[[nodiscard]] std::string_view session_source_name(SessionSource source);  // "explicit" / "fingerprint"
 
 /// A conversation's identity as a 64-bit hash (the protocol layer hashes the id or the fingerprint).
 struct SessionKey {
   std::uint64_t hash = 0;
-  SessionSource source = SessionSource::explicit_id;
 
   friend bool operator==(const SessionKey&, const SessionKey&) = default;
 };

@@ -21,7 +21,6 @@ VllmBalancer::VllmBalancer(std::uint32_t ranks, std::uint32_t api_servers) : ran
   const std::uint32_t servers = api_servers == 0 ? ranks_ : api_servers;
   views_.assign(servers, std::vector<RankLoad>(ranks_));
   snapshot_.affinity = false;
-  snapshot_.policy = "vllm-lb";
   snapshot_.replicas.resize(ranks_);
 }
 

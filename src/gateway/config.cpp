@@ -22,13 +22,6 @@ const UpstreamUrl& ModelConfig::replica_url(int index) const {
   return urls.at(static_cast<std::size_t>(index));
 }
 
-int ModelConfig::effective_spill_threshold() const {
-  if (routing.spill_threshold) {
-    return *routing.spill_threshold;
-  }
-  return std::max(1, max_num_seqs / 4);
-}
-
 const ModelConfig* Config::find_model(std::string_view name) const {
   for (const auto& m : models) {
     if (m.name == name) {
@@ -334,7 +327,7 @@ class Validator {
   std::vector<ConfigError> errors_;
 };
 
-void parse_routing(Validator& v, const YAML::Node& n, const std::string& where, RoutingConfig& out) {
+void parse_routing(Validator& v, const YAML::Node& n, const std::string& where, core::RoutingConfig& out) {
   if (!v.expect_map(n, where)) {
     return;
   }
@@ -361,12 +354,11 @@ void parse_routing(Validator& v, const YAML::Node& n, const std::string& where, 
     }
   }
   if (auto s = n["spill_threshold"]) {
-    if (s.IsScalar() && s.Scalar() == "auto") {
-      out.spill_threshold.reset();
-    } else if (long long x = 0; try_integer(s, x) && x >= 1 && x <= 1'000'000) {
-      out.spill_threshold = static_cast<int>(x);
+    if (const auto t = s.IsScalar() ? core::SpillThreshold::parse(s.Scalar()) : std::nullopt) {
+      out.spill_threshold = *t;
     } else {
-      v.error(s, fmt::format("{}.spill_threshold must be \"auto\" or an integer from 1 to 1000000", where));
+      v.error(s, fmt::format("{}.spill_threshold must be \"auto\" or an integer from 1 to {}", where,
+                             core::SpillThreshold::max_fixed));
     }
   }
 }
@@ -447,7 +439,7 @@ void parse_model(Validator& v, const YAML::Node& n, std::size_t index, Config& c
   }
   if (auto s = n["max_num_seqs"]) {
     if (auto i = v.integer(s, where + ".max_num_seqs", 1, 1'000'000)) {
-      m.max_num_seqs = static_cast<int>(*i);
+      m.routing.max_num_seqs = static_cast<std::uint32_t>(*i);
     }
   }
   if (auto r = n["routing"]) {

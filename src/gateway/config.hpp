@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/types.hpp"
 #include "supervisor/launch.hpp"
 
 namespace warden::gateway {
@@ -22,19 +23,11 @@ struct UpstreamUrl {
   friend bool operator==(const UpstreamUrl&, const UpstreamUrl&) = default;
 };
 
-struct RoutingConfig {
-  bool affinity = true;
-  // std::nullopt = "auto": a quarter of max_num_seqs (at least 1).
-  std::optional<int> spill_threshold;
-  // A routing policy of the core's registry: "affinity" (the warden's rule) or a baseline to compare with.
-  std::string policy = "affinity";
-};
-
 struct ModelConfig {
   std::string name;               // what clients put in "model"
   std::string served_model_name;  // what the engine is called; defaults to name
-  int max_num_seqs = 256;         // vLLM's default; per rank
-  RoutingConfig routing;
+  // affinity, spill_threshold and policy from `routing:`, max_num_seqs (per rank) from the model's entry.
+  core::RoutingConfig routing;
   // Exactly one of the two replica layouts.
   bool data_parallel = false;
   UpstreamUrl dp_url;             // data_parallel: one server, `dp_size` ranks pinned by header
@@ -46,8 +39,6 @@ struct ModelConfig {
   int replica_count() const { return data_parallel ? dp_size : static_cast<int>(urls.size()); }
   // The URL serving replica `index` (the same URL for every rank in DP mode).
   const UpstreamUrl& replica_url(int index) const;
-  // The spill threshold in effect for `routing` (auto → max(1, max_num_seqs / 4)).
-  int effective_spill_threshold() const;
 };
 
 struct TimeoutsConfig {

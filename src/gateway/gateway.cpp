@@ -63,7 +63,7 @@ supervisor::ModelLayout launch_layout(const ModelConfig& m) {
   supervisor::ModelLayout l;
   l.name = m.name;
   l.served_model_name = m.served_model_name;
-  l.max_num_seqs = m.max_num_seqs;
+  l.max_num_seqs = static_cast<int>(m.routing.max_num_seqs);
   l.data_parallel = m.data_parallel;
   l.dp_size = m.dp_size;
   for (const auto& u : m.data_parallel ? std::vector<UpstreamUrl>{m.dp_url} : m.urls) {

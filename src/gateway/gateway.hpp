@@ -6,8 +6,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,10 @@
 #include "net/client.hpp"
 #include "net/server.hpp"
 #include "supervisor/launcher.hpp"
+
+namespace warden::protocol {
+class StreamRelay;
+}  // namespace warden::protocol
 
 namespace warden::gateway {
 
@@ -45,8 +51,31 @@ class Gateway {
  private:
   struct Upstream;  // one distinct engine URL: scraped once per interval
   struct Exchange;  // one proxied request, finished exactly once
+  struct Refusal;   // an error answer for the client
+  struct Outgoing;  // what goes to the engine, prepared once for every attempt
+  struct Attempt;   // one try at a replica and what came of it
+  using StreamBody = std::function<net::asio::awaitable<void>(net::StreamWriter&)>;
+  using Clock = std::chrono::steady_clock;
 
+  // The proxy (proxy.cpp): admit → forward (route, send, await the first event; once more elsewhere if
+  // the replica failed before answering) → the whole response, or the stream relayed.
   net::asio::awaitable<net::Reply> proxy(net::Request& req);
+  std::optional<net::Response> admit(net::Request& req, Exchange& ex, Outgoing& out);
+  bool route(Exchange& ex, const Outgoing& out, int attempt, Attempt& at);
+  net::asio::awaitable<bool> forward(Exchange& ex, const net::Request& req, const Outgoing& out, int attempt,
+                                     Attempt& at);
+  void attempt_failed(Exchange& ex, const Outgoing& out, int attempt, Attempt& at, const UpstreamUrl& url,
+                      const boost::system::error_code& failure, bool broke_off);
+  net::asio::awaitable<net::Response> whole_response(Exchange& ex, const net::Request& req,
+                                                     const Outgoing& out, Attempt& at);
+  static StreamBody relay_body(std::shared_ptr<Exchange> ex, net::UpstreamResponse upstream,
+                               bool drop_usage_chunk, net::BodyPiece first, Clock::time_point first_at);
+  static net::asio::awaitable<void> relay_stream(std::shared_ptr<Exchange> ex,
+                                                 std::shared_ptr<net::UpstreamResponse> up,
+                                                 bool drop_usage_chunk, net::BodyPiece first,
+                                                 Clock::time_point first_at, net::StreamWriter& w);
+  static void end_stream(Exchange& ex, net::UpstreamResponse& up, const protocol::StreamRelay& relay, bool ok,
+                         bool client_failed, std::optional<Clock::time_point> first_token);
   net::asio::awaitable<net::Reply> admin(net::Request& req);
   net::Response v1_models(const net::Request& req);
   net::asio::awaitable<void> poll_loop(std::shared_ptr<Upstream> up);

@@ -35,21 +35,10 @@ protocol::Result<protocol::VllmScrape> scrape_for_model(std::string_view body,
   return protocol::parse_vllm_metrics(body);
 }
 
-core::RouterConfig router_config_for(const ModelConfig& m) {
-  core::RouterConfig rc;
-  rc.routing.affinity = m.routing.affinity;
-  if (m.routing.spill_threshold) {
-    rc.routing.spill_threshold.fixed = static_cast<std::uint32_t>(*m.routing.spill_threshold);
-  }
-  rc.routing.max_num_seqs = static_cast<std::uint32_t>(m.max_num_seqs);
-  rc.routing.policy = m.routing.policy;
-  return rc;
-}
-
 ModelRuntime::ModelRuntime(const ModelConfig& config, int unhealthy_after)
     : config_(&config),
       unhealthy_after_(std::max(1, unhealthy_after)),
-      router_(router_config_for(config)),
+      router_(core::router_config(config.routing)),
       replicas_(static_cast<std::size_t>(config.replica_count())) {}
 
 const std::vector<core::ReplicaMetrics>& ModelRuntime::metrics() {

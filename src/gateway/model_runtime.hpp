@@ -84,7 +84,4 @@ class ModelRuntime {
 protocol::Result<protocol::VllmScrape> scrape_for_model(std::string_view body,
                                                         std::string_view served_model_name);
 
-// The Router configuration a model entry asks for.
-core::RouterConfig router_config_for(const ModelConfig& m);
-
 }  // namespace warden::gateway

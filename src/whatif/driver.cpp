@@ -111,13 +111,12 @@ class Driver {
     vllm_model_ = is_vllm_model(policy);
     balancer_.emplace(config_.replicas, config_.vllm_api_servers);
     publish();
-    core::RouterConfig rc;
-    rc.routing.affinity = policy == "affinity";
-    rc.routing.policy = core_policy(policy);
-    rc.routing.spill_threshold = config_.spill_threshold;
-    rc.routing.max_num_seqs = config_.engine.max_num_seqs;
-    rc.sessions = config_.sessions;
-    router_.emplace(rc);
+    core::RoutingConfig routing;
+    routing.affinity = policy == "affinity";
+    routing.policy = core_policy(policy);
+    routing.spill_threshold = config_.spill_threshold;
+    routing.max_num_seqs = config_.engine.max_num_seqs;
+    router_.emplace(core::router_config(routing, config_.sessions));
     for (std::size_t i = 0; i < config_.levels.size(); ++i) {
       auto ok = run_level(config_.levels[i], i);
       if (!ok) {
@@ -303,7 +302,7 @@ class Driver {
       }
     } else {
       core::RequestFacts facts;
-      facts.session = core::SessionKey{f.session_hash, core::SessionSource::explicit_id};
+      facts.session = core::SessionKey{f.session_hash};
       facts.prompt_tokens = f.prompt_tokens_estimate;
       std::optional<core::Snapshot> seen;
       if (hooks_.on_decision) {

@@ -31,7 +31,7 @@ inline Snapshot with_in_flight(std::initializer_list<std::uint32_t> in_flight) {
 
 inline RequestFacts new_conversation(std::uint64_t key = 42, std::uint32_t prompt_tokens = 1000) {
   RequestFacts f;
-  f.session = SessionKey{key, SessionSource::explicit_id};
+  f.session = SessionKey{key};
   f.prompt_tokens = prompt_tokens;
   return f;
 }

@@ -36,7 +36,7 @@ Case random_case(SplitMixRng& g) {
     r.kv_capacity_tokens = g.uniform(2) == 0 ? 0 : 1 + g.uniform(300'000);
   }
   if (g.uniform(3) != 0) {
-    c.facts.session = SessionKey{g.next(), SessionSource::explicit_id};
+    c.facts.session = SessionKey{g.next()};
     if (g.uniform(3) != 0) {
       c.facts.home = static_cast<ReplicaIndex>(g.uniform(n + 2));  // sometimes out of range
     }

@@ -14,7 +14,7 @@ using std::chrono::seconds;
 
 RequestFacts turn(std::uint64_t key, std::uint32_t tokens = 1000) {
   RequestFacts f;
-  f.session = SessionKey{key, SessionSource::explicit_id};
+  f.session = SessionKey{key};
   f.prompt_tokens = tokens;
   return f;
 }
@@ -303,6 +303,30 @@ TEST(RouterProperty, NewConversationsGoWhereOnlyEndedConversationsLive) {
     const Decision d = router.route(turn(1000 + seed), metrics, t, rng);
     ASSERT_EQ(d.replica, homes[ended]) << "seed " << seed;
   }
+}
+
+TEST_F(RouterTest, UncountedRoutingGoesPinThenHealthyHomeThenBalancedAndCountsNothing) {
+  const auto home = *route(turn(1)).replica;
+  const auto before = router_.view(seconds(0));
+  RequestFacts pinned = turn(1);
+  pinned.pin = (home + 1) % 4;
+  EXPECT_EQ(router_.route_uncounted(pinned, metrics_, seconds(0), rng_),
+            (Decision{pinned.pin, Route::pinned, NoReplicaReason::none}));
+  EXPECT_EQ(router_.route_uncounted(turn(1), metrics_, seconds(0), rng_),
+            (Decision{home, Route::sticky, NoReplicaReason::none}));
+  metrics_[home].healthy = false;
+  const Decision away = router_.route_uncounted(turn(1), metrics_, seconds(0), rng_);
+  EXPECT_EQ(away.route, Route::balanced);
+  ASSERT_TRUE(away.ok());
+  EXPECT_NE(*away.replica, home);
+  const Decision fresh = router_.route_uncounted(turn(2), metrics_, seconds(0), rng_);
+  EXPECT_EQ(fresh.route, Route::balanced);
+  // Nothing counted, nothing remembered, no in_flight to finish.
+  const auto after = router_.view(seconds(0));
+  EXPECT_EQ(after.totals.in_flight, before.totals.in_flight);
+  EXPECT_EQ(after.live_sessions, before.live_sessions);
+  EXPECT_EQ(router_.home_of(1, seconds(0)), home);
+  EXPECT_FALSE(router_.home_of(2, seconds(0)));
 }
 
 TEST_F(RouterTest, RequestWithoutSessionIsNotRemembered) {

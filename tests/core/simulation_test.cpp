@@ -58,7 +58,7 @@ TEST(Simulation, RouterKeepsItsInvariantsUnderChurnAndFailures) {
       ids[s] = next_session_id++;  // the session ended; a new one takes its place
     }
     RequestFacts facts;
-    facts.session = SessionKey{ids[s], SessionSource::explicit_id};
+    facts.session = SessionKey{ids[s]};
     facts.prompt_tokens = static_cast<std::uint32_t>(1000 + world.uniform(9000));
     const auto home = router.home_of(ids[s], now);
     const Decision d = router.route(facts, metrics, now, rng);

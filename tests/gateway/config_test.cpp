@@ -60,12 +60,13 @@ TEST(Config, ParsesTheDocumentedSchema) {
   EXPECT_EQ(a.dp_url.host, "127.0.0.1");
   EXPECT_EQ(a.dp_url.port, 8000);
   EXPECT_TRUE(a.routing.affinity);
-  EXPECT_FALSE(a.routing.spill_threshold.has_value());
-  EXPECT_EQ(a.effective_spill_threshold(), 8);  // a quarter of max_num_seqs 32
+  EXPECT_TRUE(a.routing.spill_threshold.is_auto());
+  EXPECT_EQ(a.routing.spill_threshold.resolve(a.routing.max_num_seqs), 8u);  // a quarter of max_num_seqs 32
+  EXPECT_EQ(a.routing.spill_threshold.label(a.routing.max_num_seqs), "8 (auto)");
   const auto& b = c.models[1];
   EXPECT_EQ(b.served_model_name, "two");  // defaults to the name
   EXPECT_FALSE(b.routing.affinity);
-  EXPECT_EQ(b.effective_spill_threshold(), 3);
+  EXPECT_EQ(b.routing.spill_threshold.resolve(b.routing.max_num_seqs), 3u);
   EXPECT_EQ(b.routing.policy, "round-robin");
   EXPECT_EQ(a.routing.policy, "affinity");
   ASSERT_EQ(b.urls.size(), 2u);
@@ -85,8 +86,8 @@ TEST(Config, DefaultsAreSaneForLongPrompts) {
   EXPECT_EQ(c.listen_port, 8080);
   EXPECT_EQ(c.max_body_bytes, 32u * 1024 * 1024);
   EXPECT_GE(c.timeouts.first_byte, std::chrono::seconds(600));
-  EXPECT_EQ(c.models[0].max_num_seqs, 256);
-  EXPECT_EQ(c.models[0].effective_spill_threshold(), 64);
+  EXPECT_EQ(c.models[0].routing.max_num_seqs, 256u);
+  EXPECT_EQ(c.models[0].routing.spill_threshold.resolve(c.models[0].routing.max_num_seqs), 64u);
   EXPECT_TRUE(c.api_keys.empty());
 }
 

@@ -1,0 +1,56 @@
+#include "protocol/stream_relay.hpp"
+
+namespace warden::protocol {
+
+StreamRelay::Step StreamRelay::feed(std::string_view piece) {
+  const bool clean_end = piece.ends_with("\n\n");
+  const bool whole_events = between_events_ && clean_end;
+  between_events_ = clean_end;
+  const bool pass = !drop_usage_chunk_ || (whole_events && piece.find("usage") == std::string_view::npos);
+  if (pass) {
+    unparsed_ = piece;
+    parse_after_ = true;
+    return {piece};
+  }
+  if (whole_events) {
+    if (const auto cut = locate_usage_only_events(piece)) {
+      out_.clear();
+      std::size_t at = 0;
+      for (const auto& [begin, end] : *cut) {
+        out_.append(piece.substr(at, begin - at));
+        at = end;
+      }
+      out_.append(piece.substr(at));
+      unparsed_ = piece;
+      parse_after_ = true;
+      return {out_};
+    }
+  }
+  // Parsed first: the kept events' raw bytes are relayed.
+  parse_after_ = false;
+  parser_.capture_raw(true);
+  out_.clear();
+  const auto fed = parser_.feed(piece, [&](const SseEvent& ev) {
+    if (!tracker_.on_event(ev.event, ev.data).usage_only) {
+      out_ += ev.raw;
+    }
+  });
+  if (!fed) {
+    return {{}, true};
+  }
+  return {out_};
+}
+
+bool StreamRelay::after_write() {
+  if (!parse_after_) {
+    return true;
+  }
+  parse_after_ = false;
+  parser_.capture_raw(false);
+  const auto fed = parser_.feed(unparsed_, [&](const SseEvent& ev) { tracker_.on_event(ev.event, ev.data); });
+  unparsed_ = {};
+  // Without filtering, a stream the parser gave up on still goes out; only its accounting stops.
+  return fed || !drop_usage_chunk_;
+}
+
+}  // namespace warden::protocol

@@ -1,0 +1,63 @@
+#pragma once
+// What a relay sends of an engine's SSE stream, sans-I/O: feed each piece of engine bytes as it arrives,
+// write what feed() returns, then call after_write(). Usage and first content are tracked on the way.
+//
+// Three paths, cheapest first (docs/performance.md):
+//  - pass through: bytes that cannot hold any part of a usage chunk to drop (the piece starts and ends
+//    between events and does not mention usage, or nothing is dropped) go out as they came; their
+//    events are parsed in after_write(), once the bytes are on their way;
+//  - cut: whole events in the plain form engines write go out with the usage chunk cut out by its byte
+//    range (locate_usage_only_events); parsed in after_write() too;
+//  - parse first: the rare rest (an event cut between pieces, CR line ends, other fields) is parsed
+//    before the write and the kept events are relayed (an unfinished event waits in the parser).
+
+#include "protocol/api.hpp"
+#include "protocol/sse.hpp"
+#include "protocol/usage.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace warden::protocol {
+
+class StreamRelay {
+ public:
+  /// `drop_usage_chunk`: the usage chunk of an OpenAI stream goes to the relay, not to the client (the
+  /// request was rewritten to ask for it; the client did not).
+  StreamRelay(ApiKind api, bool drop_usage_chunk, SseLimits limits = {})
+      : tracker_(api, StreamUsageTracker::Mode::fast), parser_(limits), drop_usage_chunk_(drop_usage_chunk) {}
+  StreamRelay(const StreamRelay&) = delete;
+  StreamRelay& operator=(const StreamRelay&) = delete;
+
+  struct Step {
+    /// The bytes to send now: the piece itself, or the relay's own buffer (valid until the next feed()).
+    std::string_view send;
+    /// An event too large to inspect while the usage chunk is dropped: the stream cannot be filtered
+    /// safely and must end here (send nothing).
+    bool stop = false;
+  };
+
+  /// One piece of engine bytes; `piece` must stay valid until after_write() returns.
+  Step feed(std::string_view piece);
+
+  /// After the bytes of feed() went out (or failed to): parses the piece if feed() did not. False when an
+  /// event too large to inspect means the filtered stream must end here.
+  bool after_write();
+
+  /// Whether an event with generated content was seen (the first one is the time-to-first-token point).
+  bool saw_content() const noexcept { return tracker_.saw_content(); }
+  /// Usage figures seen so far (nullopt if none).
+  std::optional<Usage> usage() const { return tracker_.usage(); }
+
+ private:
+  StreamUsageTracker tracker_;
+  SseParser parser_;
+  std::string out_;  // what is sent when the piece is not sent as it came; reused
+  std::string_view unparsed_;
+  bool drop_usage_chunk_;
+  bool between_events_ = true;  // the parser holds no unfinished event
+  bool parse_after_ = false;    // feed() left the piece for after_write()
+};
+
+}  // namespace warden::protocol

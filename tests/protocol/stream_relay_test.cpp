@@ -1,0 +1,165 @@
+#include "protocol/stream_relay.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace warden::protocol {
+namespace {
+
+const std::string role = "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n";
+const std::string content = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n";
+const std::string usage_chunk =
+    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":2}}\n\n";
+const std::string done = "data: [DONE]\n\n";
+
+struct Relayed {
+  std::string sent;
+  bool stopped = false;
+  std::vector<bool> content_after;  // saw_content() after each piece
+};
+
+// Feeds the pieces as a relay would: send what feed() returns, then after_write().
+Relayed relay_all(StreamRelay& relay, const std::vector<std::string>& pieces) {
+  Relayed out;
+  for (const auto& piece : pieces) {
+    const auto step = relay.feed(piece);
+    if (step.stop) {
+      out.stopped = true;
+      break;
+    }
+    out.sent.append(step.send);
+    if (!relay.after_write()) {
+      out.stopped = true;
+      break;
+    }
+    out.content_after.push_back(relay.saw_content());
+  }
+  return out;
+}
+
+// Every split of `bytes` into three pieces.
+std::vector<std::vector<std::string>> three_way_splits(const std::string& bytes) {
+  std::vector<std::vector<std::string>> splits;
+  for (std::size_t a = 0; a <= bytes.size(); a += 3) {
+    for (std::size_t b = a; b <= bytes.size(); b += 7) {
+      splits.push_back({bytes.substr(0, a), bytes.substr(a, b - a), bytes.substr(b)});
+    }
+  }
+  return splits;
+}
+
+TEST(StreamRelayTest, PassesPlainEventsAsTheyCame) {
+  StreamRelay relay(ApiKind::openai_chat, true);
+  const std::string piece = role + content;
+  const auto step = relay.feed(piece);
+  EXPECT_EQ(step.send.data(), piece.data());  // the engine's bytes themselves, not a copy
+  EXPECT_FALSE(step.stop);
+  EXPECT_FALSE(relay.saw_content());  // parsed after the write
+  EXPECT_TRUE(relay.after_write());
+  EXPECT_TRUE(relay.saw_content());
+}
+
+TEST(StreamRelayTest, CutsTheUsageChunkOutOfWholeEvents) {
+  StreamRelay relay(ApiKind::openai_chat, true);
+  const auto r = relay_all(relay, {role + content, usage_chunk + done});
+  EXPECT_FALSE(r.stopped);
+  EXPECT_EQ(r.sent, role + content + done);
+  ASSERT_TRUE(relay.usage());
+  EXPECT_EQ(*relay.usage(), (Usage{7, std::nullopt, 2}));
+}
+
+TEST(StreamRelayTest, KeepsTheUsageChunkWhenAskedFor) {
+  const std::string stream = role + content + usage_chunk + done;
+  for (const auto& pieces : three_way_splits(stream)) {
+    StreamRelay each(ApiKind::openai_chat, false);
+    const auto r = relay_all(each, pieces);
+    EXPECT_EQ(r.sent, stream);
+    ASSERT_TRUE(each.usage());
+    EXPECT_EQ(each.usage()->prompt_tokens, 7);
+  }
+  // Nothing filtered: an event the parser gives up on still goes out; only its accounting stops.
+  StreamRelay small(ApiKind::openai_chat, false, SseLimits{.max_event_bytes = 32});
+  const auto r = relay_all(small, {content, usage_chunk + done});
+  EXPECT_FALSE(r.stopped);
+  EXPECT_EQ(r.sent, content + usage_chunk + done);
+}
+
+TEST(StreamRelayTest, EventsSplitAcrossPiecesAreParsedFirst) {
+  const std::string stream = role + content + usage_chunk + done;
+  for (const auto& pieces : three_way_splits(stream)) {
+    StreamRelay relay(ApiKind::openai_chat, true);
+    const auto r = relay_all(relay, pieces);
+    EXPECT_FALSE(r.stopped);
+    EXPECT_EQ(r.sent, role + content + done) << pieces[0].size() << "/" << pieces[1].size();
+    ASSERT_TRUE(relay.usage());
+    EXPECT_EQ(relay.usage()->completion_tokens, 2);
+    EXPECT_TRUE(relay.saw_content());
+  }
+}
+
+TEST(StreamRelayTest, OneByteAtATime) {
+  const std::string stream = content + usage_chunk + done;
+  std::vector<std::string> bytes;
+  for (char c : stream) {
+    bytes.emplace_back(1, c);
+  }
+  StreamRelay relay(ApiKind::openai_chat, true);
+  const auto r = relay_all(relay, bytes);
+  EXPECT_EQ(r.sent, content + done);
+  // Content is seen with the byte that ends its event, not before.
+  const std::size_t end_of_content = content.size() - 1;
+  EXPECT_FALSE(r.content_after[end_of_content - 1]);
+  EXPECT_TRUE(r.content_after[end_of_content]);
+}
+
+TEST(StreamRelayTest, CrLfEventsAreParsedAndKeptByteForByte) {
+  auto crlf = [](std::string s) {
+    std::string out;
+    for (char c : s) {
+      out += c == '\n' ? std::string("\r\n") : std::string(1, c);
+    }
+    return out;
+  };
+  StreamRelay relay(ApiKind::openai_chat, true);
+  const auto r = relay_all(relay, {crlf(content), crlf(usage_chunk) + crlf(done)});
+  EXPECT_FALSE(r.stopped);
+  EXPECT_EQ(r.sent, crlf(content) + crlf(done));
+  ASSERT_TRUE(relay.usage());
+  EXPECT_EQ(relay.usage()->prompt_tokens, 7);
+}
+
+TEST(StreamRelayTest, OversizedEventStopsAFilteredStream) {
+  const std::string big =
+      "data: {\"choices\":[{\"delta\":{\"content\":\"" + std::string(100, 'x') + "\"}}]}\n\n";
+  // Cut between pieces, it is parsed first: the parser's failure ends the stream before the write.
+  StreamRelay first(ApiKind::openai_chat, true, SseLimits{.max_event_bytes = 64});
+  const auto split = relay_all(first, {content, big.substr(0, 50), big.substr(50)});
+  EXPECT_TRUE(split.stopped);
+  EXPECT_EQ(split.sent, content);
+  // Passed through, the parser's failure after the write ends it too: no later usage chunk can be found.
+  StreamRelay after(ApiKind::openai_chat, true, SseLimits{.max_event_bytes = 64});
+  const auto whole = relay_all(after, {big, usage_chunk + done});
+  EXPECT_TRUE(whole.stopped);
+  EXPECT_EQ(whole.sent, big);
+}
+
+TEST(StreamRelayTest, OtherApisPassEverything) {
+  const std::string anthropic =
+      "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":5}}}"
+      "\n\nevent: content_block_delta\ndata: "
+      "{\"type\":\"content_block_delta\",\"delta\":{\"text\":\"a\"}}\n\n"
+      "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":3}}\n\n";
+  for (const auto& pieces : three_way_splits(anthropic)) {
+    StreamRelay relay(ApiKind::anthropic_messages, false);
+    const auto r = relay_all(relay, pieces);
+    EXPECT_EQ(r.sent, anthropic);
+    ASSERT_TRUE(relay.usage());
+    EXPECT_EQ(*relay.usage(), (Usage{5, std::nullopt, 3}));
+    EXPECT_TRUE(relay.saw_content());
+  }
+}
+
+}  // namespace
+}  // namespace warden::protocol
