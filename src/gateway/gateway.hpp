@@ -45,10 +45,10 @@ class Gateway {
  private:
   struct Upstream;  // one distinct engine URL: scraped once per interval
   struct Exchange;  // one proxied request, finished exactly once
+  struct Admin;     // the admin API's route table and endpoints (admin_routes.cpp)
 
   net::asio::awaitable<net::Reply> proxy(net::Request& req);
   net::asio::awaitable<net::Reply> admin(net::Request& req);
-  net::Response v1_models(const net::Request& req);
   net::asio::awaitable<void> poll_loop(std::shared_ptr<Upstream> up);
   net::asio::awaitable<void> flush_loop();
   void finish_request(RequestRecord& record);
