@@ -9,13 +9,8 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/json/serialize.hpp>
-#include <boost/url/parse.hpp>
-#include <charconv>
 #include <random>
 
-#include "gateway/admin_json.hpp"
-#include "gateway/console/assets.hpp"
 #include "gateway/http_util.hpp"
 #include "protocol/api.hpp"
 #include "protocol/errors.hpp"
@@ -39,23 +34,6 @@ namespace {
 std::uint64_t random_seed() {
   std::random_device rd;
   return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-}
-
-net::Response json_response(const net::Request& req, unsigned status, const boost::json::value& v) {
-  return net::make_response(req, status, boost::json::serialize(v));
-}
-
-net::Response admin_error(const net::Request& req, unsigned status, std::string_view message) {
-  boost::json::object e;
-  e["message"] = message;
-  e["type"] = status == 401   ? "authentication_error"
-              : status == 403 ? "permission_error"
-              : status == 404 ? "not_found_error"
-              : status >= 500 ? "server_error"
-                              : "invalid_request_error";
-  boost::json::object o;
-  o["error"] = std::move(e);
-  return json_response(req, status, o);
 }
 
 // The engines a `launch:` section starts for `m` (docs/engines.md): one per distinct URL.
@@ -344,141 +322,12 @@ std::vector<ReplicaGauges> Gateway::replica_gauges() {
   return out;
 }
 
-net::Response Gateway::v1_models(const net::Request& req) {
-  return json_response(req, 200, v1_models_json(config_, started_unix_));
-}
-
 // Not a coroutine itself: it hands over the one it picks (one frame and one copy of the reply less).
 asio::awaitable<net::Reply> Gateway::handle(net::Request& req, const net::ConnectionInfo&) {
   if (protocol::api_kind_from_path(req.target())) {
     return proxy(req);
   }
   return admin(req);
-}
-
-asio::awaitable<net::Reply> Gateway::admin(net::Request& req) {
-  const std::string_view path = path_of(req.target());
-  const bool get = req.method() == http::verb::get || req.method() == http::verb::head;
-  if (path == "/health") {
-    co_return json_response(req, 200, boost::json::object{{"status", "ok"}});
-  }
-  if (path == "/metrics" && get) {
-    co_return net::make_response(req, 200, metrics_.render(replica_gauges()), "text/plain; version=0.0.4");
-  }
-  if ((path == "/v1/models" || path == "/v1/models/") && get) {
-    co_return v1_models(req);
-  }
-  auto url = boost::urls::parse_origin_form(req.target());
-  if (!url) {
-    co_return admin_error(req, 400, "bad request target");
-  }
-  std::vector<std::string> seg;
-  for (auto s : url->segments()) {
-    seg.push_back(std::string(s));
-  }
-  if (seg.size() >= 2 && seg[0] == "api" && seg[1] == "models") {
-    const auto now = std::chrono::steady_clock::now().time_since_epoch();
-    auto model_card = [&](ModelRuntime& mr, core::Time t, std::int64_t since) {
-      auto card = gateway::model_card(mr, t, since);
-      card["launch"] = launcher_.status_json(mr.config().name);  // null unless launched (docs/engines.md)
-      return card;
-    };
-    if (seg.size() == 2 && get) {
-      boost::json::array list;
-      for (auto& m : models_) {
-        list.push_back(model_card(*m, now, started_unix_));
-      }
-      boost::json::object o;
-      o["models"] = std::move(list);
-      o["since"] = iso8601_utc(started_unix_);
-      co_return json_response(req, 200, o);
-    }
-    ModelRuntime* m = seg.size() >= 3 ? find_model(seg[2]) : nullptr;
-    if (seg.size() == 3 && get) {
-      if (!m) {
-        co_return admin_error(req, 404, fmt::format("no model named '{}' is configured", seg[2]));
-      }
-      co_return json_response(req, 200, model_card(*m, now, started_unix_));
-    }
-    if (seg.size() == 4 && seg[3] == "logs" && get) {
-      if (!m) {
-        co_return admin_error(req, 404, fmt::format("no model named '{}' is configured", seg[2]));
-      }
-      std::size_t lines = 200;
-      for (auto p : url->params()) {
-        if (p.key == "lines") {
-          std::size_t n = 0;
-          auto [ptr, ec] = std::from_chars(p.value.data(), p.value.data() + p.value.size(), n);
-          if (ec != std::errc{} || ptr != p.value.data() + p.value.size() || n < 1 || n > 1'000'000) {
-            co_return admin_error(req, 400, "lines must be an integer from 1 to 1000000");
-          }
-          lines = n;
-        }
-      }
-      auto logs = launcher_.logs_json(seg[2], lines);
-      if (!logs) {
-        co_return admin_error(req, 404,
-                              fmt::format("model '{}' has no launch: section, so no engine logs", seg[2]));
-      }
-      co_return json_response(req, 200, *logs);
-    }
-    if (seg.size() == 4 && seg[3] == "routing") {
-      if (req.method() != http::verb::patch && req.method() != http::verb::put) {
-        co_return admin_error(req, 405,
-                              "use PATCH with {\"affinity\": bool, \"spill_threshold\": \"auto\"|N}");
-      }
-      if (config_.admin_token.empty()) {
-        co_return admin_error(req, 403, "admin changes are disabled: no admin_token is configured");
-      }
-      if (!bearer_matches(req, config_.admin_token)) {
-        co_return admin_error(req, 401, "missing or wrong admin token (Authorization: Bearer TOKEN)");
-      }
-      if (!m) {
-        co_return admin_error(req, 404, fmt::format("no model named '{}' is configured", seg[2]));
-      }
-      RoutingPatch p = parse_routing_patch(req.body());
-      if (!p.error.empty()) {
-        co_return admin_error(req, 400, p.error);
-      }
-      if (p.affinity) {
-        m->router().set_affinity(*p.affinity);
-      }
-      if (p.spill_threshold) {
-        m->router().set_spill_threshold(*p.spill_threshold);
-      }
-      const auto rc = m->router().routing_config();
-      spdlog::info("routing changed model={} affinity={} spill_threshold={}", m->config().name, rc.affinity,
-                   rc.spill_threshold.to_string());
-      co_return json_response(req, 200, model_card(*m, now, started_unix_));
-    }
-  }
-  if (seg.size() == 2 && seg[0] == "api" && seg[1] == "stats" && get) {
-    std::string model = models_.empty() ? std::string() : models_.front()->config().name;
-    std::int64_t window = std::min<std::int64_t>(3600, stats_.retention_s());
-    for (auto p : url->params()) {
-      if (p.key == "model") {
-        model = std::string(p.value);
-      } else if (p.key == "window") {
-        std::int64_t w = 0;
-        auto [ptr, ec] = std::from_chars(p.value.data(), p.value.data() + p.value.size(), w);
-        if (ec != std::errc{} || ptr != p.value.data() + p.value.size() || w < 1) {
-          co_return admin_error(req, 400, "window must be a positive number of seconds");
-        }
-        window = std::min(w, stats_.retention_s());
-      }
-    }
-    if (!find_model(model)) {
-      co_return admin_error(req, 404, fmt::format("no model named '{}' is configured", model));
-    }
-    co_return json_response(req, 200, stats_json(model, stats_.series(model, unix_now(), window), window));
-  }
-  if (get) {
-    if (auto asset = console::serve_asset(req)) {
-      asset->keep_alive(req.keep_alive());
-      co_return std::move(*asset);
-    }
-  }
-  co_return admin_error(req, 404, fmt::format("nothing at {}", path));
 }
 
 }  // namespace warden::gateway

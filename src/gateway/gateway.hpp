@@ -51,6 +51,7 @@ class Gateway {
  private:
   struct Upstream;  // one distinct engine URL: scraped once per interval
   struct Exchange;  // one proxied request, finished exactly once
+  struct Admin;     // the admin API's route table and endpoints (admin_routes.cpp)
   struct Refusal;   // an error answer for the client
   struct Outgoing;  // what goes to the engine, prepared once for every attempt
   struct Attempt;   // one try at a replica and what came of it
@@ -77,7 +78,6 @@ class Gateway {
   static void end_stream(Exchange& ex, net::UpstreamResponse& up, const protocol::StreamRelay& relay, bool ok,
                          bool client_failed, std::optional<Clock::time_point> first_token);
   net::asio::awaitable<net::Reply> admin(net::Request& req);
-  net::Response v1_models(const net::Request& req);
   net::asio::awaitable<void> poll_loop(std::shared_ptr<Upstream> up);
   net::asio::awaitable<void> flush_loop();
   void finish_request(RequestRecord& record);

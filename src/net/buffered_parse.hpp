@@ -1,10 +1,12 @@
 #pragma once
 // Feeding a Beast parser from a read buffer by hand: the server and the upstream client read with plain
-// socket reads (see ReadDeadline) and parse what arrived with this, in one place.
+// socket reads (see ReadDeadline) and parse what arrived with this, in one place, and tell the peer's
+// protocol violations from the other ways a read ends.
 
 #include "net/http.hpp"
 
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/error.hpp>
 
 namespace warden::net {
 
@@ -25,6 +27,14 @@ boost::system::error_code put_buffered(Parser& parser, beast::flat_buffer& buffe
     }
   }
   return ec;
+}
+
+/// True for a protocol violation by the peer (a malformed message: worth a 400 from a server, a bad
+/// response to a client), false for EOF, a cut-off message, a timeout or a transport error.
+inline bool is_parse_error(const boost::system::error_code& ec) {
+  return ec.category() == make_error_code(http::error::bad_target).category() &&
+         ec != http::error::end_of_stream && ec != http::error::partial_message &&
+         ec != http::error::need_more && ec != http::error::need_buffer;
 }
 
 }  // namespace warden::net

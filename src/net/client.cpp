@@ -68,12 +68,6 @@ class ClientCategory final : public boost::system::error_category {
   }
 };
 
-bool is_http_parse_error(const boost::system::error_code& ec) {
-  return ec.category() == make_error_code(http::error::bad_target).category() &&
-         ec != http::error::end_of_stream && ec != http::error::partial_message &&
-         ec != http::error::need_buffer;
-}
-
 }  // namespace
 
 const boost::system::error_category& client_category() noexcept {
@@ -123,6 +117,17 @@ struct Connection {
   // arrive in one system call.
   auto read_some() { return stream.socket().async_read_some(buffer.prepare(read_bytes()), use_tuple); }
   std::size_t read_bytes() const noexcept { return std::max<std::size_t>(body_buf.size() / 2, 512); }
+
+  // A fresh parser for the response to the request just sent, and its first-byte deadline.
+  void expect_response(std::size_t max_header_bytes, bool head_method, std::chrono::milliseconds first_byte) {
+    parser.emplace();
+    parser->header_limit(static_cast<std::uint32_t>(max_header_bytes));
+    parser->body_limit(boost::none);
+    if (head_method) {
+      parser->skip(true);
+    }
+    read_deadline.expires_after(first_byte);
+  }
 
   void close() noexcept {
     boost::system::error_code ignored;
@@ -242,6 +247,17 @@ std::string serialize_head(const http::request_header<>& req) {
   return out;
 }
 
+// Header and body pieces: one gathered write.
+std::vector<asio::const_buffer> request_buffers(const RawRequest& req) {
+  std::vector<asio::const_buffer> parts;
+  parts.reserve(1 + req.body.size());
+  parts.push_back(asio::buffer(req.head));
+  for (std::string_view piece : req.body) {
+    parts.push_back(asio::buffer(piece.data(), piece.size()));
+  }
+  return parts;
+}
+
 }  // namespace
 
 // --- UpstreamResponse --------------------------------------------------------------------------------
@@ -351,7 +367,7 @@ asio::awaitable<boost::system::result<BodyPiece>> UpstreamResponse::next() {
         out = make_error_code(ClientErrc::idle_timeout);
       } else if (ec == asio::error::operation_aborted) {
         out = ec;  // cancelled by our caller: close below, never reuse
-      } else if (is_http_parse_error(ec)) {
+      } else if (is_parse_error(ec)) {
         out = make_error_code(ClientErrc::bad_response);
       } else {
         out = make_error_code(ClientErrc::closed_mid_body);
@@ -454,13 +470,7 @@ asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send_impl(c
     } else {
       ++pool.stats.reuses;
     }
-    // Header and body pieces: one gathered write.
-    std::vector<asio::const_buffer> parts;
-    parts.reserve(1 + req.body.size());
-    parts.push_back(asio::buffer(req.head));
-    for (std::string_view piece : req.body) {
-      parts.push_back(asio::buffer(piece.data(), piece.size()));
-    }
+    const std::vector<asio::const_buffer> parts = request_buffers(req);
     std::size_t written = 0;
     boost::system::error_code wec;
     if (!write_now(conn->stream, parts, written, wec)) {
@@ -478,13 +488,7 @@ asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send_impl(c
       co_return make_error_code(wec == beast::error::timeout ? ClientErrc::write_timeout
                                                              : ClientErrc::closed_before_response);
     }
-    conn->parser.emplace();
-    conn->parser->header_limit(static_cast<std::uint32_t>(pool.opts.max_header_bytes));
-    conn->parser->body_limit(boost::none);
-    if (req.head_method) {
-      conn->parser->skip(true);
-    }
-    conn->read_deadline.expires_after(t.first_byte);
+    conn->expect_response(pool.opts.max_header_bytes, req.head_method, t.first_byte);
     boost::system::error_code hec;
     std::size_t received = 0;
     while (!hec && !conn->parser->is_header_done()) {
@@ -512,8 +516,8 @@ asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send_impl(c
       if (hec == beast::error::timeout) {
         co_return make_error_code(ClientErrc::first_byte_timeout);
       }
-      co_return make_error_code(is_http_parse_error(hec) ? ClientErrc::bad_response
-                                                         : ClientErrc::closed_before_response);
+      co_return make_error_code(is_parse_error(hec) ? ClientErrc::bad_response
+                                                    : ClientErrc::closed_before_response);
     }
     co_return UpstreamResponse(std::move(conn), state_, fresh, t);
   }

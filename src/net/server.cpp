@@ -62,13 +62,6 @@ Response plain_error(unsigned version, unsigned status, std::string_view message
   return res;
 }
 
-// A protocol violation by the client (worth a 400), as opposed to EOF, a timeout or a transport error.
-bool is_parse_error(const boost::system::error_code& ec) {
-  return ec.category() == make_error_code(http::error::bad_target).category() &&
-         ec != http::error::end_of_stream && ec != http::error::partial_message &&
-         ec != http::error::need_more;
-}
-
 // The header as bytes, so that it can go out in one write with the first chunk.
 std::string serialize_header(http::response<http::empty_body>& head) {
   http::response_serializer<http::empty_body> sr{head};
@@ -257,9 +250,328 @@ struct Server::DisconnectWatch {
   }
 };
 
-struct Server::Session {
-  beast::tcp_stream* stream = nullptr;
+// One client connection, in the order a request goes through it: read_request(), run_handler(), then
+// write_whole() or write_stream(). Failures of the handler or a stream body are judged in one place,
+// failed(). Lives in the frame of Server::session(); registered with the server for stop().
+class Server::Connection {
+ public:
+  Connection(Server& server, tcp::socket socket, std::uint64_t id, std::shared_ptr<DisconnectWatch> watch);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  /// Answers requests until the client or the server ends the connection.
+  asio::awaitable<void> run();
+  /// Fails every pending read and write (stop()).
+  void close() noexcept;
+
+ private:
+  using Parser = http::request_parser<http::string_body>;
+
+  asio::awaitable<bool> read_request(Parser& parser);
+  asio::awaitable<boost::system::error_code> read_some(std::size_t bytes);
+  asio::awaitable<bool> send_continue();
+  std::optional<Response> read_error_reply(const boost::system::error_code& ec, const Parser& parser,
+                                           bool in_body) const;
+  Response too_large(const http::request_header<>& request) const;
+  asio::awaitable<void> send_and_close(Response& res);
+  asio::awaitable<bool> run_handler(Request& req, std::optional<Reply>& reply);
+  bool failed(const std::exception_ptr& error, const Request& req, bool in_body);
+  bool client_gone();
+  asio::awaitable<bool> write_whole(Response& res, bool keep_alive);
+  asio::awaitable<bool> write_stream(StreamReply& reply, const Request& req, bool keep_alive);
+  void shutdown_send() noexcept;
+
+  Server& server_;
+  const ServerOptions& opts_;
+  ConnectionInfo info_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::shared_ptr<DisconnectWatch> watch_;
+  std::list<Connection*>::iterator registered_;
+  ReadDeadline deadline_{stream_.socket()};
 };
+
+Server::Connection::Connection(Server& server, tcp::socket socket, std::uint64_t id,
+                               std::shared_ptr<DisconnectWatch> watch)
+    : server_(server), opts_(server.opts_), stream_(std::move(socket)), watch_(std::move(watch)) {
+  info_.id = id;
+  boost::system::error_code ignored;
+  info_.remote = stream_.socket().remote_endpoint(ignored);
+  registered_ = server_.connections_.insert(server_.connections_.end(), this);
+  ++server_.stats_.connections_open;
+  watch_->socket = &stream_.socket();
+  watch_->buffer = &buffer_;
+}
+
+Server::Connection::~Connection() {
+  watch_->disarm();
+  watch_->socket = nullptr;
+  watch_->buffer = nullptr;
+  server_.connections_.erase(registered_);
+  --server_.stats_.connections_open;
+}
+
+void Server::Connection::close() noexcept {
+  boost::system::error_code ignored;
+  stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  stream_.socket().close(ignored);
+}
+
+void Server::Connection::shutdown_send() noexcept {
+  boost::system::error_code ignored;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+}
+
+asio::awaitable<void> Server::Connection::run() {
+  for (std::uint64_t index = 0; !server_.stopped_; ++index) {
+    info_.request_index = index;
+    Parser parser;
+    if (!co_await read_request(parser)) {
+      co_return;
+    }
+    Request req = parser.release();
+    if (buffer_.size() == 0) {
+      buffer_.shrink_to_fit();  // an idle keep-alive connection should hold no read buffer
+    }
+    ++server_.stats_.requests;
+    const bool keep_alive = req.keep_alive();
+    std::optional<Reply> reply;
+    if (!co_await run_handler(req, reply)) {
+      co_return;
+    }
+    if (auto* res = std::get_if<Response>(&*reply)) {
+      if (!co_await write_whole(*res, keep_alive)) {
+        co_return;
+      }
+      continue;
+    }
+    if (!co_await write_stream(std::get<StreamReply>(*reply), req, keep_alive)) {
+      co_return;
+    }
+    stream_.expires_never();
+  }
+}
+
+// Reads the next request into `parser`: plain socket reads fed to it (what is buffered first: a pipelined
+// request) under a lazy deadline, cheaper per request than Beast's composed read and its timer. False:
+// the connection is over (a client error answered, or EOF, a timeout, a reset, stop()).
+asio::awaitable<bool> Server::Connection::read_request(Parser& parser) {
+  parser.header_limit(static_cast<std::uint32_t>(opts_.max_header_bytes));
+  parser.body_limit(opts_.max_body_bytes);
+  deadline_.expires_after(info_.request_index == 0 ? opts_.read_timeout : opts_.idle_timeout);
+  boost::system::error_code ec;
+  while (true) {
+    ec = put_buffered(parser, buffer_);
+    if (ec || parser.is_header_done()) {
+      break;
+    }
+    ec = co_await read_some(kHeaderReadBytes);
+    if (ec) {
+      break;
+    }
+  }
+  if (!ec && parser.content_length() && *parser.content_length() > opts_.max_body_bytes) {
+    ec = http::error::body_limit;
+  }
+  if (!ec && parser.get()[http::field::expect] == "100-continue" && !co_await send_continue()) {
+    co_return false;
+  }
+  const bool in_body = !ec;  // the errors of the body's reads are answered as such
+  if (in_body) {
+    if (parser.content_length()) {
+      buffer_.reserve(
+          std::min<std::size_t>(static_cast<std::size_t>(*parser.content_length()), kBodyReadBytes));
+    }
+    // The body usually came in with the header: parsed from the buffer without another read.
+    ec = put_buffered(parser, buffer_);
+    if (!ec && !parser.is_done()) {
+      deadline_.expires_after(opts_.read_timeout);
+    }
+    while (!ec && !parser.is_done()) {
+      const std::uint64_t left = parser.content_length_remaining().value_or(kBodyReadBytes);
+      ec = co_await read_some(static_cast<std::size_t>(std::clamp<std::uint64_t>(left, 512, kBodyReadBytes)));
+      if (!ec) {
+        ec = put_buffered(parser, buffer_);
+      }
+    }
+  }
+  if (ec) {
+    if (auto answer = read_error_reply(ec, parser, in_body)) {
+      co_await send_and_close(*answer);
+    }
+    co_return false;
+  }
+  deadline_.clear();
+  co_return true;
+}
+
+// One read into the buffer; a passed deadline reads as Beast's timeout.
+asio::awaitable<boost::system::error_code> Server::Connection::read_some(std::size_t bytes) {
+  auto [ec, n] = co_await stream_.socket().async_read_some(buffer_.prepare(bytes), use_tuple);
+  buffer_.commit(n);
+  if (ec == asio::error::operation_aborted && deadline_.expired()) {
+    ec = beast::error::timeout;
+  }
+  co_return ec;
+}
+
+asio::awaitable<bool> Server::Connection::send_continue() {
+  stream_.expires_after(opts_.write_timeout);
+  static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
+  auto [ec, n] = co_await asio::async_write(stream_, asio::buffer(cont.data(), cont.size()), use_tuple);
+  co_return !ec;
+}
+
+// What a request that could not be read is answered (the connection closes after it): nothing for EOF,
+// a timeout, a reset or stop().
+std::optional<Response> Server::Connection::read_error_reply(const boost::system::error_code& ec,
+                                                             const Parser& parser, bool in_body) const {
+  if (ec == http::error::header_limit && !in_body) {
+    return plain_error(11, 431, "Request header fields too large");
+  }
+  if (ec == http::error::body_limit) {
+    return too_large(parser.get().base());
+  }
+  if (is_parse_error(ec)) {
+    return in_body ? plain_error(parser.get().version(), 400, "Malformed HTTP request body")
+                   : plain_error(11, 400, "Malformed HTTP request");
+  }
+  return std::nullopt;
+}
+
+Response Server::Connection::too_large(const http::request_header<>& request) const {
+  Response res = opts_.make_too_large ? opts_.make_too_large(request, false)
+                                      : plain_error(request.version(), 413, "Request body too large");
+  res.keep_alive(false);
+  res.prepare_payload();
+  return res;
+}
+
+asio::awaitable<void> Server::Connection::send_and_close(Response& res) {
+  stream_.expires_after(opts_.write_timeout);
+  co_await http::async_write(stream_, res, use_tuple);
+  shutdown_send();
+}
+
+// Runs the handler with the disconnect watch armed: from here to the end of the response a client that
+// goes away cancels the handler or stream body, and operation_aborted escaping them means exactly that.
+// False: the client is gone. An error of the handler is answered 500.
+asio::awaitable<bool> Server::Connection::run_handler(Request& req, std::optional<Reply>& reply) {
+  DisconnectWatch::arm(server_.ioc_, watch_);
+  std::exception_ptr error;
+  try {
+    // Not `reply.emplace(co_await ...)`: GCC 12 miscompiles co_await inside some full expressions.
+    Reply r = co_await server_.handler_(req, info_);
+    reply.emplace(std::move(r));
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if ((error && failed(error, req, false)) || client_gone()) {
+    co_return false;
+  }
+  if (!reply) {
+    reply.emplace(make_response(req, 500, openai_error("Internal server error", "InternalServerError", 500)));
+  }
+  co_return true;
+}
+
+// The one judge of an exception out of a handler or a stream body: true if it means the client went away
+// (counted as a disconnect), else it is a handler error, counted and logged. Exceptions that are not
+// std::exception propagate and end the connection.
+bool Server::Connection::failed(const std::exception_ptr& error, const Request& req, bool in_body) {
+  std::string what;
+  try {
+    std::rethrow_exception(error);
+  } catch (const boost::system::system_error& e) {
+    if (e.code() == asio::error::operation_aborted) {
+      ++server_.stats_.client_disconnects;
+      return true;
+    }
+    what = e.what();
+  } catch (const std::exception& e) {
+    what = e.what();
+  }
+  ++server_.stats_.handler_errors;
+  if (in_body) {
+    spdlog::error("stream body {}: {}", std::string(req.target()), what);
+  } else {
+    spdlog::error("handler {} {}: {}", std::string(req.method_string()), std::string(req.target()), what);
+  }
+  return false;
+}
+
+// The disconnect watch saw the client leave (counted as a disconnect).
+bool Server::Connection::client_gone() {
+  if (watch_->fired) {
+    ++server_.stats_.client_disconnects;
+    return true;
+  }
+  return false;
+}
+
+// A whole response, eagerly written. False: the connection is over.
+asio::awaitable<bool> Server::Connection::write_whole(Response& res, bool keep_alive) {
+  keep_alive = keep_alive && res.keep_alive();
+  res.keep_alive(keep_alive);
+  http::response_serializer<http::string_body> sr{res};
+  const auto ec = co_await eager_write_message(stream_, sr, opts_.write_timeout);
+  watch_->disarm();
+  if (ec) {
+    co_return false;
+  }
+  if (!keep_alive) {
+    shutdown_send();
+    co_return false;
+  }
+  co_return true;
+}
+
+// A streamed response: the header (now, or with the first chunk), the body's chunks, the terminating
+// chunk. False: the connection is over.
+asio::awaitable<bool> Server::Connection::write_stream(StreamReply& reply, const Request& req,
+                                                       bool keep_alive) {
+  if (reply.header_text.empty()) {
+    prepare_header(reply, keep_alive);
+  }
+  keep_alive = keep_alive && reply.keep_alive;
+  std::string pending_header = std::move(reply.header_text);
+  if (!reply.header_with_first_chunk) {
+    const auto ec = co_await eager_write(stream_, asio::buffer(pending_header), opts_.write_timeout);
+    if (ec) {
+      co_return false;
+    }
+    pending_header.clear();
+  }
+  SessionWriter writer(stream_, opts_.write_timeout, std::move(pending_header));
+  std::exception_ptr error;
+  try {
+    if (reply.body) {
+      co_await reply.body(writer);
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (error) {
+    if (failed(error, req, true)) {
+      co_return false;
+    }
+    writer.mark_failed();
+  }
+  if (client_gone() || writer.failed()) {
+    co_return false;  // a broken stream cannot be terminated cleanly
+  }
+  boost::system::error_code ec;
+  if (!writer.finished()) {
+    ec = co_await writer.write_last({});
+  }
+  watch_->disarm();
+  if (ec || !keep_alive) {
+    shutdown_send();
+    co_return false;
+  }
+  co_return true;
+}
 
 Server::Server(asio::io_context& ioc, ServerOptions opts, Handler handler)
     : ioc_(ioc), opts_(std::move(opts)), handler_(std::move(handler)), acceptor_(ioc) {}
@@ -344,243 +656,15 @@ void Server::stop() {
   acceptor_.close(ignored);
   // Closing the sockets fails every pending read/write and the disconnect watchers, which cancels
   // in-flight handlers and stream bodies.
-  for (Session* s : sessions_) {
-    s->stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
-    s->stream->socket().close(ignored);
+  for (Connection* c : connections_) {
+    c->close();
   }
 }
 
 asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
                                       std::shared_ptr<DisconnectWatch> watch) {
-  ConnectionInfo info;
-  info.id = id;
-  boost::system::error_code ignored;
-  info.remote = socket.remote_endpoint(ignored);
-  beast::tcp_stream stream(std::move(socket));
-  beast::flat_buffer buffer;
-  Session self{&stream};
-  sessions_.push_back(&self);
-  auto self_it = std::prev(sessions_.end());
-  ++stats_.connections_open;
-  struct Unregister {
-    Server* server;
-    std::list<Session*>::iterator it;
-    ~Unregister() {
-      server->sessions_.erase(it);
-      --server->stats_.connections_open;
-    }
-  } unregister{this, self_it};
-  watch->socket = &stream.socket();
-  watch->buffer = &buffer;
-  struct Unwatch {
-    DisconnectWatch& watch;
-    ~Unwatch() {
-      watch.disarm();
-      watch.socket = nullptr;
-      watch.buffer = nullptr;
-    }
-  } unwatch{*watch};
-
-  auto too_large = [&](const http::request_header<>& request) {
-    Response res = opts_.make_too_large ? opts_.make_too_large(request, false)
-                                        : plain_error(request.version(), 413, "Request body too large");
-    res.keep_alive(false);
-    res.prepare_payload();
-    return res;
-  };
-  auto send_and_close = [&](Response& res) -> asio::awaitable<void> {
-    stream.expires_after(opts_.write_timeout);
-    co_await http::async_write(stream, res, use_tuple);
-    stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-  };
-
-  ReadDeadline deadline(stream.socket());
-  // One read into the buffer; a passed deadline reads as Beast's timeout.
-  auto read_some = [&](std::size_t bytes) -> asio::awaitable<boost::system::error_code> {
-    auto [ec, n] = co_await stream.socket().async_read_some(buffer.prepare(bytes), use_tuple);
-    buffer.commit(n);
-    if (ec == asio::error::operation_aborted && deadline.expired()) {
-      ec = beast::error::timeout;
-    }
-    co_return ec;
-  };
-
-  for (std::uint64_t index = 0; !stopped_; ++index) {
-    info.request_index = index;
-    http::request_parser<http::string_body> parser;
-    parser.header_limit(static_cast<std::uint32_t>(opts_.max_header_bytes));
-    parser.body_limit(opts_.max_body_bytes);
-    // Plain socket reads fed to the parser (what is buffered first: a pipelined request), under a lazy
-    // deadline: cheaper per request than Beast's composed read and its timer.
-    deadline.expires_after(index == 0 ? opts_.read_timeout : opts_.idle_timeout);
-    boost::system::error_code hec;
-    while (true) {
-      hec = put_buffered(parser, buffer);
-      if (hec || parser.is_header_done()) {
-        break;
-      }
-      hec = co_await read_some(kHeaderReadBytes);
-      if (hec) {
-        break;
-      }
-    }
-    if (hec) {
-      if (hec == http::error::header_limit) {
-        Response answer = plain_error(11, 431, "Request header fields too large");
-        co_await send_and_close(answer);
-      } else if (hec == http::error::body_limit) {
-        Response answer = too_large(parser.get().base());
-        co_await send_and_close(answer);
-      } else if (is_parse_error(hec)) {
-        Response answer = plain_error(11, 400, "Malformed HTTP request");
-        co_await send_and_close(answer);
-      }
-      co_return;  // EOF, timeout, reset, stop(): nothing to answer
-    }
-    unsigned version = parser.get().version();
-    if (parser.content_length() && *parser.content_length() > opts_.max_body_bytes) {
-      Response answer = too_large(parser.get().base());
-      co_await send_and_close(answer);
-      co_return;
-    }
-    if (parser.get()[http::field::expect] == "100-continue") {
-      stream.expires_after(opts_.write_timeout);
-      static constexpr std::string_view cont = "HTTP/1.1 100 Continue\r\n\r\n";
-      auto [cec, cn] = co_await asio::async_write(stream, asio::buffer(cont.data(), cont.size()), use_tuple);
-      if (cec) {
-        co_return;
-      }
-    }
-    if (parser.content_length()) {
-      buffer.reserve(
-          std::min<std::size_t>(static_cast<std::size_t>(*parser.content_length()), kBodyReadBytes));
-    }
-    // The body usually came in with the header: parsed from the buffer without another read.
-    boost::system::error_code bec = put_buffered(parser, buffer);
-    if (!bec && !parser.is_done()) {
-      deadline.expires_after(opts_.read_timeout);
-    }
-    while (!bec && !parser.is_done()) {
-      const std::uint64_t left = parser.content_length_remaining().value_or(kBodyReadBytes);
-      bec =
-          co_await read_some(static_cast<std::size_t>(std::clamp<std::uint64_t>(left, 512, kBodyReadBytes)));
-      if (!bec) {
-        bec = put_buffered(parser, buffer);
-      }
-    }
-    if (bec) {
-      if (bec == http::error::body_limit) {
-        Response answer = too_large(parser.get().base());
-        co_await send_and_close(answer);
-      } else if (is_parse_error(bec)) {
-        Response answer = plain_error(version, 400, "Malformed HTTP request body");
-        co_await send_and_close(answer);
-      }
-      co_return;
-    }
-    deadline.clear();
-    Request req = parser.release();
-    if (buffer.size() == 0) {
-      buffer.shrink_to_fit();  // an idle keep-alive connection should hold no read buffer
-    }
-    ++stats_.requests;
-    bool keep_alive = req.keep_alive();
-
-    // From here to the end of the response a client that goes away cancels the handler or stream body
-    // (see DisconnectWatch); operation_aborted escaping them means exactly that.
-    DisconnectWatch::arm(ioc_, watch);
-    std::optional<Reply> reply;
-    try {
-      // Not `reply.emplace(co_await ...)`: GCC 12 miscompiles co_await inside some full expressions.
-      Reply r = co_await handler_(req, info);
-      reply.emplace(std::move(r));
-    } catch (const boost::system::system_error& e) {
-      if (e.code() == asio::error::operation_aborted) {
-        ++stats_.client_disconnects;
-        co_return;
-      }
-      ++stats_.handler_errors;
-      spdlog::error("handler {} {}: {}", std::string(req.method_string()), std::string(req.target()),
-                    e.what());
-    } catch (const std::exception& e) {
-      ++stats_.handler_errors;
-      spdlog::error("handler {} {}: {}", std::string(req.method_string()), std::string(req.target()),
-                    e.what());
-    }
-    if (watch->fired) {
-      ++stats_.client_disconnects;
-      co_return;
-    }
-    if (!reply) {
-      reply.emplace(
-          make_response(req, 500, openai_error("Internal server error", "InternalServerError", 500)));
-    }
-
-    if (auto* res = std::get_if<Response>(&*reply)) {
-      keep_alive = keep_alive && res->keep_alive();
-      res->keep_alive(keep_alive);
-      http::response_serializer<http::string_body> sr{*res};
-      const auto wec = co_await eager_write_message(stream, sr, opts_.write_timeout);
-      watch->disarm();
-      if (wec) {
-        co_return;
-      }
-      if (!keep_alive) {
-        stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-        co_return;
-      }
-      continue;
-    }
-
-    auto& streamed = std::get<StreamReply>(*reply);
-    if (streamed.header_text.empty()) {
-      prepare_header(streamed, keep_alive);
-    }
-    keep_alive = keep_alive && streamed.keep_alive;
-    std::string pending_header = std::move(streamed.header_text);
-    if (!streamed.header_with_first_chunk) {
-      const auto hwec = co_await eager_write(stream, asio::buffer(pending_header), opts_.write_timeout);
-      if (hwec) {
-        co_return;
-      }
-      pending_header.clear();
-    }
-    SessionWriter writer(stream, opts_.write_timeout, std::move(pending_header));
-    try {
-      if (streamed.body) {
-        co_await streamed.body(writer);
-      }
-    } catch (const boost::system::system_error& e) {
-      if (e.code() == asio::error::operation_aborted) {
-        ++stats_.client_disconnects;
-        co_return;
-      }
-      writer.mark_failed();
-      ++stats_.handler_errors;
-      spdlog::error("stream body {}: {}", std::string(req.target()), e.what());
-    } catch (const std::exception& e) {
-      writer.mark_failed();
-      ++stats_.handler_errors;
-      spdlog::error("stream body {}: {}", std::string(req.target()), e.what());
-    }
-    if (watch->fired) {
-      ++stats_.client_disconnects;
-      co_return;
-    }
-    if (writer.failed()) {
-      co_return;  // a broken stream we cannot terminate cleanly
-    }
-    boost::system::error_code lec;
-    if (!writer.finished()) {
-      lec = co_await writer.write_last({});
-    }
-    watch->disarm();
-    if (lec || !keep_alive) {
-      stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
-      co_return;
-    }
-    stream.expires_never();
-  }
+  Connection connection(*this, std::move(socket), id, std::move(watch));
+  co_await connection.run();
 }
 
 int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()> on_stop) {

@@ -139,7 +139,7 @@ class Server {
   const ServerOptions& options() const noexcept { return opts_; }
 
  private:
-  struct Session;
+  class Connection;
   struct DisconnectWatch;
   asio::awaitable<void> session(tcp::socket socket, std::uint64_t id, std::shared_ptr<DisconnectWatch> watch);
 
@@ -149,7 +149,7 @@ class Server {
   tcp::acceptor acceptor_;
   ServerStats stats_;
   std::uint64_t next_id_ = 1;
-  std::list<Session*> sessions_;  // live sessions, for stop()
+  std::list<Connection*> connections_;  // live connections, for stop()
   bool stopped_ = false;
 };
 
