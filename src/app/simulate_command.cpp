@@ -5,7 +5,6 @@
 
 #include <boost/json.hpp>
 
-#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "app/cli.hpp"
+#include "base/parse.hpp"
 #include "engine/presets.hpp"
 #include "report/report.hpp"
 #include "report/svg.hpp"
@@ -52,31 +52,6 @@ struct SimulateOptions {
   std::size_t max_output = 256;
   std::map<std::string, std::string> engine_params;  // flag name -> value, only those given
 };
-
-// "3m", "180s", "180", "100ms", "1.5h" -> seconds.
-std::optional<double> parse_seconds(std::string_view text) {
-  double scale = 1.0;
-  std::string_view number = text;
-  if (text.ends_with("ms")) {
-    scale = 0.001;
-    number.remove_suffix(2);
-  } else if (text.ends_with("s")) {
-    number.remove_suffix(1);
-  } else if (text.ends_with("m")) {
-    scale = 60.0;
-    number.remove_suffix(1);
-  } else if (text.ends_with("h")) {
-    scale = 3600.0;
-    number.remove_suffix(1);
-  }
-  double value = 0;
-  const auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
-  if (number.empty() || ec != std::errc{} || ptr != number.data() + number.size() || !std::isfinite(value) ||
-      value < 0) {
-    return std::nullopt;
-  }
-  return value * scale;
-}
 
 std::vector<std::string> split(std::string_view text) {
   std::vector<std::string> out;
@@ -136,18 +111,17 @@ int run_simulate(const SimulateOptions& o) {
   c.replicas = o.replicas;
   c.levels.clear();
   for (const auto& piece : split(o.levels)) {
-    int level = 0;
-    const auto [ptr, ec] = std::from_chars(piece.data(), piece.data() + piece.size(), level);
-    if (ec != std::errc{} || ptr != piece.data() + piece.size()) {
+    const auto level = base::parse_integer<int>(piece);
+    if (!level) {
       return fail("--levels needs comma-separated session counts, got '" + o.levels + "'");
     }
-    c.levels.push_back(level);
+    c.levels.push_back(*level);
   }
-  const auto duration = parse_seconds(o.duration);
-  const auto scrape = parse_seconds(o.scrape_interval);
-  const auto rtt = parse_seconds(o.client_rtt);
-  const auto think = parse_seconds(o.think_time);
-  const auto jitter = parse_seconds(o.think_jitter);
+  const auto duration = base::parse_seconds(o.duration);
+  const auto scrape = base::parse_seconds(o.scrape_interval);
+  const auto rtt = base::parse_seconds(o.client_rtt);
+  const auto think = base::parse_seconds(o.think_time);
+  const auto jitter = base::parse_seconds(o.think_jitter);
   if (!duration || !scrape || !rtt || !think || !jitter) {
     return fail("durations are numbers with an optional unit: 180, 180s, 3m, 100ms");
   }

@@ -2,38 +2,20 @@
 
 #include <fmt/core.h>
 
-#include <charconv>
 #include <cmath>
+
+#include "base/parse.hpp"
+#include "base/trim.hpp"
 
 namespace warden::bench {
 
 namespace {
 
-Result<double> parse_number(std::string_view text) {
-  double v = 0.0;
-  const char* end = text.data() + text.size();
-  auto [ptr, ec] = std::from_chars(text.data(), end, v);
-  if (ec != std::errc{} || ptr != end || !std::isfinite(v)) {
-    return std::string(fmt::format("'{}' is not a number", text));
-  }
-  return v;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && s.front() == ' ') {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && s.back() == ' ') {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
 std::vector<std::string_view> split_commas(std::string_view text) {
   std::vector<std::string_view> parts;
   while (true) {
     const std::size_t comma = text.find(',');
-    parts.push_back(trim(text.substr(0, comma)));
+    parts.push_back(base::trim(text.substr(0, comma), " "));
     if (comma == std::string_view::npos) {
       return parts;
     }
@@ -48,38 +30,23 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 }  // namespace
 
 Result<double> parse_duration(std::string_view text) {
-  text = trim(text);
-  struct Unit {
-    std::string_view suffix;
-    double seconds;
-  };
-  // "ms" before "s" and "m": the longest suffix that matches wins.
-  constexpr Unit units[] = {{"ms", 0.001}, {"s", 1.0}, {"m", 60.0}, {"h", 3600.0}};
-  double scale = 1.0;
-  for (const Unit& u : units) {
-    if (ends_with(text, u.suffix)) {
-      scale = u.seconds;
-      text.remove_suffix(u.suffix.size());
-      break;
-    }
+  text = base::trim(text, " ");
+  const auto seconds = base::parse_seconds(text);
+  if (!seconds || !(*seconds > 0.0)) {
+    return std::string(fmt::format("duration '{}' must be a positive number with an optional unit ms/s/m/h",
+                                   base::split_seconds_unit(text).first));
   }
-  auto n = parse_number(text);
-  if (!n || *n <= 0.0) {
-    return std::string(
-        fmt::format("duration '{}' must be a positive number with an optional unit ms/s/m/h", text));
-  }
-  return *n * scale;
+  return *seconds;
 }
 
 Result<std::vector<int>> parse_levels(std::string_view text) {
   std::vector<int> levels;
   for (std::string_view part : split_commas(text)) {
-    int v = 0;
-    auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
-    if (ec != std::errc{} || ptr != part.data() + part.size() || v < 1 || v > 10000) {
+    const auto v = base::parse_integer<int>(part, 1, 10000);
+    if (!v) {
       return std::string(fmt::format("level '{}' must be an integer from 1 to 10000", part));
     }
-    levels.push_back(v);
+    levels.push_back(*v);
   }
   return levels;
 }

@@ -1,19 +1,17 @@
 // Options of `lm-warden bench` and the parsing of their textual forms (pure helpers).
 #pragma once
 
-#include <boost/system/result.hpp>
-
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/result.hpp"
 #include "workload/workload.hpp"
 
 namespace warden::bench {
 
-template <class T>
-using Result = boost::system::result<T, std::string>;
+using base::Result;
 
 enum class Api { anthropic, openai };
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "base/splitmix.hpp"
 #include "core/decide.hpp"
 #include "core/pick.hpp"
 
@@ -30,13 +31,6 @@ Route classify(const Snapshot& snapshot, const RequestFacts& facts, ReplicaIndex
     return Route::failover;
   }
   return Route::spilled;
-}
-
-// SplitMix64's finaliser: spreads session hashes and ring points over 64 bits.
-std::uint64_t mix64(std::uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
 }
 
 // A uniformly random healthy replica (for requests without a session key under the hashing policies).
@@ -98,7 +92,7 @@ class SessionHashPolicy final : public Policy {
     if (!facts.session) {
       return Decision{random_healthy(snapshot, rng), Route::new_conversation, NoReplicaReason::none};
     }
-    const std::size_t start = mix64(facts.session->hash) % count;
+    const std::size_t start = base::mix64(facts.session->hash) % count;
     for (std::size_t step = 0; step < count; ++step) {
       const auto candidate = static_cast<ReplicaIndex>((start + step) % count);
       if (snapshot.replicas[candidate].healthy) {
@@ -133,7 +127,7 @@ class ChwblPolicy final : public Policy {
     // after the placement stays within ceil(c * m / n).
     const auto capacity = static_cast<std::uint64_t>(
         std::ceil(chwbl_balance_factor * static_cast<double>(total + 1) / static_cast<double>(healthy)));
-    const std::uint64_t point = mix64(facts.session ? facts.session->hash : rng.uniform(~0ULL));
+    const std::uint64_t point = base::mix64(facts.session ? facts.session->hash : rng.uniform(~0ULL));
     auto it = std::lower_bound(ring_.begin(), ring_.end(), point,
                                [](const RingPoint& p, std::uint64_t value) { return p.hash < value; });
     std::fill(visited_.begin(), visited_.end(), false);
@@ -172,8 +166,9 @@ class ChwblPolicy final : public Policy {
     ring_.reserve(count * chwbl_virtual_nodes);
     for (std::size_t r = 0; r < count; ++r) {
       for (std::uint32_t v = 0; v < chwbl_virtual_nodes; ++v) {
-        ring_.push_back(RingPoint{mix64((static_cast<std::uint64_t>(r) << 32) ^ v ^ 0xC0FFEE0000000000ULL),
-                                  static_cast<ReplicaIndex>(r)});
+        ring_.push_back(
+            RingPoint{base::mix64((static_cast<std::uint64_t>(r) << 32) ^ v ^ 0xC0FFEE0000000000ULL),
+                      static_cast<ReplicaIndex>(r)});
       }
     }
     std::sort(ring_.begin(), ring_.end(), [](const RingPoint& a, const RingPoint& b) {

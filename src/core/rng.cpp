@@ -1,5 +1,7 @@
 #include "core/rng.hpp"
 
+#include "base/splitmix.hpp"
+
 namespace warden::core {
 
 namespace {
@@ -7,11 +9,7 @@ __extension__ using U128 = unsigned __int128;
 }  // namespace
 
 std::uint64_t SplitMixRng::next() {
-  std::uint64_t z =
-      state_.fetch_add(0x9E3779B97F4A7C15ULL, std::memory_order_relaxed) + 0x9E3779B97F4A7C15ULL;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
+  return base::splitmix64(state_.fetch_add(base::kSplitMixGamma, std::memory_order_relaxed));
 }
 
 std::uint64_t SplitMixRng::uniform(std::uint64_t bound) {

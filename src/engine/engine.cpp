@@ -7,6 +7,8 @@
 #include <cassert>
 #include <string>
 
+#include "base/splitmix.hpp"
+
 namespace warden::engine {
 
 namespace {
@@ -14,14 +16,6 @@ namespace {
 constexpr std::array<double, 22> kTtftBuckets{0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
                                               0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
                                               20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
-
-// splitmix64 finalizer: spreads (seed, index) into an output-token choice, portable and stateless.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30U)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27U)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31U);
-}
 
 std::uint64_t prompt_seed(std::uint64_t seed, const Tokens& prompt) {
   // Ids are hashed as little-endian 32-bit values so every host agrees.
@@ -243,7 +237,7 @@ struct Engine::Impl {
       e.request = r.id;
       e.index = r.num_output;
       e.first_token = r.num_output == 0;
-      e.token = output_token(mix(r.sample_seed ^ mix(r.num_output)), r.num_output);
+      e.token = output_token(base::splitmix64(r.sample_seed ^ base::splitmix64(r.num_output)), r.num_output);
       r.tokens.push_back(e.token);
       ++r.num_output;
       ++m.generation_tokens_total;

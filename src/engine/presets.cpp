@@ -4,8 +4,10 @@
 
 #include <charconv>
 #include <cmath>
-#include <limits>
 #include <sstream>
+
+#include "base/parse.hpp"
+#include "base/trim.hpp"
 
 namespace warden::engine {
 
@@ -95,16 +97,6 @@ std::string normalize(std::string_view key) {
   return k;
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
 }  // namespace
 
 std::uint32_t derive_num_gpu_blocks(double gpu_bytes, double utilization, double reserve_bytes,
@@ -144,19 +136,17 @@ std::vector<std::string> param_names() {
 
 Result<void> set_param(EngineConfig& config, std::string_view key, std::string_view value) {
   const std::string k = normalize(key);
-  const std::string_view v = trim(value);
+  const std::string_view v = base::trim(value);
   for (const auto& p : kParams) {
     if (p.name != k) {
       continue;
     }
     if (p.u32 != nullptr) {
-      std::uint64_t n = 0;
-      const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-      if (ec != std::errc{} || ptr != v.data() + v.size() || v.empty() ||
-          n > std::numeric_limits<std::uint32_t>::max()) {
+      const auto n = base::parse_integer<std::uint32_t>(v);
+      if (!n) {
         return make_error("'" + k + "' needs a non-negative integer, got '" + std::string(v) + "'", k);
       }
-      p.u32(config) = static_cast<std::uint32_t>(n);
+      p.u32(config) = *n;
     } else {
       double d = 0;
       const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), d);

@@ -1,5 +1,6 @@
 #include "gateway/config.hpp"
 
+#include "base/trim.hpp"
 #include "core/policy.hpp"
 
 #include <fmt/format.h>
@@ -7,7 +8,6 @@
 
 #include <algorithm>
 #include <boost/url/parse.hpp>
-#include <charconv>
 #include <fstream>
 #include <initializer_list>
 #include <set>
@@ -42,95 +42,8 @@ std::string ConfigResult::error_text() const {
   return out;
 }
 
-namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
-// Splits "12.5ms" into the number and the unit.
-bool split_number_unit(std::string_view text, double& number, std::string_view& unit) {
-  text = trim(text);
-  std::size_t i = 0;
-  while (i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) {
-    ++i;
-  }
-  if (i == 0) {
-    return false;
-  }
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + i, number);
-  if (ec != std::errc{} || ptr != text.data() + i) {
-    return false;
-  }
-  unit = trim(text.substr(i));
-  return true;
-}
-
-}  // namespace
-
-std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
-  double n = 0;
-  std::string_view unit;
-  if (!split_number_unit(text, n, unit)) {
-    return std::nullopt;
-  }
-  double ms = 0;
-  if (unit.empty() || unit == "s") {
-    ms = n * 1000;
-  } else if (unit == "ms") {
-    ms = n;
-  } else if (unit == "m" || unit == "min") {
-    ms = n * 60'000;
-  } else if (unit == "h") {
-    ms = n * 3'600'000;
-  } else {
-    return std::nullopt;
-  }
-  if (ms > 1e15) {
-    return std::nullopt;
-  }
-  return std::chrono::milliseconds(static_cast<std::int64_t>(ms));
-}
-
-std::optional<std::uint64_t> parse_size(std::string_view text) {
-  double n = 0;
-  std::string_view unit;
-  if (!split_number_unit(text, n, unit)) {
-    return std::nullopt;
-  }
-  double mult = 0;
-  if (unit.empty() || unit == "B") {
-    mult = 1;
-  } else if (unit == "KiB") {
-    mult = 1024.0;
-  } else if (unit == "MiB") {
-    mult = 1024.0 * 1024;
-  } else if (unit == "GiB") {
-    mult = 1024.0 * 1024 * 1024;
-  } else if (unit == "KB" || unit == "kB") {
-    mult = 1e3;
-  } else if (unit == "MB") {
-    mult = 1e6;
-  } else if (unit == "GB") {
-    mult = 1e9;
-  } else {
-    return std::nullopt;
-  }
-  double bytes = n * mult;
-  if (bytes < 1 || bytes > 1e15) {
-    return std::nullopt;
-  }
-  return static_cast<std::uint64_t>(bytes);
-}
-
 std::optional<std::pair<std::string, std::uint16_t>> parse_listen(std::string_view text) {
-  text = trim(text);
+  text = base::trim(text);
   std::string host;
   std::string_view port_text;
   if (!text.empty() && text.front() == '[') {
@@ -148,13 +61,11 @@ std::optional<std::pair<std::string, std::uint16_t>> parse_listen(std::string_vi
     host = std::string(text.substr(0, colon));
     port_text = text.substr(colon + 1);
   }
-  unsigned port = 0;
-  auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (host.empty() || port_text.empty() || ec != std::errc{} || ptr != port_text.data() + port_text.size() ||
-      port > 65535) {
+  const auto port = base::parse_integer<unsigned>(port_text, 0U, 65535U);
+  if (host.empty() || !port) {
     return std::nullopt;
   }
-  return std::make_pair(host, static_cast<std::uint16_t>(port));
+  return std::make_pair(host, static_cast<std::uint16_t>(*port));
 }
 
 std::optional<UpstreamUrl> parse_upstream_url(std::string_view text, std::string* why) {
@@ -163,7 +74,7 @@ std::optional<UpstreamUrl> parse_upstream_url(std::string_view text, std::string
       *why = std::move(w);
     }
   };
-  auto parsed = boost::urls::parse_absolute_uri(trim(text));
+  auto parsed = boost::urls::parse_absolute_uri(base::trim(text));
   if (!parsed) {
     set_why("not an absolute URL");
     return std::nullopt;
@@ -210,12 +121,9 @@ std::optional<UpstreamUrl> parse_upstream_url(std::string_view text, std::string
 namespace {
 
 bool try_integer(const YAML::Node& n, long long& out) {
-  if (!n.IsScalar() || n.Scalar().empty()) {
-    return false;
-  }
-  const std::string& s = n.Scalar();
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc{} && ptr == s.data() + s.size();
+  const auto v = n.IsScalar() ? base::parse_integer<long long>(n.Scalar()) : std::nullopt;
+  out = v.value_or(out);
+  return v.has_value();
 }
 
 // Walks the YAML tree, collecting every problem with its position instead of stopping at the first.
@@ -453,7 +361,6 @@ void parse_model(Validator& v, const YAML::Node& n, std::size_t index, Config& c
   if (auto l = n["launch"]) {
     supervisor::LaunchParseContext ctx;
     ctx.error = [&v](const YAML::Node& at, const std::string& what) { v.error(at, what); };
-    ctx.parse_duration = parse_duration;
     m.launch = supervisor::parse_launch(l, where + ".launch", ctx);
   }
   cfg.models.push_back(std::move(m));

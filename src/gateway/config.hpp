@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/parse.hpp"
 #include "core/types.hpp"
 #include "supervisor/launch.hpp"
 
@@ -86,10 +87,9 @@ ConfigResult load_config_file(const std::string& path);
 
 // "HOST:PORT" (IPv6 as "[::1]:8080") → host, port. Used by `--listen`.
 std::optional<std::pair<std::string, std::uint16_t>> parse_listen(std::string_view text);
-// "500ms", "1s", "2m", "1h", or a bare number of seconds.
-std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
-// "32MiB", "512KiB", "1GiB", "1000", "10MB" (decimal), bytes when bare.
-std::optional<std::uint64_t> parse_size(std::string_view text);
+// The configuration's duration ("500ms", "1s", "2m", "1h") and size ("32MiB", "10MB") syntax.
+using base::parse_duration;
+using base::parse_size;
 // "http://host:port[/base]" → UpstreamUrl; std::nullopt with `why` set when not usable.
 std::optional<UpstreamUrl> parse_upstream_url(std::string_view text, std::string* why);
 

@@ -4,22 +4,16 @@
 #include <array>
 #include <boost/beast/core/string.hpp>
 
+#include "base/trim.hpp"
+
 namespace warden::gateway {
+
+using base::trim;
 
 namespace {
 
 bool iequals(std::string_view a, std::string_view b) {
   return boost::beast::iequals(a, b);
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  return s;
 }
 
 // Constant-time for equal lengths, so a key cannot be guessed byte by byte from response times.

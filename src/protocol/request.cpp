@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "base/trim.hpp"
+
 namespace warden::protocol {
 
 namespace {
@@ -38,16 +40,6 @@ bool iequals(std::string_view a, std::string_view b) noexcept {
          std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
 }
 
-std::string_view trim(std::string_view s) noexcept {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
 std::string hex16(std::uint64_t v) {
   static constexpr char digits[] = "0123456789abcdef";
   std::string out(16, '0');
@@ -59,7 +51,7 @@ std::string hex16(std::uint64_t v) {
 }
 
 std::optional<std::string> normalize_key(std::string_view raw) {
-  const std::string_view v = trim(raw);
+  const std::string_view v = base::trim(raw);
   if (v.empty()) {
     return std::nullopt;
   }
@@ -1015,7 +1007,7 @@ ClientPin parse_pin(std::optional<std::string_view> value, PinSource source) noe
   }
   pin.source = source;
   pin.state = PinState::invalid;
-  const std::string_view v = trim(*value);
+  const std::string_view v = base::trim(*value);
   // Up to 9 digits: no overflow, and far beyond any replica count.
   if (v.empty() || v.size() > 9 ||
       !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; })) {
@@ -1031,7 +1023,7 @@ ClientPin parse_pin(std::optional<std::string_view> value, PinSource source) noe
 }
 
 std::optional<std::string> session_from_user_id(std::string_view user_id) {
-  const std::string_view v = trim(user_id);
+  const std::string_view v = base::trim(user_id);
   if (v.starts_with('{')) {
     error_code ec;
     boost::json::parse_options opt;

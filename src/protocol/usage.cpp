@@ -6,6 +6,8 @@
 
 #include <cmath>
 
+#include "base/trim.hpp"
+
 namespace warden::protocol {
 
 namespace {
@@ -80,16 +82,6 @@ UsageFields read_usage(const json::object& u, bool anthropic) {
   return f;
 }
 
-std::string_view trim(std::string_view s) noexcept {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
 bool non_empty_string(const json::object& o, std::string_view key) {
   return !string_at(o, key).empty();
 }
@@ -146,7 +138,7 @@ Result<Usage> parse_usage_body(ApiKind api, std::string_view body) {
 
 StreamEventInfo inspect_stream_event(ApiKind api, std::string_view event_name, std::string_view data) {
   StreamEventInfo info;
-  data = trim(data);
+  data = base::trim(data, " \t\r\n");
   if (data == "[DONE]") {
     info.done = true;
     return info;

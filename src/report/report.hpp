@@ -3,19 +3,18 @@
 #pragma once
 
 #include <boost/json/object.hpp>
-#include <boost/system/result.hpp>
 
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/result.hpp"
 #include "report/row.hpp"
 
 namespace warden::report {
 
-template <class T>
-using Result = boost::system::result<T, std::string>;
+using base::Result;
 
 // What `--out x.json` holds: {"rows": [...], "meta": {...}}. `meta` is free-form (tool, command, workload,
 // seed, time scale, ...); the row schema is the stable part.

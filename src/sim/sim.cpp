@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/splitmix.hpp"
 #include "core/vllm_balancer.hpp"
 #include "engine/chat_template.hpp"
 #include "engine/engine.hpp"
@@ -40,13 +41,6 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
-
-std::uint64_t splitmix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 // An error the handler answers with: HTTP status + message, in the endpoint's own format.
 struct HttpError {
@@ -311,8 +305,8 @@ boost::system::result<int, HttpError> Sim::Impl::choose_rank(const net::Request&
     balancer->publish(loads);
   }
   // A connection meets one API server (SO_REUSEPORT): chosen per connection, seeded.
-  const auto server = static_cast<std::uint32_t>(splitmix(opts.seed ^ (conn.id * 0x9e3779b97f4a7c15ull)) %
-                                                 balancer->api_servers());
+  const auto server = static_cast<std::uint32_t>(
+      base::splitmix64(opts.seed ^ (conn.id * base::kSplitMixGamma)) % balancer->api_servers());
   const int picked = static_cast<int>(balancer->route_via(server));
   return boost::system::result<int, HttpError>(boost::system::in_place_value, picked);
 }
@@ -498,7 +492,7 @@ asio::awaitable<net::Reply> Sim::Impl::handle(net::Request& req, const net::Conn
 
   ReplyMeta meta;
   ++id_counter;
-  meta.id = make_id(*api, splitmix(opts.seed ^ id_counter), splitmix(id_counter * 31 + 7));
+  meta.id = make_id(*api, base::splitmix64(opts.seed ^ id_counter), base::splitmix64(id_counter * 31 + 7));
   meta.model = opts.served_model_name;
   meta.created = static_cast<std::int64_t>(
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())

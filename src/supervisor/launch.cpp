@@ -5,8 +5,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <array>
-#include <charconv>
 #include <climits>
+
+#include "base/parse.hpp"
 
 namespace warden::supervisor {
 
@@ -280,16 +281,9 @@ class LaunchParser {
   }
 
   std::optional<long long> integer(const YAML::Node& n, const std::string& key, long long lo, long long hi) {
-    long long v = 0;
-    bool ok = false;
-    if (n.IsScalar() && !n.Scalar().empty()) {
-      const std::string& s = n.Scalar();
-      auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      ok = ec == std::errc{} && ptr == s.data() + s.size();
-    }
-    if (!ok || v < lo || v > hi) {
+    const auto v = n.IsScalar() ? base::parse_integer<long long>(n.Scalar(), lo, hi) : std::nullopt;
+    if (!v) {
       error(n, fmt::format("{}.{} must be an integer from {} to {}", where_, key, lo, hi));
-      return std::nullopt;
     }
     return v;
   }
@@ -297,8 +291,8 @@ class LaunchParser {
   std::optional<std::chrono::milliseconds> duration(const YAML::Node& n, const std::string& key,
                                                     std::chrono::milliseconds min) {
     std::optional<std::chrono::milliseconds> d;
-    if (n.IsScalar() && ctx_.parse_duration) {
-      d = ctx_.parse_duration(n.Scalar());
+    if (n.IsScalar()) {
+      d = base::parse_duration(n.Scalar());
     }
     if (!d || *d < min) {
       error(n, fmt::format("{}.{} must be a duration of at least {}ms, such as 500ms, 10s or 10m", where_,

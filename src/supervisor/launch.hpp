@@ -106,8 +106,6 @@ bool check_placeholders(std::string_view text, std::string* error);
 // style ("models[0].launch.command must be ..."); returns std::nullopt if there was any.
 struct LaunchParseContext {
   std::function<void(const YAML::Node&, const std::string&)> error;
-  // Duration syntax shared with the rest of the configuration ("500ms", "10s", "10m").
-  std::function<std::optional<std::chrono::milliseconds>(std::string_view)> parse_duration;
 };
 std::optional<LaunchSpec> parse_launch(const YAML::Node& node, const std::string& where,
                                        const LaunchParseContext& ctx);

@@ -9,6 +9,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "base/splitmix.hpp"
 #include "core/decide.hpp"
 #include "core/policy.hpp"
 #include "engine/engine.hpp"
@@ -32,13 +33,6 @@ bool is_vllm_model(std::string_view policy) {
 // The registry name a Router runs for a simulate policy name.
 std::string core_policy(std::string_view policy) {
   return policy == "warden-lb" ? std::string("vllm-lb") : std::string(policy);
-}
-
-std::uint64_t mix(std::uint64_t z) {
-  z += 0x9E3779B97F4A7C15ULL;
-  z = (z ^ (z >> 30U)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27U)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31U);
 }
 
 core::Time to_time(double seconds) {
@@ -75,8 +69,8 @@ class Driver {
       : config_(config),
         hooks_(hooks),
         workload_(config.workload),
-        rng_(mix(config.seed ^ 0x5157A7E)),
-        jitter_rng_(mix(config.seed ^ 0x7417E7)) {}
+        rng_(base::splitmix64(config.seed ^ 0x5157A7E)),
+        jitter_rng_(base::splitmix64(config.seed ^ 0x7417E7)) {}
 
   Result<Outcome> run() {
     for (std::size_t p = 0; p < config_.policies.size(); ++p) {

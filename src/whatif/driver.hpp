@@ -17,8 +17,6 @@
 // last one completes the turn and the reply, detokenized, is appended to the history by the workload.
 #pragma once
 
-#include <boost/system/result.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -26,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "base/result.hpp"
 #include "core/router.hpp"
 #include "core/session_table.hpp"
 #include "core/types.hpp"
@@ -39,8 +38,7 @@ namespace warden::whatif {
 using core::RankLoad;
 using core::VllmBalancer;
 
-template <class T>
-using Result = boost::system::result<T, std::string>;
+using base::Result;
 
 struct SimulationConfig {
   engine::EngineConfig engine;  // per replica

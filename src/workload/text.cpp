@@ -40,19 +40,6 @@ constexpr std::string_view kWords[] = {
 
 }  // namespace
 
-std::uint64_t SplitMix64::next() {
-  state_ += 0x9E3779B97F4A7C15ULL;
-  std::uint64_t z = state_;
-  z = (z ^ (z >> 30U)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27U)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31U);
-}
-
-std::uint64_t SplitMix64::below(std::uint64_t bound) {
-  // Modulo bias is irrelevant for text generation with bounds this small.
-  return next() % bound;
-}
-
 std::uint64_t stream_seed(std::uint64_t seed, std::uint64_t tag, std::uint64_t a, std::uint64_t b) {
   // Fixed little-endian layout so the hash does not depend on the host's byte order.
   std::array<unsigned char, 32> bytes{};

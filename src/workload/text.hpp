@@ -6,20 +6,11 @@
 #include <string>
 #include <string_view>
 
+#include "base/splitmix.hpp"
+
 namespace warden::workload {
 
-// splitmix64: a tiny, well-mixed generator whose output is fixed by its seed (never std::rand/std::hash,
-// whose output differs between standard libraries).
-class SplitMix64 {
- public:
-  explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
-  std::uint64_t next();
-  // Uniform in [0, bound); bound > 0.
-  std::uint64_t below(std::uint64_t bound);
-
- private:
-  std::uint64_t state_;
-};
+using base::SplitMix64;
 
 // Mixes a seed with labelled coordinates (what the text is for, session, turn) into one stream seed.
 std::uint64_t stream_seed(std::uint64_t seed, std::uint64_t tag, std::uint64_t a = 0, std::uint64_t b = 0);

@@ -2,14 +2,14 @@
 // Pure: no clocks, no I/O. Used by `bench` (real HTTP) and `simulate` (virtual time).
 #pragma once
 
-#include <boost/system/result.hpp>
-
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "base/result.hpp"
 
 namespace warden::workload {
 
@@ -33,10 +33,8 @@ struct WorkloadConfig {
   bool billing_header = false;
 };
 
-// Named presets; only `claude-code` (the reference workload) exists today.
 // Expected failures carry a readable reason.
-template <class T>
-using Result = boost::system::result<T, std::string>;
+using base::Result;
 
 // Named presets; only `claude-code` (the reference workload) exists today.
 Result<WorkloadConfig> preset(std::string_view name);

@@ -1,6 +1,7 @@
 // Property tests over random and mutated inputs (deterministic PRNG): the codecs never crash, and request
 // inspection agrees with a full Boost.JSON DOM parse on every input.
 
+#include "base/splitmix.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/request.hpp"
 #include "protocol/rewrite.hpp"
@@ -21,18 +22,12 @@ namespace json = boost::json;
 
 class Rng {
  public:
-  explicit Rng(std::uint64_t seed) : s_(seed * 0x9E3779B97F4A7C15ull + 0xD1B54A32D192ED03ull) {}
-  std::uint64_t next() {
-    s_ += 0x9E3779B97F4A7C15ull;  // splitmix64
-    std::uint64_t z = s_;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
+  explicit Rng(std::uint64_t seed) : s_(seed * base::kSplitMixGamma + 0xD1B54A32D192ED03ull) {}
+  std::uint64_t next() { return s_.next(); }
   std::size_t below(std::size_t n) { return n == 0 ? 0 : static_cast<std::size_t>(next() % n); }
 
  private:
-  std::uint64_t s_;
+  base::SplitMix64 s_;
 };
 
 // A random JSON value, sometimes deep, with keys that matter to the inspector.

@@ -13,26 +13,6 @@
 namespace warden::supervisor {
 namespace {
 
-// Enough of the configuration's duration syntax for these tests ("250ms", "3s", "2m").
-std::optional<std::chrono::milliseconds> test_duration(std::string_view s) {
-  try {
-    std::size_t used = 0;
-    const long long n = std::stoll(std::string(s), &used);
-    const auto unit = s.substr(used);
-    if (unit == "ms") {
-      return std::chrono::milliseconds(n);
-    }
-    if (unit == "s" || unit.empty()) {
-      return std::chrono::seconds(n);
-    }
-    if (unit == "m") {
-      return std::chrono::minutes(n);
-    }
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
-}
-
 struct Parsed {
   std::optional<LaunchSpec> spec;
   std::vector<std::string> errors;
@@ -44,7 +24,6 @@ Parsed parse(const std::string& yaml) {
   ctx.error = [&](const YAML::Node& n, const std::string& m) {
     p.errors.push_back(std::to_string(n.Mark().line + 1) + ": " + m);
   };
-  ctx.parse_duration = test_duration;
   p.spec = parse_launch(YAML::Load(yaml), "models[0].launch", ctx);
   return p;
 }
