@@ -1,21 +1,14 @@
 #include "protocol/request.hpp"
 
-#include "protocol/utf8.hpp"
+#include "protocol/json_scan.hpp"
 
 #include <boost/json/parse.hpp>
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t by value: no heap allocation per request
 #include <xxhash.h>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include <algorithm>
 #include <array>
-#include <bit>
-#include <charconv>
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -59,100 +52,6 @@ std::optional<std::string> normalize_key(std::string_view raw) {
     return "h:" + hex16(XXH3_64bits(v.data(), v.size()));
   }
   return std::string(v);
-}
-
-int hex_value(char c) noexcept {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
-
-// Four hex digits at p (p + 4 <= end checked by the caller), or -1.
-int hex4(const char* p) noexcept {
-  int v = 0;
-  for (int i = 0; i < 4; ++i) {
-    const int d = hex_value(p[i]);
-    if (d < 0) {
-      return -1;
-    }
-    v = (v << 4) | d;
-  }
-  return v;
-}
-
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
-// Decodes the escapes of a string the scanner has validated.
-void unescape(std::string_view raw, std::string& out) {
-  out.clear();
-  out.reserve(raw.size());
-  std::size_t i = 0;
-  while (i < raw.size()) {
-    const std::size_t bs = raw.find('\\', i);
-    out.append(raw.substr(i, bs - i));
-    if (bs == std::string_view::npos || bs + 1 >= raw.size()) {
-      return;
-    }
-    const char e = raw[bs + 1];
-    i = bs + 2;
-    switch (e) {
-      case 'b':
-        out += '\b';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'n':
-        out += '\n';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case 'u': {
-        if (i + 4 > raw.size()) {
-          return;
-        }
-        std::uint32_t cp = static_cast<std::uint32_t>(hex4(raw.data() + i));
-        i += 4;
-        if (cp >= 0xD800 && cp <= 0xDBFF && i + 6 <= raw.size()) {
-          const auto lo = static_cast<std::uint32_t>(hex4(raw.data() + i + 2));
-          cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-          i += 6;
-        }
-        append_utf8(out, cp);
-        break;
-      }
-      default:  // '"', '\\', '/'
-        out += e;
-        break;
-    }
-  }
 }
 
 // Which top-level member the parser is inside.
@@ -204,13 +103,94 @@ Field classify(std::string_view key) noexcept {
   return Field::other;
 }
 
+// Where the members a rewrite edits sit: members of the top-level object (depth 1) and of its
+// "stream_options" object (depth 2). Fed by the Handler from the scanner's events.
+class LayoutRecorder {
+ public:
+  explicit LayoutRecorder(BodyLayout& layout) : layout_(layout) {}
+
+  // An unescaped key of an object at `depth` 1 or 2.
+  void key(std::string_view key, std::size_t depth) {
+    Key k = Key::other;
+    if (depth == 1) {
+      k = key == "model"            ? Key::model
+          : key == "stream"         ? Key::stream
+          : key == "stream_options" ? Key::stream_options
+                                    : Key::other;
+    } else if (in_stream_options_) {
+      k = key == "include_usage" ? Key::include_usage : Key::other;
+    }
+    key_[depth] = k;
+  }
+
+  void value_begin(std::size_t depth, std::size_t offset, char first) {
+    if (depth == 1 || depth == 2) {
+      value_start_[depth] = offset;
+    }
+    if (depth == 1) {
+      in_stream_options_ = key_[1] == Key::stream_options && first == '{';
+      if (key_[1] == Key::stream_options) {
+        // A later "stream_options" replaces an earlier one: only the last one's inside counts.
+        layout_.include_usage.reset();
+        layout_.stream_options_members = 0;
+        layout_.stream_options_last_end = 0;
+      }
+    }
+  }
+
+  // A value with `depth` containers around it ends just before `offset`.
+  void value_end(std::size_t depth, std::size_t offset) {
+    if (depth != 1 && depth != 2) {
+      return;
+    }
+    const ByteSpan span{value_start_[depth], offset};
+    if (depth == 1) {
+      ++layout_.top_members;
+      layout_.last_member_end = span.end;
+      switch (key_[1]) {
+        case Key::model:
+          layout_.model.push_back(span);
+          break;
+        case Key::stream:
+          layout_.stream = span;
+          break;
+        case Key::stream_options:
+          layout_.stream_options = span;
+          in_stream_options_ = false;
+          break;
+        default:
+          break;
+      }
+    } else if (in_stream_options_) {
+      ++layout_.stream_options_members;
+      layout_.stream_options_last_end = span.end;
+      if (key_[2] == Key::include_usage) {
+        layout_.include_usage = span;
+      }
+    }
+  }
+
+ private:
+  enum class Key : std::uint8_t { other, model, stream, stream_options, include_usage };
+
+  BodyLayout& layout_;
+  std::array<Key, 3> key_{};
+  std::array<std::size_t, 3> value_start_{};
+  bool in_stream_options_ = false;  // inside the value of a top-level "stream_options" object
+};
+
 enum class Kind { object, array, string, number, boolean, null };
 
-// SAX handler for boost::json::basic_parser. Depth = number of open containers: the top-level object's
-// members sit at depth 1, the elements of a top-level array member at depth 2, their members at depth 3.
+// The JsonHandler that reads a request. Depth = number of open containers: the top-level object's members
+// sit at depth 1, the elements of a top-level array member at depth 2, their members at depth 3.
 class Handler {
  public:
-  explicit Handler(bool fingerprint) : fingerprint_(fingerprint) {}
+  Handler(bool fingerprint, BodyLayout& layout) : fingerprint_(fingerprint), layout_(layout) {}
+
+  void on_value_begin(std::size_t depth, std::size_t offset, char first) {
+    layout_.value_begin(depth, offset, first);
+  }
+  void on_value_end(std::size_t depth, std::size_t offset) { layout_.value_end(depth, offset); }
 
   void on_object_begin() {
     value_begin(Kind::object);
@@ -234,10 +214,13 @@ class Handler {
   }
 
   // `raw` is the key's text between the quotes; `escaped` says whether it holds backslash escapes.
-  void on_key(std::string_view raw, bool escaped) {
+  void on_key(std::string_view raw, bool escaped, std::size_t depth) {
     if (escaped) {
       unescape(raw, key_);
       raw = key_;
+    }
+    if (depth <= 2) {
+      layout_.key(raw, depth);
     }
     on_full_key(raw);
   }
@@ -521,6 +504,7 @@ class Handler {
   void emit_u64(std::uint64_t v) { emit(&v, sizeof v); }
 
   const bool fingerprint_;
+  LayoutRecorder layout_;
   int depth_ = 0;
   Field field_ = Field::other;
   std::string key_;      // an unescaped key
@@ -547,421 +531,6 @@ class Handler {
   // Set by XXH3_64bits_reset() before each use: not zeroed up front (over a KiB per request).
   XXH3_state_t part_;
   XXH3_state_t element_;
-};
-
-// A validating JSON scanner that drives the Handler. As strict as Boost.JSON's defaults (RFC 8259: no
-// comments, no trailing commas, UTF-8 validated, \u surrogates paired), iterative so the depth limit needs
-// no recursion. Strings are skipped 16 bytes at a time (SSE2; 8 elsewhere) while they hold no quote,
-// backslash, control or non-ASCII byte, and escapes are decoded only where the Handler uses the text: this is
-// what makes it several times faster than basic_parser on prompt text full of "\n" escapes.
-class JsonScanner {
- public:
-  JsonScanner(std::string_view text, std::size_t max_depth, Handler& h, BodyLayout& layout)
-      : begin_(text.data()),
-        p_(text.data()),
-        end_(text.data() + text.size()),
-        max_depth_(max_depth),
-        h_(h),
-        layout_(layout) {}
-
-  Errc run() {
-    skip_ws();
-    if (p_ == end_) {
-      return Errc::malformed_json;
-    }
-    if (*p_ != '{') {
-      const char c = *p_;
-      const bool value_start =
-          c == '[' || c == '"' || c == '-' || (c >= '0' && c <= '9') || c == 't' || c == 'f' || c == 'n';
-      return value_start ? Errc::body_not_object : Errc::malformed_json;
-    }
-    while (true) {
-      // A value starts here.
-      skip_ws();
-      if (p_ == end_) {
-        return Errc::malformed_json;
-      }
-      const char c = *p_;
-      value_begin(c);
-      if (c == '{' || c == '[') {
-        if (stack_.size() >= max_depth_) {
-          return Errc::too_deep;
-        }
-        ++p_;
-        stack_.push_back(c);
-        if (c == '{') {
-          h_.on_object_begin();
-        } else {
-          h_.on_array_begin();
-        }
-        skip_ws();
-        if (p_ != end_ && *p_ != (c == '{' ? '}' : ']')) {
-          if (c == '{') {
-            if (const Errc e = member_key(); e != Errc::ok) {
-              return e;
-            }
-          }
-          continue;  // the first member's value or the first element
-        }
-        // An empty container: closed below.
-      } else if (c == '"') {
-        std::string_view raw;
-        bool escaped = false;
-        if (const Errc e = scan_string(raw, escaped); e != Errc::ok) {
-          return e;
-        }
-        h_.on_string(raw, escaped);
-      } else if (c == 't' || c == 'f' || c == 'n') {
-        if (const Errc e = literal(); e != Errc::ok) {
-          return e;
-        }
-      } else if (c == '-' || (c >= '0' && c <= '9')) {
-        if (const Errc e = number(); e != Errc::ok) {
-          return e;
-        }
-      } else {
-        return Errc::malformed_json;
-      }
-      if (c != '{' && c != '[') {
-        value_end(stack_.size());
-      }
-      // After a value: close containers until a comma leads to the next member or element.
-      while (true) {
-        skip_ws();
-        if (stack_.empty()) {
-          return p_ == end_ ? Errc::ok : Errc::malformed_json;
-        }
-        if (p_ == end_) {
-          return Errc::malformed_json;
-        }
-        if (*p_ == ',') {
-          ++p_;
-          if (stack_.back() == '{') {
-            if (const Errc e = member_key(); e != Errc::ok) {
-              return e;
-            }
-          }
-          break;
-        }
-        const bool object = stack_.back() == '{';
-        if (*p_ != (object ? '}' : ']')) {
-          return Errc::malformed_json;
-        }
-        ++p_;
-        stack_.pop_back();
-        if (object) {
-          h_.on_object_end();
-        } else {
-          h_.on_array_end();
-        }
-        value_end(stack_.size());
-      }
-    }
-  }
-
- private:
-  void skip_ws() noexcept {
-    while (p_ != end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) {
-      ++p_;
-    }
-  }
-
-  // At a member: "key" ':' (whitespace allowed around).
-  Errc member_key() {
-    skip_ws();
-    if (p_ == end_ || *p_ != '"') {
-      return Errc::malformed_json;
-    }
-    std::string_view raw;
-    bool escaped = false;
-    if (const Errc e = scan_string(raw, escaped); e != Errc::ok) {
-      return e;
-    }
-    if (stack_.size() <= 2) {
-      layout_key(raw, escaped);
-    }
-    h_.on_key(raw, escaped);
-    skip_ws();
-    if (p_ == end_ || *p_ != ':') {
-      return Errc::malformed_json;
-    }
-    ++p_;
-    return Errc::ok;
-  }
-
-  // p_ at the opening quote. On success raw is the text between the quotes and p_ is past the closing one.
-  Errc scan_string(std::string_view& raw, bool& escaped) {
-    ++p_;
-    const char* start = p_;
-    escaped = false;
-    while (true) {
-      p_ = skip_plain(p_, end_);
-      if (p_ == end_) {
-        return Errc::malformed_json;
-      }
-      const auto c = static_cast<unsigned char>(*p_);
-      if (c == '"') {
-        raw = std::string_view(start, static_cast<std::size_t>(p_ - start));
-        ++p_;
-        return Errc::ok;
-      }
-      if (c == '\\') {
-        escaped = true;
-        if (const Errc e = escape(); e != Errc::ok) {
-          return e;
-        }
-        continue;
-      }
-      if (c < 0x20) {
-        return Errc::malformed_json;
-      }
-      if (c < 0x80) {
-        ++p_;
-        continue;
-      }
-      const std::size_t n = detail::utf8_sequence(reinterpret_cast<const unsigned char*>(p_),
-                                                  reinterpret_cast<const unsigned char*>(end_));
-      if (n == 0) {
-        return Errc::malformed_json;
-      }
-      p_ += n;
-    }
-  }
-
-  // The first byte in [p, end) that is a quote, a backslash, a control byte or not ASCII (or end): the
-  // stretch of a string that needs no look. Prompt text is mostly such stretches between "\n" escapes.
-  static const char* skip_plain(const char* p, const char* end) noexcept {
-#if defined(__SSE2__)
-    // 16 bytes per step. A signed compare with 0x20 catches control bytes and, being negative as signed
-    // bytes, every byte from 0x80 up.
-    const __m128i quote = _mm_set1_epi8('"');
-    const __m128i backslash = _mm_set1_epi8('\\');
-    const __m128i space = _mm_set1_epi8(0x20);
-    while (end - p >= 16) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-      const __m128i special = _mm_or_si128(
-          _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)), _mm_cmpgt_epi8(space, v));
-      const unsigned mask = static_cast<unsigned>(_mm_movemask_epi8(special));
-      if (mask != 0) {
-        return p + std::countr_zero(mask);
-      }
-      p += 16;
-    }
-#endif
-    // 8 bytes per step (SWAR), then byte by byte.
-    constexpr std::uint64_t ones = 0x0101010101010101ull;
-    constexpr std::uint64_t highs = 0x8080808080808080ull;
-    while (end - p >= 8) {
-      std::uint64_t v = 0;
-      std::memcpy(&v, p, sizeof v);
-      const std::uint64_t q = v ^ (ones * '"');
-      const std::uint64_t b = v ^ (ones * '\\');
-      const std::uint64_t special =
-          (((q - ones) & ~q) | ((b - ones) & ~b) | ((v - ones * 0x20) & ~v) | v) & highs;
-      if (special != 0) {
-        break;
-      }
-      p += 8;
-    }
-    return p;
-  }
-
-  // p_ at a backslash inside a string.
-  Errc escape() {
-    if (end_ - p_ < 2) {
-      return Errc::malformed_json;
-    }
-    const char e = p_[1];
-    if (e != 'u') {
-      if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' || e == 't') {
-        p_ += 2;
-        return Errc::ok;
-      }
-      return Errc::malformed_json;
-    }
-    if (end_ - p_ < 6) {
-      return Errc::malformed_json;
-    }
-    const int u = hex4(p_ + 2);
-    p_ += 6;
-    if (u < 0 || (u >= 0xDC00 && u <= 0xDFFF)) {  // a trailing surrogate cannot come first
-      return Errc::malformed_json;
-    }
-    if (u >= 0xD800 && u <= 0xDBFF) {  // a leading surrogate needs its trailing half
-      if (end_ - p_ < 6 || p_[0] != '\\' || p_[1] != 'u') {
-        return Errc::malformed_json;
-      }
-      const int lo = hex4(p_ + 2);
-      if (lo < 0xDC00 || lo > 0xDFFF) {
-        return Errc::malformed_json;
-      }
-      p_ += 6;
-    }
-    return Errc::ok;
-  }
-
-  Errc literal() {
-    for (const std::string_view word :
-         {std::string_view("true"), std::string_view("false"), std::string_view("null")}) {
-      if (static_cast<std::size_t>(end_ - p_) >= word.size() &&
-          std::memcmp(p_, word.data(), word.size()) == 0) {
-        p_ += word.size();
-        if (word == "null") {
-          h_.on_null();
-        } else {
-          h_.on_bool(word == "true");
-        }
-        return Errc::ok;
-      }
-    }
-    return Errc::malformed_json;
-  }
-
-  static bool digit(char c) noexcept {
-    return c >= '0' && c <= '9';
-  }
-
-  // -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? ; what follows is checked by the caller.
-  Errc number() {
-    const char* start = p_;
-    if (*p_ == '-') {
-      ++p_;
-    }
-    if (p_ == end_ || !digit(*p_)) {
-      return Errc::malformed_json;
-    }
-    if (*p_ == '0') {
-      ++p_;
-    } else {
-      while (p_ != end_ && digit(*p_)) {
-        ++p_;
-      }
-    }
-    bool integer = true;
-    if (p_ != end_ && *p_ == '.') {
-      integer = false;
-      ++p_;
-      if (p_ == end_ || !digit(*p_)) {
-        return Errc::malformed_json;
-      }
-      while (p_ != end_ && digit(*p_)) {
-        ++p_;
-      }
-    }
-    if (p_ != end_ && (*p_ == 'e' || *p_ == 'E')) {
-      integer = false;
-      ++p_;
-      if (p_ != end_ && (*p_ == '+' || *p_ == '-')) {
-        ++p_;
-      }
-      if (p_ == end_ || !digit(*p_)) {
-        return Errc::malformed_json;
-      }
-      std::int64_t exponent = 0;
-      while (p_ != end_ && digit(*p_)) {
-        exponent = exponent * 10 + (*p_ - '0');
-        if (exponent > INT32_MAX) {  // Boost.JSON rejects such exponents too
-          return Errc::malformed_json;
-        }
-        ++p_;
-      }
-    }
-    if (integer) {
-      std::int64_t v = 0;
-      const auto [ptr, ec] = std::from_chars(start, p_, v);
-      if (ec == std::errc() && ptr == p_) {
-        h_.on_int64(v);
-        return Errc::ok;
-      }
-    }
-    double d = 0.0;
-    const auto [ptr, ec] = std::from_chars(start, p_, d);
-    if (ec == std::errc::result_out_of_range) {
-      d = *start == '-' ? -HUGE_VAL : HUGE_VAL;  // valid JSON, just beyond a double
-    }
-    (void)ptr;
-    h_.on_double(d);
-    return Errc::ok;
-  }
-
-  // The layout: members of the top-level object (depth 1) and of its "stream_options" object (depth 2).
-  enum class Key : std::uint8_t { other, model, stream, stream_options, include_usage };
-
-  void layout_key(std::string_view raw, bool escaped) {
-    std::string_view key = raw;
-    if (escaped) {
-      unescape(raw, key_text_);
-      key = key_text_;
-    }
-    Key k = Key::other;
-    if (stack_.size() == 1) {
-      k = key == "model"            ? Key::model
-          : key == "stream"         ? Key::stream
-          : key == "stream_options" ? Key::stream_options
-                                    : Key::other;
-    } else if (in_stream_options_ && stack_[1] == '{') {
-      k = key == "include_usage" ? Key::include_usage : Key::other;
-    }
-    key_[stack_.size()] = k;
-  }
-  void value_begin(char c) {
-    const std::size_t depth = stack_.size();
-    if (depth == 1 || depth == 2) {
-      value_start_[depth] = static_cast<std::size_t>(p_ - begin_);
-    }
-    if (depth == 1) {
-      in_stream_options_ = key_[1] == Key::stream_options && c == '{';
-      if (key_[1] == Key::stream_options) {
-        // A later "stream_options" replaces an earlier one: only the last one's inside counts.
-        layout_.include_usage.reset();
-        layout_.stream_options_members = 0;
-        layout_.stream_options_last_end = 0;
-      }
-    }
-  }
-  // A value just ended; `depth` is the number of containers around it.
-  void value_end(std::size_t depth) {
-    if (depth != 1 && depth != 2) {
-      return;
-    }
-    const ByteSpan span{value_start_[depth], static_cast<std::size_t>(p_ - begin_)};
-    if (depth == 1) {
-      ++layout_.top_members;
-      layout_.last_member_end = span.end;
-      switch (key_[1]) {
-        case Key::model:
-          layout_.model.push_back(span);
-          break;
-        case Key::stream:
-          layout_.stream = span;
-          break;
-        case Key::stream_options:
-          layout_.stream_options = span;
-          in_stream_options_ = false;
-          break;
-        default:
-          break;
-      }
-    } else if (in_stream_options_ && stack_[1] == '{') {
-      ++layout_.stream_options_members;
-      layout_.stream_options_last_end = span.end;
-      if (key_[2] == Key::include_usage) {
-        layout_.include_usage = span;
-      }
-    }
-  }
-
-  const char* begin_;
-  const char* p_;
-  const char* end_;
-  std::size_t max_depth_;
-  Handler& h_;
-  BodyLayout& layout_;
-  std::string stack_;  // '{' or '[' per open container
-  std::array<Key, 3> key_{};
-  std::array<std::size_t, 3> value_start_{};
-  bool in_stream_options_ = false;  // inside the value of a top-level "stream_options" object
-  std::string key_text_;
 };
 
 }  // namespace
@@ -1075,8 +644,8 @@ Result<RequestInfo> inspect_request(ApiKind api, const HeaderLookup& headers, st
   }
 
   // Only hash the prompt when no header already names the session (a body key may still win later).
-  Handler h(info.session_source == SessionSource::none);
-  if (const Errc e = JsonScanner(body, options.max_depth, h, info.layout).run(); e != Errc::ok) {
+  Handler h(info.session_source == SessionSource::none, info.layout);
+  if (const Errc e = scan_json_object(body, options.max_depth, h); e != Errc::ok) {
     return e;
   }
   switch (h.model_state_) {
@@ -1122,9 +691,9 @@ Result<RequestInfo> inspect_request(ApiKind api, const HeaderLookup& headers, st
 }
 
 Result<BodyLayout> scan_layout(std::string_view body, const InspectOptions& options) {
-  Handler h(false);
   BodyLayout layout;
-  if (const Errc e = JsonScanner(body, options.max_depth, h, layout).run(); e != Errc::ok) {
+  Handler h(false, layout);
+  if (const Errc e = scan_json_object(body, options.max_depth, h); e != Errc::ok) {
     return e;
   }
   return layout;
