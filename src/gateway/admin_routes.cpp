@@ -19,6 +19,7 @@
 #include "gateway/console/assets.hpp"
 #include "gateway/gateway.hpp"
 #include "gateway/http_util.hpp"
+#include "protocol/error_body.hpp"
 
 namespace warden::gateway {
 
@@ -32,16 +33,13 @@ net::Response json_response(const net::Request& req, unsigned status, const boos
 }
 
 net::Response admin_error(const net::Request& req, unsigned status, std::string_view message) {
-  boost::json::object e;
-  e["message"] = message;
-  e["type"] = status == 401   ? "authentication_error"
-              : status == 403 ? "permission_error"
-              : status == 404 ? "not_found_error"
-              : status >= 500 ? "server_error"
-                              : "invalid_request_error";
-  boost::json::object o;
-  o["error"] = std::move(e);
-  return json_response(req, status, o);
+  const std::string_view type = status == 401   ? "authentication_error"
+                                : status == 403 ? "permission_error"
+                                : status == 404 ? "not_found_error"
+                                : status >= 500 ? "server_error"
+                                                : "invalid_request_error";
+  return net::make_response(
+      req, status, protocol::openai_error_body({.message = message, .type = type, .param_and_code = false}));
 }
 
 // An endpoint's refusal, thrown from wherever it is found and answered as admin_error() in one place.

@@ -13,7 +13,7 @@
 
 #include "gateway/http_util.hpp"
 #include "protocol/api.hpp"
-#include "protocol/errors.hpp"
+#include "protocol/error_body.hpp"
 #include "protocol/prometheus.hpp"
 
 namespace warden::gateway {

@@ -8,7 +8,7 @@
 #include "gateway/gateway.hpp"
 #include "gateway/http_util.hpp"
 #include "protocol/api.hpp"
-#include "protocol/errors.hpp"
+#include "protocol/error_body.hpp"
 #include "protocol/request.hpp"
 #include "protocol/rewrite.hpp"
 #include "protocol/stream_relay.hpp"

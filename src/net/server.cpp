@@ -4,6 +4,7 @@
 
 #include "net/buffered_parse.hpp"
 #include "net/eager_write.hpp"
+#include "protocol/error_body.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -25,8 +26,6 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/write.hpp>
-#include <boost/json/serialize.hpp>
-#include <boost/json/value.hpp>
 
 #include <algorithm>
 #include <array>
@@ -49,8 +48,8 @@ constexpr std::size_t kHeaderReadBytes = 4u << 10;
 constexpr std::size_t kBodyReadBytes = 256u << 10;
 
 std::string openai_error(std::string_view message, std::string_view type, unsigned code) {
-  boost::json::object err{{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}};
-  return boost::json::serialize(boost::json::object{{"error", std::move(err)}});
+  return protocol::openai_error_body(
+      {.message = message, .type = type, .status_code = static_cast<int>(code)});
 }
 
 Response plain_error(unsigned version, unsigned status, std::string_view message) {

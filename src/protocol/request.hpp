@@ -1,12 +1,12 @@
 #pragma once
 // Request inspection: the routing facts of one inference request, read from its headers and JSON body
-// in one pass of a validating JSON scanner (as strict as Boost.JSON's parser, checked against it by a
-// differential fuzz test) without building a DOM or copying the body; only the few strings it keeps
-// (model, keys) and the escaped text it hashes are decoded. About 50-65 us CPU for a 200 KB body.
+// in one pass of the validating JSON scanner (json_scan.hpp; as strict as Boost.JSON's parser, checked
+// against it by a differential fuzz test) without building a DOM or copying the body; only the few strings it
+// keeps (model, keys) and the escaped text it hashes are decoded. About 50-65 us CPU for a 200 KB body.
 //
 //   std::vector<HeaderField> h = {{"X-Claude-Code-Session-Id", "..."}};
 //   Result<RequestInfo> r = inspect_request(ApiKind::anthropic_messages, HeaderLookup{h}, body);
-//   if (!r) -> 400 in the client's format (errors.hpp), reason r.error() (Errc).
+//   if (!r) -> 400 in the client's format (error_body.hpp), reason r.error() (Errc).
 //
 // Session key, first match wins (RequestInfo::session_source records which):
 //   1 header X-Warden-Session            (explicit, any client)

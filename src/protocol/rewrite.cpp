@@ -1,6 +1,6 @@
 #include "protocol/rewrite.hpp"
 
-#include "protocol/errors.hpp"
+#include "protocol/error_body.hpp"
 
 #include <algorithm>
 

@@ -28,7 +28,7 @@
 #include "engine/engine.hpp"
 #include "engine/tokenizer.hpp"
 #include "net/notifier.hpp"
-#include "protocol/errors.hpp"
+#include "protocol/error_body.hpp"
 #include "sim/formats.hpp"
 
 namespace warden::sim {
@@ -51,13 +51,11 @@ struct HttpError {
 
 std::string openai_error_body(const HttpError& e) {
   // vLLM's ErrorResponse: {"error": {"message", "type", "param", "code"}} with type BadRequestError, ...
-  std::string_view type = e.status == 404   ? "NotFoundError"
-                          : e.status == 413 ? "RequestEntityTooLarge"
-                          : e.status >= 500 ? "InternalServerError"
-                                            : "BadRequestError";
-  json::object err{{"message", e.message}, {"type", type}, {"code", e.status}};
-  err["param"] = e.param.empty() ? json::value(nullptr) : json::value(e.param);
-  return json::serialize(json::object{{"error", std::move(err)}});
+  const int status = static_cast<int>(e.status);
+  return protocol::openai_error_body({.message = e.message,
+                                      .type = protocol::vllm_error_type(status),
+                                      .param = e.param,
+                                      .status_code = status});
 }
 
 struct Parsed {

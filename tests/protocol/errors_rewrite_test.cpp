@@ -1,4 +1,4 @@
-#include "protocol/errors.hpp"
+#include "protocol/error_body.hpp"
 #include "protocol/rewrite.hpp"
 #include "protocol/samples.hpp"
 

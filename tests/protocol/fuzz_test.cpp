@@ -2,7 +2,7 @@
 // inspection agrees with a full Boost.JSON DOM parse on every input.
 
 #include "base/splitmix.hpp"
-#include "protocol/errors.hpp"
+#include "protocol/error_body.hpp"
 #include "protocol/request.hpp"
 #include "protocol/rewrite.hpp"
 #include "protocol/samples.hpp"

@@ -2,6 +2,8 @@
 // Error bodies in each client's own format (the gateway never answers an Anthropic client in OpenAI's).
 //   OpenAI:    {"error":{"message":"...","type":"invalid_request_error","param":null,"code":null}}
 //   Anthropic: {"type":"error","error":{"type":"invalid_request_error","message":"..."}}
+// Every OpenAI-shaped body anywhere (the gateway's, its admin API's, the HTTP server's own, the sim's
+// vLLM-style ones) is built by openai_error_body().
 
 #include "protocol/api.hpp"
 #include "protocol/error.hpp"
@@ -26,6 +28,23 @@ std::string_view openai_error_type(int status) noexcept;
 /// 404 not_found_error, 413 request_too_large, 429 rate_limit_error, 500/502 api_error,
 /// 503/529 overloaded_error, 504 timeout_error (other 4xx invalid_request_error, other 5xx api_error).
 std::string_view anthropic_error_type(int status) noexcept;
+
+/// vLLM's error type for an HTTP status, as its ErrorResponse names them: 404 NotFoundError,
+/// 413 RequestEntityTooLarge, 5xx InternalServerError, other BadRequestError.
+std::string_view vllm_error_type(int status) noexcept;
+
+/// The members of an OpenAI-shaped error body, written in this order.
+struct OpenAiError {
+  std::string_view message;
+  std::string_view type;
+  std::string_view param;      // "param": null when empty
+  std::string_view code;       // "code": a string, null when empty
+  int status_code = 0;         // when non-zero, "code" is this number instead (vLLM: the HTTP status)
+  bool param_and_code = true;  // false: "message" and "type" only
+};
+
+/// {"error":{"message":..,"type":..,"param":..,"code":..}}, strings written by json_quote().
+std::string openai_error_body(const OpenAiError& e);
 
 /// The JSON error body for `status` with `message` (escaped as needed). `code` is OpenAI's "code"
 /// member (null if empty); Anthropic has no code and ignores it.

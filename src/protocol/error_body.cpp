@@ -1,8 +1,9 @@
-#include "protocol/errors.hpp"
+#include "protocol/error_body.hpp"
 
 #include "protocol/utf8.hpp"
 
 #include <cstdint>
+#include <string>
 
 namespace warden::protocol {
 
@@ -41,6 +42,16 @@ std::string_view anthropic_error_type(int status) noexcept {
     default:
       return status >= 500 ? "api_error" : "invalid_request_error";
   }
+}
+
+std::string_view vllm_error_type(int status) noexcept {
+  if (status == 404) {
+    return "NotFoundError";
+  }
+  if (status == 413) {
+    return "RequestEntityTooLarge";
+  }
+  return status >= 500 ? "InternalServerError" : "BadRequestError";
 }
 
 std::string json_quote(std::string_view s) {
@@ -94,12 +105,24 @@ std::string format_error(ErrorFormat format, int status, std::string_view messag
     out += "}}";
     return out;
   }
-  out += R"({"error":{"message":)";
-  out += json_quote(message);
-  out += R"(,"type":")";
-  out += openai_error_type(status);
-  out += R"(","param":null,"code":)";
-  out += code.empty() ? std::string("null") : json_quote(code);
+  return openai_error_body({.message = message, .type = openai_error_type(status), .code = code});
+}
+
+std::string openai_error_body(const OpenAiError& e) {
+  std::string out = R"({"error":{"message":)";
+  out += json_quote(e.message);
+  out += R"(,"type":)";
+  out += json_quote(e.type);
+  if (e.param_and_code) {
+    out += R"(,"param":)";
+    out += e.param.empty() ? std::string("null") : json_quote(e.param);
+    out += R"(,"code":)";
+    if (e.status_code != 0) {
+      out += std::to_string(e.status_code);
+    } else {
+      out += e.code.empty() ? std::string("null") : json_quote(e.code);
+    }
+  }
   out += "}}";
   return out;
 }
