@@ -1,0 +1,43 @@
+#include "protocol/error_body.hpp"
+
+#include <gtest/gtest.h>
+
+namespace warden::protocol {
+namespace {
+
+TEST(ErrorBody, OpenAiShapeWithNullParamAndCode) {
+  EXPECT_EQ(openai_error_body({.message = "bad", .type = "invalid_request_error"}),
+            R"({"error":{"message":"bad","type":"invalid_request_error","param":null,"code":null}})");
+  EXPECT_EQ(format_error(ErrorFormat::openai, 400, "bad"),
+            openai_error_body({"bad", "invalid_request_error"}));
+}
+
+TEST(ErrorBody, StringParamAndCode) {
+  EXPECT_EQ(openai_error_body({.message = "m", .type = "t", .param = "max_tokens", .code = "too_big"}),
+            R"({"error":{"message":"m","type":"t","param":"max_tokens","code":"too_big"}})");
+}
+
+TEST(ErrorBody, VllmShapeHasTheStatusAsANumericCode) {
+  EXPECT_EQ(
+      openai_error_body(
+          {.message = "Request body too large", .type = vllm_error_type(413), .status_code = 413}),
+      R"({"error":{"message":"Request body too large","type":"RequestEntityTooLarge","param":null,"code":413}})");
+  EXPECT_EQ(vllm_error_type(400), "BadRequestError");
+  EXPECT_EQ(vllm_error_type(404), "NotFoundError");
+  EXPECT_EQ(vllm_error_type(422), "BadRequestError");
+  EXPECT_EQ(vllm_error_type(500), "InternalServerError");
+  EXPECT_EQ(vllm_error_type(503), "InternalServerError");
+}
+
+TEST(ErrorBody, MessageAndTypeOnly) {
+  EXPECT_EQ(openai_error_body({.message = "no \"x\"", .type = "not_found_error", .param_and_code = false}),
+            R"({"error":{"message":"no \"x\"","type":"not_found_error"}})");
+}
+
+TEST(ErrorBody, MessagesAreAlwaysValidJson) {
+  EXPECT_EQ(openai_error_body({.message = "a\nb\xFF", .type = "t", .param_and_code = false}),
+            R"({"error":{"message":"a\nb\ufffd","type":"t"}})");
+}
+
+}  // namespace
+}  // namespace warden::protocol
