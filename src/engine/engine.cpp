@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <optional>
 #include <string>
 
 #include "base/splitmix.hpp"
@@ -149,12 +150,24 @@ struct Engine::Impl {
     out.events.push_back(e);
   }
 
+  // A step as vLLM's Scheduler.schedule(): running requests first, then admissions, then the batch.
   StepResult step(double now) {
     StepResult out;
     std::vector<Scheduled> scheduled;
     std::uint32_t budget = config.max_num_batched_tokens;
+    schedule_running(out, scheduled, budget);
+    // Admission is skipped in a step that already had to preempt.
+    if (out.stats.num_preempted == 0) {
+      admit_waiting(scheduled, budget);
+    }
+    if (!scheduled.empty()) {
+      apply_batch(now, scheduled, out);
+    }
+    return out;
+  }
 
-    // 1. Running requests first, in order; preempt from the back when blocks run out.
+  // 1. Running requests, in order; preempts from the back when blocks run out.
+  void schedule_running(StepResult& out, std::vector<Scheduled>& scheduled, std::uint32_t& budget) {
     for (std::size_t i = 0; i < running.size() && budget > 0;) {
       Request& r = requests.at(running[i]);
       const auto remaining = static_cast<std::uint32_t>(r.tokens.size()) - r.num_computed;
@@ -169,51 +182,59 @@ struct Engine::Impl {
         }
       }
       if (self_preempted) {
-        break;
+        return;
       }
       scheduled.push_back({&r, num_new, r.num_computed});
       budget -= num_new;
       ++i;
     }
+  }
 
-    // 2. Admit waiting requests FCFS, unless this step already had to preempt.
-    while (out.stats.num_preempted == 0 && !waiting.empty() && running.size() < config.max_num_seqs &&
-           budget > 0) {
+  // 2. Waiting requests FCFS while seats and budget remain; the first that does not fit stops admission.
+  void admit_waiting(std::vector<Scheduled>& scheduled, std::uint32_t& budget) {
+    while (!waiting.empty() && running.size() < config.max_num_seqs && budget > 0) {
       Request& r = requests.at(waiting.front());
-      extend_block_hashes(r.tokens, config.block_size, r.hashes);
-      const std::size_t hits = hit_blocks(r);
-      // Hit blocks sitting in the free queue leave it when taken, so they count against the free blocks.
-      const std::size_t evictable = cache.count_free_in_prefix(r.hashes, hits);
-      const auto hit_tokens = static_cast<std::uint32_t>(hits * config.block_size);
-      const std::uint32_t num_new =
-          std::min(static_cast<std::uint32_t>(r.tokens.size()) - hit_tokens, budget);
-      const std::uint32_t need = ceil_div(std::uint64_t{hit_tokens} + num_new, config.block_size);
-      if (need - hits + evictable > cache.num_free()) {
-        break;
-      }
-      r.blocks = cache.acquire_cached(r.hashes, hits);
-      r.num_registered = static_cast<std::uint32_t>(hits);
-      r.num_computed = hit_tokens;
-      const bool ok = allocate_slots(r, num_new);
-      assert(ok);
-      (void)ok;
-      if (r.cached_tokens < 0) {
-        // First scheduling: this is what vLLM reports as cached_tokens and counts in its prefix stats.
-        r.cached_tokens = hit_tokens;
-        m.prefix_cache_queries_total += r.tokens.size();
-        m.prefix_cache_hits_total += hit_tokens;
+      const std::optional<std::uint32_t> num_new = admit(r, budget);
+      if (!num_new) {
+        return;
       }
       waiting.pop_front();
       running.push_back(r.id);
-      scheduled.push_back({&r, num_new, r.num_computed});
-      budget -= num_new;
+      scheduled.push_back({&r, *num_new, r.num_computed});
+      budget -= *num_new;
     }
+  }
 
-    if (scheduled.empty()) {
-      return out;
+  // Prefix lookup, then blocks for the uncached part chunked to `budget`: the tokens scheduled, or
+  // nullopt (and nothing changed) when the blocks do not fit.
+  std::optional<std::uint32_t> admit(Request& r, std::uint32_t budget) {
+    extend_block_hashes(r.tokens, config.block_size, r.hashes);
+    const std::size_t hits = hit_blocks(r);
+    // Hit blocks sitting in the free queue leave it when taken, so they count against the free blocks.
+    const std::size_t evictable = cache.count_free_in_prefix(r.hashes, hits);
+    const auto hit_tokens = static_cast<std::uint32_t>(hits * config.block_size);
+    const std::uint32_t num_new = std::min(static_cast<std::uint32_t>(r.tokens.size()) - hit_tokens, budget);
+    const std::uint32_t need = ceil_div(std::uint64_t{hit_tokens} + num_new, config.block_size);
+    if (need - hits + evictable > cache.num_free()) {
+      return std::nullopt;
     }
+    r.blocks = cache.acquire_cached(r.hashes, hits);
+    r.num_registered = static_cast<std::uint32_t>(hits);
+    r.num_computed = hit_tokens;
+    const bool ok = allocate_slots(r, num_new);
+    assert(ok);
+    (void)ok;
+    if (r.cached_tokens < 0) {
+      // First scheduling: this is what vLLM reports as cached_tokens and counts in its prefix stats.
+      r.cached_tokens = hit_tokens;
+      m.prefix_cache_queries_total += r.tokens.size();
+      m.prefix_cache_hits_total += hit_tokens;
+    }
+    return num_new;
+  }
 
-    // 3. Time the batch, then apply it: requests that caught up emit one token at now + duration.
+  // 3. Times the batch, then applies it: requests that caught up emit one token at now + duration.
+  void apply_batch(double now, const std::vector<Scheduled>& scheduled, StepResult& out) {
     std::vector<ScheduledChunk> chunks;
     chunks.reserve(scheduled.size());
     for (const auto& s : scheduled) {
@@ -233,30 +254,8 @@ struct Engine::Impl {
       if (r.num_computed < r.tokens.size()) {
         continue;  // chunked prefill continues next step
       }
-      Event e;
-      e.request = r.id;
-      e.index = r.num_output;
-      e.first_token = r.num_output == 0;
-      e.token = output_token(base::splitmix64(r.sample_seed ^ base::splitmix64(r.num_output)), r.num_output);
-      r.tokens.push_back(e.token);
-      ++r.num_output;
-      ++m.generation_tokens_total;
-      if (e.first_token) {
-        // Lets a server report prompt and cached tokens as soon as streaming starts.
-        e.usage = {r.prompt_len, static_cast<std::uint32_t>(std::max<std::int64_t>(0, r.cached_tokens)), 1,
-                   FinishReason::length};
-        m.prompt_tokens_total += r.prompt_len;
-        m.time_to_first_token.observe(std::max(0.0, done_at - r.arrival));
-      }
-      if (r.num_output >= r.max_output) {
-        e.finished = true;
-        e.usage = {r.prompt_len, static_cast<std::uint32_t>(std::max<std::int64_t>(0, r.cached_tokens)),
-                   r.num_output, FinishReason::length};
-        ++m.requests_finished_total;
-        free_blocks(r);
-        any_finished = true;
-      }
-      out.events.push_back(e);
+      out.events.push_back(emit_token(r, done_at));
+      any_finished = any_finished || out.events.back().finished;
     }
     if (any_finished) {
       std::erase_if(running, [&](RequestId id) {
@@ -268,7 +267,32 @@ struct Engine::Impl {
         return false;
       });
     }
-    return out;
+  }
+
+  // The next token of a request whose computed tokens caught up with its length.
+  Event emit_token(Request& r, double done_at) {
+    Event e;
+    e.request = r.id;
+    e.index = r.num_output;
+    e.first_token = r.num_output == 0;
+    e.token = output_token(base::splitmix64(r.sample_seed ^ base::splitmix64(r.num_output)), r.num_output);
+    r.tokens.push_back(e.token);
+    ++r.num_output;
+    ++m.generation_tokens_total;
+    const auto cached = static_cast<std::uint32_t>(std::max<std::int64_t>(0, r.cached_tokens));
+    if (e.first_token) {
+      // Lets a server report prompt and cached tokens as soon as streaming starts.
+      e.usage = {r.prompt_len, cached, 1, FinishReason::length};
+      m.prompt_tokens_total += r.prompt_len;
+      m.time_to_first_token.observe(std::max(0.0, done_at - r.arrival));
+    }
+    if (r.num_output >= r.max_output) {
+      e.finished = true;
+      e.usage = {r.prompt_len, cached, r.num_output, FinishReason::length};
+      ++m.requests_finished_total;
+      free_blocks(r);
+    }
+    return e;
   }
 };
 

@@ -127,6 +127,54 @@ boost::system::result<std::optional<int>, HttpError> positive_int(const json::ob
   return std::optional<int>{static_cast<int>(std::min<std::int64_t>(n, 1'000'000'000))};
 }
 
+// `stream` and `stream_options.include_usage`.
+std::optional<HttpError> parse_stream(const json::object& o, Parsed& p) {
+  auto sit = o.find("stream");
+  if (sit != o.end() && !sit->value().is_null()) {
+    if (!sit->value().is_bool()) {
+      return HttpError{400, "'stream' must be a boolean", "stream"};
+    }
+    p.stream = sit->value().get_bool();
+  }
+  if (auto so = o.find("stream_options"); so != o.end() && so->value().is_object()) {
+    if (auto iu = so->value().get_object().find("include_usage"); iu != so->value().get_object().end()) {
+      p.include_usage = iu->value().is_bool() && iu->value().get_bool();
+    }
+  }
+  return std::nullopt;
+}
+
+// The API's own output-limit field, if present: {value, key}. Chat prefers max_completion_tokens.
+boost::system::result<std::optional<std::pair<int, std::string_view>>, HttpError> requested_output(
+    Api api, const json::object& o) {
+  std::vector<std::string_view> keys;
+  switch (api) {
+    case Api::chat:
+      keys = {"max_completion_tokens", "max_tokens"};
+      break;
+    case Api::completions:
+    case Api::messages:
+      keys = {"max_tokens"};
+      break;
+    case Api::responses:
+      keys = {"max_output_tokens"};
+      break;
+  }
+  for (std::string_view key : keys) {
+    auto v = positive_int(o, key);
+    if (!v) {
+      return v.error();
+    }
+    if (*v) {
+      return std::optional<std::pair<int, std::string_view>>{std::pair{**v, key}};
+    }
+  }
+  if (api == Api::messages) {
+    return HttpError{400, "Field required: max_tokens", "max_tokens"};
+  }
+  return std::optional<std::pair<int, std::string_view>>{};
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------------------------------------------
@@ -166,6 +214,7 @@ struct Job {
   std::deque<engine::Event> events;
   bool finished = false;
   UsageOut usage;  // prompt/cached estimate until the final event carries the engine's figures
+  void take(const engine::Event& ev);
 };
 
 struct Sim::Impl {
@@ -205,8 +254,28 @@ struct Sim::Impl {
   asio::awaitable<void> stepper(Rank& r);
   void deliver(Rank& r, std::vector<engine::Event>& events);
   asio::awaitable<net::Reply> handle(net::Request& req, const net::ConnectionInfo& conn);
+  struct StateRoute {
+    std::string_view path;
+    net::Response (Impl::*serve)(const net::Request&) const;
+  };
+  static const StateRoute* state_route(std::string_view path);
+  net::Response serve_empty(const net::Request& req) const;
+  net::Response serve_metrics(const net::Request& req) const;
+  net::Response serve_models(const net::Request& req) const;
+  static net::Response error_reply(const net::Request& req, Api api, const HttpError& e);
+  // A generation request: a rank, the job on it, then the reply whole or as a stream.
   asio::awaitable<net::Reply> generate(net::Request& req, const net::ConnectionInfo& conn, Parsed p);
+  boost::system::result<std::shared_ptr<Job>, HttpError> submit(Rank& r, Parsed& p,
+                                                                asio::any_io_executor executor);
+  ReplyMeta reply_meta(const Parsed& p);
+  static asio::awaitable<net::Reply> reply_whole(const net::Request& req, Api api, Job& job,
+                                                 const ReplyMeta& meta);
+  static net::StreamReply reply_stream(const net::Request& req, Api api, std::shared_ptr<Job> job,
+                                       const ReplyMeta& meta);
   boost::system::result<Parsed, HttpError> parse(Api api, bool count_tokens, std::string_view body) const;
+  std::optional<HttpError> check_model(Api api, const json::object& o) const;
+  boost::system::result<int, HttpError> output_limit(Api api, const json::object& o,
+                                                     std::int64_t prompt_len) const;
   boost::system::result<int, HttpError> choose_rank(const net::Request& req, const net::ConnectionInfo& conn);
   std::string metrics_text() const;
   std::string models_body() const;
@@ -322,18 +391,8 @@ boost::system::result<Parsed, HttpError> Sim::Impl::parse(Api api, bool count_to
     return HttpError{400, "The request body must be a JSON object.", ""};
   }
   const json::object& o = doc.get_object();
-  auto mit = o.find("model");
-  if (mit == o.end() || mit->value().is_null()) {
-    if (api == Api::messages) {
-      return HttpError{400, "Field required: model", "model"};
-    }
-    // OpenAI-style endpoints default to the served model, as vLLM does.
-  } else if (!mit->value().is_string()) {
-    return HttpError{400, "'model' must be a string", "model"};
-  } else if (mit->value().get_string() != opts.served_model_name) {
-    return HttpError{
-        404, fmt::format("The model `{}` does not exist.", std::string_view(mit->value().get_string())),
-        "model"};
+  if (auto bad = check_model(api, o)) {
+    return *bad;
   }
   Parsed p;
   p.api = api;
@@ -346,20 +405,39 @@ boost::system::result<Parsed, HttpError> Sim::Impl::parse(Api api, bool count_to
   if (count_tokens) {
     return p;
   }
-  auto sit = o.find("stream");
-  if (sit != o.end() && !sit->value().is_null()) {
-    if (!sit->value().is_bool()) {
-      return HttpError{400, "'stream' must be a boolean", "stream"};
-    }
-    p.stream = sit->value().get_bool();
+  if (auto bad = parse_stream(o, p)) {
+    return *bad;
   }
-  if (auto so = o.find("stream_options"); so != o.end() && so->value().is_object()) {
-    if (auto iu = so->value().get_object().find("include_usage"); iu != so->value().get_object().end()) {
-      p.include_usage = iu->value().is_bool() && iu->value().get_bool();
-    }
+  auto max_tokens = output_limit(api, o, static_cast<std::int64_t>(p.prompt.size()));
+  if (!max_tokens) {
+    return max_tokens.error();
   }
+  p.max_tokens = *max_tokens;
+  return p;
+}
+
+std::optional<HttpError> Sim::Impl::check_model(Api api, const json::object& o) const {
+  auto mit = o.find("model");
+  if (mit == o.end() || mit->value().is_null()) {
+    if (api == Api::messages) {
+      return HttpError{400, "Field required: model", "model"};
+    }
+    return std::nullopt;  // OpenAI-style endpoints default to the served model, as vLLM does
+  }
+  if (!mit->value().is_string()) {
+    return HttpError{400, "'model' must be a string", "model"};
+  }
+  if (mit->value().get_string() != opts.served_model_name) {
+    return HttpError{
+        404, fmt::format("The model `{}` does not exist.", std::string_view(mit->value().get_string())),
+        "model"};
+  }
+  return std::nullopt;
+}
+
+boost::system::result<int, HttpError> Sim::Impl::output_limit(Api api, const json::object& o,
+                                                              std::int64_t prompt_len) const {
   const auto max_len = static_cast<std::int64_t>(opts.engine.max_model_len);
-  const auto prompt_len = static_cast<std::int64_t>(p.prompt.size());
   if (prompt_len >= max_len) {
     return HttpError{
         400,
@@ -368,60 +446,43 @@ boost::system::result<Parsed, HttpError> Sim::Impl::parse(Api api, bool count_to
                     max_len, prompt_len),
         "messages"};
   }
-  std::optional<int> requested;
-  std::string key;
-  auto take = [&](std::string_view k) -> std::optional<HttpError> {
-    if (requested) {
-      return std::nullopt;
-    }
-    auto v = positive_int(o, k);
-    if (!v) {
-      return v.error();
-    }
-    if (*v) {
-      requested = *v;
-      key = k;
-    }
-    return std::nullopt;
-  };
-  std::optional<HttpError> err;
-  switch (api) {
-    case Api::chat:
-      err = take("max_completion_tokens");
-      if (!err) {
-        err = take("max_tokens");
-      }
-      break;
-    case Api::completions:
-      err = take("max_tokens");
-      break;
-    case Api::responses:
-      err = take("max_output_tokens");
-      break;
-    case Api::messages:
-      err = take("max_tokens");
-      if (!err && !requested) {
-        return HttpError{400, "Field required: max_tokens", "max_tokens"};
-      }
-      break;
+  auto requested = requested_output(api, o);
+  if (!requested) {
+    return requested.error();
   }
-  if (err) {
-    return *err;
-  }
-  std::int64_t room = max_len - prompt_len;
-  if (requested && *requested > room) {
-    return HttpError{
-        400,
-        fmt::format("'{}' is too large: {}. This model's maximum context length is {} tokens and your "
-                    "request has {} input tokens ({} > {} - {}).",
-                    key, *requested, max_len, prompt_len, *requested, max_len, prompt_len),
-        key};
+  const std::int64_t room = max_len - prompt_len;
+  if (*requested) {
+    const auto [n, key] = **requested;
+    if (n > room) {
+      return HttpError{
+          400,
+          fmt::format("'{}' is too large: {}. This model's maximum context length is {} tokens and your "
+                      "request has {} input tokens ({} > {} - {}).",
+                      key, n, max_len, prompt_len, n, max_len, prompt_len),
+          std::string(key)};
+    }
+    return boost::system::result<int, HttpError>(boost::system::in_place_value, n);
   }
   // vLLM's defaults: completions 16 tokens, chat and responses the rest of the context.
-  p.max_tokens = requested                 ? *requested
-                 : api == Api::completions ? static_cast<int>(std::min<std::int64_t>(16, room))
-                                           : static_cast<int>(room);
-  return p;
+  return boost::system::result<int, HttpError>(
+      boost::system::in_place_value,
+      api == Api::completions ? static_cast<int>(std::min<std::int64_t>(16, room)) : static_cast<int>(room));
+}
+
+// The read-only endpoints, answered from the sim's state (GET or HEAD); nullptr for any other path.
+const Sim::Impl::StateRoute* Sim::Impl::state_route(std::string_view path) {
+  static constexpr StateRoute kRoutes[] = {
+      {"/health", &Impl::serve_empty},
+      {"/ping", &Impl::serve_empty},
+      {"/metrics", &Impl::serve_metrics},
+      {"/v1/models", &Impl::serve_models},
+  };
+  for (const StateRoute& route : kRoutes) {
+    if (route.path == path) {
+      return &route;
+    }
+  }
+  return nullptr;
 }
 
 asio::awaitable<net::Reply> Sim::Impl::handle(net::Request& req, const net::ConnectionInfo& conn) {
@@ -430,103 +491,136 @@ asio::awaitable<net::Reply> Sim::Impl::handle(net::Request& req, const net::Conn
   if (path.size() > 1 && path.back() == '/') {
     path.remove_suffix(1);
   }
-  bool count_tokens = false;
-  auto api = api_for(path, count_tokens);
-  bool is_get = req.method() == net::http::verb::get || req.method() == net::http::verb::head;
-  if (path == "/health" || path == "/metrics" || path == "/v1/models" || path == "/ping") {
+  if (const StateRoute* route = state_route(path)) {
+    const bool is_get = req.method() == net::http::verb::get || req.method() == net::http::verb::head;
     if (!is_get) {
       co_return net::make_response(req, 405, R"({"detail":"Method Not Allowed"})");
     }
-    if (path == "/metrics") {
-      co_return net::make_response(req, 200, metrics_text(), "text/plain; version=0.0.4; charset=utf-8");
-    }
-    if (path == "/v1/models") {
-      co_return net::make_response(req, 200, models_body());
-    }
-    co_return net::make_response(req, 200, "", "");
+    co_return (this->*route->serve)(req);
   }
+  bool count_tokens = false;
+  const auto api = api_for(path, count_tokens);
   if (!api) {
     co_return net::make_response(req, 404, R"({"detail":"Not Found"})");
   }
   if (req.method() != net::http::verb::post) {
     co_return net::make_response(req, 405, R"({"detail":"Method Not Allowed"})");
   }
-  auto error_reply = [&](const HttpError& e) {
-    std::string body = *api == Api::messages ? protocol::format_error(protocol::ErrorFormat::anthropic,
-                                                                      static_cast<int>(e.status), e.message)
-                                             : openai_error_body(e);
-    return net::make_response(req, e.status, std::move(body));
-  };
   auto parsed = parse(*api, count_tokens, req.body());
   if (!parsed) {
-    co_return error_reply(parsed.error());
+    co_return error_reply(req, *api, parsed.error());
   }
   if (parsed->count_tokens) {
     co_return net::make_response(req, 200,
                                  json::serialize(json::object{{"input_tokens", parsed->prompt.size()}}));
   }
+  co_return co_await generate(req, conn, std::move(*parsed));
+}
+
+net::Response Sim::Impl::serve_empty(const net::Request& req) const {
+  return net::make_response(req, 200, "", "");
+}
+
+net::Response Sim::Impl::serve_metrics(const net::Request& req) const {
+  return net::make_response(req, 200, metrics_text(), "text/plain; version=0.0.4; charset=utf-8");
+}
+
+net::Response Sim::Impl::serve_models(const net::Request& req) const {
+  return net::make_response(req, 200, models_body());
+}
+
+net::Response Sim::Impl::error_reply(const net::Request& req, Api api, const HttpError& e) {
+  std::string body = api == Api::messages ? protocol::format_error(protocol::ErrorFormat::anthropic,
+                                                                   static_cast<int>(e.status), e.message)
+                                          : openai_error_body(e);
+  return net::make_response(req, e.status, std::move(body));
+}
+
+asio::awaitable<net::Reply> Sim::Impl::generate(net::Request& req, const net::ConnectionInfo& conn,
+                                                Parsed p) {
   auto rank = choose_rank(req, conn);
   if (!rank) {
-    co_return error_reply(rank.error());
+    co_return error_reply(req, p.api, rank.error());
   }
-  Rank& r = *ranks[static_cast<std::size_t>(*rank)];
-  auto executor = co_await asio::this_coro::executor;
+  auto job = submit(*ranks[static_cast<std::size_t>(*rank)], p, co_await asio::this_coro::executor);
+  if (!job) {
+    co_return error_reply(req, p.api, job.error());
+  }
+  const ReplyMeta meta = reply_meta(p);
+  if (!p.stream) {
+    co_return co_await reply_whole(req, p.api, **job, meta);
+  }
+  co_return reply_stream(req, p.api, *job, meta);
+}
+
+boost::system::result<std::shared_ptr<Job>, HttpError> Sim::Impl::submit(Rank& r, Parsed& p,
+                                                                         asio::any_io_executor executor) {
   auto job = std::make_shared<Job>(r, next_id++, executor);
-  job->usage.prompt_tokens = static_cast<std::uint32_t>(parsed->prompt.size());
-  job->usage.cached_tokens = static_cast<std::uint32_t>(r.engine.cached_prefix_tokens(parsed->prompt));
+  job->usage.prompt_tokens = static_cast<std::uint32_t>(p.prompt.size());
+  job->usage.cached_tokens = static_cast<std::uint32_t>(r.engine.cached_prefix_tokens(p.prompt));
   engine::RequestSpec spec;
   spec.id = job->id;
-  spec.prompt = std::move(parsed->prompt);
-  spec.max_tokens = parsed->max_tokens;
-  double now = model_now();
+  spec.prompt = std::move(p.prompt);
+  spec.max_tokens = p.max_tokens;
+  const double now = model_now();
   spec.arrival_time = r.busy ? std::min(now, r.step_end) : std::max(now, r.clock);
   auto added = r.engine.add_request(std::move(spec));
   if (!added) {
     job->finished = true;  // never entered the engine: nothing to abort
-    co_return error_reply(HttpError{400, added.error().message, added.error().param});
+    return HttpError{400, added.error().message, added.error().param};
   }
   r.jobs[job->id] = job.get();
   r.wake.notify();
+  return job;
+}
 
+ReplyMeta Sim::Impl::reply_meta(const Parsed& p) {
   ReplyMeta meta;
   ++id_counter;
-  meta.id = make_id(*api, base::splitmix64(opts.seed ^ id_counter), base::splitmix64(id_counter * 31 + 7));
+  meta.id = make_id(p.api, base::splitmix64(opts.seed ^ id_counter), base::splitmix64(id_counter * 31 + 7));
   meta.model = opts.served_model_name;
   meta.created = static_cast<std::int64_t>(
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
           .count());
-  meta.include_usage = parsed->include_usage;
-  auto fill_usage = [](Job& j, const engine::Event& ev) {
-    if (ev.finished) {
-      j.finished = true;
-      j.usage.prompt_tokens = ev.usage.prompt_tokens;
-      j.usage.cached_tokens = ev.usage.cached_tokens;
-      j.usage.completion_tokens = ev.usage.completion_tokens;
-      j.usage.length = ev.usage.finish_reason == engine::FinishReason::length;
-    } else {
-      j.usage.completion_tokens = ev.index + 1;
-    }
-  };
+  meta.include_usage = p.include_usage;
+  return meta;
+}
 
-  if (!parsed->stream) {
-    std::string text;
-    while (!job->finished) {
-      while (job->events.empty()) {
-        co_await job->notify.wait();
-      }
-      while (!job->events.empty()) {
-        engine::Event ev = job->events.front();
-        job->events.pop_front();
-        text += engine::token_text(ev.token);
-        fill_usage(*job, ev);
-      }
-    }
-    co_return net::make_response(req, 200, full_body(*api, meta, text, job->usage));
+// The engine's figures on the final event; until then the count of tokens seen.
+void Job::take(const engine::Event& ev) {
+  if (ev.finished) {
+    finished = true;
+    usage.prompt_tokens = ev.usage.prompt_tokens;
+    usage.cached_tokens = ev.usage.cached_tokens;
+    usage.completion_tokens = ev.usage.completion_tokens;
+    usage.length = ev.usage.finish_reason == engine::FinishReason::length;
+  } else {
+    usage.completion_tokens = ev.index + 1;
   }
+}
 
+asio::awaitable<net::Reply> Sim::Impl::reply_whole(const net::Request& req, Api api, Job& job,
+                                                   const ReplyMeta& meta) {
+  std::string text;
+  while (!job.finished) {
+    while (job.events.empty()) {
+      co_await job.notify.wait();
+    }
+    while (!job.events.empty()) {
+      engine::Event ev = job.events.front();
+      job.events.pop_front();
+      text += engine::token_text(ev.token);
+      job.take(ev);
+    }
+  }
+  co_return net::make_response(req, 200, full_body(api, meta, text, job.usage));
+}
+
+net::StreamReply Sim::Impl::reply_stream(const net::Request& req, Api api, std::shared_ptr<Job> job,
+                                         const ReplyMeta& meta) {
   net::StreamReply reply = net::sse_reply(req);
-  auto encoder = std::make_shared<StreamEncoder>(*api, meta);
-  reply.body = [job, encoder, fill_usage](net::StreamWriter& w) -> asio::awaitable<void> {
+  auto encoder = std::make_shared<StreamEncoder>(api, meta);
+  reply.body = [job, encoder](net::StreamWriter& w) -> asio::awaitable<void> {
     bool started = false;
     std::string out;
     while (!job->finished) {
@@ -541,7 +635,7 @@ asio::awaitable<net::Reply> Sim::Impl::handle(net::Request& req, const net::Conn
       while (!job->events.empty()) {
         engine::Event ev = job->events.front();
         job->events.pop_front();
-        fill_usage(*job, ev);
+        job->take(ev);
         out += encoder->token(engine::token_text(ev.token), ev.finished, job->usage);
       }
       if (job->finished) {
@@ -552,7 +646,7 @@ asio::awaitable<net::Reply> Sim::Impl::handle(net::Request& req, const net::Conn
       }
     }
   };
-  co_return reply;
+  return reply;
 }
 
 std::string Sim::Impl::models_body() const {
