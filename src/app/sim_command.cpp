@@ -27,6 +27,8 @@ struct SimArgs {
   std::uint32_t block_size = 0;
   std::uint32_t max_num_batched_tokens = 0;
   std::uint32_t max_model_len = 0;
+  std::string reply_median;  // empty: the preset's
+  std::string reply_sigma;
   std::string log_level = "info";
 };
 
@@ -72,6 +74,16 @@ engine::EngineConfig build_config(const SimArgs& a) {
   set("block-size", a.block_size);
   set("max-num-batched-tokens", a.max_num_batched_tokens);
   set("max-model-len", a.max_model_len);
+  for (const auto& [key, text] :
+       {std::pair{"reply-median", &a.reply_median}, {"reply-sigma", &a.reply_sigma}}) {
+    if (text->empty()) {
+      continue;
+    }
+    if (auto r = engine::set_param(c, key, *text); !r) {
+      fmt::print(stderr, "lm-warden sim: --{}: {}\n", key, r.error().message);
+      std::exit(2);
+    }
+  }
   if (auto v = engine::validate(c); !v) {
     fmt::print(stderr, "lm-warden sim: invalid engine configuration: {}\n", v.error().message);
     std::exit(2);
@@ -104,6 +116,9 @@ void add_sim_command(CLI::App& app) {
   cmd->add_option("--block-size", args->block_size, "Tokens per KV block (overrides the preset)");
   cmd->add_option("--max-num-batched-tokens", args->max_num_batched_tokens, "Token budget per step");
   cmd->add_option("--max-model-len", args->max_model_len, "Prompt + output limit per request");
+  cmd->add_option("--reply-median", args->reply_median,
+                  "Median reply length in tokens, where replies end by themselves (0 = always max_tokens)");
+  cmd->add_option("--reply-sigma", args->reply_sigma, "Spread of reply lengths: sigma of ln(length)");
   cmd->add_option("--seed", o.seed, "Seed for output text, ids and balancer choices")->default_val(0);
   cmd->add_option("--api-server-count", o.api_server_count,
                   "Balancer instances (vLLM API server processes); default = data-parallel size")

@@ -90,6 +90,7 @@ int run_simulate(const SimulateOptions& o) {
         fmt::format("unknown preset '{}' (known: {})", o.preset, fmt::join(engine::preset_names(), ", ")));
   }
   c.engine = std::move(*preset);
+  engine::EngineConfig replies;  // only its `reply`, from --reply-median / --reply-sigma
   if (!o.preset_file.empty()) {
     std::ifstream f(o.preset_file, std::ios::binary);
     if (!f) {
@@ -104,10 +105,13 @@ int run_simulate(const SimulateOptions& o) {
     c.engine = std::move(*parsed);
   }
   for (const auto& [key, value] : o.engine_params) {
-    if (auto ok = engine::set_param(c.engine, key, value); !ok) {
+    // reply_median / reply_sigma describe the workload's replies here: they set c.replies (default off).
+    engine::EngineConfig& target = key.starts_with("reply_") ? replies : c.engine;
+    if (auto ok = engine::set_param(target, key, value); !ok) {
       return fail(ok.error().message);
     }
   }
+  c.replies = replies.reply;
   c.replicas = o.replicas;
   c.levels.clear();
   for (const auto& piece : split(o.levels)) {
@@ -192,7 +196,7 @@ int run_simulate(const SimulateOptions& o) {
     rep.rows = rows;
     rep.meta["tool"] = "lm-warden simulate";
     rep.meta["preset"] = c.engine.preset;
-    rep.meta["engine"] = engine::to_yaml(c.engine);
+    rep.meta["engine"] = engine::to_yaml(whatif::engine_config(c));
     rep.meta["replicas"] = c.replicas;
     rep.meta["duration_s"] = c.duration;
     rep.meta["seed"] = c.seed;
@@ -270,7 +274,9 @@ void add_simulate_command(CLI::App& app) {
     }
     cmd->add_option_function<std::string>(
            "--" + flag, [o, name](const std::string& v) { o->engine_params[name] = v; },
-           "Engine parameter " + name + " (overrides the preset)")
+           name.starts_with("reply_")
+               ? "Replies of the workload: " + name + " (default 0: every reply runs to --max-output)"
+               : "Engine parameter " + name + " (overrides the preset)")
         ->group("Engine");
   }
   cmd->callback([o] {

@@ -33,6 +33,12 @@ Result<void> validate(const EngineConfig& c) {
   if (!(c.gpu_memory_utilization > 0 && c.gpu_memory_utilization <= 1)) {
     return make_error("gpu_memory_utilization must be in (0, 1]", "gpu_memory_utilization");
   }
+  if (!(c.reply.median >= 0 && c.reply.median <= 1e9)) {
+    return make_error("reply_median must be in [0, 1e9] tokens", "reply_median");
+  }
+  if (!(c.reply.sigma >= 0 && c.reply.sigma <= 10)) {
+    return make_error("reply_sigma must be in [0, 10]", "reply_sigma");
+  }
   const auto& t = c.time;
   if (!(t.num_params >= 0) || t.num_layers < 1 || t.num_q_heads < 1 || t.num_kv_heads < 1 || t.head_dim < 1 ||
       !positive(t.dtype_bytes)) {

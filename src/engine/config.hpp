@@ -9,6 +9,15 @@
 
 namespace warden::engine {
 
+// When a reply ends by itself, as a model emitting EOS. Its length is drawn once per request from a
+// log-normal with this median and spread (sigma of the log), from the request's sample seed (so the same
+// prompt gets the same length on every rank), then capped by max_tokens and the context.
+// median 0: replies never end by themselves; every one runs to its cap.
+struct ReplyLength {
+  double median = 0;  // tokens
+  double sigma = 0;   // ln(p84 / median); 0 = every reply exactly `median` tokens
+};
+
 struct EngineConfig {
   std::string preset = "custom";                // name shown in logs / what-if reports
   std::uint32_t block_size = 16;                // tokens per KV block (vLLM default 16)
@@ -17,6 +26,7 @@ struct EngineConfig {
   std::uint32_t max_num_batched_tokens = 2048;  // tokens per step (chunked prefill budget)
   std::uint32_t max_model_len = 32768;          // prompt + output limit per request
   double gpu_memory_utilization = 0.9;          // informational: reported in vllm:cache_config_info
+  ReplyLength reply;                            // off unless set (a4000 and h200 set agent-like replies)
   StepTimeModel time;
 };
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <cmath>
+#include <numbers>
 #include <optional>
 #include <string>
 
@@ -40,10 +42,26 @@ std::string_view finish_reason_name(FinishReason r) {
   switch (r) {
     case FinishReason::length:
       return "length";
+    case FinishReason::stop:
+      return "stop";
     case FinishReason::abort:
       return "abort";
   }
   return "length";
+}
+
+std::uint32_t draw_reply_length(const ReplyLength& model, std::uint64_t sample_seed) {
+  if (!(model.median > 0)) {
+    return 0;
+  }
+  // Box-Muller from two 53-bit uniforms in (0, 1), on a stream of its own (not the output tokens').
+  const std::uint64_t a = base::splitmix64(sample_seed ^ 0x7265706c796c656eULL);
+  const std::uint64_t b = base::splitmix64(a);
+  const double u1 = (static_cast<double>(a >> 11U) + 0.5) * 0x1.0p-53;
+  const double u2 = (static_cast<double>(b >> 11U) + 0.5) * 0x1.0p-53;
+  const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+  const double length = std::round(model.median * std::exp(model.sigma * z));
+  return static_cast<std::uint32_t>(std::clamp(length, 1.0, 1e9));
 }
 
 std::span<const double> ttft_bucket_bounds() {
@@ -65,7 +83,9 @@ struct Engine::Impl {
     RequestId id = 0;
     Tokens tokens;  // prompt followed by the tokens generated so far
     std::uint32_t prompt_len = 0;
-    std::uint32_t max_output = 0;
+    std::uint32_t max_output = 0;  // the cap: max_tokens and the context
+    std::uint32_t reply_len = 0;   // tokens the reply will have: the drawn length or the cap
+    FinishReason ends_by = FinishReason::length;
     std::uint32_t num_computed = 0;  // tokens whose KV is in `blocks`
     std::uint32_t num_output = 0;
     std::uint32_t num_registered = 0;  // leading blocks already offered to the prefix cache
@@ -260,7 +280,7 @@ struct Engine::Impl {
     if (any_finished) {
       std::erase_if(running, [&](RequestId id) {
         const auto it = requests.find(id);
-        if (it->second.num_output >= it->second.max_output) {
+        if (it->second.num_output >= it->second.reply_len) {
           requests.erase(it);
           return true;
         }
@@ -286,9 +306,9 @@ struct Engine::Impl {
       m.prompt_tokens_total += r.prompt_len;
       m.time_to_first_token.observe(std::max(0.0, done_at - r.arrival));
     }
-    if (r.num_output >= r.max_output) {
+    if (r.num_output >= r.reply_len) {
       e.finished = true;
-      e.usage = {r.prompt_len, cached, r.num_output, FinishReason::length};
+      e.usage = {r.prompt_len, cached, r.num_output, r.ends_by};
       ++m.requests_finished_total;
       free_blocks(r);
     }
@@ -345,6 +365,9 @@ Result<void> Engine::add_request(RequestSpec spec) {
   r.tokens.reserve(r.tokens.size() + max_output);
   r.prompt_len = static_cast<std::uint32_t>(prompt_len);
   r.max_output = max_output;
+  const std::uint32_t drawn = draw_reply_length(c.reply, r.sample_seed);
+  r.reply_len = drawn > 0 && drawn < max_output ? drawn : max_output;
+  r.ends_by = drawn > 0 && drawn < max_output ? FinishReason::stop : FinishReason::length;
   r.arrival = spec.arrival_time;
   extend_block_hashes(r.tokens, c.block_size, r.hashes);
   im.requests.emplace(r.id, std::move(r));

@@ -16,10 +16,13 @@
 // 3. The step's duration comes from StepTimeModel over the scheduled chunks. Every request whose
 //    computed tokens reach its full length emits one token at the end of the step.
 //
-// Stop rule: no EOS is sampled. A request emits exactly min(max_tokens, max_model_len - prompt_len)
-// tokens and finishes with finish_reason "length". Output tokens are output_token(hash(sample seed, index),
-// index) where the sample seed defaults to hash(engine seed, prompt tokens): the same prompt and seed give
-// the same reply in every process, independent of request ids and timing.
+// Stop rule: a request's cap is min(max_tokens, max_model_len - prompt_len). With config.reply on, its
+// reply length is drawn from the sample seed (draw_reply_length); a draw below the cap ends the reply
+// there with finish_reason "stop" (the model's EOS), otherwise the cap does, with "length" (vLLM checks
+// the length cap before EOS). With config.reply off every reply runs to its cap. Output tokens are
+// output_token(hash(sample seed, index), index) where the sample seed defaults to hash(engine seed, prompt
+// tokens): the same prompt and seed give the same reply in every process, independent of request ids and
+// timing.
 #pragma once
 
 #include <cstdint>
@@ -41,8 +44,12 @@ namespace warden::engine {
 
 using RequestId = std::uint64_t;
 
-enum class FinishReason { length, abort };
-std::string_view finish_reason_name(FinishReason r);  // "length", "abort"
+enum class FinishReason { length, stop, abort };
+std::string_view finish_reason_name(FinishReason r);  // "length", "stop", "abort"
+
+// The reply length config.reply gives a request with this sample seed, before any cap: at least 1;
+// 0 when the model is off (median 0). Pure and portable: the same seed gives the same length anywhere.
+std::uint32_t draw_reply_length(const ReplyLength& model, std::uint64_t sample_seed);
 
 struct RequestSpec {
   RequestId id = 0;

@@ -15,6 +15,10 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
+// An agent's turn is mostly a tool call or a few sentences, now and then a long file edit: a median of
+// 250 tokens, p10 ~70, p90 ~900, p99 ~2,600 (docs/engine-model.md).
+constexpr ReplyLength kAgentReplies{250, 1.0};
+
 EngineConfig a4000_qwen3_4b() {
   EngineConfig c;
   c.preset = "a4000-qwen3-4b";
@@ -26,6 +30,7 @@ EngineConfig a4000_qwen3_4b() {
   c.max_num_batched_tokens = 2048;
   // 40,960 (Qwen3-4B's native window) does not fit in 40k tokens of KV; vLLM would refuse to start.
   c.max_model_len = 32768;
+  c.reply = kAgentReplies;
   return c;
 }
 
@@ -41,6 +46,7 @@ EngineConfig h200_qwen3_4b() {
   c.max_num_seqs = 256;
   c.max_num_batched_tokens = 8192;
   c.max_model_len = 262144;
+  c.reply = kAgentReplies;
   return c;
 }
 
@@ -73,6 +79,8 @@ const Param kParams[] = {
      nullptr},
     {"max_model_len", [](EngineConfig& c) -> std::uint32_t& { return c.max_model_len; }, nullptr},
     {"gpu_memory_utilization", nullptr, [](EngineConfig& c) -> double& { return c.gpu_memory_utilization; }},
+    {"reply_median", nullptr, [](EngineConfig& c) -> double& { return c.reply.median; }},
+    {"reply_sigma", nullptr, [](EngineConfig& c) -> double& { return c.reply.sigma; }},
     {"num_params", nullptr, [](EngineConfig& c) -> double& { return c.time.num_params; }},
     {"num_layers", [](EngineConfig& c) -> std::uint32_t& { return c.time.num_layers; }, nullptr},
     {"num_q_heads", [](EngineConfig& c) -> std::uint32_t& { return c.time.num_q_heads; }, nullptr},

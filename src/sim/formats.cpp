@@ -38,9 +38,18 @@ std::string finish_reason(const UsageOut& u) {
   return u.length ? "length" : "stop";
 }
 
+std::string_view stop_reason(const UsageOut& u) {
+  return u.length ? "max_tokens" : "end_turn";
+}
+
+// A Responses reply cut by max_output_tokens (or the context) is "incomplete", as OpenAI's API says.
+std::string_view response_status(const UsageOut& u) {
+  return u.length ? "incomplete" : "completed";
+}
+
 json::object message_item(const ReplyMeta& meta, std::string_view text, std::string_view status) {
   json::array content;
-  if (status == "completed") {
+  if (status != "in_progress") {
     content.push_back(json::object{{"type", "output_text"},
                                    {"text", text},
                                    {"annotations", json::array{}},
@@ -64,8 +73,10 @@ json::object response_object(const ReplyMeta& meta, std::string_view status, jso
                  {"parallel_tool_calls", true},
                  {"tool_choice", "auto"},
                  {"tools", json::array{}},
-                 {"incomplete_details", nullptr},
                  {"error", nullptr}};
+  r["incomplete_details"] = status == "incomplete"
+                                ? json::value(json::object{{"reason", "max_output_tokens"}})
+                                : json::value(nullptr);
   r["usage"] = usage ? json::value(responses_usage(*usage)) : json::value(nullptr);
   return r;
 }
@@ -125,8 +136,8 @@ std::string full_body(Api api, const ReplyMeta& meta, std::string_view text, con
                                           {"kv_transfer_params", nullptr}});
     }
     case Api::responses: {
-      json::array output{message_item(meta, text, "completed")};
-      return json::serialize(response_object(meta, "completed", std::move(output), &usage));
+      json::array output{message_item(meta, text, response_status(usage))};
+      return json::serialize(response_object(meta, response_status(usage), std::move(output), &usage));
     }
     case Api::messages: {
       json::array content{json::object{{"type", "text"}, {"text", text}}};
@@ -135,7 +146,7 @@ std::string full_body(Api api, const ReplyMeta& meta, std::string_view text, con
                                           {"role", "assistant"},
                                           {"model", meta.model},
                                           {"content", std::move(content)},
-                                          {"stop_reason", usage.length ? "max_tokens" : "end_turn"},
+                                          {"stop_reason", stop_reason(usage)},
                                           {"stop_sequence", nullptr},
                                           {"usage", anthropic_usage(usage, true)}});
     }
@@ -281,12 +292,12 @@ std::string StreamEncoder::finish(const UsageOut& usage) {
     case Api::messages: {
       std::string out = event("content_block_stop",
                               json::serialize(json::object{{"type", "content_block_stop"}, {"index", 0}}));
-      out += event("message_delta",
-                   json::serialize(json::object{
-                       {"type", "message_delta"},
-                       {"delta", json::object{{"stop_reason", usage.length ? "max_tokens" : "end_turn"},
-                                              {"stop_sequence", nullptr}}},
-                       {"usage", anthropic_usage(usage, true)}}));
+      out +=
+          event("message_delta",
+                json::serialize(json::object{
+                    {"type", "message_delta"},
+                    {"delta", json::object{{"stop_reason", stop_reason(usage)}, {"stop_sequence", nullptr}}},
+                    {"usage", anthropic_usage(usage, true)}}));
       out += event("message_stop", json::serialize(json::object{{"type", "message_stop"}}));
       out += done;
       return out;
@@ -311,17 +322,20 @@ std::string StreamEncoder::finish(const UsageOut& usage) {
                                                 {"part", json::object{{"type", "output_text"},
                                                                       {"text", text_},
                                                                       {"annotations", json::array{}}}}}));
-      out += event("response.output_item.done",
-                   json::serialize(json::object{{"type", "response.output_item.done"},
+      out +=
+          event("response.output_item.done",
+                json::serialize(json::object{{"type", "response.output_item.done"},
+                                             {"sequence_number", sequence_++},
+                                             {"output_index", 0},
+                                             {"item", message_item(meta_, text_, response_status(usage))}}));
+      // The closing event is response.incomplete for a capped reply (OpenAI's stream events).
+      const std::string type = fmt::format("response.{}", response_status(usage));
+      json::array output{message_item(meta_, text_, response_status(usage))};
+      out += event(type,
+                   json::serialize(json::object{{"type", type},
                                                 {"sequence_number", sequence_++},
-                                                {"output_index", 0},
-                                                {"item", message_item(meta_, text_, "completed")}}));
-      json::array output{message_item(meta_, text_, "completed")};
-      out += event("response.completed",
-                   json::serialize(json::object{
-                       {"type", "response.completed"},
-                       {"sequence_number", sequence_++},
-                       {"response", response_object(meta_, "completed", std::move(output), &usage)}}));
+                                                {"response", response_object(meta_, response_status(usage),
+                                                                             std::move(output), &usage)}}));
       return out;
     }
   }

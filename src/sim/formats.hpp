@@ -12,7 +12,9 @@
 //   responses:   response.created, response.in_progress, response.output_item.added,
 //                response.content_part.added, response.output_text.delta per token,
 //                response.output_text.done, response.content_part.done, response.output_item.done,
-//                response.completed (with usage).
+//                response.completed (with usage), or response.incomplete (status "incomplete",
+//                incomplete_details.reason "max_output_tokens") when the reply was capped.
+//   Finish reasons: chat/completions "stop" or "length"; messages stop_reason "end_turn" or "max_tokens".
 
 #include <cstdint>
 #include <string>
@@ -33,7 +35,7 @@ struct UsageOut {
   std::uint32_t prompt_tokens = 0;
   std::uint32_t cached_tokens = 0;
   std::uint32_t completion_tokens = 0;
-  bool length = true;  // stopped by max_tokens / model length (the only stop rule of the engine)
+  bool length = true;  // capped by max_tokens / model length; false: the reply ended by itself (EOS)
 };
 
 /// The full (non-streaming) response body.

@@ -94,7 +94,7 @@ class Driver {
     for (std::uint32_t r = 0; r < config_.replicas; ++r) {
       // One seed for every rank: a prompt gets the same reply wherever it runs, so both policies of a
       // comparison replay the same conversations.
-      engines_.emplace_back(config_.engine, config_.seed);
+      engines_.emplace_back(engine_config(config_), config_.seed);
     }
     scraped_.assign(config_.replicas, core::ReplicaMetrics{});
     scrape();
@@ -512,6 +512,12 @@ std::vector<std::string> simulate_policy_names() {
   return names;
 }
 
+engine::EngineConfig engine_config(const SimulationConfig& config) {
+  engine::EngineConfig c = config.engine;
+  c.reply = config.replies;
+  return c;
+}
+
 Result<void> validate(const SimulationConfig& config) {
   if (config.replicas < 1 || config.replicas > 1024) {
     return std::string("replicas must be between 1 and 1024");
@@ -545,7 +551,7 @@ Result<void> validate(const SimulationConfig& config) {
       return fmt::format("unknown policy '{}' (known: {})", p, fmt::join(known, ", "));
     }
   }
-  if (auto ok = engine::validate(config.engine); !ok) {
+  if (auto ok = engine::validate(engine_config(config)); !ok) {
     return "engine: " + ok.error().message;
   }
   if (auto ok = workload::validate(config.workload); !ok) {

@@ -41,7 +41,10 @@ using core::VllmBalancer;
 using base::Result;
 
 struct SimulationConfig {
-  engine::EngineConfig engine;  // per replica
+  engine::EngineConfig engine;  // per replica; its `reply` is replaced by `replies`
+  // How the workload's replies end, in every engine. Off by default: every reply runs to the workload's
+  // max_output, as the reference measurement's 256-token replies did (docs/simulator.md).
+  engine::ReplyLength replies{};
   std::uint32_t replicas = 4;
   workload::WorkloadConfig workload;  // its seed fixes the prompts
   std::vector<int> levels{4, 8, 16, 24, 32};
@@ -63,6 +66,9 @@ struct SimulationConfig {
 };
 
 Result<void> validate(const SimulationConfig& config);
+
+// The engine configuration every replica runs: `engine` with the workload's `replies`.
+engine::EngineConfig engine_config(const SimulationConfig& config);
 
 // Policy names simulate accepts: vllm-lb (vLLM's balancer model), warden-lb (the warden with affinity off,
 // core's vllm-lb), and core's affinity, round-robin, session-hash, chwbl.

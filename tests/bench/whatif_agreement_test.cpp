@@ -59,8 +59,10 @@ TEST(WhatifAgreement, VirtualTimeRunMatchesServeSimBench) {
   TempDir dir;
 
   // Real time: sim (4 ranks) behind the warden, bench comparing affinity off then on.
+  // Replies run to --max-output on both sides (simulate's replies are off unless it is told otherwise).
   ChildProcess sim({WARDEN_BINARY, "sim", "--port", "0", "--data-parallel-size", "4", "--preset",
-                    "a4000-qwen3-4b", "--served-model-name", kModel, "--time-scale", "20"});
+                    "a4000-qwen3-4b", "--served-model-name", kModel, "--time-scale", "20", "--reply-median",
+                    "0"});
   const int sim_port = sim.wait_for_port();
   const std::string config = dir.file("warden.yaml");
   {

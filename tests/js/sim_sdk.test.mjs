@@ -57,14 +57,16 @@ test('openai completions and responses', async () => {
   const c = await openai().completions.create({ model: MODEL, prompt: 'Once upon', max_tokens: 3 });
   assert.equal(c.usage.completion_tokens, 3);
   const r = await openai().responses.create({ model: MODEL, input: 'Say hi', max_output_tokens: 4 });
-  assert.equal(r.status, 'completed');
+  // Capped by max_output_tokens (the instant preset's replies never end by themselves): incomplete.
+  assert.equal(r.status, 'incomplete');
+  assert.equal(r.incomplete_details.reason, 'max_output_tokens');
   assert.ok(r.output_text.length > 0);
   assert.equal(r.usage.output_tokens, 4);
   const events = [];
   const s = await openai().responses.create({ model: MODEL, input: 'Say hi', max_output_tokens: 2, stream: true });
   for await (const ev of s) events.push(ev.type);
   assert.equal(events[0], 'response.created');
-  assert.equal(events.at(-1), 'response.completed');
+  assert.equal(events.at(-1), 'response.incomplete');
   assert.equal(events.filter((e) => e === 'response.output_text.delta').length, 2);
 });
 

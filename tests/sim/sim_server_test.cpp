@@ -96,6 +96,8 @@ TEST_F(SimServer, HealthAndModels) {
   auto v = parse(m.body);
   EXPECT_EQ(v.at("object").as_string(), "list");
   EXPECT_EQ(v.at("data").at(0).at("id").as_string(), kModel);
+  EXPECT_EQ(v.at("data").at(0).at("object").as_string(), "model");
+  EXPECT_EQ(v.at("data").at(0).at("max_model_len").as_int64(), 4096);  // as vLLM reports it
 }
 
 TEST_F(SimServer, ChatCompletionNonStreaming) {
@@ -219,7 +221,9 @@ TEST_F(SimServer, ResponsesStreamingAndNot) {
   ASSERT_EQ(r.status, 200u) << r.body;
   auto v = parse(r.body);
   EXPECT_EQ(v.at("object").as_string(), "response");
-  EXPECT_EQ(v.at("status").as_string(), "completed");
+  // Capped by max_output_tokens (the instant preset's replies never end by themselves): incomplete.
+  EXPECT_EQ(v.at("status").as_string(), "incomplete");
+  EXPECT_EQ(v.at("incomplete_details").at("reason").as_string(), "max_output_tokens");
   EXPECT_EQ(v.at("usage").at("output_tokens").as_int64(), 2);
   EXPECT_TRUE(v.at("usage").at("input_tokens_details").at("cached_tokens").is_int64());
   auto s = c.post("/v1/responses", body + R"(,"stream":true})");
@@ -233,7 +237,7 @@ TEST_F(SimServer, ResponsesStreamingAndNot) {
                                     "response.output_item.added", "response.content_part.added",
                                     "response.output_text.delta", "response.output_text.delta",
                                     "response.output_text.done",  "response.content_part.done",
-                                    "response.output_item.done",  "response.completed"};
+                                    "response.output_item.done",  "response.incomplete"};
   EXPECT_EQ(names, expected);
   auto done = parse(events.back().data);
   EXPECT_EQ(done.at("response").at("usage").at("output_tokens").as_int64(), 2);
