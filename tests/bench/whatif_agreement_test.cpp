@@ -82,7 +82,7 @@ TEST(WhatifAgreement, VirtualTimeRunMatchesServeSimBench) {
   const report::Report real = run_to_report(
       {WARDEN_BINARY, "bench", "--url", warden_url, "--model", kModel, "--warden", warden_url,
        "--admin-token", "secret", "--metrics", "http://127.0.0.1:" + std::to_string(sim_port) + "/metrics",
-       "--compare", "off,on", "--time-scale", "20"},
+       "--compare", "off,on", "--time-scale", "20", "--no-billing-header"},  // simulate sends none
       dir.file("real.json"));
 
   // Virtual time: the same scenario through the what-if driver.
