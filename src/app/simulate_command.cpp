@@ -16,6 +16,7 @@
 
 #include "app/cli.hpp"
 #include "base/parse.hpp"
+#include "base/result.hpp"
 #include "engine/presets.hpp"
 #include "report/report.hpp"
 #include "report/svg.hpp"
@@ -82,42 +83,46 @@ bool write_file(const std::string& path, const std::string& text) {
   return static_cast<bool>(f);
 }
 
-int run_simulate(const SimulateOptions& o) {
-  whatif::SimulationConfig c;
+// The engine: a preset, optionally replaced by a preset file, then single parameters on top.
+// reply_median / reply_sigma describe the workload's replies here: they set `replies` (default off).
+base::Result<engine::EngineConfig> engine_from(const SimulateOptions& o, engine::ReplyLength& replies) {
   auto preset = engine::find_preset(o.preset);
   if (!preset) {
-    return fail(
-        fmt::format("unknown preset '{}' (known: {})", o.preset, fmt::join(engine::preset_names(), ", ")));
+    return base::Failure{
+        fmt::format("unknown preset '{}' (known: {})", o.preset, fmt::join(engine::preset_names(), ", "))};
   }
-  c.engine = std::move(*preset);
-  engine::EngineConfig replies;  // only its `reply`, from --reply-median / --reply-sigma
+  engine::EngineConfig config = std::move(*preset);
   if (!o.preset_file.empty()) {
     std::ifstream f(o.preset_file, std::ios::binary);
     if (!f) {
-      return fail("cannot read preset file " + o.preset_file);
+      return base::Failure{"cannot read preset file " + o.preset_file};
     }
     std::stringstream text;
     text << f.rdbuf();
-    auto parsed = engine::parse_preset_yaml(text.str(), c.engine);
+    auto parsed = engine::parse_preset_yaml(text.str(), config);
     if (!parsed) {
-      return fail(parsed.error().message);
+      return base::Failure{parsed.error().message};
     }
-    c.engine = std::move(*parsed);
+    config = std::move(*parsed);
   }
+  engine::EngineConfig reply_holder;  // only its `reply` is read
   for (const auto& [key, value] : o.engine_params) {
-    // reply_median / reply_sigma describe the workload's replies here: they set c.replies (default off).
-    engine::EngineConfig& target = key.starts_with("reply_") ? replies : c.engine;
+    engine::EngineConfig& target = key.starts_with("reply_") ? reply_holder : config;
     if (auto ok = engine::set_param(target, key, value); !ok) {
-      return fail(ok.error().message);
+      return base::Failure{ok.error().message};
     }
   }
-  c.replies = replies.reply;
-  c.replicas = o.replicas;
+  replies = reply_holder.reply;
+  return config;
+}
+
+// Levels, durations and the spill threshold from their command-line spelling.
+base::Result<void> timing_from(const SimulateOptions& o, whatif::SimulationConfig& c) {
   c.levels.clear();
   for (const auto& piece : split(o.levels)) {
     const auto level = base::parse_integer<int>(piece);
     if (!level) {
-      return fail("--levels needs comma-separated session counts, got '" + o.levels + "'");
+      return "--levels needs comma-separated session counts, got '" + o.levels + "'";
     }
     c.levels.push_back(*level);
   }
@@ -127,34 +132,28 @@ int run_simulate(const SimulateOptions& o) {
   const auto think = base::parse_seconds(o.think_time);
   const auto jitter = base::parse_seconds(o.think_jitter);
   if (!duration || !scrape || !rtt || !think || !jitter) {
-    return fail("durations are numbers with an optional unit: 180, 180s, 3m, 100ms");
+    return std::string("durations are numbers with an optional unit: 180, 180s, 3m, 100ms");
   }
   c.duration = *duration;
   c.scrape_interval = *scrape;
   c.client_rtt = *rtt;
   c.think_jitter = *jitter;
+  c.workload.think_time = *think;
   const auto spill = core::SpillThreshold::parse(o.spill_threshold);
   if (!spill) {
-    return fail("--spill-threshold is 'auto' or a positive integer");
+    return std::string("--spill-threshold is 'auto' or a positive integer");
   }
   c.spill_threshold = *spill;
-  c.vllm_api_servers = o.vllm_api_servers;
-  c.seed = o.seed;
-  c.workload.seed = o.seed;
-  c.workload.system_tokens = o.system_tokens;
-  c.workload.first_tokens = o.first_tokens;
-  c.workload.turn_tokens = o.turn_tokens;
-  c.workload.turns = o.turns;
-  c.workload.max_output = o.max_output;
-  c.workload.think_time = *think;
-  c.warm_start = o.warm_start;
+  return {};
+}
 
-  std::vector<std::string> compare = split(o.compare);
+// --compare A,B is the reference method: A over every level, then B on warm engines.
+base::Result<void> policies_from(const SimulateOptions& o, whatif::SimulationConfig& c) {
+  const std::vector<std::string> compare = split(o.compare);
   if (!o.compare.empty()) {
     if (compare.size() != 2) {
-      return fail("--compare needs two policies: A,B (e.g. vllm-lb,affinity)");
+      return std::string("--compare needs two policies: A,B (e.g. vllm-lb,affinity)");
     }
-    // The reference method: the first policy over every level, then the second on warm engines.
     c.policies = compare;
     c.warm_start = true;
   } else if (!o.policies.empty()) {
@@ -163,22 +162,48 @@ int run_simulate(const SimulateOptions& o) {
     c.policies = {"affinity"};
   }
   if (o.vs_reference && compare.empty()) {
-    return fail("--vs-reference needs --compare OFF,ON (e.g. vllm-lb,affinity)");
+    return std::string("--vs-reference needs --compare OFF,ON (e.g. vllm-lb,affinity)");
+  }
+  return {};
+}
+
+base::Result<whatif::SimulationConfig> simulation_from(const SimulateOptions& o) {
+  whatif::SimulationConfig c;
+  auto engine = engine_from(o, c.replies);
+  if (!engine) {
+    return base::Failure{engine.error()};
+  }
+  c.engine = std::move(*engine);
+  c.replicas = o.replicas;
+  c.vllm_api_servers = o.vllm_api_servers;
+  c.seed = o.seed;
+  c.warm_start = o.warm_start;
+  c.workload.seed = o.seed;
+  c.workload.system_tokens = o.system_tokens;
+  c.workload.first_tokens = o.first_tokens;
+  c.workload.turn_tokens = o.turn_tokens;
+  c.workload.turns = o.turns;
+  c.workload.max_output = o.max_output;
+  if (auto ok = timing_from(o, c); !ok) {
+    return base::Failure{ok.error()};
+  }
+  if (auto ok = policies_from(o, c); !ok) {
+    return base::Failure{ok.error()};
   }
   if (auto ok = whatif::validate(c); !ok) {
-    return fail(ok.error());
+    return base::Failure{ok.error()};
   }
+  return c;
+}
 
-  auto outcome = whatif::simulate(c);
-  if (!outcome) {
-    return fail(outcome.error());
-  }
-  const auto& rows = outcome->rows;
+void print_outcome(const SimulateOptions& o, const whatif::SimulationConfig& c,
+                   const std::vector<report::Row>& rows) {
   fmt::print(
       "lm-warden simulate: {} x {} replicas (num_gpu_blocks {}, max_num_seqs {}), levels {} x {}s, "
       "think {}s, client rtt {}s, seed {}\n\n",
       c.engine.preset, c.replicas, c.engine.num_gpu_blocks, c.engine.max_num_seqs, fmt::join(c.levels, ","),
       c.duration, c.workload.think_time, c.client_rtt, c.seed);
+  const std::vector<std::string> compare = split(o.compare);
   if (compare.size() == 2) {
     fmt::print("{}", report::comparison_terminal(rows, compare[0], compare[1]));
   } else {
@@ -190,36 +215,59 @@ int run_simulate(const SimulateOptions& o) {
     fmt::print("{}",
                whatif::calibration_summary(whatif::check_against_reference(rows, compare[0], compare[1])));
   }
+}
 
+report::Report report_of(const whatif::SimulationConfig& c, const whatif::Outcome& outcome) {
+  report::Report rep;
+  rep.rows = outcome.rows;
+  rep.meta["tool"] = "lm-warden simulate";
+  rep.meta["preset"] = c.engine.preset;
+  rep.meta["engine"] = engine::to_yaml(whatif::engine_config(c));
+  rep.meta["replicas"] = c.replicas;
+  rep.meta["duration_s"] = c.duration;
+  rep.meta["seed"] = c.seed;
+  rep.meta["think_time_s"] = c.workload.think_time;
+  rep.meta["client_rtt_s"] = c.client_rtt;
+  rep.meta["scrape_interval_s"] = c.scrape_interval;
+  rep.meta["warm_start"] = c.warm_start;
+  boost::json::array policies;
+  for (const auto& p : c.policies) {
+    policies.emplace_back(p);
+  }
+  rep.meta["policies"] = std::move(policies);
+  rep.meta["model_seconds"] = outcome.model_seconds;
+  return rep;
+}
+
+base::Result<void> write_outputs(const SimulateOptions& o, const whatif::SimulationConfig& c,
+                                 const whatif::Outcome& outcome) {
   if (!o.out.empty()) {
-    report::Report rep;
-    rep.rows = rows;
-    rep.meta["tool"] = "lm-warden simulate";
-    rep.meta["preset"] = c.engine.preset;
-    rep.meta["engine"] = engine::to_yaml(whatif::engine_config(c));
-    rep.meta["replicas"] = c.replicas;
-    rep.meta["duration_s"] = c.duration;
-    rep.meta["seed"] = c.seed;
-    rep.meta["think_time_s"] = c.workload.think_time;
-    rep.meta["client_rtt_s"] = c.client_rtt;
-    rep.meta["scrape_interval_s"] = c.scrape_interval;
-    rep.meta["warm_start"] = c.warm_start;
-    boost::json::array policies;
-    for (const auto& p : c.policies) {
-      policies.emplace_back(p);
-    }
-    rep.meta["policies"] = std::move(policies);
-    rep.meta["model_seconds"] = outcome->model_seconds;
-    const auto text = report::render_for_path(o.out, rep);
+    const auto text = report::render_for_path(o.out, report_of(c, outcome));
     if (!text) {
-      return fail("--out needs a .json, .csv or .md file name");
+      return std::string("--out needs a .json, .csv or .md file name");
     }
     if (!write_file(o.out, *text)) {
-      return fail("cannot write " + o.out);
+      return "cannot write " + o.out;
     }
   }
-  if (!o.svg.empty() && !write_file(o.svg, report::ttfb_svg(rows))) {
-    return fail("cannot write " + o.svg);
+  if (!o.svg.empty() && !write_file(o.svg, report::ttfb_svg(outcome.rows))) {
+    return "cannot write " + o.svg;
+  }
+  return {};
+}
+
+int run_simulate(const SimulateOptions& o) {
+  const auto c = simulation_from(o);
+  if (!c) {
+    return fail(c.error());
+  }
+  const auto outcome = whatif::simulate(*c);
+  if (!outcome) {
+    return fail(outcome.error());
+  }
+  print_outcome(o, *c, outcome->rows);
+  if (auto ok = write_outputs(o, *c, *outcome); !ok) {
+    return fail(ok.error());
   }
   return 0;
 }

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <boost/json/serialize.hpp>
 #include <boost/url/parse.hpp>
-#include <charconv>
 #include <chrono>
 #include <limits>
 #include <optional>
@@ -15,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/parse.hpp"
 #include "gateway/admin_json.hpp"
 #include "gateway/console/assets.hpp"
 #include "gateway/gateway.hpp"
@@ -69,17 +69,6 @@ bool matches(std::string_view pattern, const std::vector<std::string>& segments,
     pos = end + 1;
   }
   return i == segments.size();
-}
-
-// A query parameter's value as an integer in [lo, hi].
-template <class Int>
-std::optional<Int> bounded_int(std::string_view text, Int lo, Int hi) {
-  Int n = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc{} || ptr != text.data() + text.size() || n < lo || n > hi) {
-    return std::nullopt;
-  }
-  return n;
 }
 
 std::string no_such_model(std::string_view name) {
@@ -216,7 +205,7 @@ net::Response Gateway::Admin::logs(const Call& c) {
   std::size_t lines = 200;
   for (auto p : c.url->params()) {
     if (p.key == "lines") {
-      const auto n = bounded_int<std::size_t>(p.value, 1, 1'000'000);
+      const auto n = base::parse_integer<std::size_t>(p.value, 1, 1'000'000);
       if (!n) {
         throw AdminError{400, "lines must be an integer from 1 to 1000000"};
       }
@@ -266,7 +255,7 @@ net::Response Gateway::Admin::stats(const Call& c) {
     if (p.key == "model") {
       model = std::string(p.value);
     } else if (p.key == "window") {
-      const auto w = bounded_int<std::int64_t>(p.value, 1, std::numeric_limits<std::int64_t>::max());
+      const auto w = base::parse_integer<std::int64_t>(p.value, 1, std::numeric_limits<std::int64_t>::max());
       if (!w) {
         throw AdminError{400, "window must be a positive number of seconds"};
       }

@@ -284,7 +284,7 @@ Result<std::optional<double>> read_number(const boost::json::object& o, const ch
 
 // Row is constructible from a string (C++20 aggregate), so errors are built explicitly.
 Result<Row> row_error(std::string message) {
-  return Result<Row>(boost::system::in_place_error, std::move(message));
+  return base::Failure{std::move(message)};
 }
 
 Result<Row> parse_row(const boost::json::value& v) {
