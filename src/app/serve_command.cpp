@@ -5,7 +5,15 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <memory>
 
 #include "app/cli.hpp"
@@ -23,6 +31,30 @@ struct ServeOptions {
   std::string state_dir;
   std::string log_level = "info";
 };
+
+// Once a second: when no request came since the last look and none is in flight, the free heap goes
+// back to the system (once per idle period). Not while busy: the latency work keeps the heap then.
+boost::asio::awaitable<void> trim_when_idle(const net::Server& server) {
+  boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor);
+  std::uint64_t seen = server.stats().requests;
+  bool trimmed = false;
+  while (true) {
+    timer.expires_after(std::chrono::seconds(1));
+    boost::system::error_code ec;
+    co_await timer.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+    if (ec) {
+      co_return;
+    }
+    const std::uint64_t now = server.stats().requests;
+    if (now != seen || server.requests_in_flight() > 0) {
+      seen = now;
+      trimmed = false;
+    } else if (!trimmed) {
+      ::malloc_trim(0);
+      trimmed = true;
+    }
+  }
+}
 
 int run_serve(const ServeOptions& o) {
   // Logs go to stderr: stdout carries only the "listening on" line that scripts and tests wait for.
@@ -51,7 +83,8 @@ int run_serve(const ServeOptions& o) {
 
   // Request bodies of agents are 50-200 KB every turn. glibc serves blocks that large with mmap and
   // gives them back at free, so every request paid ~50 page faults (about a third of its CPU in the
-  // proxy). Keep them on the heap and keep the heap: memory stays at its peak instead of being returned.
+  // proxy). Keep them on the heap and keep the heap while busy; trim_when_idle() gives a burst's memory
+  // back once the warden has been idle for a second.
   ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
   ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
   boost::asio::io_context ioc(1);  // one thread runs it: the scheduler skips cross-thread wake-ups
@@ -71,7 +104,13 @@ int run_serve(const ServeOptions& o) {
   net::Server server(ioc, gw.server_options(), [&gw](net::Request& req, const net::ConnectionInfo& conn) {
     return gw.handle(req, conn);
   });
-  const int code = net::run_until_signal(ioc, server, [&gw] { gw.stop(); });
+  boost::asio::cancellation_signal trim_cancel;
+  boost::asio::co_spawn(ioc, trim_when_idle(server),
+                        boost::asio::bind_cancellation_slot(trim_cancel.slot(), boost::asio::detached));
+  const int code = net::run_until_signal(ioc, server, [&] {
+    trim_cancel.emit(boost::asio::cancellation_type::terminal);
+    gw.stop();
+  });
   gw.stop();
   return code;
 }

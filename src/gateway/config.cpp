@@ -376,7 +376,7 @@ void parse_root(Validator& v, const YAML::Node& root, Config& cfg) {
   }
   v.known_keys(root, "the top level",
                {"listen", "state_dir", "admin_token", "api_keys", "metrics", "timeouts", "max_body_size",
-                "stats_retention", "models"});
+                "max_connections", "max_inflight_body_size", "shutdown_grace", "stats_retention", "models"});
   if (auto n = root["listen"]) {
     auto s = v.string(n, "listen");
     if (s) {
@@ -418,6 +418,33 @@ void parse_root(Validator& v, const YAML::Node& root, Config& cfg) {
       v.error(n, "max_body_size must be a size such as 32MiB, 512KiB or a number of bytes");
     } else {
       cfg.max_body_bytes = *b;
+    }
+  }
+  if (auto n = root["max_inflight_body_size"]) {
+    std::optional<std::uint64_t> b;
+    if (n.IsScalar()) {
+      b = parse_size(n.Scalar());
+    }
+    if (!b || *b == 0) {
+      v.error(n, "max_inflight_body_size must be a size such as 256MiB or a number of bytes");
+    } else {
+      cfg.max_inflight_body_bytes = *b;
+    }
+  }
+  if (auto n = root["max_connections"]) {
+    std::optional<std::uint64_t> c;
+    if (n.IsScalar()) {
+      c = base::parse_integer<std::uint64_t>(n.Scalar());
+    }
+    if (!c || *c == 0) {
+      v.error(n, "max_connections must be a positive number");
+    } else {
+      cfg.max_connections = *c;
+    }
+  }
+  if (auto n = root["shutdown_grace"]) {
+    if (auto d = v.duration(n, "shutdown_grace", std::chrono::milliseconds(0))) {
+      cfg.shutdown_grace = *d;
     }
   }
   if (auto n = root["stats_retention"]) {

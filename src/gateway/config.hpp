@@ -63,6 +63,12 @@ struct Config {
   std::string admin_token;            // empty = admin changes refused
   std::vector<std::string> api_keys;  // empty = no client key needed
   std::uint64_t max_body_bytes = 32ull * 1024 * 1024;
+  // Overload bounds (docs/config.md): open client connections, and request bodies being read or handled.
+  std::uint64_t max_connections = 4096;
+  std::uint64_t max_inflight_body_bytes = 256ull * 1024 * 1024;  // 8 bodies at the limit, ~1,300 agent turns
+  // SIGTERM/SIGINT: how long requests in flight may still finish. An agent turn streams for tens of
+  // seconds; 30 s lets most end and matches Kubernetes' default termination grace (its SIGKILL after).
+  std::chrono::milliseconds shutdown_grace{30000};
   std::chrono::seconds stats_retention{7200};
   MetricsConfig metrics;
   TimeoutsConfig timeouts;

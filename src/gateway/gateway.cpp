@@ -31,6 +31,9 @@ struct Gateway::Upstream {
 
 namespace {
 
+constexpr std::string_view kMissingKey =
+    "missing or invalid API key (Authorization: Bearer KEY or x-api-key: KEY)";
+
 std::uint64_t random_seed() {
   std::random_device rd;
   return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
@@ -128,7 +131,37 @@ net::ServerOptions Gateway::server_options() const {
   o.host = config_.listen_host;
   o.port = config_.listen_port;
   o.max_body_bytes = static_cast<std::size_t>(config_.max_body_bytes);
+  o.max_connections = static_cast<std::size_t>(config_.max_connections);
+  o.max_inflight_body_bytes = static_cast<std::size_t>(config_.max_inflight_body_bytes);
+  o.drain_grace = config_.shutdown_grace;
   o.backlog = 4096;
+  // A client without a key is refused from its header: its body (up to max_body_size) is never read.
+  o.on_header =
+      [keys = config_.api_keys](const http::request_header<>& request) -> std::optional<net::Response> {
+    const auto api = protocol::api_kind_from_path(request.target());
+    if (!api || api_key_ok(request, keys)) {
+      return std::nullopt;
+    }
+    net::Response r{http::status::unauthorized, request.version()};
+    r.set(http::field::content_type, "application/json");
+    r.body() = protocol::format_error(*api, 401, kMissingKey, "invalid_api_key");
+    return r;
+  };
+  // The server's own refusals in the format of the path; /health says "draining" to a load balancer.
+  o.make_error = [](const http::request_header<>& request, unsigned status, std::string_view message,
+                    std::string_view code) {
+    const auto api = protocol::api_kind_from_path(request.target());
+    net::Response r{static_cast<http::status>(status), request.version()};
+    r.set(http::field::content_type, "application/json");
+    if (code == "draining" && path_of(request.target()) == "/health") {
+      r.body() = R"({"status":"draining"})";
+    } else {
+      r.body() =
+          protocol::format_error(api ? protocol::error_format_for(*api) : protocol::ErrorFormat::openai,
+                                 static_cast<int>(status), message, code);
+    }
+    return r;
+  };
   // The 413 is produced before the body is read: the API (and so the error format) comes from the path.
   const std::uint64_t limit = config_.max_body_bytes;
   o.make_too_large = [limit](const http::request_header<>& request, bool keep_alive) {

@@ -75,6 +75,8 @@ class Gateway {
                                                  std::shared_ptr<net::UpstreamResponse> up,
                                                  bool drop_usage_chunk, net::BodyPiece first,
                                                  Clock::time_point first_at, net::StreamWriter& w);
+  static net::asio::awaitable<void> break_stream(Exchange& ex, const protocol::StreamRelay& relay,
+                                                 net::StreamWriter& w);
   static void end_stream(Exchange& ex, net::UpstreamResponse& up, const protocol::StreamRelay& relay, bool ok,
                          bool client_failed, std::optional<Clock::time_point> first_token);
   net::asio::awaitable<net::Reply> admin(net::Request& req);

@@ -16,19 +16,18 @@ bool iequals(std::string_view a, std::string_view b) {
   return boost::beast::iequals(a, b);
 }
 
-// Constant-time for equal lengths, so a key cannot be guessed byte by byte from response times.
+// Constant time: every byte of the offered value `a` is compared (against the secret repeated), and a
+// length mismatch does not return early, so neither a key nor its length shows in response times.
 bool same_secret(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  unsigned char diff = 0;
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+    const unsigned char s = b.empty() ? 0 : static_cast<unsigned char>(b[i % b.size()]);
+    diff |= static_cast<unsigned char>(static_cast<unsigned char>(a[i]) ^ s);
   }
-  return diff == 0;
+  return diff == 0 && !b.empty() && a.size() == b.size();
 }
 
-std::string_view bearer_of(const net::Request& req) {
+std::string_view bearer_of(const net::http::request_header<>& req) {
   auto it = req.find(net::http::field::authorization);
   if (it == req.end()) {
     return {};
@@ -72,7 +71,9 @@ void copy_filtered(const From& from, To& to, bool request) {
 }  // namespace
 
 bool is_hop_by_hop(std::string_view name) {
-  static constexpr std::array<std::string_view, 11> kNames{"connection",
+  // Expect is answered by the warden's own server (100 Continue); an engine's interim answer to it would
+  // only confuse the relay.
+  static constexpr std::array<std::string_view, 12> kNames{"connection",
                                                            "keep-alive",
                                                            "proxy-connection",
                                                            "proxy-authenticate",
@@ -82,7 +83,8 @@ bool is_hop_by_hop(std::string_view name) {
                                                            "transfer-encoding",
                                                            "upgrade",
                                                            "host",
-                                                           "content-length"};
+                                                           "content-length",
+                                                           "expect"};
   return std::any_of(kNames.begin(), kNames.end(), [&](std::string_view n) { return iequals(n, name); });
 }
 
@@ -100,6 +102,7 @@ bool is_hop_by_hop(net::http::field f) {
     case field::upgrade:
     case field::host:
     case field::content_length:
+    case field::expect:
       return true;
     default:
       return false;
@@ -141,7 +144,7 @@ void copy_response_headers(const net::http::response_header<>& from, net::http::
   copy_filtered(from, to, false);
 }
 
-bool api_key_ok(const net::Request& req, const std::vector<std::string>& keys) {
+bool api_key_ok(const net::http::request_header<>& req, const std::vector<std::string>& keys) {
   if (keys.empty()) {
     return true;
   }

@@ -25,7 +25,8 @@ void append_request_headers(const net::Request& from, std::string& out);
 void copy_response_headers(const net::http::response_header<>& from, net::http::response_header<>& to);
 
 // True if `keys` is empty or the request carries one of them (Authorization: Bearer K or x-api-key: K).
-bool api_key_ok(const net::Request& req, const std::vector<std::string>& keys);
+// Checked from the header alone (net::ServerOptions::on_header), before the body is read.
+bool api_key_ok(const net::http::request_header<>& req, const std::vector<std::string>& keys);
 // The admin token check: Authorization: Bearer TOKEN (an empty configured token never matches).
 bool bearer_matches(const net::Request& req, std::string_view token);
 

@@ -445,6 +445,7 @@ asio::awaitable<void> Gateway::relay_stream(std::shared_ptr<Exchange> ex,
       } else {
         spdlog::warn("stream from replica {} of '{}' broke off: {}", rec.replica, rec.model,
                      piece.error().message());
+        rec.stream_break = piece.error() == net::ClientErrc::idle_timeout ? "timeout" : "engine";
       }
       ok = false;
       break;
@@ -462,6 +463,7 @@ asio::awaitable<void> Gateway::relay_stream(std::shared_ptr<Exchange> ex,
     note_content(arrived);
     if (step.stop) {
       ok = false;  // an event too large to inspect: the stream cannot be filtered safely
+      rec.stream_break = "filter";
       break;
     }
     // The end of the upstream body came with these bytes: end the client's body in the same write.
@@ -482,10 +484,30 @@ asio::awaitable<void> Gateway::relay_stream(std::shared_ptr<Exchange> ex,
     }
     if (!filtered) {
       ok = false;  // an event too large to inspect: the stream cannot be filtered safely
+      rec.stream_break = "filter";
       break;
     }
   }
+  if (!rec.stream_break.empty()) {
+    co_await break_stream(*ex, relay, w);
+  }
   end_stream(*ex, *up, relay, ok, w.failed(), first_content ? first_content : first_byte);
+}
+
+// The client's stream ends visibly broken: an error event in its API's format, then the connection is
+// closed without the end of the chunked body (a truncated answer must never look complete).
+asio::awaitable<void> Gateway::break_stream(Exchange& ex, const protocol::StreamRelay& relay,
+                                            net::StreamWriter& w) {
+  const RequestRecord& rec = ex.record;
+  const std::string message =
+      rec.stream_break == "timeout"
+          ? fmt::format("replica {} of '{}' stopped sending its stream", rec.replica, rec.model)
+      : rec.stream_break == "filter"
+          ? fmt::format("an event of replica {} of '{}' was too large to relay", rec.replica, rec.model)
+          : fmt::format("replica {} of '{}' broke off its stream", rec.replica, rec.model);
+  const std::string event = protocol::stream_error_event(ex.api, message, !relay.between_events());
+  co_await w.write(event);
+  w.abort();
 }
 
 void Gateway::end_stream(Exchange& ex, net::UpstreamResponse& up, const protocol::StreamRelay& relay, bool ok,

@@ -20,6 +20,7 @@ struct RequestRecord {
   std::optional<std::int64_t> cached_tokens;
   std::optional<std::int64_t> completion_tokens;
   std::optional<double> ttfb_s;  // first response byte relayed to the client
+  std::string stream_break;      // a stream cut off after its first byte: engine|timeout|filter ("" if not)
   double duration_s = 0;
 
   std::int64_t prompt_cached() const { return cached_tokens.value_or(0); }

@@ -27,6 +27,9 @@ void WardenMetrics::request_done(const RequestRecord& r) {
   if (r.model.empty()) {
     return;
   }
+  if (!r.stream_break.empty()) {
+    stream_breaks_[{r.model, r.stream_break}] += 1;
+  }
   if (r.ttfb_s) {
     Histogram& h = ttfb_[r.model];
     for (std::size_t i = 0; i < kTtfbBuckets.size(); ++i) {
@@ -115,6 +118,13 @@ std::string WardenMetrics::render(const std::vector<ReplicaGauges>& replicas) co
   for (const auto& [model, v] : completion_tokens_) {
     fmt::format_to(std::back_inserter(o), "lm_warden_completion_tokens_total{{model=\"{}\"}} {}\n",
                    prometheus_escape(model), v);
+  }
+  header("lm_warden_stream_breaks_total", "counter",
+         "Streams cut off after their first byte (the client got an error event), by model and cause: "
+         "engine (it broke off), timeout (it went silent), filter (an event too large to relay).");
+  for (const auto& [k, v] : stream_breaks_) {
+    fmt::format_to(std::back_inserter(o), "lm_warden_stream_breaks_total{{model=\"{}\",cause=\"{}\"}} {}\n",
+                   prometheus_escape(k.first), k.second, v);
   }
   header("lm_warden_scrapes_total", "counter", "Scrapes of engine /metrics endpoints.");
   for (const auto& [url, v] : scrapes_) {

@@ -46,6 +46,7 @@ class WardenMetrics {
   std::map<std::string, Histogram> ttfb_;
   std::map<std::pair<std::string, std::string>, std::uint64_t> prompt_tokens_;  // model, cached|computed
   std::map<std::string, std::uint64_t> completion_tokens_;
+  std::map<std::pair<std::string, std::string>, std::uint64_t> stream_breaks_;  // model, cause
   std::map<std::string, std::uint64_t> scrape_errors_;
   std::map<std::string, std::uint64_t> scrapes_;
 };

@@ -120,13 +120,26 @@ struct Connection {
 
   // A fresh parser for the response to the request just sent, and its first-byte deadline.
   void expect_response(std::size_t max_header_bytes, bool head_method, std::chrono::milliseconds first_byte) {
+    new_parser(max_header_bytes, head_method);
+    read_deadline.expires_after(first_byte);
+  }
+  void new_parser(std::size_t max_header_bytes, bool head_method) {
     parser.emplace();
     parser->header_limit(static_cast<std::uint32_t>(max_header_bytes));
     parser->body_limit(boost::none);
     if (head_method) {
       parser->skip(true);
     }
-    read_deadline.expires_after(first_byte);
+  }
+  // An interim response (100 Continue, 103 Early Hints) just parsed: the final one follows, parsed by a
+  // fresh parser from what is left in the buffer. 101 is final (the warden never asks for an upgrade).
+  bool skip_interim(std::size_t max_header_bytes, bool head_method) {
+    const unsigned status = parser->get().result_int();
+    if (status < 100 || status > 199 || status == 101) {
+      return false;
+    }
+    new_parser(max_header_bytes, head_method);
+    return true;
   }
 
   void close() noexcept {
@@ -491,16 +504,24 @@ asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send_impl(c
     conn->expect_response(pool.opts.max_header_bytes, req.head_method, t.first_byte);
     boost::system::error_code hec;
     std::size_t received = 0;
+    bool read = true;  // false: an interim response left the next header's bytes in the buffer
     while (!hec && !conn->parser->is_header_done()) {
-      auto [rec, n] = co_await conn->read_some();
-      conn->buffer.commit(n);
-      received += n;
-      hec = rec;
-      if (rec == asio::error::operation_aborted && conn->read_deadline.expired()) {
-        hec = beast::error::timeout;
+      if (read) {
+        auto [rec, n] = co_await conn->read_some();
+        conn->buffer.commit(n);
+        received += n;
+        hec = rec;
+        if (rec == asio::error::operation_aborted && conn->read_deadline.expired()) {
+          hec = beast::error::timeout;
+        }
       }
       if (!hec) {
         hec = put_buffered(*conn->parser, conn->buffer);  // the header, and the body's start if it has room
+      }
+      read = true;
+      if (!hec && conn->parser->is_header_done() &&
+          conn->skip_interim(pool.opts.max_header_bytes, req.head_method)) {
+        read = conn->buffer.size() == 0;
       }
     }
     if (hec) {

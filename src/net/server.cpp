@@ -15,10 +15,12 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
@@ -55,10 +57,29 @@ std::string openai_error(std::string_view message, std::string_view type, unsign
 Response plain_error(unsigned version, unsigned status, std::string_view message) {
   Response res{static_cast<http::status>(status), version};
   res.set(http::field::content_type, "application/json");
-  res.body() = openai_error(message, "BadRequestError", status);
+  res.body() = openai_error(message, status == 503 ? "ServiceUnavailableError" : "BadRequestError", status);
   res.keep_alive(false);
   res.prepare_payload();
   return res;
+}
+
+// The request a refusal answers: the parsed header, or when the parser gave up before it (a header
+// too large, a malformed one) one with the target from the raw request line, so that the error can
+// still come in the format the path implies.
+http::request_header<> header_for_error(const http::request_header<>& parsed, const beast::flat_buffer& raw) {
+  http::request_header<> h = parsed;
+  if (!h.target().empty()) {
+    return h;
+  }
+  h.version(11);
+  const std::string_view bytes{static_cast<const char*>(raw.data().data()), raw.size()};
+  const std::string_view line = bytes.substr(0, std::min(bytes.find("\r\n"), std::size_t{8192}));
+  const auto sp = line.find(' ');
+  if (sp != std::string_view::npos) {
+    const std::string_view rest = line.substr(sp + 1);
+    h.target(rest.substr(0, rest.find(' ')));
+  }
+  return h;
 }
 
 // The header as bytes, so that it can go out in one write with the first chunk.
@@ -104,10 +125,12 @@ class SessionWriter final : public StreamWriter {
   asio::awaitable<boost::system::error_code> write_last(std::string_view data) override {
     return send(data, true);
   }
+  void abort() noexcept override { aborted_ = true; }
   bool failed() const noexcept override { return failed_; }
   std::uint64_t bytes_written() const noexcept override { return bytes_; }
   void mark_failed() noexcept { failed_ = true; }
   bool finished() const noexcept { return finished_; }
+  bool aborted() const noexcept { return aborted_; }
 
  private:
   // One gathered write: [pending header] [chunk size line, data, CRLF] [terminating chunk].
@@ -115,7 +138,7 @@ class SessionWriter final : public StreamWriter {
     static constexpr std::string_view kCrlf = "\r\n";
     static constexpr std::string_view kCrlfLast = "\r\n0\r\n\r\n";
     static constexpr std::string_view kLast = "0\r\n\r\n";
-    if (failed_ || finished_) {
+    if (failed_ || finished_ || aborted_) {
       co_return asio::error::broken_pipe;
     }
     if (data.empty() && !last) {
@@ -148,6 +171,7 @@ class SessionWriter final : public StreamWriter {
   std::string header_;
   bool failed_ = false;
   bool finished_ = false;
+  bool aborted_ = false;
   std::uint64_t bytes_ = 0;
 };
 
@@ -268,6 +292,12 @@ class Server::Connection {
   using Parser = http::request_parser<http::string_body>;
 
   asio::awaitable<bool> read_request(Parser& parser);
+  asio::awaitable<bool> read_header(Parser& parser, boost::system::error_code& ec);
+  std::optional<Response> header_refusal(const http::request_header<>& request, std::uint64_t body);
+  Response server_error(const http::request_header<>& request, unsigned status, std::string_view message,
+                        std::string_view code) const;
+  void begin_request(std::size_t body_bytes);
+  void end_request();
   asio::awaitable<boost::system::error_code> read_some(std::size_t bytes);
   asio::awaitable<bool> send_continue();
   std::optional<Response> read_error_reply(const boost::system::error_code& ec, const Parser& parser,
@@ -289,6 +319,9 @@ class Server::Connection {
   std::shared_ptr<DisconnectWatch> watch_;
   std::list<Connection*>::iterator registered_;
   ReadDeadline deadline_{stream_.socket()};
+  bool over_limit_ = false;        // beyond max_connections: its request is refused
+  bool busy_ = false;              // a request is in flight
+  std::size_t body_reserved_ = 0;  // its share of the in-flight body budget
 };
 
 Server::Connection::Connection(Server& server, tcp::socket socket, std::uint64_t id,
@@ -299,11 +332,13 @@ Server::Connection::Connection(Server& server, tcp::socket socket, std::uint64_t
   info_.remote = stream_.socket().remote_endpoint(ignored);
   registered_ = server_.connections_.insert(server_.connections_.end(), this);
   ++server_.stats_.connections_open;
+  over_limit_ = server_.stats_.connections_open > opts_.max_connections;
   watch_->socket = &stream_.socket();
   watch_->buffer = &buffer_;
 }
 
 Server::Connection::~Connection() {
+  end_request();
   watch_->disarm();
   watch_->socket = nullptr;
   watch_->buffer = nullptr;
@@ -324,6 +359,7 @@ void Server::Connection::shutdown_send() noexcept {
 
 asio::awaitable<void> Server::Connection::run() {
   for (std::uint64_t index = 0; !server_.stopped_; ++index) {
+    end_request();  // the previous one was answered
     info_.request_index = index;
     Parser parser;
     if (!co_await read_request(parser)) {
@@ -356,24 +392,13 @@ asio::awaitable<void> Server::Connection::run() {
 // request) under a lazy deadline, cheaper per request than Beast's composed read and its timer. False:
 // the connection is over (a client error answered, or EOF, a timeout, a reset, stop()).
 asio::awaitable<bool> Server::Connection::read_request(Parser& parser) {
-  parser.header_limit(static_cast<std::uint32_t>(opts_.max_header_bytes));
-  parser.body_limit(opts_.max_body_bytes);
-  deadline_.expires_after(info_.request_index == 0 ? opts_.read_timeout : opts_.idle_timeout);
   boost::system::error_code ec;
-  while (true) {
-    ec = put_buffered(parser, buffer_);
-    if (ec || parser.is_header_done()) {
-      break;
-    }
-    ec = co_await read_some(kHeaderReadBytes);
-    if (ec) {
-      break;
-    }
+  if (!co_await read_header(parser, ec)) {
+    co_return false;
   }
-  if (!ec && parser.content_length() && *parser.content_length() > opts_.max_body_bytes) {
-    ec = http::error::body_limit;
-  }
-  if (!ec && parser.get()[http::field::expect] == "100-continue" && !co_await send_continue()) {
+  if (!ec && parser.get().version() >= 11 &&
+      beast::iequals(parser.get()[http::field::expect], "100-continue") && !parser.is_done() &&
+      !co_await send_continue()) {
     co_return false;
   }
   const bool in_body = !ec;  // the errors of the body's reads are answered as such
@@ -405,6 +430,91 @@ asio::awaitable<bool> Server::Connection::read_request(Parser& parser) {
   co_return true;
 }
 
+// The header of the next request, then the checks made before any body is read: its size against the
+// limit (413), and the refusals of header_refusal() (answered here). False: the connection is over.
+asio::awaitable<bool> Server::Connection::read_header(Parser& parser, boost::system::error_code& ec) {
+  parser.header_limit(static_cast<std::uint32_t>(opts_.max_header_bytes));
+  parser.body_limit(opts_.max_body_bytes);
+  // A keep-alive connection may wait idle_timeout for its next request; once its first bytes are in,
+  // the header has read_timeout, as on a new connection.
+  bool idle = info_.request_index > 0 && buffer_.size() == 0;
+  deadline_.expires_after(idle ? opts_.idle_timeout : opts_.read_timeout);
+  while (true) {
+    ec = put_buffered(parser, buffer_);
+    if (ec || parser.is_header_done()) {
+      break;
+    }
+    ec = co_await read_some(kHeaderReadBytes);
+    if (ec) {
+      break;
+    }
+    if (idle && buffer_.size() > 0) {
+      idle = false;
+      deadline_.expires_after(opts_.read_timeout);
+    }
+  }
+  if (!ec && parser.content_length() && *parser.content_length() > opts_.max_body_bytes) {
+    ec = http::error::body_limit;
+  }
+  if (!ec) {
+    if (auto refusal = header_refusal(parser.get().base(), parser.content_length().value_or(0))) {
+      co_await send_and_close(*refusal);
+      co_return false;
+    }
+    begin_request(static_cast<std::size_t>(parser.content_length().value_or(0)));
+  }
+  co_return true;
+}
+
+// Refused from the header alone, before its body is read: the server drains, this connection is over
+// max_connections, the body would take the in-flight bodies over their budget, or on_header says no.
+std::optional<Response> Server::Connection::header_refusal(const http::request_header<>& request,
+                                                           std::uint64_t body) {
+  if (server_.draining_) {
+    return server_error(request, 503, "The server is shutting down; retry on another instance", "draining");
+  }
+  if (over_limit_) {
+    return server_error(request, 503, "Too many open connections; retry shortly", "overloaded");
+  }
+  if (body > 0 && server_.inflight_body_bytes_ + body > opts_.max_inflight_body_bytes) {
+    return server_error(request, 503, "Too many request bytes in flight; retry shortly", "overloaded");
+  }
+  if (opts_.on_header) {
+    if (auto answer = opts_.on_header(request)) {
+      answer->keep_alive(false);
+      answer->prepare_payload();
+      return answer;
+    }
+  }
+  return std::nullopt;
+}
+
+Response Server::Connection::server_error(const http::request_header<>& request, unsigned status,
+                                          std::string_view message, std::string_view code) const {
+  Response res = opts_.make_error ? opts_.make_error(request, status, message, code)
+                                  : plain_error(request.version() ? request.version() : 11, status, message);
+  if (status == 503 || status == 429) {
+    res.set(http::field::retry_after, "1");
+  }
+  res.keep_alive(false);
+  res.prepare_payload();
+  return res;
+}
+
+void Server::Connection::begin_request(std::size_t body_bytes) {
+  busy_ = true;
+  ++server_.busy_;
+  body_reserved_ = body_bytes;
+  server_.inflight_body_bytes_ += body_bytes;
+}
+
+void Server::Connection::end_request() {
+  if (busy_) {
+    busy_ = false;
+    server_.request_done(std::exchange(body_reserved_, 0));
+  }
+}
+
 // One read into the buffer; a passed deadline reads as Beast's timeout.
 asio::awaitable<boost::system::error_code> Server::Connection::read_some(std::size_t bytes) {
   auto [ec, n] = co_await stream_.socket().async_read_some(buffer_.prepare(bytes), use_tuple);
@@ -427,14 +537,16 @@ asio::awaitable<bool> Server::Connection::send_continue() {
 std::optional<Response> Server::Connection::read_error_reply(const boost::system::error_code& ec,
                                                              const Parser& parser, bool in_body) const {
   if (ec == http::error::header_limit && !in_body) {
-    return plain_error(11, 431, "Request header fields too large");
+    return server_error(header_for_error(parser.get().base(), buffer_), 431,
+                        "Request header fields too large", "header_too_large");
   }
   if (ec == http::error::body_limit) {
     return too_large(parser.get().base());
   }
   if (is_parse_error(ec)) {
-    return in_body ? plain_error(parser.get().version(), 400, "Malformed HTTP request body")
-                   : plain_error(11, 400, "Malformed HTTP request");
+    return in_body ? server_error(parser.get().base(), 400, "Malformed HTTP request body", "malformed")
+                   : server_error(header_for_error(parser.get().base(), buffer_), 400,
+                                  "Malformed HTTP request", "malformed");
   }
   return std::nullopt;
 }
@@ -511,7 +623,7 @@ bool Server::Connection::client_gone() {
 
 // A whole response, eagerly written. False: the connection is over.
 asio::awaitable<bool> Server::Connection::write_whole(Response& res, bool keep_alive) {
-  keep_alive = keep_alive && res.keep_alive();
+  keep_alive = keep_alive && res.keep_alive() && !server_.draining_;
   res.keep_alive(keep_alive);
   http::response_serializer<http::string_body> sr{res};
   const auto ec = co_await eager_write_message(stream_, sr, opts_.write_timeout);
@@ -560,12 +672,17 @@ asio::awaitable<bool> Server::Connection::write_stream(StreamReply& reply, const
   if (client_gone() || writer.failed()) {
     co_return false;  // a broken stream cannot be terminated cleanly
   }
+  if (writer.aborted()) {
+    watch_->disarm();
+    shutdown_send();  // FIN after the bytes written: the client reads them, then an unterminated body
+    co_return false;
+  }
   boost::system::error_code ec;
   if (!writer.finished()) {
     ec = co_await writer.write_last({});
   }
   watch_->disarm();
-  if (ec || !keep_alive) {
+  if (ec || !keep_alive || server_.draining_) {
     shutdown_send();
     co_return false;
   }
@@ -624,6 +741,10 @@ asio::awaitable<void> Server::run() {
       continue;
     }
     boost::system::error_code ignored;
+    if (stats_.connections_open >= 2 * opts_.max_connections) {
+      sock.close(ignored);  // far over the bound: not even a 503 (each costs a coroutine and a buffer)
+      continue;
+    }
     sock.set_option(tcp::no_delay(true), ignored);
     std::uint64_t id = next_id_++;
     ++stats_.connections_accepted;
@@ -660,6 +781,29 @@ void Server::stop() {
   }
 }
 
+void Server::drain(std::function<void()> drained) {
+  if (stopped_ || draining_) {
+    return;
+  }
+  draining_ = true;
+  drained_ = std::move(drained);
+  boost::system::error_code ignored;
+  acceptor_.close(ignored);
+  check_drained();
+}
+
+void Server::request_done(std::size_t body_bytes) {
+  inflight_body_bytes_ -= body_bytes;
+  --busy_;
+  check_drained();
+}
+
+void Server::check_drained() {
+  if (draining_ && busy_ == 0 && drained_) {
+    asio::post(ioc_, std::exchange(drained_, nullptr));
+  }
+}
+
 asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
                                       std::shared_ptr<DisconnectWatch> watch) {
   Connection connection(*this, std::move(socket), id, std::move(watch));
@@ -677,17 +821,52 @@ int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()
       ep->address().is_v6() ? "[" + ep->address().to_string() + "]" : ep->address().to_string();
   std::printf("listening on http://%s:%u\n", host.c_str(), static_cast<unsigned>(ep->port()));
   std::fflush(stdout);
+  // First signal: drain for up to drain_grace; the end of the drain, the grace period or a second
+  // signal stops the server.
   asio::signal_set signals(ioc, SIGINT, SIGTERM);
-  signals.async_wait([&](const boost::system::error_code& ec, int sig) {
-    if (ec) {
+  asio::steady_timer grace(ioc);
+  bool stopping = false;
+  auto stop_now = [&] {
+    if (std::exchange(stopping, true)) {
       return;
     }
-    spdlog::info("signal {}: shutting down", sig);
+    boost::system::error_code ignored;
+    signals.cancel(ignored);
+    grace.cancel();
     server.stop();
     if (on_stop) {
       on_stop();
     }
-  });
+  };
+  std::function<void(const boost::system::error_code&, int)> on_signal;
+  on_signal = [&](const boost::system::error_code& ec, int sig) {
+    if (ec || stopping) {
+      return;
+    }
+    const auto period = server.options().drain_grace;
+    if (server.draining() || period.count() <= 0) {
+      spdlog::info("signal {}: shutting down now ({} requests in flight cut)", sig,
+                   server.requests_in_flight());
+      stop_now();
+      return;
+    }
+    spdlog::info("signal {}: draining {} requests in flight (up to {} ms; a second signal cuts now)", sig,
+                 server.requests_in_flight(), period.count());
+    server.drain([&] {
+      spdlog::info("drained: shutting down");
+      stop_now();
+    });
+    grace.expires_after(period);
+    grace.async_wait([&](const boost::system::error_code& gec) {
+      if (!gec) {
+        spdlog::warn("shutdown grace period over: cutting {} requests in flight",
+                     server.requests_in_flight());
+        stop_now();
+      }
+    });
+    signals.async_wait(on_signal);
+  };
+  signals.async_wait(on_signal);
   asio::co_spawn(ioc, server.run(), [](std::exception_ptr e) {
     if (e) {
       try {

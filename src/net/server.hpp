@@ -39,6 +39,7 @@
 #include <functional>
 #include <list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -55,9 +56,25 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{60'000};  // one write (response or chunk) blocked this long: gone
   int backlog = 1024;
   bool reuse_port = false;  // SO_REUSEPORT (several processes sharing one port)
+  // Overload bounds: a request on a connection beyond max_connections gets 503 (twice as many are closed
+  // unanswered); one whose body would take the bodies being read or handled over the budget gets 503.
+  std::size_t max_connections = 4096;
+  std::size_t max_inflight_body_bytes = std::size_t{256} << 20;
+  /// After the first SIGTERM/SIGINT (run_until_signal): how long requests in flight may still finish.
+  /// 0: stop at once.
+  std::chrono::milliseconds drain_grace{0};
   /// The 413 answer for `request` (its header only: the body was not read), e.g. an error in the API
   /// format its path implies; default is a short OpenAI error object.
   std::function<Response(const http::request_header<>& request, bool keep_alive)> make_too_large;
+  /// The server's own refusals other than 413 (400, 431, 503 when draining or over a bound), in the
+  /// format the request's path implies. `code`: malformed, header_too_large, draining, overloaded.
+  /// The server adds Retry-After to a 503 and closes the connection. Default: an OpenAI error object.
+  std::function<Response(const http::request_header<>& request, unsigned status, std::string_view message,
+                         std::string_view code)>
+      make_error;
+  /// Runs once a request's header is in, before any of its body is read (and before 100 Continue): a
+  /// Response here is the answer (e.g. 401 for a missing key) and the connection closes after it.
+  std::function<std::optional<Response>(const http::request_header<>& request)> on_header;
 };
 
 struct ConnectionInfo {
@@ -76,6 +93,9 @@ class StreamWriter {
   /// Sends `data` (may be empty) and the terminating chunk in one write: the body is complete, later
   /// writes fail. Saves the session a separate write (and the client a wake-up) for the end of the body.
   virtual asio::awaitable<boost::system::error_code> write_last(std::string_view data) = 0;
+  /// Ends the body as broken: the connection is closed after what was written, without the terminating
+  /// chunk, so the client cannot take a cut-off body for a complete one. Later writes fail.
+  virtual void abort() noexcept = 0;
   /// True once a write failed or the client was seen to disconnect.
   virtual bool failed() const noexcept = 0;
   virtual std::uint64_t bytes_written() const noexcept = 0;
@@ -134,6 +154,13 @@ class Server {
   /// Stops accepting and cancels every connection (in-flight handlers and streams see cancellation).
   /// Idempotent. run() returns once the acceptor is closed; sessions unwind on their own.
   void stop();
+  /// Graceful shutdown, first half: stops accepting; requests in flight run on (their responses close
+  /// the connection), new requests on open connections get 503 + Retry-After. `drained` is posted once
+  /// no request is in flight; then call stop(). Idempotent.
+  void drain(std::function<void()> drained);
+  bool draining() const noexcept { return draining_; }
+  /// Requests between their header and the end of their response.
+  std::size_t requests_in_flight() const noexcept { return busy_; }
 
   const ServerStats& stats() const noexcept { return stats_; }
   const ServerOptions& options() const noexcept { return opts_; }
@@ -151,11 +178,18 @@ class Server {
   std::uint64_t next_id_ = 1;
   std::list<Connection*> connections_;  // live connections, for stop()
   bool stopped_ = false;
+  bool draining_ = false;
+  std::function<void()> drained_;
+  std::size_t busy_ = 0;                 // requests in flight
+  std::size_t inflight_body_bytes_ = 0;  // bodies of the requests in flight (their Content-Length)
+  void request_done(std::size_t body_bytes);
+  void check_drained();
 };
 
 /// Runs `server` on `ioc` until SIGINT or SIGTERM: binds, prints exactly one line
-/// "listening on http://HOST:PORT" to stdout (flushed), accepts until a signal, then stops the server,
-/// calls `on_stop` (e.g. to stop the sim's steppers) and returns 0 once the io_context is out of work.
+/// "listening on http://HOST:PORT" to stdout (flushed), accepts until a signal, then drains for up to
+/// options().drain_grace (a second signal cuts at once), stops the server, calls `on_stop` (e.g. to
+/// stop the sim's steppers) and returns 0 once the io_context is out of work.
 /// Returns 1 (after logging) if binding fails.
 int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()> on_stop = {});
 

@@ -1,5 +1,7 @@
 #include "protocol/stream_relay.hpp"
 
+#include "protocol/error_body.hpp"
+
 namespace warden::protocol {
 
 StreamRelay::Step StreamRelay::feed(std::string_view piece) {
@@ -51,6 +53,19 @@ bool StreamRelay::after_write() {
   unparsed_ = {};
   // Without filtering, a stream the parser gave up on still goes out; only its accounting stops.
   return fed || !drop_usage_chunk_;
+}
+
+std::string stream_error_event(ApiKind api, std::string_view message, bool mid_event) {
+  std::string out = mid_event ? "\n\n" : "";
+  if (error_format_for(api) == ErrorFormat::anthropic) {
+    out += "event: error\ndata: ";
+    out += format_error(ErrorFormat::anthropic, 502, message);
+  } else {
+    out += "data: ";
+    out += format_error(ErrorFormat::openai, 502, message, "upstream_error");
+  }
+  out += "\n\n";
+  return out;
 }
 
 }  // namespace warden::protocol

@@ -49,6 +49,8 @@ class StreamRelay {
   bool saw_content() const noexcept { return tracker_.saw_content(); }
   /// Usage figures seen so far (nullopt if none).
   std::optional<Usage> usage() const { return tracker_.usage(); }
+  /// Whether the bytes fed so far end between two events (an error event can follow them as is).
+  bool between_events() const noexcept { return between_events_; }
 
  private:
   StreamUsageTracker tracker_;
@@ -59,5 +61,10 @@ class StreamRelay {
   bool between_events_ = true;  // the parser holds no unfinished event
   bool parse_after_ = false;    // feed() left the piece for after_write()
 };
+
+/// The event that tells a client its stream broke off, in the API's own format: Anthropic's
+/// `event: error` with an api_error, or for OpenAI an error object in a `data:` line (as vLLM and OpenAI
+/// send one). `mid_event`: the bytes sent so far end inside an event, which is closed first.
+std::string stream_error_event(ApiKind api, std::string_view message, bool mid_event = false);
 
 }  // namespace warden::protocol

@@ -21,6 +21,7 @@ TEST(HttpUtil, ForwardsEndToEndHeadersOnly) {
   in.set(http::field::host, "client-side");
   in.set(http::field::content_length, "10");
   in.set(http::field::transfer_encoding, "chunked");
+  in.set(http::field::expect, "100-continue");  // answered by the warden itself, never by the engine
   in.insert("x-repeated", "1");
   in.insert("x-repeated", "2");
   std::string lines;
@@ -37,7 +38,7 @@ TEST(HttpUtil, ForwardsEndToEndHeadersOnly) {
   EXPECT_EQ(out["anthropic-beta"], "a,b");
   EXPECT_EQ(out["x-api-key"], "k");
   for (const char* gone : {"X-Warden-Replica", "X-Warden-Session", "X-data-parallel-rank", "Connection",
-                           "X-Secret-Hop", "Host", "Content-Length", "Transfer-Encoding"}) {
+                           "X-Secret-Hop", "Host", "Content-Length", "Transfer-Encoding", "Expect"}) {
     EXPECT_EQ(out.find(gone), out.end()) << gone;
   }
   EXPECT_EQ(std::distance(out.equal_range("x-repeated").first, out.equal_range("x-repeated").second), 2);
@@ -48,7 +49,7 @@ TEST(HttpUtil, HopByHopByNameAndByBeastsEnumAgree) {
   // enum check would let it through.
   for (const char* name :
        {"Connection", "keep-alive", "Proxy-Connection", "proxy-authenticate", "Proxy-Authorization", "TE",
-        "trailer", "Transfer-Encoding", "upgrade", "HOST", "content-length"}) {
+        "trailer", "Transfer-Encoding", "upgrade", "HOST", "content-length", "Expect"}) {
     const http::field f = http::string_to_field(name);
     ASSERT_NE(f, http::field::unknown) << name;
     EXPECT_TRUE(is_hop_by_hop(name)) << name;

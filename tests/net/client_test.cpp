@@ -118,3 +118,49 @@ TEST(NetClient, NextReturnsEveryBufferedChunkAtOnceAndHandlesSplitChunks) {
   EXPECT_TRUE(done);
   EXPECT_EQ(idle_after, 1u);  // the body ended cleanly: the connection went back to the pool
 }
+
+// An engine answering an `Expect: 100-continue` (or sending 103 Early Hints) sends interim responses
+// before the final one: they are skipped, in one read or split across reads, and the final one is the
+// response.
+TEST(NetClient, InterimResponsesAreSkippedUntilTheFinalOne) {
+  const std::vector<std::string> parts = {
+      "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 1",
+      "00 Continue\r\n\r\n",
+      "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+  };
+  std::vector<std::promise<void>> took(parts.size());
+  std::vector<std::future<void>> taken;
+  for (auto& p : took) {
+    taken.push_back(p.get_future());
+  }
+  took[0].set_value();  // the parts go out one after the other, each a separate read at best
+  took[1].set_value();
+  net::asio::io_context ioc;
+  net::tcp::acceptor acceptor(ioc, {net::asio::ip::make_address("127.0.0.1"), 0});
+  const auto port = acceptor.local_endpoint().port();
+  std::thread upstream([&] { raw_upstream(acceptor, parts, taken); });
+  unsigned status = 0;
+  std::string body;
+  {
+    net::ClientPool pool(ioc.get_executor());
+    net::asio::co_spawn(
+        ioc,
+        [&]() -> awaitable<void> {
+          net::Request req{net::http::verb::post, "/v1/chat/completions", 11};
+          req.body() = "{}";
+          const net::Endpoint ep{"127.0.0.1", port};
+          auto r = co_await pool.send(ep, std::move(req));
+          if (r) {
+            status = r->status();
+            auto all = co_await r->read_all(1024);
+            body = all ? *all : "";
+          }
+          took.back().set_value();
+        },
+        net::asio::detached);
+    ioc.run_for(20s);
+  }
+  upstream.join();
+  EXPECT_EQ(status, 200u);
+  EXPECT_EQ(body, "ok");
+}

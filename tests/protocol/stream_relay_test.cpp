@@ -162,4 +162,32 @@ TEST(StreamRelayTest, OtherApisPassEverything) {
 }
 
 }  // namespace
+// A stream that breaks off ends with an error the client's SDK raises: one SSE event in its own format
+// that an SseParser reads whole, also after bytes that ended mid-event.
+TEST(StreamRelayTest, ErrorEventInEachApisFormat) {
+  const std::string anthropic = stream_error_event(ApiKind::anthropic_messages, "engine \"x\" broke off");
+  EXPECT_EQ(anthropic,
+            "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":"
+            "\"engine \\\"x\\\" broke off\"}}\n\n");
+  const std::string openai = stream_error_event(ApiKind::openai_chat, "cut");
+  EXPECT_TRUE(openai.starts_with("data: {\"error\":{\"message\":\"cut\"")) << openai;
+  EXPECT_TRUE(openai.ends_with("}}\n\n")) << openai;
+  for (const bool mid : {false, true}) {
+    SseParser parser;
+    std::vector<std::string> data;
+    const std::string before = mid ? "data: {\"choi" : content;
+    ASSERT_TRUE(parser.feed(before + stream_error_event(ApiKind::openai_completions, "cut", mid),
+                            [&](const SseEvent& ev) { data.emplace_back(ev.data); }));
+    ASSERT_FALSE(data.empty());
+    EXPECT_TRUE(data.back().starts_with("{\"error\":")) << data.back();
+  }
+  StreamRelay relay(ApiKind::openai_chat, false);
+  relay.feed("data: {\"choi");
+  relay.after_write();
+  EXPECT_FALSE(relay.between_events());
+  relay.feed("ces\":[]}\n\n");
+  relay.after_write();
+  EXPECT_TRUE(relay.between_events());
+}
+
 }  // namespace warden::protocol
