@@ -161,5 +161,15 @@ TEST(StreamRelayTest, OtherApisPassEverything) {
   }
 }
 
+// An event shaped like the usage chunk in another API's stream is kept however the stream is cut (the
+// cut path used to drop it from whole events while the parse-first path kept it).
+TEST(StreamRelayTest, DropIsIgnoredForApisWithoutAUsageChunk) {
+  const std::string stream = content + usage_chunk + done;
+  for (const auto& pieces : three_way_splits(stream)) {
+    StreamRelay relay(ApiKind::anthropic_messages, true);
+    EXPECT_EQ(relay_all(relay, pieces).sent, stream);
+  }
+}
+
 }  // namespace
 }  // namespace warden::protocol
