@@ -9,7 +9,9 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -25,6 +27,31 @@ constexpr std::array<std::string_view, 6> kHeaders = {"X-Warden-Session", "X-Cla
                                                       "X-Warden-Replica", "X-data-parallel-rank"};
 // New model names, one needing escapes.
 constexpr std::array<std::string_view, 3> kModels = {"served", "a\"b\\c\n\xc3\xa9", ""};
+
+// DOM equality where NaN equals NaN (Boost.JSON 1.81 reads some huge exponents of zero, e.g. 0e400, as NaN).
+bool same(const json::value& a, const json::value& b) {
+  if (a.is_double() && b.is_double() && std::isnan(a.get_double()) && std::isnan(b.get_double())) {
+    return true;
+  }
+  if (a.is_array() && b.is_array()) {
+    const json::array& x = a.get_array();
+    const json::array& y = b.get_array();
+    return x.size() == y.size() && std::equal(x.begin(), x.end(), y.begin(), same);
+  }
+  if (a.is_object() && b.is_object()) {
+    if (a.get_object().size() != b.get_object().size()) {
+      return false;
+    }
+    for (const auto& kv : a.get_object()) {
+      const json::value* other = b.get_object().if_contains(kv.key());
+      if (other == nullptr || !same(kv.value(), *other)) {
+        return false;
+      }
+    }
+    return true;
+  }
+  return a == b;
+}
 
 void check_rewrite(ApiKind api, std::string_view body, const RequestInfo& info, const json::object& before,
                    const RewriteOptions& options, const json::parse_options& opt) {
@@ -54,7 +81,7 @@ void check_rewrite(ApiKind api, std::string_view body, const RequestInfo& info, 
     got.erase("stream_options");
     expected.erase("stream_options");
   }
-  FUZZ_CHECK(got == expected);
+  FUZZ_CHECK(same(got, expected));
 }
 
 }  // namespace

@@ -22,8 +22,8 @@ for t in "${targets[@]}"; do
   "$bin" -max_total_time="$seconds" -max_len=16384 -timeout=10 -print_final_stats=1 \
     -artifact_prefix="$work/crash-$t-" "$work/$t" "$here/fuzz/corpus/$t" >"$log" 2>&1
   rc=$?
-  done_line=$(grep -E '^#[0-9]+ +DONE' "$log" | tail -1)
-  [ -n "$done_line" ] || done_line=$(grep -E '^#[0-9]+ ' "$log" | tail -1)
+  done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1)
+  [ -n "$done_line" ] || done_line=$(grep -E '^#[0-9]+[[:space:]]' "$log" | tail -1)
   execs=$(grep -oP 'stat::number_of_executed_units: \K[0-9]+' "$log")
   rate=$(grep -oP 'stat::average_exec_per_sec: \K[0-9]+' "$log")
   cov=$(grep -oP 'cov: \K[0-9]+' <<<"$done_line")

@@ -31,7 +31,9 @@ StreamRelay::Step StreamRelay::feed(std::string_view piece) {
   parser_.capture_raw(true);
   out_.clear();
   const auto fed = parser_.feed(piece, [&](const SseEvent& ev) {
-    if (!tracker_.on_event(ev.event, ev.data).usage_only) {
+    const bool usage_only = tracker_.on_event(ev.event, ev.data).usage_only;
+    // The cut path's look decides where it can tell (also on broken JSON), so both paths drop alike.
+    if (!openai_usage_only(ev.data).value_or(usage_only)) {
       out_ += ev.raw;
     }
   });

@@ -171,5 +171,16 @@ TEST(StreamRelayTest, DropIsIgnoredForApisWithoutAUsageChunk) {
   }
 }
 
+// A usage chunk that is not valid JSON (here a key with invalid UTF-8) is dropped or kept alike whether it
+// arrives whole (cut by its look) or split (parsed first); it used to be dropped only when whole.
+TEST(StreamRelayTest, BrokenUsageChunkIsTreatedAlikeOnEveryPath) {
+  const std::string broken = "data: {\"choices\": [], \"usage\": {\"comp\x94\x9a\": 1}}\n\n";
+  const std::string stream = content + broken + done;
+  for (const auto& pieces : three_way_splits(stream)) {
+    StreamRelay relay(ApiKind::openai_completions, true);
+    EXPECT_EQ(relay_all(relay, pieces).sent, content + done) << pieces[0].size() << "/" << pieces[1].size();
+  }
+}
+
 }  // namespace
 }  // namespace warden::protocol
