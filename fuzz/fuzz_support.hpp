@@ -2,11 +2,15 @@
 // What the fuzz targets share: a check that aborts (so libFuzzer and the corpus replay both report it),
 // and a reader that takes control bytes (flags, split points) from the front of an input.
 
+#include "protocol/sse.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace warden::fuzz {
@@ -69,6 +73,14 @@ inline std::vector<std::string_view> split(std::string_view text, std::uint8_t s
     text.remove_prefix(pieces.back().size());
   }
   return pieces;
+}
+
+/// The events (name and data) an SSE reader gets from `bytes`: what a relay must keep the same.
+inline std::vector<std::pair<std::string, std::string>> sse_events(std::string_view bytes) {
+  protocol::SseParser p;
+  std::vector<std::pair<std::string, std::string>> out;
+  (void)p.feed(bytes, [&](const protocol::SseEvent& ev) { out.emplace_back(ev.event, ev.data); });
+  return out;
 }
 
 }  // namespace warden::fuzz

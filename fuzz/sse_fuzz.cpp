@@ -87,9 +87,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!whole.failed) {
     FUZZ_CHECK(cut.comments == whole.comments);
   }
-  // A CRLF split between pieces moves its LF to the next event's raw: the concatenation still matches,
-  // but for the LF after the last event, which waits for an event that never comes.
-  FUZZ_CHECK(raw_cut == raw_whole || raw_cut + "\n" == raw_whole);
+  // A CRLF split between pieces moves its LF to the next event's raw (sse.hpp), so the bytes may differ
+  // by such LFs; what a reader gets from them may not.
+  if (!whole.failed) {
+    FUZZ_CHECK(warden::fuzz::sse_events(raw_cut) == warden::fuzz::sse_events(raw_whole));
+  }
   // Each raw is the stream's own bytes, in order (the lines of an event without data are not in any).
   std::size_t at = 0;
   for (const Ev& ev : whole.events) {

@@ -24,8 +24,8 @@ for t in "${targets[@]}"; do
   rc=$?
   done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1)
   [ -n "$done_line" ] || done_line=$(grep -E '^#[0-9]+[[:space:]]' "$log" | tail -1)
-  execs=$(grep -oP 'stat::number_of_executed_units: \K[0-9]+' "$log")
-  rate=$(grep -oP 'stat::average_exec_per_sec: \K[0-9]+' "$log")
+  execs=$(grep -oP 'stat::number_of_executed_units: +\K[0-9]+' "$log")
+  rate=$(grep -oP 'stat::average_exec_per_sec: +\K[0-9]+' "$log")
   cov=$(grep -oP 'cov: \K[0-9]+' <<<"$done_line")
   ft=$(grep -oP 'ft: \K[0-9]+' <<<"$done_line")
   corp=$(grep -oP 'corp: \K[0-9]+' <<<"$done_line")

@@ -182,5 +182,17 @@ TEST(StreamRelayTest, BrokenUsageChunkIsTreatedAlikeOnEveryPath) {
   }
 }
 
+// A usage chunk with an escaped key ("us\u0061ge") is kept on every path (the pass-through and cut paths
+// look for the plain spelling; the parse-first path used to drop it after decoding).
+TEST(StreamRelayTest, EscapedUsageKeyIsKeptOnEveryPath) {
+  const std::string escaped = "data: {\"choices\":[],\"us\\u0061ge\":{\"prompt_tokens\":1}}\n\n";
+  const std::string stream = content + escaped + usage_chunk + done;
+  for (const auto& pieces : three_way_splits(stream)) {
+    StreamRelay relay(ApiKind::openai_chat, true);
+    EXPECT_EQ(relay_all(relay, pieces).sent, content + escaped + done)
+        << pieces[0].size() << "/" << pieces[1].size();
+  }
+}
+
 }  // namespace
 }  // namespace warden::protocol
