@@ -75,11 +75,14 @@ inline std::vector<std::string_view> split(std::string_view text, std::uint8_t s
   return pieces;
 }
 
-/// The events (name and data) an SSE reader gets from `bytes`: what a relay must keep the same.
+/// The events (name and data) an SSE reader gets from `bytes` when they are not the start of a stream
+/// (a BOM means nothing there): what a relay must keep the same.
 inline std::vector<std::pair<std::string, std::string>> sse_events(std::string_view bytes) {
   protocol::SseParser p;
   std::vector<std::pair<std::string, std::string>> out;
-  (void)p.feed(bytes, [&](const protocol::SseEvent& ev) { out.emplace_back(ev.event, ev.data); });
+  auto on = [&](const protocol::SseEvent& ev) { out.emplace_back(ev.event, ev.data); };
+  (void)p.feed("\n", on);
+  (void)p.feed(bytes, on);
   return out;
 }
 
