@@ -3,6 +3,14 @@
 # GCC 12 reports false -Warray-bounds/-Wstringop-overflow on std::string at -O2 (GCC bug 105329).
 set(WARDEN_WARNINGS -Wall -Wextra -Wpedantic -Wno-missing-field-initializers -Wno-array-bounds -Wno-stringop-overflow)
 
+if(WARDEN_FUZZ)
+  # The libraries get libFuzzer's coverage hooks; only the fuzz targets link its main (fuzz/CMakeLists.txt).
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+  list(APPEND WARDEN_WARNINGS -Wno-unknown-warning-option)
+endif()
+
 if(WARDEN_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Fails when any C++ file under src/, tests/ or bench/ is not clang-formatted.
+# Fails when any C++ file under src/, tests/, bench/ or fuzz/ is not clang-formatted.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-files=$(git ls-files -co --exclude-standard 'src/*.cpp' 'src/*.hpp' 'tests/*.cpp' 'tests/*.hpp' 'bench/*.cpp' 'bench/*.hpp')
+files=$(git ls-files -co --exclude-standard 'src/*.cpp' 'src/*.hpp' 'tests/*.cpp' 'tests/*.hpp' 'bench/*.cpp' 'bench/*.hpp' 'fuzz/*.cpp' 'fuzz/*.hpp')
 [ -n "$files" ] || exit 0
 bad=0
 for f in $files; do

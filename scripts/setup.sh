@@ -8,6 +8,7 @@ debs=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libyaml-cpp-dev libcli11-dev libspdlog-dev libfmt-dev libsqlite3-dev libxxhash-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang libclang-rt-14-dev  # make fuzz: libclang-rt-14-dev holds libFuzzer (-fsanitize=fuzzer)
   chromium nginx-light curl
 )
 

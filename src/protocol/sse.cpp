@@ -56,7 +56,9 @@ Result<void> SseParser::feed_impl(std::string_view bytes, Thunk thunk, void* ctx
         last_cr_ = true;  // an LF may follow in the next fragment
       }
     }
-    const std::size_t line_bytes = line_.size() + end;
+    // A line end counts as one byte whatever its spelling, so a CRLF split between fragments (whose LF
+    // is consumed with the next one) counts the same as a whole one.
+    const std::size_t line_bytes = line_.size() + pos + 1;
     if (event_bytes_ + line_bytes > limits_.max_event_bytes) {
       failed_ = true;
       return Errc::sse_event_too_large;

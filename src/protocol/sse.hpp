@@ -34,7 +34,8 @@ struct SseEvent {
 };
 
 struct SseLimits {
-  /// Largest event accepted (bytes of its field lines, incl. comments and line ends). A larger event
+  /// Largest event accepted (bytes of its field lines, incl. comments and line ends, a CRLF counting as
+  /// one byte so that the verdict does not depend on fragmentation). A larger event
   /// (or a single line that long with no end in sight) is an error, so a hostile upstream cannot make
   /// the parser buffer without bound.
   std::size_t max_event_bytes = 16u << 20;

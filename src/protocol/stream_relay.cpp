@@ -33,7 +33,10 @@ StreamRelay::Step StreamRelay::feed(std::string_view piece) {
   parser_.capture_raw(true);
   out_.clear();
   const auto fed = parser_.feed(piece, [&](const SseEvent& ev) {
-    if (!tracker_.on_event(ev.event, ev.data).usage_only) {
+    const bool usage_only = tracker_.on_event(ev.event, ev.data).usage_only;
+    // Decided as the other paths do, so that how the stream is cut does not matter: only an event that
+    // spells "usage" plainly, and by the cut path's look where it can tell (also on broken JSON).
+    if (ev.data.find("usage") == std::string::npos || !openai_usage_only(ev.data).value_or(usage_only)) {
       out_ += ev.raw;
     }
   });

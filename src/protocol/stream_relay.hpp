@@ -24,9 +24,13 @@ namespace warden::protocol {
 class StreamRelay {
  public:
   /// `drop_usage_chunk`: the usage chunk of an OpenAI stream goes to the relay, not to the client (the
-  /// request was rewritten to ask for it; the client did not).
+  /// request was rewritten to ask for it; the client did not). Ignored for the APIs without one (else the
+  /// cut and parse-first paths would disagree on an event shaped like it).
   StreamRelay(ApiKind api, bool drop_usage_chunk, SseLimits limits = {})
-      : tracker_(api, StreamUsageTracker::Mode::fast), parser_(limits), drop_usage_chunk_(drop_usage_chunk) {}
+      : tracker_(api, StreamUsageTracker::Mode::fast),
+        parser_(limits),
+        drop_usage_chunk_(drop_usage_chunk &&
+                          (api == ApiKind::openai_chat || api == ApiKind::openai_completions)) {}
   StreamRelay(const StreamRelay&) = delete;
   StreamRelay& operator=(const StreamRelay&) = delete;
 

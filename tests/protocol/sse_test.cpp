@@ -221,5 +221,25 @@ TEST(SseTest, WriterRoundTrips) {
   EXPECT_TRUE(is_done(SseEvent{.event = "", .data = "[DONE]", .id = "", .raw = ""}));
 }
 
+// At the size limit, a CRLF split between fragments counts as a whole one does (its LF used to be
+// counted only when it arrived with its CR, so the same stream failed whole and passed in pieces).
+TEST(SseTest, SizeLimitDoesNotDependOnWhereACrLfIsCut) {
+  const std::string stream = "x: 12345\r\n\r\ndata: b\n\n";
+  for (std::size_t limit : {9u, 10u, 11u, 12u}) {
+    SseLimits limits;
+    limits.max_event_bytes = limit;
+    for (std::size_t cut = 0; cut <= stream.size(); ++cut) {
+      SseParser whole(limits);
+      SseParser pieces(limits);
+      auto ignore = [](const SseEvent&) {};
+      const bool whole_ok = static_cast<bool>(whole.feed(stream, ignore));
+      const bool pieces_ok = pieces.feed(std::string_view(stream).substr(0, cut), ignore) &&
+                             pieces.feed(std::string_view(stream).substr(cut), ignore);
+      EXPECT_EQ(pieces_ok, whole_ok) << "limit " << limit << " cut " << cut;
+      EXPECT_EQ(pieces.events(), whole.events()) << "limit " << limit << " cut " << cut;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace warden::protocol

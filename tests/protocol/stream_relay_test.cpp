@@ -161,6 +161,39 @@ TEST(StreamRelayTest, OtherApisPassEverything) {
   }
 }
 
+// An event shaped like the usage chunk in another API's stream is kept however the stream is cut (the
+// cut path used to drop it from whole events while the parse-first path kept it).
+TEST(StreamRelayTest, DropIsIgnoredForApisWithoutAUsageChunk) {
+  const std::string stream = content + usage_chunk + done;
+  for (const auto& pieces : three_way_splits(stream)) {
+    StreamRelay relay(ApiKind::anthropic_messages, true);
+    EXPECT_EQ(relay_all(relay, pieces).sent, stream);
+  }
+}
+
+// A usage chunk that is not valid JSON (here a key with invalid UTF-8) is dropped or kept alike whether it
+// arrives whole (cut by its look) or split (parsed first); it used to be dropped only when whole.
+TEST(StreamRelayTest, BrokenUsageChunkIsTreatedAlikeOnEveryPath) {
+  const std::string broken = "data: {\"choices\": [], \"usage\": {\"comp\x94\x9a\": 1}}\n\n";
+  const std::string stream = content + broken + done;
+  for (const auto& pieces : three_way_splits(stream)) {
+    StreamRelay relay(ApiKind::openai_completions, true);
+    EXPECT_EQ(relay_all(relay, pieces).sent, content + done) << pieces[0].size() << "/" << pieces[1].size();
+  }
+}
+
+// A usage chunk with an escaped key ("us\u0061ge") is kept on every path (the pass-through and cut paths
+// look for the plain spelling; the parse-first path used to drop it after decoding).
+TEST(StreamRelayTest, EscapedUsageKeyIsKeptOnEveryPath) {
+  const std::string escaped = "data: {\"choices\":[],\"us\\u0061ge\":{\"prompt_tokens\":1}}\n\n";
+  const std::string stream = content + escaped + usage_chunk + done;
+  for (const auto& pieces : three_way_splits(stream)) {
+    StreamRelay relay(ApiKind::openai_chat, true);
+    EXPECT_EQ(relay_all(relay, pieces).sent, content + escaped + done)
+        << pieces[0].size() << "/" << pieces[1].size();
+  }
+}
+
 }  // namespace
 // A stream that breaks off ends with an error the client's SDK raises: one SSE event in its own format
 // that an SseParser reads whole, also after bytes that ended mid-event.
