@@ -113,10 +113,7 @@ class LayoutRecorder {
   void key(std::string_view key, std::size_t depth) {
     Key k = Key::other;
     if (depth == 1) {
-      k = key == "model"            ? Key::model
-          : key == "stream"         ? Key::stream
-          : key == "stream_options" ? Key::stream_options
-                                    : Key::other;
+      k = top_key(key);
     } else if (in_stream_options_) {
       k = key == "include_usage" ? Key::include_usage : Key::other;
     }
@@ -135,6 +132,21 @@ class LayoutRecorder {
         layout_.stream_options_members = 0;
         layout_.stream_options_last_end = 0;
       }
+      elements_ = 0;
+      element_parts_ =
+          first == '[' && (key_[1] == Key::system || key_[1] == Key::messages || key_[1] == Key::input);
+      if (const int part = start_part(key_[1]); part >= 0) {
+        layout_.start_parts[static_cast<std::size_t>(part)].reset();
+      }
+      if (key_[1] == Key::system) {
+        system_first_.reset();
+        system_second_.reset();
+      }
+    } else if (depth == 2 && element_parts_) {
+      ++elements_;
+      if (key_[1] == Key::system && elements_ == 2) {
+        system_second_ = offset;
+      }
     }
   }
 
@@ -145,38 +157,123 @@ class LayoutRecorder {
     }
     const ByteSpan span{value_start_[depth], offset};
     if (depth == 1) {
-      ++layout_.top_members;
-      layout_.last_member_end = span.end;
-      switch (key_[1]) {
-        case Key::model:
-          layout_.model.push_back(span);
-          break;
-        case Key::stream:
-          layout_.stream = span;
-          break;
-        case Key::stream_options:
-          layout_.stream_options = span;
-          in_stream_options_ = false;
-          break;
-        default:
-          break;
-      }
+      top_value_end(span);
     } else if (in_stream_options_) {
       ++layout_.stream_options_members;
       layout_.stream_options_last_end = span.end;
       if (key_[2] == Key::include_usage) {
         layout_.include_usage = span;
       }
+    } else if (element_parts_ && elements_ == 1) {
+      if (key_[1] == Key::system) {
+        system_first_ = span;
+      } else if (const int part = start_part(key_[1]); part >= 0) {
+        layout_.start_parts[static_cast<std::size_t>(part)] = span;  // the first message / input item
+      }
+    }
+  }
+
+  // After the scan: the billing block's bytes, if the Handler found one as the first system element.
+  void billing_found() {
+    if (system_first_) {
+      layout_.billing_block = ByteSpan{system_first_->begin, system_second_.value_or(system_first_->end)};
     }
   }
 
  private:
-  enum class Key : std::uint8_t { other, model, stream, stream_options, include_usage };
+  enum class Key : std::uint8_t {
+    other,
+    model,
+    stream,
+    stream_options,
+    include_usage,
+    max_tokens,
+    system,
+    tools,
+    instructions,
+    messages,
+    input,
+    prompt,
+  };
+
+  static Key top_key(std::string_view key) noexcept {
+    static constexpr std::pair<std::string_view, Key> table[] = {
+        {"model", Key::model},
+        {"stream", Key::stream},
+        {"stream_options", Key::stream_options},
+        {"max_tokens", Key::max_tokens},
+        {"max_completion_tokens", Key::max_tokens},
+        {"max_output_tokens", Key::max_tokens},
+        {"system", Key::system},
+        {"tools", Key::tools},
+        {"instructions", Key::instructions},
+        {"messages", Key::messages},
+        {"input", Key::input},
+        {"prompt", Key::prompt},
+    };
+    for (const auto& [name, k] : table) {
+      if (key == name) {
+        return k;
+      }
+    }
+    return Key::other;
+  }
+
+  // The index in BodyLayout::start_parts, or -1.
+  static int start_part(Key k) noexcept {
+    switch (k) {
+      case Key::system:
+        return 0;
+      case Key::tools:
+        return 1;
+      case Key::instructions:
+        return 2;
+      case Key::messages:
+        return 3;
+      case Key::input:
+        return 4;
+      case Key::prompt:
+        return 5;
+      default:
+        return -1;
+    }
+  }
+
+  void top_value_end(const ByteSpan& span) {
+    ++layout_.top_members;
+    layout_.last_member_end = span.end;
+    switch (key_[1]) {
+      case Key::model:
+        layout_.model.push_back(span);
+        break;
+      case Key::stream:
+        layout_.stream = span;
+        break;
+      case Key::stream_options:
+        layout_.stream_options = span;
+        in_stream_options_ = false;
+        break;
+      case Key::max_tokens:
+        layout_.max_tokens.push_back(span);
+        break;
+      default:
+        // An array of messages / input items starts with its first element (recorded in value_end).
+        if (const int part = start_part(key_[1]); part >= 0 && !(element_parts_ && part >= 3)) {
+          layout_.start_parts[static_cast<std::size_t>(part)] = span;
+        }
+        break;
+    }
+    element_parts_ = false;
+  }
 
   BodyLayout& layout_;
   std::array<Key, 3> key_{};
   std::array<std::size_t, 3> value_start_{};
-  bool in_stream_options_ = false;  // inside the value of a top-level "stream_options" object
+  bool in_stream_options_ = false;            // inside the value of a top-level "stream_options" object
+  bool element_parts_ = false;                // inside a top-level "system" / "messages" / "input" array
+  std::size_t elements_ = 0;                  // its elements so far
+  std::optional<ByteSpan> system_first_;      // the first element of the last "system" array
+  std::optional<std::size_t> system_second_;  // where its second element starts
 };
 
 enum class Kind { object, array, string, number, boolean, null };
@@ -235,6 +332,9 @@ class Handler {
       unescape(raw, scratch_);
       text = scratch_;
     }
+    if (in_system_first() && !escaped) {
+      billing_string(raw);
+    }
     string_bytes(text, raw.size());
     if (!budgeted_) {  // a budgeted part hashes a byte prefix only: no length that would change per turn
       emit_u64(text.size());
@@ -285,6 +385,17 @@ class Handler {
   std::optional<std::string> user_id_;
   std::uint64_t prompt_bytes_ = 0;
 
+  // Whether the last top-level "system" starts with Claude Code's billing block (BodyLayout::billing_block).
+  bool billing_block() const noexcept {
+    return system_elements_ >= 1 && billing_.object && billing_.members == 2 && billing_.type_text &&
+           billing_.prefix;
+  }
+  void finish_layout() {
+    if (billing_block()) {
+      layout_.billing_found();
+    }
+  }
+
   // The fingerprint, or nullopt if no prompt part had any content.
   std::optional<std::uint64_t> fingerprint() const {
     if (!fingerprint_ || hashed_values_ == 0) {
@@ -317,9 +428,32 @@ class Handler {
     value_end();
   }
 
+  // Claude Code's billing block, looked for in the first element of a top-level "system" array.
+  struct Billing {
+    bool object = false;
+    int members = 0;
+    bool type_text = false;  // "type": "text"
+    bool prefix = false;     // "text": "x-anthropic-billing-header:..."
+  };
+  enum class BillingKey : std::uint8_t { other, type, text };
+
+  bool in_system_first() const noexcept {
+    return depth_ == 3 && field_ == Field::system && system_array_ && system_elements_ == 1;
+  }
+  void billing_string(std::string_view raw) {
+    if (billing_key_ == BillingKey::type) {
+      billing_.type_text = raw == "text";
+    } else if (billing_key_ == BillingKey::text) {
+      billing_.prefix = raw.starts_with(kBillingPrefix);
+    }
+  }
+
   void value_begin(Kind kind) {
     if (depth_ == 0) {
       return;  // the scanner only lets a top-level object through
+    }
+    if (depth_ == 2 && field_ == Field::system && system_array_ && ++system_elements_ == 1) {
+      billing_.object = kind == Kind::object;
     }
     if (pending_skip_) {  // the value of a "cache_control" member: not part of the fingerprint
       pending_skip_ = false;
@@ -366,6 +500,11 @@ class Handler {
         break;
       case Field::metadata:
         user_id_.reset();
+        break;
+      case Field::system:
+        system_array_ = kind == Kind::array;
+        system_elements_ = 0;
+        billing_ = {};
         break;
       default:
         break;
@@ -435,6 +574,12 @@ class Handler {
     }
     if (depth_ == 3) {
       role_key_ = elements_ && key == "role";
+      if (in_system_first()) {
+        ++billing_.members;
+        billing_key_ = key == "type"   ? BillingKey::type
+                       : key == "text" ? BillingKey::text
+                                       : BillingKey::other;
+      }
     }
     if (counting_) {
       prompt_bytes_ += key.size();
@@ -511,6 +656,10 @@ class Handler {
   std::string scratch_;  // an unescaped string value
   std::string key2_;     // last key at depth 2 (inside stream_options / metadata)
   bool role_key_ = false;
+  bool system_array_ = false;  // the current top-level "system" is an array
+  std::size_t system_elements_ = 0;
+  Billing billing_;
+  BillingKey billing_key_ = BillingKey::other;
   Capture capture_ = Capture::none;
   std::string str_;
   std::string role_;
@@ -648,6 +797,7 @@ Result<RequestInfo> inspect_request(ApiKind api, const HeaderLookup& headers, st
   if (const Errc e = scan_json_object(body, options.max_depth, h); e != Errc::ok) {
     return e;
   }
+  h.finish_layout();
   switch (h.model_state_) {
     case Handler::ModelState::absent:
       return Errc::missing_model;
@@ -696,7 +846,37 @@ Result<BodyLayout> scan_layout(std::string_view body, const InspectOptions& opti
   if (const Errc e = scan_json_object(body, options.max_depth, h); e != Errc::ok) {
     return e;
   }
+  h.finish_layout();
   return layout;
+}
+
+PromptStart prompt_start(std::string_view body, const BodyLayout& layout, bool drop_billing) {
+  XXH3_state_t state;
+  XXH3_64bits_reset(&state);
+  std::size_t budget = kPromptStartBytes;
+  auto feed = [&](std::size_t begin, std::size_t end) {
+    const std::size_t n = std::min(end - begin, budget);
+    if (n > 0) {
+      XXH3_64bits_update(&state, body.data() + begin, n);
+      budget -= n;
+    }
+  };
+  for (std::size_t i = 0; i < layout.start_parts.size() && budget > 0; ++i) {
+    const std::optional<ByteSpan>& part = layout.start_parts[i];
+    if (!part) {
+      continue;
+    }
+    const std::uint8_t tag = static_cast<std::uint8_t>(i);  // which part: "system" text is not "input" text
+    XXH3_64bits_update(&state, &tag, 1);
+    const std::optional<ByteSpan>& cut = layout.billing_block;
+    if (i == 0 && drop_billing && cut && cut->begin >= part->begin && cut->end <= part->end) {
+      feed(part->begin, cut->begin);
+      feed(cut->end, part->end);
+    } else {
+      feed(part->begin, part->end);
+    }
+  }
+  return {XXH3_64bits_digest(&state), kPromptStartBytes - budget};
 }
 
 }  // namespace warden::protocol

@@ -56,6 +56,7 @@
 #include "protocol/api.hpp"
 #include "protocol/error.hpp"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -144,6 +145,17 @@ struct BodyLayout {
   std::size_t stream_options_last_end = 0;  // the end of its last member's value
   std::size_t top_members = 0;              // members of the top-level object
   std::size_t last_member_end = 0;          // the end of the last top-level member's value
+  // The value of every top-level "max_tokens", "max_completion_tokens" and "max_output_tokens".
+  std::vector<ByteSpan> max_tokens;
+  // Claude Code's billing block: when the last top-level "system" is an array whose first element is
+  // exactly {"type":"text","text":"x-anthropic-billing-header: ..."} (those two members, any order), the
+  // bytes to drop: that element up to the start of the next one (its comma included), or the element
+  // alone when it is the only one.
+  std::optional<ByteSpan> billing_block;
+  // The prompt's start, in the order a chat template renders it (prompt_start()): the values of the last
+  // top-level "system", "tools" and "instructions", the first element of "messages" and of an "input"
+  // array, and a string "input" or "prompt" (token-id arrays too).
+  std::array<std::optional<ByteSpan>, 6> start_parts;
 };
 
 struct RequestInfo {
@@ -176,6 +188,20 @@ Result<RequestInfo> inspect_request(ApiKind api, const HeaderLookup& headers, st
 /// Validates a body as inspect_request() does and returns only its layout (Errc::body_not_object for
 /// JSON that is not an object). For callers that rewrite without inspecting.
 Result<BodyLayout> scan_layout(std::string_view body, const InspectOptions& options = {});
+
+/// The text Claude Code's billing block starts with.
+inline constexpr std::string_view kBillingPrefix = "x-anthropic-billing-header:";
+
+/// A digest of the prompt's start, to see whether a client keeps it from one turn to the next: XXH3-64 of
+/// the raw bytes (as sent, JSON included) of layout.start_parts in order, without the billing block when
+/// `drop_billing`, up to kPromptStartBytes in all. `bytes` is how many were hashed (less than the budget
+/// only for a short prompt): digests of different lengths are not comparable (a short prompt grows).
+struct PromptStart {
+  std::uint64_t hash = 0;
+  std::size_t bytes = 0;
+};
+inline constexpr std::size_t kPromptStartBytes = 4096;
+PromptStart prompt_start(std::string_view body, const BodyLayout& layout, bool drop_billing);
 
 /// Extracts the session uuid from a metadata.user_id value (either Claude Code form), or nullopt.
 std::optional<std::string> session_from_user_id(std::string_view user_id);

@@ -13,6 +13,23 @@ struct Edit {
   std::string_view text;
 };
 
+// A JSON integer literal's value, or nullopt (a fraction, an exponent, a non-number, or beyond 18 digits).
+std::optional<std::int64_t> integer_value(std::string_view text) {
+  const bool negative = text.starts_with('-');
+  const std::string_view digits = negative ? text.substr(1) : text;
+  if (digits.empty() || digits.size() > 18) {
+    return std::nullopt;
+  }
+  std::int64_t v = 0;
+  for (const char c : digits) {
+    if (c < '0' || c > '9') {
+      return std::nullopt;
+    }
+    v = v * 10 + (c - '0');
+  }
+  return negative ? -v : v;
+}
+
 }  // namespace
 
 std::string RewriteResult::joined(std::string_view input) const {
@@ -41,6 +58,20 @@ RewriteResult rewrite_request(ApiKind api, std::string_view body, const BodyLayo
   constexpr std::string_view kInnerNext = R"(,"include_usage":true)";
 
   std::vector<Edit> edits;
+  std::string cap_text;
+  if (options.max_tokens_cap) {
+    cap_text = std::to_string(*options.max_tokens_cap);
+    for (const ByteSpan& m : layout.max_tokens) {
+      const auto asked = integer_value(slice(m));
+      if (asked && *asked > *options.max_tokens_cap) {
+        edits.push_back({m, cap_text});
+        out.capped = true;
+      }
+    }
+  }
+  if (options.drop_billing && layout.billing_block) {
+    edits.push_back({*layout.billing_block, {}});
+  }
   if (options.model) {
     for (const ByteSpan& m : layout.model) {
       edits.push_back({m, quoted_model});

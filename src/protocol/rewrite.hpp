@@ -9,6 +9,7 @@
 #include "protocol/error.hpp"
 #include "protocol/request.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +25,12 @@ struct RewriteOptions {
   /// replace it if null or not an object, add or overwrite "include_usage" inside it otherwise.
   /// Ignored for the other APIs and non-streaming requests.
   bool force_include_usage = false;
+  /// Lower every top-level "max_tokens" / "max_completion_tokens" / "max_output_tokens" whose value is an
+  /// integer above this to this (so prompt + output fits the context). An absent member stays absent;
+  /// a value that is not an integer is left for the engine to refuse. nullopt = keep.
+  std::optional<std::int64_t> max_tokens_cap;
+  /// Drop Claude Code's billing block (BodyLayout::billing_block) if the body has one.
+  bool drop_billing = false;
 };
 
 struct RewriteResult {
@@ -33,6 +40,7 @@ struct RewriteResult {
     bool inserted = false;
   };
   bool changed = false;       // false: send the input as it is
+  bool capped = false;        // a max_tokens value was lowered to RewriteOptions::max_tokens_cap
   std::vector<Piece> pieces;  // the new body in order; empty when nothing changed
   std::string inserted;       // the new texts, back to back
   std::size_t size = 0;       // length of the new body (0 when nothing changed)

@@ -60,6 +60,7 @@ struct ClaudeOptions {
   std::size_t first_user_bytes = 4'000;  // first user message size
   std::size_t turn_bytes = 1'600;        // each later user/assistant message
   std::uint64_t seed = 1;                // varies the first user message
+  std::string billing;                   // Claude Code's billing line as a first system block ("": none)
 };
 
 /// A Claude Code POST /v1/messages body: system blocks with cache_control, tools, thinking,
@@ -72,6 +73,9 @@ inline std::string claude_code_body(const ClaudeOptions& o) {
                    {"cache_control", {{"type", "ephemeral"}}}},
       json::object{
           {"type", "text"}, {"text", filler(o.system_bytes, 7)}, {"cache_control", {{"type", "ephemeral"}}}}};
+  if (!o.billing.empty()) {
+    system.insert(system.begin(), json::object{{"type", "text"}, {"text", o.billing}});
+  }
   json::array messages;
   for (int t = 0; t < o.turns; ++t) {
     json::array content;
