@@ -63,7 +63,9 @@ enum class Field : std::uint8_t {
   max_tokens,
   prompt_cache_key,
   metadata,
-  // The prompt parts, in the order their digests are combined into the fingerprint.
+  include_usage,  // (inside stream_options)
+  // The prompt parts, in the order their digests are combined into the fingerprint (and the order of
+  // BodyLayout::start_parts).
   system,
   tools,
   instructions,
@@ -113,7 +115,7 @@ class LayoutRecorder {
   void key(std::string_view key, std::size_t depth) {
     Key k = Key::other;
     if (depth == 1) {
-      k = top_key(key);
+      k = classify(key);
     } else if (in_stream_options_) {
       k = key == "include_usage" ? Key::include_usage : Key::other;
     }
@@ -181,62 +183,11 @@ class LayoutRecorder {
   }
 
  private:
-  enum class Key : std::uint8_t {
-    other,
-    model,
-    stream,
-    stream_options,
-    include_usage,
-    max_tokens,
-    system,
-    tools,
-    instructions,
-    messages,
-    input,
-    prompt,
-  };
+  using Key = Field;
 
-  static Key top_key(std::string_view key) noexcept {
-    static constexpr std::pair<std::string_view, Key> table[] = {
-        {"model", Key::model},
-        {"stream", Key::stream},
-        {"stream_options", Key::stream_options},
-        {"max_tokens", Key::max_tokens},
-        {"max_completion_tokens", Key::max_tokens},
-        {"max_output_tokens", Key::max_tokens},
-        {"system", Key::system},
-        {"tools", Key::tools},
-        {"instructions", Key::instructions},
-        {"messages", Key::messages},
-        {"input", Key::input},
-        {"prompt", Key::prompt},
-    };
-    for (const auto& [name, k] : table) {
-      if (key == name) {
-        return k;
-      }
-    }
-    return Key::other;
-  }
-
-  // The index in BodyLayout::start_parts, or -1.
+  // The index in BodyLayout::start_parts (the prompt parts, in the same order), or -1.
   static int start_part(Key k) noexcept {
-    switch (k) {
-      case Key::system:
-        return 0;
-      case Key::tools:
-        return 1;
-      case Key::instructions:
-        return 2;
-      case Key::messages:
-        return 3;
-      case Key::input:
-        return 4;
-      case Key::prompt:
-        return 5;
-      default:
-        return -1;
-    }
+    return is_prompt_part(k) ? static_cast<int>(static_cast<std::size_t>(k) - kFirstPart) : -1;
   }
 
   void top_value_end(const ByteSpan& span) {
