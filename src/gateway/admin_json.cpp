@@ -42,6 +42,11 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
   out["replica_count"] = cfg.replica_count();
   out["since"] = iso8601_utc(since_unix);
   out["since_unix"] = since_unix;
+  const std::optional<std::int64_t> max_model_len = model.max_model_len();
+  out["max_model_len"] = max_model_len ? json::value(*max_model_len) : json::value(nullptr);
+  out["fit_max_tokens"] = cfg.fit_max_tokens;
+  out["normalize_prompt"] = cfg.normalize_prompt;
+  out["prefix_breaks"] = model.prefix_watch().breaks();
 
   json::array replicas;
   int healthy = 0;

@@ -175,7 +175,8 @@ net::Response Gateway::Admin::health(const Call& c) {
 }
 
 net::Response Gateway::Admin::metrics(const Call& c) {
-  return net::make_response(c.req, 200, c.gateway.metrics_.render(c.gateway.replica_gauges()),
+  return net::make_response(c.req, 200,
+                            c.gateway.metrics_.render(c.gateway.replica_gauges(), c.gateway.model_gauges()),
                             "text/plain; version=0.0.4");
 }
 

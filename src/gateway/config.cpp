@@ -326,7 +326,9 @@ void parse_model(Validator& v, const YAML::Node& n, std::size_t index, Config& c
   if (!v.expect_map(n, where)) {
     return;
   }
-  v.known_keys(n, where, {"name", "served_model_name", "max_num_seqs", "routing", "replicas", "launch"});
+  v.known_keys(n, where,
+               {"name", "served_model_name", "max_num_seqs", "routing", "replicas", "launch",
+                "fit_max_tokens", "normalize_prompt"});
   ModelConfig m;
   m.line = n.Mark().line + 1;
   if (!n["name"]) {
@@ -352,6 +354,12 @@ void parse_model(Validator& v, const YAML::Node& n, std::size_t index, Config& c
   }
   if (auto r = n["routing"]) {
     parse_routing(v, r, where + ".routing", m.routing);
+  }
+  if (auto b = n["fit_max_tokens"]) {
+    m.fit_max_tokens = v.boolean(b, where + ".fit_max_tokens").value_or(m.fit_max_tokens);
+  }
+  if (auto b = n["normalize_prompt"]) {
+    m.normalize_prompt = v.boolean(b, where + ".normalize_prompt").value_or(m.normalize_prompt);
   }
   if (!n["replicas"]) {
     v.error(n, fmt::format("{} is missing 'replicas' (data_parallel: {{url, size}} or urls: [...])", where));

@@ -36,6 +36,10 @@ struct ModelConfig {
   std::vector<UpstreamUrl> urls;  // otherwise: one server per replica
   int line = 0;                   // where the entry starts in the file (for later messages)
   std::optional<supervisor::LaunchSpec> launch;  // engines the warden starts itself (docs/engines.md)
+  // Lower max_tokens so prompt + output fits the engine's context (docs/api.md, "Request rewriting").
+  bool fit_max_tokens = true;
+  // Drop Claude Code's per-conversation billing block before forwarding (docs/session-identity.md).
+  bool normalize_prompt = true;
 
   int replica_count() const { return data_parallel ? dp_size : static_cast<int>(urls.size()); }
   // The URL serving replica `index` (the same URL for every rank in DP mode).

@@ -13,6 +13,7 @@
 
 #include "gateway/http_util.hpp"
 #include "protocol/api.hpp"
+#include "protocol/context_limit.hpp"
 #include "protocol/error_body.hpp"
 #include "protocol/prometheus.hpp"
 
@@ -230,6 +231,9 @@ asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
   net::ClientTimeouts t;
   t.connect = t.write = t.first_byte = t.idle = config_.metrics.scrape_timeout;
   const std::string target = up->url.base_path + "/metrics";
+  // The context length is asked once the engine answers, and again whenever it comes back (a restarted
+  // engine may have another --max-model-len).
+  bool want_models = true;
   while (*alive) {
     const auto started = std::chrono::steady_clock::now();
     std::string error;
@@ -261,6 +265,7 @@ asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
             }
             if (m->apply_scrape(up->url, *scrape)) {
               spdlog::info("upstream {} is answering again for model {}", up->url.text, m->config().name);
+              want_models = true;
             }
           }
         }
@@ -271,7 +276,14 @@ asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
       }
       error = e.what();
     }
+    if (error.empty() && want_models) {
+      want_models = !co_await fetch_models(up, t);
+      if (!*alive) {
+        co_return;
+      }
+    }
     if (!error.empty()) {
+      want_models = true;
       metrics_.scrape_error(up->url.text);
       for (ModelRuntime* m : up->models) {
         if (m->url_failed(up->url, error)) {
@@ -288,6 +300,38 @@ asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
     if (ec) {
       co_return;
     }
+  }
+}
+
+asio::awaitable<bool> Gateway::fetch_models(std::shared_ptr<Upstream> up, net::ClientTimeouts t) {
+  net::Request req{http::verb::get, up->url.base_path + "/v1/models", 11};
+  req.set(http::field::accept, "application/json");
+  try {
+    auto res = co_await scrape_pool_.send(up->endpoint, std::move(req), t);
+    if (!res) {
+      co_return false;
+    }
+    std::string body;
+    if (res->status() == 200) {
+      auto b = co_await res->read_all(4u << 20);
+      if (!b) {
+        co_return false;
+      }
+      body = std::move(*b);
+    } else {
+      res->abort();  // an engine without the endpoint: no figure, and no need to ask again
+    }
+    for (ModelRuntime* m : up->models) {
+      const auto len = protocol::max_model_len_from_models(body, m->config().served_model_name);
+      m->set_max_model_len(up->url, len);
+      if (len) {
+        spdlog::info("upstream {}: model {} has a context of {} tokens", up->url.text, m->config().name,
+                     *len);
+      }
+    }
+    co_return true;
+  } catch (const boost::system::system_error&) {
+    co_return false;  // cancelled (the poll loop then ends) or broken off: asked again on the next poll
   }
 }
 
@@ -332,6 +376,14 @@ void Gateway::finish_request(RequestRecord& r) {
       r.session_source.empty() ? "-" : r.session_source, r.status, r.stream, opt(r.prompt_tokens),
       opt(r.cached_tokens), opt(r.completion_tokens),
       r.ttfb_s ? fmt::format("{:.1f}", *r.ttfb_s * 1000) : std::string("-"), r.duration_s * 1000);
+}
+
+std::vector<ModelGauges> Gateway::model_gauges() const {
+  std::vector<ModelGauges> out;
+  for (const auto& m : models_) {
+    out.push_back({m->config().name, m->prefix_watch().breaks(), m->max_model_len()});
+  }
+  return out;
 }
 
 std::vector<ReplicaGauges> Gateway::replica_gauges() {

@@ -25,6 +25,8 @@
 
 namespace warden::protocol {
 class StreamRelay;
+struct RequestInfo;
+struct RewriteOptions;
 }  // namespace warden::protocol
 
 namespace warden::gateway {
@@ -62,6 +64,9 @@ class Gateway {
   // the replica failed before answering) → the whole response, or the stream relayed.
   net::asio::awaitable<net::Reply> proxy(net::Request& req);
   std::optional<net::Response> admit(net::Request& req, Exchange& ex, Outgoing& out);
+  std::optional<Refusal> fit_output(const Exchange& ex, const protocol::RequestInfo& info,
+                                    protocol::RewriteOptions& ro);
+  static void watch_prefix(ModelRuntime& model, const protocol::RequestInfo& info, std::string_view body);
   bool route(Exchange& ex, const Outgoing& out, int attempt, Attempt& at);
   net::asio::awaitable<bool> forward(Exchange& ex, const net::Request& req, const Outgoing& out, int attempt,
                                      Attempt& at);
@@ -81,9 +86,12 @@ class Gateway {
                          bool client_failed, std::optional<Clock::time_point> first_token);
   net::asio::awaitable<net::Reply> admin(net::Request& req);
   net::asio::awaitable<void> poll_loop(std::shared_ptr<Upstream> up);
+  // GET /v1/models of one engine URL: the context length of its models. False if it could not be asked.
+  net::asio::awaitable<bool> fetch_models(std::shared_ptr<Upstream> up, net::ClientTimeouts t);
   net::asio::awaitable<void> flush_loop();
   void finish_request(RequestRecord& record);
   std::vector<ReplicaGauges> replica_gauges();
+  std::vector<ModelGauges> model_gauges() const;
   ModelRuntime* find_model(std::string_view name);
   net::ClientTimeouts client_timeouts() const;
   std::int64_t unix_now() const;

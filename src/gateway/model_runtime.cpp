@@ -49,6 +49,21 @@ const std::vector<core::ReplicaMetrics>& ModelRuntime::metrics() {
   return metrics_;
 }
 
+void ModelRuntime::set_max_model_len(const UpstreamUrl& url, std::optional<std::int64_t> value) {
+  std::erase_if(max_model_len_, [&](const auto& e) { return e.first == url.text; });
+  if (value) {
+    max_model_len_.emplace_back(url.text, *value);
+  }
+}
+
+std::optional<std::int64_t> ModelRuntime::max_model_len() const {
+  std::optional<std::int64_t> out;
+  for (const auto& [url, len] : max_model_len_) {
+    out = out ? std::min(*out, len) : len;
+  }
+  return out;
+}
+
 std::vector<int> ModelRuntime::replicas_of(const UpstreamUrl& url) const {
   std::vector<int> out;
   for (int i = 0; i < config_->replica_count(); ++i) {

@@ -13,6 +13,7 @@
 
 #include "core/router.hpp"
 #include "gateway/config.hpp"
+#include "gateway/prefix_watch.hpp"
 #include "protocol/prometheus.hpp"
 
 namespace warden::gateway {
@@ -68,6 +69,15 @@ class ModelRuntime {
   // Replicas of this model served by `url`.
   std::vector<int> replicas_of(const UpstreamUrl& url) const;
 
+  // The context length `url` reported in /v1/models (nullopt: it reports none).
+  void set_max_model_len(const UpstreamUrl& url, std::optional<std::int64_t> value);
+  // The model's context length: the smallest its URLs reported, nullopt if none did.
+  std::optional<std::int64_t> max_model_len() const;
+
+  // Conversations whose prompt start changed between turns.
+  PrefixWatch& prefix_watch() { return prefix_watch_; }
+  const PrefixWatch& prefix_watch() const { return prefix_watch_; }
+
  private:
   void apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank);
 
@@ -76,6 +86,8 @@ class ModelRuntime {
   core::Router router_;
   std::vector<ReplicaRuntime> replicas_;
   std::vector<core::ReplicaMetrics> metrics_;
+  std::vector<std::pair<std::string, std::int64_t>> max_model_len_;  // per URL text
+  PrefixWatch prefix_watch_;
 };
 
 // The vLLM series of one model in a /metrics body. Series are matched on their model_name label; if none

@@ -8,6 +8,7 @@
 #include "gateway/gateway.hpp"
 #include "gateway/http_util.hpp"
 #include "protocol/api.hpp"
+#include "protocol/context_limit.hpp"
 #include "protocol/error_body.hpp"
 #include "protocol/request.hpp"
 #include "protocol/rewrite.hpp"
@@ -85,6 +86,8 @@ struct Gateway::Exchange {
 // What goes to the engine, prepared once for every attempt.
 struct Gateway::Outgoing {
   core::RequestFacts facts;
+  protocol::BodyLayout layout;  // for a second rewrite (an output cap from the engine's own figures)
+  protocol::RewriteOptions options;
   protocol::RewriteResult rewritten;
   bool counting_only = false;     // count_tokens: generates nothing, routed without being counted
   bool drop_usage_chunk = false;  // the client did not ask for the usage chunk the rewrite asked for
@@ -101,6 +104,11 @@ struct Gateway::Attempt {
   core::Decision decision;  // where this attempt went
   Refusal failure;          // the last failure, for the client if no retry is possible
   bool retry = false;       // after a failure: another replica may be tried
+  // An error answer already read (to see whether it was about the context): its header and body.
+  std::optional<http::response_header<>> read_header;
+  std::optional<std::string> read_body;
+  protocol::RewriteResult refit;  // the body resent with the output cap the engine's error gave
+  bool refitted = false;          // sent once more with that cap already
 };
 
 namespace {
@@ -201,7 +209,7 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
       co_return ex->error_reply(req, at.failure);
     }
   }
-  ex->record.status = static_cast<int>(at.upstream->status());
+  ex->record.status = static_cast<int>(at.read_header ? at.read_header->result_int() : at.upstream->status());
   if (!at.first) {
     co_return co_await whole_response(*ex, req, out, at);
   }
@@ -252,18 +260,59 @@ std::optional<net::Response> Gateway::admit(net::Request& req, Exchange& ex, Out
                                        replica_count - 1),
                            "invalid_pin"});
   }
-  // Rewrite once: the model name the engine knows, and usage in OpenAI streams (dropped again by the
-  // relay if the client did not ask for it).
-  protocol::RewriteOptions ro;
+  out.counting_only = ex.api == protocol::ApiKind::anthropic_count_tokens;
+  // Rewrite once: the model name the engine knows, usage in OpenAI streams (dropped again by the relay
+  // if the client did not ask for it), the billing block dropped, the output cap that fits the context.
+  protocol::RewriteOptions& ro = out.options;
   ro.model = model.served_model_name;
   ro.force_include_usage = true;
-  out.rewritten = protocol::rewrite_request(ex.api, req.body(), info->layout, ro);
+  ro.drop_billing = model.normalize_prompt;
+  if (auto refused = fit_output(ex, *info, ro)) {
+    return ex.error_reply(req, *refused);
+  }
+  if (info->session_source != protocol::SessionSource::none && !out.counting_only) {
+    watch_prefix(*ex.model, *info, req.body());
+  }
+  out.layout = std::move(info->layout);
+  out.rewritten = protocol::rewrite_request(ex.api, req.body(), out.layout, ro);
   const bool openai_stream = info->stream && (ex.api == protocol::ApiKind::openai_chat ||
                                               ex.api == protocol::ApiKind::openai_completions);
   out.drop_usage_chunk = openai_stream && !info->include_usage;
-  out.counting_only = ex.api == protocol::ApiKind::anthropic_count_tokens;
   out.facts = request_facts(*info);
   return std::nullopt;
+}
+
+std::optional<Gateway::Refusal> Gateway::fit_output(const Exchange& ex, const protocol::RequestInfo& info,
+                                                    protocol::RewriteOptions& ro) {
+  const std::optional<std::int64_t> limit = ex.model->max_model_len();
+  if (!ex.model->config().fit_max_tokens || !limit || ex.api == protocol::ApiKind::anthropic_count_tokens) {
+    return std::nullopt;
+  }
+  // The estimate (~4 bytes a token) is rough either way: a prompt is refused here only when it is clearly
+  // over; one near the limit goes as asked, and the engine's exact figures decide (forward()).
+  const auto estimate = static_cast<std::int64_t>(info.prompt_tokens_estimate);
+  if (estimate >= 2 * *limit) {
+    return Refusal{400, protocol::prompt_too_long_message(ex.api, estimate, *limit),
+                   std::string(protocol::kContextLengthExceeded)};
+  }
+  if (estimate < *limit) {
+    ro.max_tokens_cap = protocol::fitting_max_tokens(*limit, estimate);
+  }
+  return std::nullopt;
+}
+
+void Gateway::watch_prefix(ModelRuntime& model, const protocol::RequestInfo& info, std::string_view body) {
+  const protocol::PromptStart start =
+      protocol::prompt_start(body, info.layout, model.config().normalize_prompt);
+  // Requests of one session with different parts present (Claude Code's side requests without tools, say)
+  // are different prompts, not turns of one: watched apart.
+  std::uint64_t shape = 0;
+  for (std::size_t i = 0; i < info.layout.start_parts.size(); ++i) {
+    shape |= info.layout.start_parts[i] ? std::uint64_t{1} << i : 0;
+  }
+  if (model.prefix_watch().observe(info.session_hash ^ (shape * 0x9E3779B97F4A7C15ull), start)) {
+    spdlog::debug("prefix break: model {} session {}", model.config().name, info.session_key);
+  }
 }
 
 bool Gateway::route(Exchange& ex, const Outgoing& out, int attempt, Attempt& at) {
@@ -320,6 +369,45 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
     co_return false;
   }
   at.header_at = Clock::now();
+  if (r->status() == 400 && model.fit_max_tokens && !out.counting_only && !at.refitted) {
+    // Over the context? Then once more on this replica with the engine's own figures, or the client's
+    // error for a prompt that does not fit at all.
+    at.read_header = client_header(req, ex.record, r->header());
+    auto body = co_await r->read_all(1u << 20);
+    if (!body) {
+      attempt_failed(ex, out, attempt, at, url, body.error(), true);
+      co_return false;
+    }
+    const auto overflow = protocol::parse_context_overflow(*body);
+    if (overflow && overflow->prompt_too_long()) {
+      at.retry = false;
+      at.failure = {
+          400, protocol::prompt_too_long_message(ex.api, overflow->input_tokens, overflow->max_model_len),
+          std::string(protocol::kContextLengthExceeded)};
+      co_return false;
+    }
+    protocol::RewriteOptions ro = out.options;
+    if (overflow) {
+      ro.max_tokens_cap = protocol::fitting_max_tokens(overflow->max_model_len, overflow->input_tokens);
+      at.refit = protocol::rewrite_request(ex.api, req.body(), out.layout, ro);
+    }
+    if (!overflow || !at.refit.capped) {
+      at.read_body = std::move(*body);  // not about the context, or nothing to lower: the client's answer
+      at.upstream.emplace(std::move(*r));
+      co_return true;
+    }
+    at.refitted = true;
+    at.read_header.reset();
+    spdlog::info("model {} replica {}: output cap {} from the engine's context error; sending again",
+                 ex.record.model, ex.record.replica, *ro.max_tokens_cap);
+    const net::RawRequest again = upstream_request(req, at.refit, url, endpoint, dp_rank);
+    r = co_await pool_.send(endpoint, again, timeouts);
+    if (!r) {
+      attempt_failed(ex, out, attempt, at, url, r.error(), false);
+      co_return false;
+    }
+    at.header_at = Clock::now();
+  }
   if (!is_event_stream(r->header())) {
     at.upstream.emplace(std::move(*r));
     co_return true;
@@ -382,8 +470,15 @@ asio::awaitable<net::Response> Gateway::whole_response(Exchange& ex, const net::
                                                        const Outgoing& out, Attempt& at) {
   RequestRecord& rec = ex.record;
   // Copied now: the upstream header lives in the pooled connection, which read_all() may hand back.
-  http::response_header<> head = client_header(req, rec, at.upstream->header());
-  auto body = co_await at.upstream->read_all(256u << 20);
+  http::response_header<> head =
+      at.read_header ? *at.read_header : client_header(req, rec, at.upstream->header());
+  // Two statements, not a conditional: GCC 12 destroys a temporary awaitable in `c ? a : b` twice.
+  boost::system::result<std::string> body = std::string();
+  if (at.read_body) {
+    body = std::move(*at.read_body);
+  } else {
+    body = co_await at.upstream->read_all(256u << 20);
+  }
   if (!body) {
     co_return ex.error_reply(req, {502,
                                    fmt::format("replica {} of '{}' broke off its response: {}", rec.replica,

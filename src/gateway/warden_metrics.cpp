@@ -56,7 +56,8 @@ void WardenMetrics::scrape_ok(const std::string& url) {
   scrapes_[url] += 1;
 }
 
-std::string WardenMetrics::render(const std::vector<ReplicaGauges>& replicas) const {
+std::string WardenMetrics::render(const std::vector<ReplicaGauges>& replicas,
+                                  const std::vector<ModelGauges>& models) const {
   std::string o;
   o.reserve(4096);
   auto header = [&](std::string_view name, std::string_view type, std::string_view help) {
@@ -125,6 +126,21 @@ std::string WardenMetrics::render(const std::vector<ReplicaGauges>& replicas) co
   for (const auto& [k, v] : stream_breaks_) {
     fmt::format_to(std::back_inserter(o), "lm_warden_stream_breaks_total{{model=\"{}\",cause=\"{}\"}} {}\n",
                    prometheus_escape(k.first), k.second, v);
+  }
+  header("lm_warden_prefix_breaks_total", "counter",
+         "Requests whose prompt start differed from the previous turn of the same session (a client that "
+         "defeats the prefix cache).");
+  for (const auto& m : models) {
+    fmt::format_to(std::back_inserter(o), "lm_warden_prefix_breaks_total{{model=\"{}\"}} {}\n",
+                   prometheus_escape(m.model), m.prefix_breaks);
+  }
+  header("lm_warden_max_model_len", "gauge",
+         "The model's context length in tokens, as its engines report it.");
+  for (const auto& m : models) {
+    if (m.max_model_len) {
+      fmt::format_to(std::back_inserter(o), "lm_warden_max_model_len{{model=\"{}\"}} {}\n",
+                     prometheus_escape(m.model), *m.max_model_len);
+    }
   }
   header("lm_warden_scrapes_total", "counter", "Scrapes of engine /metrics endpoints.");
   for (const auto& [url, v] : scrapes_) {

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -24,6 +25,13 @@ struct ReplicaGauges {
   double kv_used = 0;
 };
 
+// Live per-model values, supplied at render time too.
+struct ModelGauges {
+  std::string model;
+  std::uint64_t prefix_breaks = 0;
+  std::optional<std::int64_t> max_model_len;  // as the engines report it
+};
+
 class WardenMetrics {
  public:
   // TTFB histogram upper bounds in seconds (long prompts take minutes before the first byte).
@@ -33,7 +41,8 @@ class WardenMetrics {
   void request_done(const RequestRecord& r);
   void scrape_error(const std::string& url);
   void scrape_ok(const std::string& url);
-  std::string render(const std::vector<ReplicaGauges>& replicas) const;
+  std::string render(const std::vector<ReplicaGauges>& replicas,
+                     const std::vector<ModelGauges>& models = {}) const;
 
  private:
   struct Histogram {

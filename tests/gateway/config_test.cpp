@@ -144,6 +144,23 @@ TEST(Config, RejectsStructuralMistakes) {
   EXPECT_NE(e.find("not valid YAML"), std::string::npos) << e;
 }
 
+TEST(Config, ContextFittingAndPromptNormalisationArePerModelAndOnByDefault) {
+  auto r = parse_config(kFull, "w.yaml");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  EXPECT_TRUE(r.config->models[0].fit_max_tokens);
+  EXPECT_TRUE(r.config->models[0].normalize_prompt);
+  r = parse_config(
+      "models: [{name: m, fit_max_tokens: false, normalize_prompt: false, replicas: {urls: [http://a:1]}}]\n",
+      "w.yaml");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  EXPECT_FALSE(r.config->models[0].fit_max_tokens);
+  EXPECT_FALSE(r.config->models[0].normalize_prompt);
+  const std::string e = errors_of(
+      "models: [{name: m, fit_max_tokens: maybe, normalize_prompt: [1], replicas: {urls: [http://a:1]}}]\n");
+  EXPECT_NE(e.find("models[0].fit_max_tokens must be true or false"), std::string::npos) << e;
+  EXPECT_NE(e.find("models[0].normalize_prompt must be true or false"), std::string::npos) << e;
+}
+
 TEST(Config, LoadsFromFileAndReportsMissingFile) {
   auto missing = load_config_file("/nonexistent/warden.yaml");
   ASSERT_FALSE(missing.ok());

@@ -42,6 +42,12 @@ test('the routing card header labels read as routing.md shows them', () => {
   });
 });
 
+test('prefix breaks get a header label only once there are some', () => {
+  assert.equal(routingCard({ name: 'm', prefix_breaks: 0, routing: { replicas: [] } }, 0).prefixBreaksLabel, '');
+  assert.equal(routingCard({ name: 'm', routing: { replicas: [] } }, 0).prefixBreaksLabel, '');
+  assert.equal(routingCard({ name: 'm', prefix_breaks: 1234, routing: { replicas: [] } }, 0).prefixBreaksLabel, 'Prefix breaks 1,234');
+});
+
 test('an explicit spill threshold has no (auto) suffix and affinity off is shown', () => {
   const card = routingCard({ routing: { affinity: false, spill_threshold: 4, spill_threshold_auto: false, replicas } }, 0);
   assert.equal(card.labels.affinity, 'Affinity off');

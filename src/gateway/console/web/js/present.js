@@ -149,6 +149,8 @@ export function routingCard(model, nowMs) {
     rows,
     sinceMs,
     otherText: other.length ? `Not in the columns above: ${other.join('; ')}.` : '',
+    // Shown only when a client changed its prompt start within a conversation (session-identity.md).
+    prefixBreaksLabel: num(model?.prefix_breaks) > 0 ? `Prefix breaks ${formatInt(num(model.prefix_breaks))}` : '',
     labels: {
       affinity: affinity ? 'Affinity on' : 'Affinity off',
       spill: spillLabel(effective, isAuto),

@@ -133,6 +133,7 @@ export function mount(main, { model: name }) {
   // The card.
   const label = (key) => h('li', { dataset: { label: key } }, '…');
   const labels = { affinity: label('affinity'), spill: label('spill'), sticky: label('sticky'), inFlight: label('in-flight') };
+  const prefixBreaks = h('li', { dataset: { label: 'prefix-breaks' }, hidden: true }, '');
   const tbody = h('tbody');
   const since = h('p', { class: 'since', id: 'routing-since' }, 'Counters accumulate since the warden started.');
   const other = h('p', { class: 'since', id: 'routing-other', hidden: true });
@@ -140,7 +141,7 @@ export function mount(main, { model: name }) {
     'section',
     { class: 'card', id: 'routing-card', 'aria-labelledby': 'routing-heading' },
     h('h2', { id: 'routing-heading' }, 'Data parallel routing'),
-    h('ul', { class: 'labels', 'aria-label': 'Routing summary' }, Object.values(labels)),
+    h('ul', { class: 'labels', 'aria-label': 'Routing summary' }, [...Object.values(labels), prefixBreaks]),
     h(
       'div',
       { class: 'table-scroll' },
@@ -269,6 +270,8 @@ export function mount(main, { model: name }) {
     setText(labels.spill, view.labels.spill);
     setText(labels.sticky, view.labels.sticky);
     setText(labels.inFlight, view.labels.inFlight);
+    setText(prefixBreaks, view.prefixBreaksLabel);
+    prefixBreaks.hidden = view.prefixBreaksLabel === '';
     tbody.replaceChildren(
       ...(view.rows.length
         ? view.rows.map(replicaRowElement)
