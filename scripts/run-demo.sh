@@ -74,6 +74,11 @@ if [[ "$status" != ready ]]; then
   echo >&2
 fi
 
+# The model's context window, as the engine reports it (vLLM and the sim: max_model_len in /v1/models).
+# Claude Code needs it: for a model name it does not know it assumes 1M tokens and never compacts in time.
+context=$(curl -s "${sim_url}/v1/models" | sed -n 's/.*"max_model_len":\([0-9]*\).*/\1/p') || true
+context=${context:-32768}
+
 cat <<INFO
 
 LM Warden demo is running.
@@ -85,8 +90,9 @@ LM Warden demo is running.
   simulated vLLM (4 DP ranks)        ${sim_url}   (${sim_url}/metrics), launched by the warden,
                                      time scale ${time_scale} (TIME_SCALE=10 make run: ten times faster)
 
-Point Claude Code at it:
-  ANTHROPIC_BASE_URL=${warden_url} ANTHROPIC_API_KEY=dummy claude --model qwen3-4b-dp4
+Point Claude Code at it (its real context window, and an output limit that leaves room to compact):
+  ANTHROPIC_BASE_URL=${warden_url} ANTHROPIC_API_KEY=dummy CLAUDE_CODE_MAX_CONTEXT_TOKENS=${context} \\
+    CLAUDE_CODE_MAX_OUTPUT_TOKENS=4096 ANTHROPIC_DEFAULT_HAIKU_MODEL=qwen3-4b-dp4 claude --model qwen3-4b-dp4
 
 Or try:
   curl -s ${warden_url}/v1/chat/completions -H 'content-type: application/json' \\
