@@ -38,8 +38,23 @@ const std::string& claude_body(samples::ClaudeMetadata metadata) {
   return b;
 }
 
-void run_inspect(benchmark::State& state, samples::ClaudeMetadata metadata, bool header) {
-  const std::string& body = claude_body(metadata);
+// The same with Claude Code's billing line as its first system block.
+const std::string& claude_billing_body() {
+  static std::string b;
+  if (b.empty()) {
+    samples::ClaudeOptions o;
+    o.system_bytes = 24'000;
+    o.tool_bytes = 6'000;
+    o.first_user_bytes = 8'000;
+    o.turn_bytes = 2'400;
+    o.turns = 24;
+    o.billing = "x-anthropic-billing-header: cc_version=2.1.332.0b8; cc_entrypoint=sdk-cli;";
+    b = samples::claude_code_body(o);
+  }
+  return b;
+}
+
+void run_inspect_body(benchmark::State& state, const std::string& body, bool header) {
   std::vector<HeaderField> headers = {{"anthropic-version", "2023-06-01"}, {"x-app", "cli"}};
   if (header) {
     headers.push_back({"X-Claude-Code-Session-Id", "0f6b8f9e-3c1e-4a7a-9d7e-2b1c5e8f4a10"});
@@ -52,8 +67,15 @@ void run_inspect(benchmark::State& state, samples::ClaudeMetadata metadata, bool
   state.counters["body_KB"] = static_cast<double>(body.size()) / 1024.0;
 }
 
+void run_inspect(benchmark::State& state, samples::ClaudeMetadata metadata, bool header) {
+  run_inspect_body(state, claude_body(metadata), header);
+}
+
 void BM_SessionId_Claude200KB_Header(benchmark::State& s) {
   run_inspect(s, samples::ClaudeMetadata::json_string, true);
+}
+void BM_SessionId_Claude200KB_Header_Billing(benchmark::State& s) {
+  run_inspect_body(s, claude_billing_body(), true);
 }
 void BM_SessionId_Claude200KB_Metadata(benchmark::State& s) {
   run_inspect(s, samples::ClaudeMetadata::json_string, false);
@@ -86,6 +108,24 @@ void run_rewrite(benchmark::State& state, ApiKind api, const std::string& body) 
 
 void BM_Rewrite_Claude200KB_Model(benchmark::State& state) {
   run_rewrite(state, ApiKind::anthropic_messages, claude_body(samples::ClaudeMetadata::json_string));
+}
+
+// What the gateway adds by default for Claude Code: the output cap that fits the context and the billing
+// block dropped (both in the same splice), and the prompt-start digest for prefix breaks.
+void BM_Rewrite_Claude200KB_FitNormalize(benchmark::State& state) {
+  const std::string& body = claude_billing_body();
+  const std::vector<HeaderField> none;
+  const BodyLayout layout = inspect_request(ApiKind::anthropic_messages, HeaderLookup{none}, body)->layout;
+  RewriteOptions o{"Qwen/Qwen3-4B-Instruct-2507", true};
+  o.max_tokens_cap = 4096;
+  o.drop_billing = true;
+  for (auto _ : state) {
+    auto r = rewrite_request(ApiKind::anthropic_messages, body, layout, o);
+    auto start = prompt_start(body, layout, true);
+    benchmark::DoNotOptimize(r);
+    benchmark::DoNotOptimize(start);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * body.size()));
 }
 
 // The fixed cost per request: the small streamed chat request gateway_bench sends, with and without a
@@ -227,10 +267,12 @@ void BM_Sse_ParseAndTrackUsageFast(benchmark::State& s) {
 }  // namespace
 
 BENCHMARK(BM_SessionId_Claude200KB_Header)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SessionId_Claude200KB_Header_Billing)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SessionId_Claude200KB_Metadata)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SessionId_Claude200KB_Fingerprint)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Reference_DomParse200KB)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Rewrite_Claude200KB_Model)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Rewrite_Claude200KB_FitNormalize)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Inspect_SmallChat_Header);
 BENCHMARK(BM_Inspect_SmallChat_Fingerprint);
 BENCHMARK(BM_Rewrite_SmallChat);
