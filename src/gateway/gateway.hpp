@@ -70,6 +70,11 @@ class Gateway {
   bool route(Exchange& ex, const Outgoing& out, int attempt, Attempt& at);
   net::asio::awaitable<bool> forward(Exchange& ex, const net::Request& req, const Outgoing& out, int attempt,
                                      Attempt& at);
+  // An engine's 400 read: relayed as it is, the client's context error (refuse), or to be sent again
+  // with the output cap the engine's figures give (resend); failed: the read broke off.
+  enum class Refit { relay, refuse, resend, failed };
+  net::asio::awaitable<Refit> refit(Exchange& ex, const net::Request& req, const Outgoing& out, int attempt,
+                                    Attempt& at, const UpstreamUrl& url, net::UpstreamResponse& r);
   void attempt_failed(Exchange& ex, const Outgoing& out, int attempt, Attempt& at, const UpstreamUrl& url,
                       const boost::system::error_code& failure, bool broke_off);
   net::asio::awaitable<net::Response> whole_response(Exchange& ex, const net::Request& req,

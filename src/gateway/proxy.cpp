@@ -370,36 +370,14 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
   }
   at.header_at = Clock::now();
   if (r->status() == 400 && model.fit_max_tokens && !out.counting_only && !at.refitted) {
-    // Over the context? Then once more on this replica with the engine's own figures, or the client's
-    // error for a prompt that does not fit at all.
-    at.read_header = client_header(req, ex.record, r->header());
-    auto body = co_await r->read_all(1u << 20);
-    if (!body) {
-      attempt_failed(ex, out, attempt, at, url, body.error(), true);
-      co_return false;
-    }
-    const auto overflow = protocol::parse_context_overflow(*body);
-    if (overflow && overflow->prompt_too_long()) {
-      at.retry = false;
-      at.failure = {
-          400, protocol::prompt_too_long_message(ex.api, overflow->input_tokens, overflow->max_model_len),
-          std::string(protocol::kContextLengthExceeded)};
-      co_return false;
-    }
-    protocol::RewriteOptions ro = out.options;
-    if (overflow) {
-      ro.max_tokens_cap = protocol::fitting_max_tokens(overflow->max_model_len, overflow->input_tokens);
-      at.refit = protocol::rewrite_request(ex.api, req.body(), out.layout, ro);
-    }
-    if (!overflow || !at.refit.capped) {
-      at.read_body = std::move(*body);  // not about the context, or nothing to lower: the client's answer
+    const Refit step = co_await refit(ex, req, out, attempt, at, url, *r);
+    if (step == Refit::relay) {
       at.upstream.emplace(std::move(*r));
       co_return true;
     }
-    at.refitted = true;
-    at.read_header.reset();
-    spdlog::info("model {} replica {}: output cap {} from the engine's context error; sending again",
-                 ex.record.model, ex.record.replica, *ro.max_tokens_cap);
+    if (step != Refit::resend) {
+      co_return false;
+    }
     const net::RawRequest again = upstream_request(req, at.refit, url, endpoint, dp_rank);
     r = co_await pool_.send(endpoint, again, timeouts);
     if (!r) {
@@ -434,6 +412,41 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
   }
   attempt_failed(ex, out, attempt, at, url, piece.error(), true);
   co_return false;
+}
+
+asio::awaitable<Gateway::Refit> Gateway::refit(Exchange& ex, const net::Request& req, const Outgoing& out,
+                                               int attempt, Attempt& at, const UpstreamUrl& url,
+                                               net::UpstreamResponse& r) {
+  // Copied now: the header lives in the pooled connection, which read_all() may hand back.
+  http::response_header<> head = client_header(req, ex.record, r.header());
+  auto body = co_await r.read_all(1u << 20);
+  if (!body) {
+    attempt_failed(ex, out, attempt, at, url, body.error(), true);
+    co_return Refit::failed;
+  }
+  const auto overflow = protocol::parse_context_overflow(*body);
+  if (overflow && overflow->prompt_too_long()) {
+    at.retry = false;
+    at.failure = {400,
+                  protocol::prompt_too_long_message(ex.api, overflow->input_tokens, overflow->max_model_len),
+                  std::string(protocol::kContextLengthExceeded)};
+    co_return Refit::refuse;
+  }
+  protocol::RewriteOptions ro = out.options;
+  if (overflow) {
+    ro.max_tokens_cap = protocol::fitting_max_tokens(overflow->max_model_len, overflow->input_tokens);
+    at.refit = protocol::rewrite_request(ex.api, req.body(), out.layout, ro);
+  }
+  if (!overflow || !at.refit.capped) {
+    // Not about the context, or nothing to lower: the engine's answer is the client's.
+    at.read_header = std::move(head);
+    at.read_body = std::move(*body);
+    co_return Refit::relay;
+  }
+  at.refitted = true;
+  spdlog::info("model {} replica {}: output cap {} from the engine's context error; sending again",
+               ex.record.model, ex.record.replica, *ro.max_tokens_cap);
+  co_return Refit::resend;
 }
 
 void Gateway::attempt_failed(Exchange& ex, const Outgoing& out, int attempt, Attempt& at,
