@@ -1,7 +1,8 @@
 // The real agents from npm (package.json pins them) against a real `lm-warden serve` whose config launches
 // `lm-warden sim` at a time scale: three concurrent Claude Code conversations of three turns each
-// (`claude -p`, then `claude -c -p`, each in its own directory), a later conversation on a replica that
-// already served another one (its first turn must find the shared system and tool prefix cached), and a
+// (`claude -p`, then `claude -c -p`, each in its own directory), a later conversation in the first one's
+// project sent to the replica that served it (its first turn must find the shared system and tool prefix
+// cached: Claude Code's per-conversation billing line, its first system block, is removed), and a
 // Codex turn plus a resumed one. Every agent talks through its own small recording proxy, which passes bytes
 // unchanged and keeps each request's body, the warden's x-warden-replica and the reply's usage. Offline:
 // dummy keys, a temporary HOME per agent, telemetry, updates and non-essential traffic off.
@@ -205,9 +206,13 @@ function claudeEnv(home, baseUrl) {
   return env;
 }
 
-function claudeTurn(conv, prompt, { resume }) {
+function claudeTurn(conv, prompt, { resume, headers }) {
   const args = [...(resume ? ['-c'] : []), '-p', prompt, '--output-format', 'json', '--model', MODEL];
-  return run(CLAUDE, args, { cwd: conv.cwd, env: claudeEnv(conv.home, conv.recorder.url) });
+  const env = claudeEnv(conv.home, conv.recorder.url);
+  if (headers) {
+    env.ANTHROPIC_CUSTOM_HEADERS = headers;
+  }
+  return run(CLAUDE, args, { cwd: conv.cwd, env });
 }
 
 // The agent loop's own requests (Claude Code also sends small tool-less ones, e.g. for a title).
@@ -288,31 +293,27 @@ describe('real agents through the warden', { skip, timeout: 540000 }, () => {
         }
       }),
     );
-    const served = new Set();
     for (const conv of convs) {
       const reqs = mainRequests(conv);
       assert.ok(reqs.length >= 3, `${conv.name}: ${reqs.length} agent requests for three turns`);
       const replicas = new Set(reqs.map((r) => r.replica));
       assert.equal(replicas.size, 1, `${conv.name} stayed on one replica: ${[...replicas]}`);
       assert.ok(reqs.every((r) => r.status === 200), `${conv.name}: ${reqs.map((r) => r.status)}`);
-      served.add(reqs[0].replica);
     }
 
-    // Later conversations, one at a time, until one is placed on a replica that already served another.
-    let later = null;
-    for (let i = 0; i < 3 && !later; i++) {
-      const conv = await conversation(`later${i}`);
-      const res = await claudeTurn(conv, 'Say hi.', { resume: false });
-      assert.equal(res.code, 0, describeRun(conv.name, res));
-      const first = mainRequests(conv)[0];
-      assert.ok(first, `${conv.name} sent an agent request`);
-      if (served.has(first.replica)) {
-        later = { conv, first };
-      }
-      served.add(first.replica);
-    }
-    assert.ok(later, 'a later conversation landed on a replica that had served another one');
-    const { first } = later;
+    // A later conversation in the same project as c0 (same home and working directory, so the same system
+    // prompt and tools but its own billing line), sent to the replica that served c0 (X-Warden-Replica via
+    // Claude Code's ANTHROPIC_CUSTOM_HEADERS): its first turn must find that shared prefix in the cache.
+    const c0 = convs[0];
+    const replica = mainRequests(c0)[0].replica;
+    const conv = { ...(await conversation('later')), home: c0.home, cwd: c0.cwd };
+    const res = await claudeTurn(conv, 'Say hi.', { resume: false, headers: `X-Warden-Replica: ${replica}` });
+    assert.equal(res.code, 0, describeRun(conv.name, res));
+    const first = mainRequests(conv)[0];
+    assert.ok(first, `${conv.name} sent an agent request`);
+    assert.equal(first.replica, replica, `${conv.name} was sent to replica ${replica}`);
+    const session = (r) => r.headers['x-claude-code-session-id'];
+    assert.notEqual(session(first), session(mainRequests(c0)[0]), `${conv.name} is a conversation of its own`);
     const one = [{ role: 'user', content: 'x' }];
     const prefix =
       (await countTokens(base, { system: first.body.system, tools: first.body.tools, messages: one })) -
@@ -320,7 +321,7 @@ describe('real agents through the warden', { skip, timeout: 540000 }, () => {
     const cached = first.usage?.cached ?? 0;
     assert.ok(
       cached >= 0.8 * prefix,
-      `first turn of ${later.conv.name} on replica ${first.replica}: ${cached} cached tokens, shared system+tools ` +
+      `first turn of ${conv.name} on replica ${first.replica}: ${cached} cached tokens, shared system+tools ` +
         `prefix ${prefix} tokens (usage ${JSON.stringify(first.usage)})`,
     );
   });
