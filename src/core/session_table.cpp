@@ -287,10 +287,15 @@ SessionChanges SessionTable::take_changes() {
   SessionChanges out;
   out.changed.reserve(changed_.size());
   for (const std::uint64_t key : changed_) {
-    const Node& node = nodes_[index_.at(key)];
+    const auto it = index_.find(key);
+    if (it == index_.end()) {
+      out.removed.push_back(key);  // dropped by an import's rebuild (past the TTL)
+      continue;
+    }
+    const Node& node = nodes_[it->second];
     out.changed.push_back({key, {node.home, node.prompt_tokens, node.last_seen}});
   }
-  out.removed.assign(removed_.begin(), removed_.end());
+  out.removed.insert(out.removed.end(), removed_.begin(), removed_.end());
   changed_.clear();
   removed_.clear();
   return out;

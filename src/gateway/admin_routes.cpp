@@ -242,6 +242,7 @@ net::Response Gateway::Admin::routing(const Call& c) {
   if (p.spill_threshold) {
     m.router().set_spill_threshold(*p.spill_threshold);
   }
+  c.gateway.save_routing(m);
   const auto rc = m.router().routing_config();
   spdlog::info("routing changed model={} affinity={} spill_threshold={}", m.config().name, rc.affinity,
                rc.spill_threshold.to_string());

@@ -364,6 +364,18 @@ TEST(SessionTable, ChangesAreRecordedOnlyWhileTracked) {
   EXPECT_EQ(c.removed.size(), 1u) << "but the eviction an import causes is a change";
 }
 
+TEST(SessionTable, AChangedEntryAnImportDropsIsReportedRemoved) {
+  SessionTableConfig config;
+  config.idle_ttl = seconds(100);
+  SessionTable t(config);
+  t.track_changes(true);
+  t.assign(1, 0, 10, at(0));
+  t.import_entries({}, at(101));  // the rebuild keeps live entries only
+  const auto c = t.take_changes();
+  EXPECT_TRUE(c.changed.empty());
+  EXPECT_EQ(c.removed, (std::vector<std::uint64_t>{1}));
+}
+
 TEST(SessionTable, MemoryPerLiveSessionIsSmall) {
   SessionTable t;
   constexpr std::uint64_t sessions = 100'000;
