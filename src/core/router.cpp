@@ -199,4 +199,29 @@ std::optional<ReplicaIndex> Router::home_of(std::uint64_t session_hash, Time now
   return std::nullopt;
 }
 
+std::vector<SessionRecord> Router::export_sessions(Time now) const {
+  std::lock_guard lock(mutex_);
+  return sessions_.export_entries(now);
+}
+
+void Router::import_sessions(std::span<const SessionRecord> entries, Time now) {
+  std::lock_guard lock(mutex_);
+  sessions_.import_entries(entries, now);
+}
+
+void Router::track_session_changes(bool on) {
+  std::lock_guard lock(mutex_);
+  sessions_.track_changes(on);
+}
+
+SessionChanges Router::take_session_changes() {
+  std::lock_guard lock(mutex_);
+  return sessions_.take_changes();
+}
+
+SessionTableConfig Router::session_config() const {
+  std::lock_guard lock(mutex_);
+  return sessions_.config();
+}
+
 }  // namespace warden::core

@@ -99,6 +99,14 @@ class Router {
   /// The home the table holds for a session key (nullopt if unknown or expired).
   [[nodiscard]] std::optional<ReplicaIndex> home_of(std::uint64_t session_hash, Time now) const;
 
+  /// The session table's state for a caller that keeps it across restarts (SessionTable's export/import,
+  /// track_changes and take_changes, under the lock).
+  [[nodiscard]] std::vector<SessionRecord> export_sessions(Time now) const;
+  void import_sessions(std::span<const SessionRecord> entries, Time now);
+  void track_session_changes(bool on);
+  [[nodiscard]] SessionChanges take_session_changes();
+  [[nodiscard]] SessionTableConfig session_config() const;
+
  private:
   void build_snapshot(std::span<const ReplicaMetrics> metrics, Time now);
   void commit(const RequestFacts& facts, const Decision& decision, Time now);

@@ -125,6 +125,10 @@ void SessionTable::remove(std::uint32_t slot) {
     deactivate(node);
   }
   index_.erase(node.key);
+  if (tracking_) {
+    changed_.erase(node.key);
+    removed_.insert(node.key);
+  }
   free_.push_back(slot);
 }
 
@@ -136,7 +140,15 @@ void SessionTable::evict_to(std::size_t limit) {
 }
 
 void SessionTable::assign(std::uint64_t key, ReplicaIndex home, std::uint32_t prompt_tokens, Time now) {
-  const Time seen = stamp(now);
+  place(key, home, prompt_tokens, stamp(now));
+  if (tracking_) {
+    removed_.erase(key);
+    changed_.insert(key);
+  }
+}
+
+// Inserts, moves or refreshes the entry as seen at `seen` (not before any entry in the table).
+void SessionTable::place(std::uint64_t key, ReplicaIndex home, std::uint32_t prompt_tokens, Time seen) {
   std::uint32_t slot = nil;
   if (const auto it = index_.find(key); it != index_.end()) {
     slot = it->second;
@@ -222,12 +234,81 @@ void SessionTable::reconfigure(const SessionTableConfig& config) {
   evict_to(config_.max_entries);
 }
 
+std::vector<SessionRecord> SessionTable::export_entries(Time now) const {
+  std::vector<SessionRecord> out;
+  out.reserve(index_.size());
+  // Idle entries are older than active ones, and both lists are most recent first: walk them backwards.
+  for (const List* list : {&idle_, &active_}) {
+    for (std::uint32_t slot = list->tail; slot != nil; slot = nodes_[slot].prev) {
+      const Node& node = nodes_[slot];
+      if (now - node.last_seen <= config_.idle_ttl) {
+        out.push_back({node.key, {node.home, node.prompt_tokens, node.last_seen}});
+      }
+    }
+  }
+  return out;
+}
+
+void SessionTable::import_entries(std::span<const SessionRecord> entries, Time now) {
+  // The table is rebuilt from its own live entries and the imported ones, oldest first, so that every
+  // insert is the most recent one and both lists stay ordered whatever the mix of times.
+  std::vector<SessionRecord> all = export_entries(now);
+  for (const SessionRecord& r : entries) {
+    if (now - r.entry.last_seen <= config_.idle_ttl && !index_.contains(r.key)) {
+      all.push_back(r);
+    }
+  }
+  std::stable_sort(all.begin(), all.end(), [](const SessionRecord& a, const SessionRecord& b) {
+    return a.entry.last_seen < b.entry.last_seen;
+  });
+  index_.clear();
+  nodes_.clear();
+  free_.clear();
+  active_ = {};
+  idle_ = {};
+  active_count_ = 0;
+  per_replica_.clear();
+  latest_ = Time{};
+  for (const SessionRecord& r : all) {
+    place(r.key, r.entry.home, r.entry.prompt_tokens, stamp(r.entry.last_seen));  // a later duplicate wins
+  }
+  expire(now);
+}
+
+void SessionTable::track_changes(bool on) {
+  tracking_ = on;
+  if (!on) {
+    changed_.clear();
+    removed_.clear();
+  }
+}
+
+SessionChanges SessionTable::take_changes() {
+  SessionChanges out;
+  out.changed.reserve(changed_.size());
+  for (const std::uint64_t key : changed_) {
+    const auto it = index_.find(key);
+    if (it == index_.end()) {
+      out.removed.push_back(key);  // dropped by an import's rebuild (past the TTL)
+      continue;
+    }
+    const Node& node = nodes_[it->second];
+    out.changed.push_back({key, {node.home, node.prompt_tokens, node.last_seen}});
+  }
+  out.removed.insert(out.removed.end(), removed_.begin(), removed_.end());
+  changed_.clear();
+  removed_.clear();
+  return out;
+}
+
 std::size_t SessionTable::memory_bytes() const {
   // Boost's flat map: one slot per bucket plus one metadata byte per slot (15-slot groups + overflow byte).
   const std::size_t index_bytes =
       index_.bucket_count() * (sizeof(std::pair<std::uint64_t, std::uint32_t>) + 1);
+  const std::size_t change_bytes =
+      (changed_.bucket_count() + removed_.bucket_count()) * (sizeof(std::uint64_t) + 1);
   return sizeof(*this) + nodes_.capacity() * sizeof(Node) + free_.capacity() * sizeof(std::uint32_t) +
-         per_replica_.capacity() * sizeof(ReplicaSessions) + index_bytes;
+         per_replica_.capacity() * sizeof(ReplicaSessions) + index_bytes + change_bytes;
 }
 
 }  // namespace warden::core

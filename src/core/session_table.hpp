@@ -6,9 +6,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include <boost/unordered/unordered_flat_map.hpp>
+#include <boost/unordered/unordered_flat_set.hpp>
 
 #include "core/types.hpp"
 
@@ -36,6 +38,19 @@ struct SessionEntry {
   ReplicaIndex home = 0;
   std::uint32_t prompt_tokens = 0;
   Time last_seen{};
+};
+
+/// One conversation as exported or imported (a state kept across restarts by the caller).
+struct SessionRecord {
+  std::uint64_t key = 0;
+  SessionEntry entry;
+};
+
+/// What changed since the last take_changes(): the current entries of conversations assigned or touched,
+/// and the keys the table forgot (evicted, expired or erased).
+struct SessionChanges {
+  std::vector<SessionRecord> changed;
+  std::vector<std::uint64_t> removed;
 };
 
 /// Per-replica aggregates over the *active* conversations (seen within the active window).
@@ -87,6 +102,19 @@ class SessionTable {
   /// Changes limits; shrinking max_entries evicts immediately.
   void reconfigure(const SessionTableConfig& config);
 
+  /// Every conversation still within the TTL at `now`, least recently seen first.
+  [[nodiscard]] std::vector<SessionRecord> export_entries(Time now) const;
+  /// Puts back exported entries (at start, from what a previous run kept): those idle beyond the TTL at
+  /// `now` are skipped, a key the table already knows keeps its live entry, and beyond max_entries the
+  /// least recently seen go. O(size) (the table is rebuilt in time order). Imported entries are not
+  /// reported as changes; evictions they cause are.
+  void import_entries(std::span<const SessionRecord> entries, Time now);
+  /// Starts (or stops) recording changes for take_changes(); off by default, so a caller that never
+  /// takes them does not pay for the record.
+  void track_changes(bool on);
+  /// The changes recorded since the last call, and a fresh record.
+  [[nodiscard]] SessionChanges take_changes();
+
   /// Bytes currently reserved by the table (slab + hash index + aggregates), for memory accounting.
   [[nodiscard]] std::size_t memory_bytes() const;
 
@@ -116,6 +144,7 @@ class SessionTable {
   void deactivate(Node& node);
   void remove(std::uint32_t slot);
   void evict_to(std::size_t limit);
+  void place(std::uint64_t key, ReplicaIndex home, std::uint32_t prompt_tokens, Time seen);
   ReplicaSessions& aggregate(ReplicaIndex index);
   Time stamp(Time now);
 
@@ -129,6 +158,9 @@ class SessionTable {
   std::vector<ReplicaSessions> per_replica_;
   Time latest_{};
   Time typical_gap_{};
+  bool tracking_ = false;
+  boost::unordered_flat_set<std::uint64_t> changed_;
+  boost::unordered_flat_set<std::uint64_t> removed_;
 };
 
 }  // namespace warden::core

@@ -48,7 +48,8 @@ struct AdminError {
   std::string message;
 };
 
-enum class Methods { any, get };  // get: GET or HEAD
+enum class Methods { any, get };   // get: GET or HEAD
+enum class Access { open, read };  // read: needs a key or the admin token when auth.reads is set
 
 bool allows(Methods methods, http::verb v) {
   return methods == Methods::any || v == http::verb::get || v == http::verb::head;
@@ -91,6 +92,7 @@ struct Gateway::Admin {
     Methods methods;
     std::string_view pattern;
     Endpoint endpoint;
+    Access access = Access::read;
   };
 
   static net::Response answer(Gateway& gateway, const net::Request& req);
@@ -106,6 +108,7 @@ struct Gateway::Admin {
   static net::Response stats(const Call& c);
 
   static ModelRuntime& model_named(Gateway& gateway, std::string_view name);
+  static net::Response call(const Route& r, const Call& c);
   static boost::json::object card(Gateway& gateway, ModelRuntime& model, core::Time now);
 };
 
@@ -134,7 +137,7 @@ net::Response Gateway::Admin::answer(Gateway& gateway, const net::Request& req) 
 std::optional<net::Response> Gateway::Admin::route(Gateway& gateway, const net::Request& req) {
   // Matched on the raw path, before the target is parsed.
   static constexpr Route kPathRoutes[] = {
-      {Methods::any, "/health", health},
+      {Methods::any, "/health", health, Access::open},
       {Methods::get, "/metrics", metrics},
       {Methods::get, "/v1/models", v1_models},
       {Methods::get, "/v1/models/", v1_models},
@@ -150,7 +153,7 @@ std::optional<net::Response> Gateway::Admin::route(Gateway& gateway, const net::
   const std::string_view path = path_of(req.target());
   for (const Route& r : kPathRoutes) {
     if (path == r.pattern && allows(r.methods, req.method())) {
-      return r.endpoint(Call{gateway, req});
+      return call(r, Call{gateway, req});
     }
   }
   auto url = boost::urls::parse_origin_form(req.target());
@@ -164,10 +167,22 @@ std::optional<net::Response> Gateway::Admin::route(Gateway& gateway, const net::
   for (const Route& r : kSegmentRoutes) {
     std::string_view name;
     if (matches(r.pattern, segments, name) && allows(r.methods, req.method())) {
-      return r.endpoint(Call{gateway, req, &*url, name});
+      return call(r, Call{gateway, req, &*url, name});
     }
   }
   return std::nullopt;
+}
+
+// With auth.reads, a read needs one of the api_keys (as the proxy takes them) or the admin token.
+net::Response Gateway::Admin::call(const Route& r, const Call& c) {
+  const Config& config = c.gateway.config_;
+  if (r.access == Access::read && config.auth.reads) {
+    const bool key = !config.api_keys.empty() && api_key_ok(c.req, config.api_keys);
+    if (!key && !bearer_matches(c.req, config.admin_token)) {
+      throw AdminError{401, "reading needs an API key or the admin token (Authorization: Bearer KEY)"};
+    }
+  }
+  return r.endpoint(c);
 }
 
 net::Response Gateway::Admin::health(const Call& c) {
@@ -242,6 +257,7 @@ net::Response Gateway::Admin::routing(const Call& c) {
   if (p.spill_threshold) {
     m.router().set_spill_threshold(*p.spill_threshold);
   }
+  c.gateway.save_routing(m);
   const auto rc = m.router().routing_config();
   spdlog::info("routing changed model={} affinity={} spill_threshold={}", m.config().name, rc.affinity,
                rc.spill_threshold.to_string());

@@ -374,6 +374,23 @@ void parse_model(Validator& v, const YAML::Node& n, std::size_t index, Config& c
   cfg.models.push_back(std::move(m));
 }
 
+// `auth: { reads: true }`: reading the admin API, /metrics and /v1/models needs a key too. Called after
+// api_keys and admin_token are read, so it can check there is something to authenticate with.
+void parse_auth(Validator& v, const YAML::Node& n, Config& cfg) {
+  if (!n || !v.expect_map(n, "auth")) {
+    return;
+  }
+  v.known_keys(n, "auth", {"reads"});
+  if (auto r = n["reads"]) {
+    if (auto b = v.boolean(r, "auth.reads")) {
+      cfg.auth.reads = *b;
+      if (*b && cfg.api_keys.empty() && cfg.admin_token.empty()) {
+        v.error(r, "auth.reads is true but neither api_keys nor admin_token is set; expected one of them");
+      }
+    }
+  }
+}
+
 void parse_root(Validator& v, const YAML::Node& root, Config& cfg) {
   if (!root || root.IsNull()) {
     v.error(root, "the file is empty; expected a mapping with at least 'models'");
@@ -382,9 +399,10 @@ void parse_root(Validator& v, const YAML::Node& root, Config& cfg) {
   if (!v.expect_map(root, "the top level")) {
     return;
   }
-  v.known_keys(root, "the top level",
-               {"listen", "state_dir", "admin_token", "api_keys", "metrics", "timeouts", "max_body_size",
-                "max_connections", "max_inflight_body_size", "shutdown_grace", "stats_retention", "models"});
+  v.known_keys(
+      root, "the top level",
+      {"listen", "state_dir", "admin_token", "api_keys", "auth", "metrics", "timeouts", "max_body_size",
+       "max_connections", "max_inflight_body_size", "shutdown_grace", "stats_retention", "models"});
   if (auto n = root["listen"]) {
     auto s = v.string(n, "listen");
     if (s) {
@@ -417,6 +435,7 @@ void parse_root(Validator& v, const YAML::Node& root, Config& cfg) {
       }
     }
   }
+  parse_auth(v, root["auth"], cfg);
   if (auto n = root["max_body_size"]) {
     std::optional<std::uint64_t> b;
     if (n.IsScalar()) {

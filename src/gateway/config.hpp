@@ -59,6 +59,11 @@ struct MetricsConfig {
   int unhealthy_after = 3;  // consecutive failed scrapes or connects
 };
 
+struct AuthConfig {
+  // Reads (/api/*, /metrics, /v1/models) need one of the api_keys or the admin token, like writes.
+  bool reads = false;
+};
+
 struct Config {
   std::string source;  // file name the config came from (for messages)
   std::string listen_host = "127.0.0.1";
@@ -66,6 +71,7 @@ struct Config {
   std::string state_dir = "./state";
   std::string admin_token;            // empty = admin changes refused
   std::vector<std::string> api_keys;  // empty = no client key needed
+  AuthConfig auth;
   std::uint64_t max_body_bytes = 32ull * 1024 * 1024;
   // Overload bounds (docs/config.md): open client connections, and request bodies being read or handled.
   std::uint64_t max_connections = 4096;

@@ -197,6 +197,7 @@ bool Gateway::start(std::string* error) {
   if (!load_history(*stats_db_, stats_, unix_now(), &err)) {
     spdlog::warn("stats history could not be read ({}); starting empty", err);
   }
+  restore_state();
   for (auto& up : upstreams_) {
     asio::co_spawn(ioc_, poll_loop(up), asio::bind_cancellation_slot(up->cancel.slot(), asio::detached));
   }
@@ -217,12 +218,7 @@ void Gateway::stop() {
   flush_cancel_.emit(asio::cancellation_type::terminal);
   pool_.close_idle();
   scrape_pool_.close_idle();
-  if (stats_db_) {
-    std::string err;
-    if (!flush_history(*stats_db_, stats_, unix_now(), &err)) {
-      spdlog::warn("stats history could not be written: {}", err);
-    }
-  }
+  flush();
 }
 
 asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
@@ -338,17 +334,15 @@ asio::awaitable<bool> Gateway::fetch_models(std::shared_ptr<Upstream> up, net::C
 asio::awaitable<void> Gateway::flush_loop() {
   auto alive = alive_;
   asio::steady_timer timer(co_await asio::this_coro::executor);
+  // Every second: a crash (SIGKILL, power aside) loses at most the last second of stats and homes.
   while (*alive) {
-    timer.expires_after(5s);
+    timer.expires_after(1s);
     boost::system::error_code ec;
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (!*alive || !stats_db_) {
+    if (!*alive) {
       co_return;
     }
-    std::string err;
-    if (!flush_history(*stats_db_, stats_, unix_now(), &err)) {
-      spdlog::warn("stats history could not be written: {}", err);
-    }
+    flush();
   }
 }
 

@@ -17,6 +17,7 @@
 #include "gateway/config.hpp"
 #include "gateway/model_runtime.hpp"
 #include "gateway/request_record.hpp"
+#include "gateway/routing_state.hpp"
 #include "gateway/stats_store.hpp"
 #include "gateway/warden_metrics.hpp"
 #include "net/client.hpp"
@@ -41,8 +42,11 @@ class Gateway {
   // Opens the stats history (state_dir) and starts the poller and the periodic stats flush.
   // Returns false (with `error` set) if the state directory cannot be used.
   bool start(std::string* error);
-  // Stops the background loops and writes the stats history. Idempotent.
+  // Stops the background loops and writes the stats history and the routing state. Idempotent.
   void stop();
+  // Writes what changed in the stats history and the routing state (conversation homes) now. Runs every
+  // second and from stop(); may be called at any time, as often as wanted (durable_state.cpp).
+  void flush();
 
   // The net::Server handler.
   net::asio::awaitable<net::Reply> handle(net::Request& req, const net::ConnectionInfo& conn);
@@ -94,6 +98,10 @@ class Gateway {
   // GET /v1/models of one engine URL: the context length of its models. False if it could not be asked.
   net::asio::awaitable<bool> fetch_models(std::shared_ptr<Upstream> up, net::ClientTimeouts t);
   net::asio::awaitable<void> flush_loop();
+  // Reads the routing state back at start (durable_state.cpp) and stores an admin routing change.
+  void restore_state();
+  void restore_routing(ModelRuntime& m);
+  void save_routing(ModelRuntime& m);
   void finish_request(RequestRecord& record);
   std::vector<ReplicaGauges> replica_gauges();
   std::vector<ModelGauges> model_gauges() const;
@@ -112,6 +120,7 @@ class Gateway {
   core::SplitMixRng rng_;
   StatsStore stats_;
   std::unique_ptr<StatsDb> stats_db_;
+  std::optional<RoutingStateDb> routing_db_;  // statements over stats_db_'s database
   WardenMetrics metrics_;
   std::shared_ptr<bool> alive_;  // background loops stop when this is false
   net::asio::cancellation_signal flush_cancel_;

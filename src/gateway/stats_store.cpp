@@ -5,6 +5,8 @@
 
 #include <filesystem>
 
+#include "gateway/sqlite_util.hpp"
+
 namespace warden::gateway {
 
 std::optional<double> StatsSummary::cache_hit_rate() const {
@@ -116,38 +118,18 @@ std::vector<std::string> StatsStore::models() const {
   return out;
 }
 
-namespace {
-
-std::string sqlite_error(sqlite3* db, std::string_view what) {
-  return fmt::format("{}: {}", what, db ? sqlite3_errmsg(db) : "out of memory");
-}
-
-void set(std::string* error, std::string text) {
-  if (error) {
-    *error = std::move(text);
-  }
-}
-
-// A prepared statement that finalizes itself.
-struct Stmt {
-  sqlite3_stmt* s = nullptr;
-  ~Stmt() { sqlite3_finalize(s); }
-};
-
-}  // namespace
-
 std::unique_ptr<StatsDb> StatsDb::open(const std::string& state_dir, std::string* error) {
   std::error_code ec;
   std::filesystem::create_directories(state_dir, ec);
   if (ec) {
-    set(error, fmt::format("cannot create state_dir '{}': {}", state_dir, ec.message()));
+    set_error(error, fmt::format("cannot create state_dir '{}': {}", state_dir, ec.message()));
     return nullptr;
   }
   const std::string path = (std::filesystem::path(state_dir) / "stats.sqlite3").string();
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                       nullptr) != SQLITE_OK) {
-    set(error, sqlite_error(db, fmt::format("cannot open {}", path)));
+    set_error(error, sqlite_error(db, fmt::format("cannot open {}", path)));
     sqlite3_close(db);
     return nullptr;
   }
@@ -163,7 +145,7 @@ std::unique_ptr<StatsDb> StatsDb::open(const std::string& state_dir, std::string
       "CREATE INDEX IF NOT EXISTS stats_second_time ON stats_second(second);";
   char* msg = nullptr;
   if (sqlite3_exec(db, schema, nullptr, nullptr, &msg) != SQLITE_OK) {
-    set(error, fmt::format("cannot create the stats schema in {}: {}", path, msg ? msg : "?"));
+    set_error(error, fmt::format("cannot create the stats schema in {}: {}", path, msg ? msg : "?"));
     sqlite3_free(msg);
     sqlite3_close(db);
     return nullptr;
@@ -185,10 +167,10 @@ bool StatsDb::save(const std::vector<std::pair<std::string, StatsBucket>>& rows,
       "requests,"
       " ttfb_sum, ttfb_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
   if (sqlite3_prepare_v2(db_, sql, -1, &st.s, nullptr) != SQLITE_OK) {
-    set(error, sqlite_error(db_, "prepare save"));
+    set_error(error, sqlite_error(db_, "prepare save"));
     return false;
   }
-  sqlite3_exec(db_, "BEGIN", nullptr, nullptr, nullptr);
+  Transaction tx(db_);
   for (const auto& [model, b] : rows) {
     sqlite3_bind_text(st.s, 1, model.data(), static_cast<int>(model.size()), SQLITE_TRANSIENT);
     sqlite3_bind_int64(st.s, 2, b.second);
@@ -199,18 +181,12 @@ bool StatsDb::save(const std::vector<std::pair<std::string, StatsBucket>>& rows,
     sqlite3_bind_double(st.s, 7, b.ttfb_sum);
     sqlite3_bind_int64(st.s, 8, static_cast<sqlite3_int64>(b.ttfb_count));
     if (sqlite3_step(st.s) != SQLITE_DONE) {
-      set(error, sqlite_error(db_, "save stats"));
-      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      set_error(error, sqlite_error(db_, "save stats"));
       return false;
     }
     sqlite3_reset(st.s);
   }
-  if (sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) != SQLITE_OK) {
-    set(error, sqlite_error(db_, "commit stats"));
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    return false;
-  }
-  return true;
+  return tx.commit(error);
 }
 
 std::vector<std::pair<std::string, StatsBucket>> StatsDb::load_since(std::int64_t since_s,
@@ -221,7 +197,7 @@ std::vector<std::pair<std::string, StatsBucket>> StatsDb::load_since(std::int64_
       "SELECT model, second, prompt_cached, prompt_computed, completion, requests, ttfb_sum, ttfb_count"
       " FROM stats_second WHERE second >= ?1 ORDER BY model, second";
   if (sqlite3_prepare_v2(db_, sql, -1, &st.s, nullptr) != SQLITE_OK) {
-    set(error, sqlite_error(db_, "prepare load"));
+    set_error(error, sqlite_error(db_, "prepare load"));
     return out;
   }
   sqlite3_bind_int64(st.s, 1, since_s);
@@ -242,7 +218,7 @@ std::vector<std::pair<std::string, StatsBucket>> StatsDb::load_since(std::int64_
     out.emplace_back(text ? text : "", b);
   }
   if (rc != SQLITE_DONE) {
-    set(error, sqlite_error(db_, "load stats"));
+    set_error(error, sqlite_error(db_, "load stats"));
   }
   return out;
 }
@@ -251,12 +227,12 @@ bool StatsDb::prune_before(std::int64_t before_s, std::string* error) {
   Stmt st;
   if (sqlite3_prepare_v2(db_, "DELETE FROM stats_second WHERE second < ?1", -1, &st.s, nullptr) !=
       SQLITE_OK) {
-    set(error, sqlite_error(db_, "prepare prune"));
+    set_error(error, sqlite_error(db_, "prepare prune"));
     return false;
   }
   sqlite3_bind_int64(st.s, 1, before_s);
   if (sqlite3_step(st.s) != SQLITE_DONE) {
-    set(error, sqlite_error(db_, "prune stats"));
+    set_error(error, sqlite_error(db_, "prune stats"));
     return false;
   }
   return true;
@@ -266,7 +242,7 @@ bool load_history(StatsDb& db, StatsStore& store, std::int64_t now_s, std::strin
   std::string err;
   auto rows = db.load_since(now_s - store.retention_s(), &err);
   if (!err.empty()) {
-    set(error, err);
+    set_error(error, err);
     return false;
   }
   for (const auto& [model, b] : rows) {

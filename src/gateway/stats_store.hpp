@@ -73,7 +73,8 @@ class StatsStore {
   std::set<std::pair<std::string, std::int64_t>> dirty_;
 };
 
-// SQLite file `stats.sqlite3` under state_dir. Errors are reported, never thrown.
+// SQLite file `stats.sqlite3` under state_dir (WAL: a crash loses no committed write). Errors are
+// reported, never thrown.
 class StatsDb {
  public:
   // Opens (creating the directory and schema if needed). On failure returns nullptr and sets `error`.
@@ -86,6 +87,8 @@ class StatsDb {
   // Every bucket at or after `since_s`.
   std::vector<std::pair<std::string, StatsBucket>> load_since(std::int64_t since_s, std::string* error);
   bool prune_before(std::int64_t before_s, std::string* error);
+  // The open database, for the routing state kept in the same file (routing_state.hpp).
+  sqlite3* handle() const { return db_; }
 
  private:
   explicit StatsDb(sqlite3* db) : db_(db) {}

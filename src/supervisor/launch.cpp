@@ -4,10 +4,13 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <climits>
 
 #include "base/parse.hpp"
+#include "supervisor/log_ring.hpp"
 
 namespace warden::supervisor {
 
@@ -210,15 +213,78 @@ CommandLine build_command(const LaunchSpec& spec, const EngineTarget& t) {
   return c;
 }
 
+bool is_secret_name(std::string_view name) {
+  static constexpr std::string_view kWords[] = {"key", "token", "secret", "password", "passwd"};
+  std::size_t start = 0;
+  while (start <= name.size()) {
+    const std::size_t end = std::min(name.find_first_of("-_", start), name.size());
+    std::string word(name.substr(start, end - start));
+    std::transform(word.begin(), word.end(), word.begin(), [](unsigned char c) { return std::tolower(c); });
+    for (std::string_view w : kWords) {
+      if (word.size() >= w.size() && word.compare(word.size() - w.size(), w.size(), w) == 0) {
+        return true;
+      }
+    }
+    start = end + 1;
+  }
+  return false;
+}
+
+namespace {
+
+// Calls fn(index, value_begin) for every argv entry that is the value of a secret flag: the word after
+// "--api-key", or the part after '=' of "--api-key=X" (value_begin > 0).
+template <class Fn>
+void for_each_secret_arg(const std::vector<std::string>& argv, Fn&& fn) {
+  for (std::size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (!a.starts_with("-")) {
+      continue;
+    }
+    const std::size_t eq = a.find('=');
+    if (!is_secret_name(a.substr(0, eq))) {
+      continue;
+    }
+    if (eq != std::string::npos) {
+      fn(i, eq + 1);
+    } else if (i + 1 < argv.size()) {
+      fn(i + 1, std::size_t{0});
+      ++i;
+    }
+  }
+}
+
+}  // namespace
+
 std::string CommandLine::display() const {
+  std::vector<std::string> shown(argv.size());
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    shown[i] = shell_word(argv[i]);
+  }
+  // The marker stays unquoted, so it reads as a marker and not as the secret's value.
+  for_each_secret_arg(argv, [&](std::size_t i, std::size_t from) {
+    shown[i] = (from == 0 ? std::string() : shell_word(argv[i].substr(0, from))) + std::string(kRedacted);
+  });
   std::string out;
   for (const auto& [k, v] : env) {
-    out += fmt::format("{}={} ", k, shell_word(v));
+    out += fmt::format("{}={} ", k, kRedacted);
   }
-  for (std::size_t i = 0; i < argv.size(); ++i) {
+  for (std::size_t i = 0; i < shown.size(); ++i) {
     out += i == 0 ? "" : " ";
-    out += shell_word(argv[i]);
+    out += shown[i];
   }
+  return out;
+}
+
+std::vector<std::string> CommandLine::secrets() const {
+  std::vector<std::string> out;
+  for_each_secret_arg(argv, [&](std::size_t i, std::size_t from) { out.push_back(argv[i].substr(from)); });
+  for (const auto& [k, v] : env) {
+    if (is_secret_name(k)) {
+      out.push_back(v);
+    }
+  }
+  std::erase_if(out, [](const std::string& v) { return v.empty(); });
   return out;
 }
 

@@ -88,9 +88,19 @@ std::vector<EngineTarget> engine_targets(const ModelLayout& model, const std::st
 struct CommandLine {
   std::vector<std::string> argv;  // argv[0] as configured (PATH lookup happens at spawn)
   EnvList env;                    // added to the warden's environment
-  // Shell-like rendering for logs and the admin API ('quoted' where needed).
+  // Shell-like rendering for logs and the admin API ('quoted' where needed), with secrets redacted: every
+  // env value, and the value of every flag named like a secret (is_secret_name: --api-key X,
+  // --hf-token=X).
   std::string display() const;
+  // The secret values display() hides (flag values, and values of env variables named like a secret),
+  // for scrubbing them from the engine's own output as well.
+  std::vector<std::string> secrets() const;
 };
+
+// Whether a flag or variable name ("--api-key", "HF_TOKEN", "--db-password") names a secret: one of its
+// words (split at '-' and '_') ends in key, token, secret, password or passwd. "--max-num-batched-tokens"
+// and "--tokenizer" do not.
+bool is_secret_name(std::string_view name);
 
 // The argv/env of the engine for `target` (placeholders substituted, vllm flags generated).
 CommandLine build_command(const LaunchSpec& spec, const EngineTarget& target);

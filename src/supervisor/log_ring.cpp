@@ -64,11 +64,24 @@ void LogRing::push(LogStream s, std::string text, std::int64_t unix_ms) {
   if (!text.empty() && text.back() == '\r') {
     text.pop_back();
   }
+  for (const std::string& secret : secrets_) {
+    for (std::size_t at = text.find(secret); at != std::string::npos;
+         at = text.find(secret, at + kRedacted.size())) {
+      text.replace(at, secret.size(), kRedacted);
+    }
+  }
   lines_.push_back(LogLine{unix_ms, s, sanitize_line(text)});
   ++total_;
   while (lines_.size() > capacity_) {
     lines_.pop_front();
   }
+}
+
+void LogRing::redact(std::vector<std::string> secrets) {
+  std::erase_if(secrets, [](const std::string& v) { return v.empty(); });
+  // Longest first: a secret containing another one is hidden whole.
+  std::sort(secrets.begin(), secrets.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
+  secrets_ = std::move(secrets);
 }
 
 void LogRing::feed(LogStream s, std::string_view bytes, std::int64_t unix_ms) {

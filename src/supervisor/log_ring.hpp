@@ -11,6 +11,9 @@
 
 namespace warden::supervisor {
 
+// Shown instead of a secret, in the log ring and in a displayed command line.
+inline constexpr std::string_view kRedacted = "***";
+
 enum class LogStream { out, err, warden };  // warden = the supervisor's own notes ("started pid 42")
 std::string_view to_string(LogStream s);
 
@@ -29,6 +32,9 @@ class LogRing {
   // End of a stream: its unfinished line (if any) becomes a line.
   void flush(LogStream s, std::int64_t unix_ms);
   void note(std::string text, std::int64_t unix_ms);
+  // From now on every occurrence of one of `secrets` in a line is kept as "***" (an engine may print its
+  // own arguments, such as vLLM's "non-default args").
+  void redact(std::vector<std::string> secrets);
   // The last `n` lines, oldest first.
   std::vector<LogLine> tail(std::size_t n) const;
   std::size_t size() const { return lines_.size(); }
@@ -41,6 +47,7 @@ class LogRing {
   std::size_t capacity_;
   std::size_t max_line_bytes_;
   std::deque<LogLine> lines_;
+  std::vector<std::string> secrets_;
   std::string out_partial_;
   std::string err_partial_;
   std::uint64_t total_ = 0;

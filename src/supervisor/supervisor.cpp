@@ -99,7 +99,9 @@ struct Supervisor::Engine {
         backoff(ex),
         grace(ex),
         drain(ex),
-        command(spec.command.display()) {}
+        command(spec.command.display()) {
+    ring.redact(spec.command.secrets());
+  }
 
   EngineId id;
   EngineSpec spec;

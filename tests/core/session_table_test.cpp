@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/rng.hpp"
 #include "core/session_table.hpp"
 
@@ -267,6 +269,111 @@ TEST(SessionTable, AWindowThatGrowsAgainReactivatesRecentConversations) {
   EXPECT_EQ(t.replica(1).active_conversations, 1u);
   EXPECT_EQ(t.replica(1).held_tokens, 700u);
   EXPECT_EQ(t.active_size(), 2u);
+}
+
+TEST(SessionTable, ExportThenImportRestoresHomesAndAggregates) {
+  SessionTableConfig config;
+  config.active_window = seconds(60);
+  config.adaptive_gap_factor = 0;
+  config.idle_ttl = minutes(10);
+  SessionTable t(config);
+  t.assign(1, 0, 1000, at(0));  // past the TTL at 700: not exported
+  t.assign(2, 1, 2000, at(200));
+  t.assign(3, 2, 3000, at(650));
+  t.assign(4, 1, 4000, at(690));
+  const auto out = t.export_entries(at(700));
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out.front().key, 2u) << "least recently seen first";
+  EXPECT_EQ(out.back().key, 4u);
+  EXPECT_EQ(out.back().entry.home, 1u);
+  EXPECT_EQ(out.back().entry.prompt_tokens, 4000u);
+  EXPECT_EQ(out.back().entry.last_seen, at(690));
+
+  SessionTable back(config);
+  back.import_entries(out, at(700));
+  EXPECT_EQ(back.size(), 3u);
+  EXPECT_FALSE(back.lookup(1, at(700)));
+  EXPECT_EQ(back.lookup(2, at(700))->home, 1u);
+  EXPECT_EQ(back.lookup(3, at(700))->last_seen, at(650));
+  // Aggregates over the active window (60 s): 3 and 4 are active, 2 is remembered but idle.
+  EXPECT_EQ(back.active_size(), 2u);
+  EXPECT_EQ(back.replica(1).active_conversations, 1u);
+  EXPECT_EQ(back.replica(1).held_tokens, 4000u);
+  EXPECT_EQ(back.replica(2).held_tokens, 3000u);
+  // Time moves on as if the table had never been away: 2 leaves at the TTL, 4 stays.
+  back.expire(at(801));
+  EXPECT_FALSE(back.lookup(2, at(801)));
+  EXPECT_TRUE(back.lookup(4, at(801)));
+}
+
+TEST(SessionTable, ImportSkipsExpiredKeepsLiveEntriesAndHonoursCapacity) {
+  SessionTableConfig config;
+  config.max_entries = 2;
+  config.idle_ttl = seconds(100);
+  SessionTable t(config);
+  t.assign(7, 3, 70, at(150));
+  const std::vector<SessionRecord> stored{{1, {0, 10, at(40)}},  // past the TTL at 150
+                                          {2, {1, 20, at(120)}},
+                                          {7, {0, 99, at(149)}},  // known already: the live entry wins
+                                          {3, {2, 30, at(130)}}};
+  t.import_entries(stored, at(150));
+  EXPECT_EQ(t.size(), 2u);
+  EXPECT_EQ(t.lookup(7, at(150))->home, 3u);
+  EXPECT_TRUE(t.lookup(3, at(150))) << "the most recent imported entry is kept";
+  EXPECT_FALSE(t.lookup(2, at(150)));
+  EXPECT_FALSE(t.lookup(1, at(150)));
+}
+
+TEST(SessionTable, ChangesAreRecordedOnlyWhileTracked) {
+  SessionTableConfig config;
+  config.max_entries = 2;
+  SessionTable t(config);
+  t.assign(1, 0, 10, at(0));
+  EXPECT_TRUE(t.take_changes().changed.empty()) << "not tracking yet";
+  t.track_changes(true);
+  t.assign(2, 1, 20, at(1));
+  t.touch(1, 15, at(2));
+  auto c = t.take_changes();
+  ASSERT_EQ(c.changed.size(), 2u);
+  EXPECT_TRUE(c.removed.empty());
+  std::sort(c.changed.begin(), c.changed.end(), [](auto& a, auto& b) { return a.key < b.key; });
+  EXPECT_EQ(c.changed[0].entry.prompt_tokens, 15u);
+  EXPECT_EQ(c.changed[0].entry.last_seen, at(2));
+  EXPECT_EQ(c.changed[1].entry.home, 1u);
+  EXPECT_TRUE(t.take_changes().changed.empty()) << "taken once";
+
+  t.assign(3, 0, 30, at(3));  // evicts 2, the least recently seen
+  EXPECT_TRUE(t.erase(1));
+  c = t.take_changes();
+  ASSERT_EQ(c.changed.size(), 1u);
+  EXPECT_EQ(c.changed[0].key, 3u);
+  std::sort(c.removed.begin(), c.removed.end());
+  EXPECT_EQ(c.removed, (std::vector<std::uint64_t>{1, 2}));
+
+  t.erase(3);
+  t.assign(3, 1, 31, at(4));  // removed, then back: reported as changed only
+  c = t.take_changes();
+  EXPECT_TRUE(c.removed.empty());
+  ASSERT_EQ(c.changed.size(), 1u);
+  EXPECT_EQ(c.changed[0].entry.home, 1u);
+
+  const std::vector<SessionRecord> stored{{9, {0, 90, at(4)}}, {8, {0, 80, at(4)}}};
+  t.import_entries(stored, at(4));  // three entries for two places: 3 goes
+  c = t.take_changes();
+  EXPECT_TRUE(c.changed.empty()) << "imported entries are stored already";
+  EXPECT_EQ(c.removed.size(), 1u) << "but the eviction an import causes is a change";
+}
+
+TEST(SessionTable, AChangedEntryAnImportDropsIsReportedRemoved) {
+  SessionTableConfig config;
+  config.idle_ttl = seconds(100);
+  SessionTable t(config);
+  t.track_changes(true);
+  t.assign(1, 0, 10, at(0));
+  t.import_entries({}, at(101));  // the rebuild keeps live entries only
+  const auto c = t.take_changes();
+  EXPECT_TRUE(c.changed.empty());
+  EXPECT_EQ(c.removed, (std::vector<std::uint64_t>{1}));
 }
 
 TEST(SessionTable, MemoryPerLiveSessionIsSmall) {

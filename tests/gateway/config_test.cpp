@@ -126,6 +126,23 @@ models:
   }
 }
 
+TEST(Config, AuthReadsNeedsSomethingToAuthenticateWith) {
+  const std::string model = "models: [{name: m, replicas: {urls: [http://a:1]}}]\n";
+  auto r = parse_config("api_keys: [k]\nauth: { reads: true }\n" + model, "w.yaml");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  EXPECT_TRUE(r.config->auth.reads);
+  r = parse_config("admin_token: t\n" + model, "w.yaml");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  EXPECT_FALSE(r.config->auth.reads) << "reads are open by default";
+  EXPECT_NE(errors_of("auth: { reads: true }\n" + model).find("w.yaml:1:16: auth.reads is true but neither"),
+            std::string::npos)
+      << errors_of("auth: { reads: true }\n" + model);
+  EXPECT_NE(errors_of("admin_token: t\nauth: { reads: yes please }\n" + model).find("auth.reads"),
+            std::string::npos);
+  EXPECT_NE(errors_of("admin_token: t\nauth: { writes: true }\n" + model).find("unknown key 'writes'"),
+            std::string::npos);
+}
+
 TEST(Config, RejectsStructuralMistakes) {
   EXPECT_NE(errors_of("").find("the file is empty"), std::string::npos);
   EXPECT_NE(errors_of("- a\n- b\n").find("the top level must be a mapping"), std::string::npos);

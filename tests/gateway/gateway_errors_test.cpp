@@ -17,26 +17,6 @@
 
 using namespace gateway_test;
 
-namespace {
-
-// OpenAI errors: {"error":{"message",...}}; Anthropic: {"type":"error","error":{"type","message"}}.
-void expect_openai_error(const warden::net::SyncResponse& r, unsigned status) {
-  EXPECT_EQ(r.status, status) << r.body;
-  auto v = boost::json::parse(r.body).as_object();
-  EXPECT_FALSE(v.contains("type")) << r.body;
-  EXPECT_TRUE(v.at("error").at("message").is_string()) << r.body;
-}
-
-void expect_anthropic_error(const warden::net::SyncResponse& r, unsigned status) {
-  EXPECT_EQ(r.status, status) << r.body;
-  auto v = boost::json::parse(r.body).as_object();
-  EXPECT_EQ(v.at("type").as_string(), "error") << r.body;
-  EXPECT_TRUE(v.at("error").at("type").is_string()) << r.body;
-  EXPECT_TRUE(v.at("error").at("message").is_string()) << r.body;
-}
-
-}  // namespace
-
 TEST(GatewayErrors, BadRequestsInTheClientsFormat) {
   auto sim = start_sim(2);
   Warden w(dp_model(sim->port(), 2), "max_body_size: 4KiB\n");

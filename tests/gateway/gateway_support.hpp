@@ -2,6 +2,7 @@
 // 127.0.0.1 with port 0, a temporary config and state directory, and JSON/metrics readers.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -29,6 +30,22 @@ using test_support::wait_until;
 inline const std::string kServed = "Qwen/Qwen3-4B-Instruct-2507";
 
 using test_support::TempDir;
+
+// OpenAI errors: {"error":{"message",...}}; Anthropic: {"type":"error","error":{"type","message"}}.
+inline void expect_openai_error(const warden::net::SyncResponse& r, unsigned status) {
+  EXPECT_EQ(r.status, status) << r.body;
+  auto v = boost::json::parse(r.body).as_object();
+  EXPECT_FALSE(v.contains("type")) << r.body;
+  EXPECT_TRUE(v.at("error").at("message").is_string()) << r.body;
+}
+
+inline void expect_anthropic_error(const warden::net::SyncResponse& r, unsigned status) {
+  EXPECT_EQ(r.status, status) << r.body;
+  auto v = boost::json::parse(r.body).as_object();
+  EXPECT_EQ(v.at("type").as_string(), "error") << r.body;
+  EXPECT_TRUE(v.at("error").at("type").is_string()) << r.body;
+  EXPECT_TRUE(v.at("error").at("message").is_string()) << r.body;
+}
 
 // `lm-warden sim` with N ranks. `time_scale` < 1 slows the instant preset down so generations stay in
 // flight long enough to observe (0.005 → about 20 ms per output token).

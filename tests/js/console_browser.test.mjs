@@ -64,28 +64,35 @@ async function getModel(base) {
   return r.json();
 }
 
+// A sim, a warden in front of it (with `extra` top-level config lines) and a browser, started before the
+// tests of the enclosing describe and stopped after them.
+function consoleSetup(extra = '') {
+  const ctx = {};
+  before(async () => {
+    ctx.dir = tempDir();
+    ctx.sim = await startSim();
+    ctx.warden = await startWarden(writeConfig(ctx.dir, ctx.sim.url, extra));
+    ctx.base = ctx.warden.base;
+    ctx.browser = await launchBrowser();
+  });
+  after(async () => {
+    await ctx.browser?.close();
+    await ctx.warden?.child.stop();
+    await ctx.sim?.child.stop();
+    if (ctx.dir) {
+      fs.rmSync(ctx.dir, { recursive: true, force: true });
+    }
+  });
+  return ctx;
+}
+
 describe('web console against lm-warden serve', { timeout: 240000 }, () => {
-  let dir;
-  let sim;
+  const ctx = consoleSetup();
   let warden;
   let base;
   let browser;
-
-  before(async () => {
-    dir = tempDir();
-    sim = await startSim();
-    warden = await startWarden(writeConfig(dir, sim.url));
-    base = warden.base;
-    browser = await launchBrowser();
-  });
-
-  after(async () => {
-    await browser?.close();
-    await warden?.child.stop();
-    await sim?.child.stop();
-    if (dir) {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+  before(() => {
+    ({ warden, base, browser } = ctx);
   });
 
   const openPage = (hash, opts) => openConsolePage(browser, base, hash, opts);
@@ -341,6 +348,34 @@ describe('web console against lm-warden serve', { timeout: 240000 }, () => {
     assert.match(await banner.textContent(), /could not be reached/);
     // The last known card stays readable under the message.
     assert.equal(await page.locator('#replica-table tbody tr').count(), 4);
+    await close();
+  });
+});
+
+describe('web console against a warden that needs a key for reads', { timeout: 120000 }, () => {
+  const ctx = consoleSetup('auth: { reads: true }');
+
+  test('the page asks for the token once, then shows the models and the model page', async () => {
+    assert.equal((await fetch(`${ctx.base}/api/models`)).status, 401);
+    assert.equal((await fetch(`${ctx.base}/`)).status, 200);
+    const { page, errors, close } = await openConsolePage(ctx.browser, ctx.base, '#/models', { ready: false });
+    await page.locator('#token-dialog').waitFor({ state: 'visible', timeout: 10000 });
+    await page.fill('#token-input', ADMIN_TOKEN);
+    await page.click('#token-form button[type=submit]');
+    const row = page.locator(`#models-table tr[data-model="${MODEL}"]`);
+    await row.waitFor({ timeout: 10000 });
+    assert.match(await row.textContent(), /4 \/ 4/);
+
+    // The token is kept for the tab: the model page and its live updates read without asking again.
+    await page.evaluate((m) => {
+      location.hash = `#/models/${encodeURIComponent(m)}`;
+    }, MODEL);
+    await page.locator('#replica-table tbody tr').first().waitFor({ timeout: 10000 });
+    assert.equal(await page.locator('#replica-table tbody tr').count(), 4);
+    assert.equal(await page.locator('#token-dialog').isVisible(), false);
+
+    // The only console errors are the browser's own reports of the refused (401) first reads.
+    assert.ok(errors.every((e) => /401/.test(e)), errors.join('\n'));
     await close();
   });
 });

@@ -111,7 +111,8 @@ export async function startSim(extraArgs = []) {
   return { child: sim, port, url: `http://127.0.0.1:${port}` };
 }
 
-export function writeConfig(dir, simUrl) {
+// `extra`: more top-level lines (e.g. "auth: { reads: true }").
+export function writeConfig(dir, simUrl, extra = '') {
   const file = path.join(dir, 'warden.yaml');
   fs.writeFileSync(
     file,
@@ -119,6 +120,7 @@ export function writeConfig(dir, simUrl) {
 listen: 127.0.0.1:0
 state_dir: ${JSON.stringify(path.join(dir, 'state'))}
 admin_token: ${ADMIN_TOKEN}
+${extra}
 metrics: { scrape_interval: 200ms }
 models:
   - name: ${MODEL}
@@ -136,10 +138,13 @@ export async function startWarden(configFile) {
   const serve = new Child('serve', warden(), ['serve', '--config', configFile]);
   const port = await serve.port();
   const base = `http://127.0.0.1:${port}`;
-  // Ready when the admin API answers and the scraper has seen every replica.
+  // Ready when the admin API answers and the scraper has seen every replica (the token serves a warden
+  // whose reads need one too).
   await waitFor(
     async () => {
-      const r = await fetch(`${base}/api/models/${encodeURIComponent(MODEL)}`);
+      const r = await fetch(`${base}/api/models/${encodeURIComponent(MODEL)}`, {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
       if (!r.ok) {
         return false;
       }
@@ -169,13 +174,21 @@ export async function launchBrowser() {
   });
 }
 
-// A console page in a fresh browser context, once the page says it has drawn its first data.
-export async function openConsolePage(browser, base, hash, { colorScheme = 'light', width = 1200, height = 900 } = {}) {
+// A console page in a fresh browser context, once the page says it has drawn its first data (unless
+// `ready` is false: a page that first asks for a token).
+export async function openConsolePage(
+  browser,
+  base,
+  hash,
+  { colorScheme = 'light', width = 1200, height = 900, ready = true } = {},
+) {
   const context = await browser.newContext({ viewport: { width, height }, colorScheme });
   const page = await context.newPage();
   const errors = watchErrors(page);
   await page.goto(`${base}/${hash}`);
-  await page.waitForFunction(() => window.wardenConsole?.ready === true, null, { timeout: 15000 });
+  if (ready) {
+    await page.waitForFunction(() => window.wardenConsole?.ready === true, null, { timeout: 15000 });
+  }
   return { page, errors, close: () => context.close() };
 }
 

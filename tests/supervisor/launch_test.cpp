@@ -61,7 +61,7 @@ args: [--gpu-memory-utilization, "0.90"]
   ASSERT_EQ(c.env.size(), 1u);
   EXPECT_EQ(c.env[0], (std::pair<std::string, std::string>{"CUDA_VISIBLE_DEVICES", "0,1,2,3"}));
   EXPECT_EQ(c.display(),
-            "CUDA_VISIBLE_DEVICES=0,1,2,3 vllm serve Qwen/Qwen3-4B-Instruct-2507 --served-model-name "
+            "CUDA_VISIBLE_DEVICES=*** vllm serve Qwen/Qwen3-4B-Instruct-2507 --served-model-name "
             "Qwen/Qwen3-4B-Instruct-2507 --host 127.0.0.1 --port 8000 --data-parallel-size 4 "
             "--tensor-parallel-size 1 --max-num-seqs 32 --enable-prompt-tokens-details "
             "--gpu-memory-utilization 0.90");
@@ -123,6 +123,30 @@ TEST(LaunchCommand, DisplayQuotesWhatTheShellWouldSplit) {
   CommandLine c;
   c.argv = {"/bin/sh", "-c", "echo 'hi' there", ""};
   EXPECT_EQ(c.display(), R"(/bin/sh -c 'echo '\''hi'\'' there' '')");
+}
+
+TEST(LaunchCommand, DisplayRedactsSecretFlagValuesAndEveryEnvValue) {
+  CommandLine c;
+  c.argv = {
+      "vllm", "serve",       "m",     "--api-key", "sekret", "--hf-token=hf_abc", "--max-num-batched-tokens",
+      "8192", "--tokenizer", "tok/x", "--token"};
+  c.env = {{"HF_TOKEN", "hf_env"}, {"CUDA_VISIBLE_DEVICES", "0,1"}};
+  EXPECT_EQ(c.display(),
+            "HF_TOKEN=*** CUDA_VISIBLE_DEVICES=*** vllm serve m --api-key *** --hf-token=*** "
+            "--max-num-batched-tokens 8192 --tokenizer tok/x --token");
+  // What the engine's own output is scrubbed of: secret flag values and secret-named variables only.
+  EXPECT_EQ(c.secrets(), (std::vector<std::string>{"sekret", "hf_abc", "hf_env"}));
+}
+
+TEST(LaunchCommand, SecretNamesAreWordsEndingInASecretWord) {
+  for (const char* name : {"--api-key", "--hf-token", "--token", "HF_TOKEN", "--db-password", "--apikey",
+                           "OPENAI_API_KEY", "--client-secret", "--ssl-keyfile-passwd", "-key"}) {
+    EXPECT_TRUE(is_secret_name(name)) << name;
+  }
+  for (const char* name : {"--max-num-batched-tokens", "--tokenizer", "--ssl-keyfile", "--port", "--keys-dir",
+                           "CUDA_VISIBLE_DEVICES", ""}) {
+    EXPECT_FALSE(is_secret_name(name)) << name;
+  }
 }
 
 TEST(LaunchParse, DefaultsForACommand) {

@@ -91,6 +91,15 @@ TEST(LogRing, SplitsFragmentedInputPerStream) {
   EXPECT_EQ(r.tail(10).at(1).unix_ms, 3);
 }
 
+TEST(LogRing, RedactsSecretsInEveryLine) {
+  LogRing r(10);
+  r.redact({"sekret", "", "hf-sekret"});  // an empty value would match everywhere: ignored
+  r.feed(LogStream::out, "non-default args: {'api_key': 'sekret'} sekretsekret hf-sekret\n", 1);
+  r.note("started pid 7: vllm --api-key ***", 2);
+  EXPECT_EQ(texts(r.tail(10)), (std::vector<std::string>{"non-default args: {'api_key': '***'} ****** ***",
+                                                         "started pid 7: vllm --api-key ***"}));
+}
+
 TEST(LogRing, KeepsOnlyTheLastLinesAndCutsLongOnes) {
   LogRing r(3, 16);
   for (int i = 0; i < 10; ++i) {

@@ -297,6 +297,47 @@ TEST_F(ServeLaunch, VllmEngineRunsTheGeneratedCommandLine) {
   EXPECT_EQ(r.header("x-warden-replica"), "3");
 }
 
+TEST_F(ServeLaunch, SecretsOfALaunchedEngineNeverShowInTheApiOrTheLogs) {
+  // An engine that prints its arguments and its token, as vLLM prints its non-default args.
+  const auto script = (dir_ / "engine.sh").string();
+  std::ofstream(script)
+      << "#!/bin/sh\necho \"engine args: $*\"\necho \"token: $HF_TOKEN\" >&2\n"
+         "exec \"$WARDEN_BIN\" sim --port \"$2\" --preset instant --served-model-name served\n";
+  std::filesystem::permissions(script, std::filesystem::perms::owner_all);
+  const int sim_port = free_port();
+  const int port = start_serve("listen: 127.0.0.1:0\nstate_dir: " + (dir_ / "state").string() +
+                               "\nmetrics: { scrape_interval: 100ms }\nmodels:\n"
+                               "  - name: m\n    served_model_name: served\n    replicas:\n"
+                               "      urls: [http://127.0.0.1:" +
+                               std::to_string(sim_port) + "]\n    launch:\n      command: [" + script +
+                               ", --port, \"${PORT}\", --api-key, sekret, --hf-token=hf-sekret]\n"
+                               "      env: { WARDEN_BIN: \"${WARDEN_BINARY}\", HF_TOKEN: env-sekret }\n"
+                               "      health_timeout: 30s\n");
+  json::object card;
+  ASSERT_TRUE(eventually([&] {
+    card = model(port, "m");
+    return card.at("launch").at("status").as_string() == "ready";
+  })) << serve_->stderr_text();
+  test_support::Client c(port);
+  // The engine's own lines are in the ring once they were read: wait for the second one.
+  std::string logs;
+  ASSERT_TRUE(eventually([&] {
+    logs = c.get("/api/models/m/logs").body;
+    return logs.find("token: ") != std::string::npos;
+  })) << logs;
+  const std::string models = c.get("/api/models").body;
+  const std::string command(engine(card, 0).at("command").as_string());
+  EXPECT_TRUE(command.ends_with("--api-key *** --hf-token=***")) << command;
+  EXPECT_NE(command.find("HF_TOKEN=***"), std::string::npos) << command;
+  EXPECT_NE(logs.find("engine args: --port " + std::to_string(sim_port) + " --api-key *** --hf-token=***"),
+            std::string::npos)
+      << logs;
+  EXPECT_NE(logs.find("token: ***"), std::string::npos) << logs;
+  for (const std::string& text : {models, logs, serve_->stderr_text()}) {
+    EXPECT_EQ(text.find("sekret"), std::string::npos) << text;
+  }
+}
+
 TEST_F(ServeLaunch, BadLaunchSectionIsAConfigurationError) {
   const auto path = (dir_ / "bad.yaml").string();
   std::ofstream(path) << "models:\n  - name: m\n    replicas: { urls: [http://127.0.0.1:9] }\n"

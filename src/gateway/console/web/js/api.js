@@ -83,12 +83,43 @@ async function request(method, path, { body, token, signal } = {}) {
   return json;
 }
 
+// Asked for a token when a read is refused (a warden with `auth: { reads: true }`): set by main.js to the
+// token dialog. One question at a time, however many reads were refused together.
+let askForToken = null;
+let asking = null;
+
+export function onTokenNeeded(ask) {
+  askForToken = ask;
+}
+
+// A GET with the token kept for this tab (none until one was asked for); a 401 asks for one and tries again.
+async function read(path, signal) {
+  try {
+    return await request('GET', path, { signal, token: storedToken() });
+  } catch (err) {
+    if (err?.status !== 401 || !askForToken) {
+      throw err;
+    }
+    const reason = storedToken()
+      ? 'The kept token was refused. This warden needs an API key or the admin token to show its state.'
+      : 'This warden needs an API key or the admin token to show its state.';
+    asking ??= Promise.resolve(askForToken(reason)).finally(() => {
+      asking = null;
+    });
+    const token = await asking;
+    if (!token) {
+      throw err;
+    }
+    return request('GET', path, { signal, token });
+  }
+}
+
 export function getModels(signal) {
-  return request('GET', '/api/models', { signal });
+  return read('/api/models', signal);
 }
 
 export function getModel(name, signal) {
-  return request('GET', `/api/models/${encodeURIComponent(name)}`, { signal });
+  return read(`/api/models/${encodeURIComponent(name)}`, signal);
 }
 
 // `change` is {affinity: bool} and/or {spill_threshold: "auto"|N}.
@@ -98,10 +129,10 @@ export function patchRouting(name, change, token) {
 
 export function getStats(model, windowS, signal) {
   const q = new URLSearchParams({ model, window: String(windowS) });
-  return request('GET', `/api/stats?${q}`, { signal });
+  return read(`/api/stats?${q}`, signal);
 }
 
 // The captured output of a launched model's engines (404 for a model without `launch:`).
 export function getModelLogs(name, lines, signal) {
-  return request('GET', `/api/models/${encodeURIComponent(name)}/logs?lines=${lines}`, { signal });
+  return read(`/api/models/${encodeURIComponent(name)}/logs?lines=${lines}`, signal);
 }

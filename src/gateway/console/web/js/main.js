@@ -2,12 +2,17 @@
 //   #/models              every configured model
 //   #/models/NAME         one model and its "Data parallel routing" card
 //   #/stats[/NAME]        tokens per second over the last hour
+import { onTokenNeeded } from './api.js';
+import { adminToken } from './token.js';
 import * as modelsPage from './pages/models.js';
 import * as modelPage from './pages/model.js';
 import * as statsPage from './pages/stats.js';
 
 // What tests and curious users can inspect: the page shown and the data it was drawn from.
 window.wardenConsole = { page: null, ready: false };
+
+// A warden that needs a key for reads: the token dialog asks for it, as for a change.
+onTokenNeeded(adminToken);
 
 let current = null;
 

@@ -1,0 +1,222 @@
+#include "gateway/routing_state.hpp"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+
+#include "gateway/sqlite_util.hpp"
+
+namespace warden::gateway {
+
+namespace {
+
+constexpr const char* kSchema =
+    "CREATE TABLE IF NOT EXISTS session_home ("
+    " model TEXT NOT NULL, key INTEGER NOT NULL, home INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL,"
+    " last_seen_ms INTEGER NOT NULL, PRIMARY KEY (model, key)) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS session_home_time ON session_home(model, last_seen_ms);"
+    "CREATE TABLE IF NOT EXISTS routing_change ("
+    " model TEXT PRIMARY KEY, affinity INTEGER NOT NULL, spill_threshold TEXT NOT NULL,"
+    " config_affinity INTEGER NOT NULL, config_spill_threshold TEXT NOT NULL);";
+
+void bind_text(sqlite3_stmt* s, int col, const std::string& text) {
+  sqlite3_bind_text(s, col, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+}
+
+std::string column_text(sqlite3_stmt* s, int col) {
+  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(s, col));
+  return text ? text : "";
+}
+
+// Runs a prepared statement to its end; false (with `error`) if it failed.
+bool run(sqlite3* db, Stmt& st, std::string_view what, std::string* error) {
+  const bool ok = sqlite3_step(st.s) == SQLITE_DONE;
+  if (!ok) {
+    set_error(error, sqlite_error(db, what));
+  }
+  sqlite3_reset(st.s);
+  return ok;
+}
+
+bool prepare(sqlite3* db, Stmt& st, const char* sql, std::string* error) {
+  if (sqlite3_prepare_v2(db, sql, -1, &st.s, nullptr) != SQLITE_OK) {
+    set_error(error, sqlite_error(db, "prepare"));
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+StoredHome ClockPair::to_stored(const core::SessionRecord& r) const {
+  const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(steady - r.entry.last_seen).count();
+  return {r.key, r.entry.home, r.entry.prompt_tokens, unix_ms - age};
+}
+
+core::SessionRecord ClockPair::to_record(const StoredHome& h) const {
+  const core::Time age = std::chrono::milliseconds(unix_ms - h.last_seen_ms);
+  return {h.key, {h.home, h.prompt_tokens, steady - age}};
+}
+
+std::vector<core::SessionRecord> homes_to_restore(const std::vector<StoredHome>& stored, int replica_count,
+                                                  const ClockPair& now) {
+  std::vector<core::SessionRecord> out;
+  out.reserve(stored.size());
+  for (const StoredHome& h : stored) {
+    if (replica_count > 0 && h.home < static_cast<std::uint32_t>(replica_count)) {
+      out.push_back(now.to_record(h));
+    }
+  }
+  return out;
+}
+
+std::optional<RoutingStateDb> RoutingStateDb::open(sqlite3* db, std::string* error) {
+  char* msg = nullptr;
+  if (sqlite3_exec(db, kSchema, nullptr, nullptr, &msg) != SQLITE_OK) {
+    set_error(error, fmt::format("cannot create the routing state tables: {}", msg ? msg : "?"));
+    sqlite3_free(msg);
+    return std::nullopt;
+  }
+  return RoutingStateDb(db);
+}
+
+bool RoutingStateDb::upsert_homes(const std::string& model, const std::vector<StoredHome>& homes,
+                                  std::string* error) {
+  Stmt st;
+  if (!prepare(db_, st,
+               "INSERT OR REPLACE INTO session_home (model, key, home, prompt_tokens, last_seen_ms)"
+               " VALUES (?1, ?2, ?3, ?4, ?5)",
+               error)) {
+    return false;
+  }
+  for (const StoredHome& h : homes) {
+    bind_text(st.s, 1, model);
+    sqlite3_bind_int64(st.s, 2, std::bit_cast<sqlite3_int64>(h.key));
+    sqlite3_bind_int64(st.s, 3, h.home);
+    sqlite3_bind_int64(st.s, 4, h.prompt_tokens);
+    sqlite3_bind_int64(st.s, 5, h.last_seen_ms);
+    if (!run(db_, st, "save a conversation home", error)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool RoutingStateDb::save_homes(const std::vector<HomeChanges>& changes, std::string* error) {
+  Stmt del;
+  Stmt expire;
+  if (!prepare(db_, del, "DELETE FROM session_home WHERE model = ?1 AND key = ?2", error) ||
+      !prepare(db_, expire, "DELETE FROM session_home WHERE model = ?1 AND last_seen_ms < ?2", error)) {
+    return false;
+  }
+  Transaction tx(db_);
+  for (const HomeChanges& c : changes) {
+    if (!upsert_homes(c.model, c.changed, error)) {
+      return false;
+    }
+    for (const std::uint64_t key : c.removed) {
+      bind_text(del.s, 1, c.model);
+      sqlite3_bind_int64(del.s, 2, std::bit_cast<sqlite3_int64>(key));
+      if (!run(db_, del, "forget a conversation home", error)) {
+        return false;
+      }
+    }
+    bind_text(expire.s, 1, c.model);
+    sqlite3_bind_int64(expire.s, 2, c.expire_before_ms);
+    if (!run(db_, expire, "delete expired conversation homes", error)) {
+      return false;
+    }
+  }
+  return tx.commit(error);
+}
+
+bool RoutingStateDb::replace_homes(const std::vector<std::pair<std::string, std::vector<StoredHome>>>& homes,
+                                   std::string* error) {
+  Transaction tx(db_);
+  if (sqlite3_exec(db_, "DELETE FROM session_home", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    set_error(error, sqlite_error(db_, "clear conversation homes"));
+    return false;
+  }
+  for (const auto& [model, list] : homes) {
+    if (!upsert_homes(model, list, error)) {
+      return false;
+    }
+  }
+  return tx.commit(error);
+}
+
+std::vector<StoredHome> RoutingStateDb::load_homes(const std::string& model, std::string* error) {
+  std::vector<StoredHome> out;
+  Stmt st;
+  if (!prepare(db_, st,
+               "SELECT key, home, prompt_tokens, last_seen_ms FROM session_home WHERE model = ?1"
+               " ORDER BY last_seen_ms",
+               error)) {
+    return out;
+  }
+  bind_text(st.s, 1, model);
+  int rc = 0;
+  while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) {
+    const auto u32 = [&](int col) {
+      return static_cast<std::uint32_t>(
+          std::clamp<sqlite3_int64>(sqlite3_column_int64(st.s, col), 0, 0xFFFFFFFF));
+    };
+    out.push_back({std::bit_cast<std::uint64_t>(sqlite3_column_int64(st.s, 0)), u32(1), u32(2),
+                   sqlite3_column_int64(st.s, 3)});
+  }
+  if (rc != SQLITE_DONE) {
+    set_error(error, sqlite_error(db_, "load conversation homes"));
+  }
+  return out;
+}
+
+bool RoutingStateDb::save_routing(const StoredRouting& r, std::string* error) {
+  Stmt st;
+  if (!prepare(db_, st,
+               "INSERT OR REPLACE INTO routing_change (model, affinity, spill_threshold, config_affinity,"
+               " config_spill_threshold) VALUES (?1, ?2, ?3, ?4, ?5)",
+               error)) {
+    return false;
+  }
+  bind_text(st.s, 1, r.model);
+  sqlite3_bind_int(st.s, 2, r.affinity ? 1 : 0);
+  bind_text(st.s, 3, r.spill_threshold.to_string());
+  sqlite3_bind_int(st.s, 4, r.config_affinity ? 1 : 0);
+  bind_text(st.s, 5, r.config_spill_threshold.to_string());
+  return run(db_, st, "save a routing change", error);
+}
+
+bool RoutingStateDb::forget_routing(const std::string& model, std::string* error) {
+  Stmt st;
+  if (!prepare(db_, st, "DELETE FROM routing_change WHERE model = ?1", error)) {
+    return false;
+  }
+  bind_text(st.s, 1, model);
+  return run(db_, st, "forget a routing change", error);
+}
+
+std::optional<StoredRouting> RoutingStateDb::load_routing(const std::string& model, std::string* error) {
+  Stmt st;
+  if (!prepare(db_, st,
+               "SELECT affinity, spill_threshold, config_affinity, config_spill_threshold FROM routing_change"
+               " WHERE model = ?1",
+               error)) {
+    return std::nullopt;
+  }
+  bind_text(st.s, 1, model);
+  if (sqlite3_step(st.s) != SQLITE_ROW) {
+    return std::nullopt;
+  }
+  const auto spill = core::SpillThreshold::parse(column_text(st.s, 1));
+  const auto config_spill = core::SpillThreshold::parse(column_text(st.s, 3));
+  if (!spill || !config_spill) {
+    set_error(error, fmt::format("unreadable routing change stored for model '{}'", model));
+    return std::nullopt;
+  }
+  return StoredRouting{model, sqlite3_column_int(st.s, 0) != 0, *spill, sqlite3_column_int(st.s, 2) != 0,
+                       *config_spill};
+}
+
+}  // namespace warden::gateway

@@ -1,0 +1,139 @@
+// The routing state outlives the warden: a warden restarted with the same state_dir sends returning
+// conversations home and keeps the routing changes made through the admin API (real processes).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+
+#include <map>
+#include <string>
+
+#include "gateway_support.hpp"
+
+using namespace gateway_test;
+
+namespace {
+
+namespace http = boost::beast::http;
+
+const warden::net::Headers kToken{{"Authorization", "Bearer secret"}};
+
+warden::net::SyncResponse chat(Client& c, const std::string& session) {
+  return c.post("/v1/chat/completions", chat_body("hello again"), {{"X-Warden-Session", session}});
+}
+
+// Conversation → the replica it was placed on, for `n` new conversations.
+std::map<std::string, std::string> place_conversations(int port, int n) {
+  Client c(port);
+  std::map<std::string, std::string> homes;
+  for (int i = 0; i < n; ++i) {
+    const std::string session = "conversation-" + std::to_string(i);
+    auto r = chat(c, session);
+    EXPECT_EQ(r.status, 200u) << r.body;
+    EXPECT_EQ(r.header("x-warden-route"), "new");
+    homes[session] = r.header("x-warden-replica");
+  }
+  return homes;
+}
+
+unsigned patch_routing(int port, const std::string& body) {
+  Client c(port);
+  auto r = c.raw().request(http::verb::patch, "/api/models/m/routing", body, kToken);
+  return r ? r->status : 0u;
+}
+
+// Rows in the state database's session_home table, read as another process would (the warden's WAL
+// writes are visible to a reader once committed).
+int stored_homes(const TempDir& state) {
+  sqlite3* db = nullptr;
+  const std::string path = (state.path / "stats.sqlite3").string();
+  int rows = -1;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT count(*) FROM session_home", -1, &st, nullptr) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+      rows = sqlite3_column_int(st, 0);
+    }
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return rows;
+}
+
+}  // namespace
+
+TEST(GatewayState, ARestartedWardenSendsReturningConversationsHomeAndKeepsRoutingChanges) {
+  auto sim = start_sim(4);
+  TempDir state;
+  std::map<std::string, std::string> homes;
+  {
+    Warden w(dp_model(sim->port(), 4, "{ affinity: true, spill_threshold: auto }"), "", state.path.string());
+    homes = place_conversations(w.port, 4);
+    ASSERT_EQ(patch_routing(w.port, R"({"spill_threshold": 2})"), 200u);
+    ASSERT_EQ(w.proc->stop(), 0);  // SIGTERM: everything is written on the way out
+  }
+  Warden again(dp_model(sim->port(), 4, "{ affinity: true, spill_threshold: auto }"), "",
+               state.path.string());
+  const auto routing = card(again.port).at("routing").as_object();
+  EXPECT_EQ(num(routing.at("spill_threshold")), 2);
+  EXPECT_FALSE(routing.at("spill_threshold_auto").as_bool());
+  EXPECT_EQ(num(routing.at("live_sessions")), 4);
+  Client c(again.port);
+  for (const auto& [session, replica] : homes) {
+    auto r = chat(c, session);
+    ASSERT_EQ(r.status, 200u) << r.body;
+    EXPECT_EQ(r.header("x-warden-route"), "sticky") << session;
+    EXPECT_EQ(r.header("x-warden-replica"), replica) << session;
+  }
+  EXPECT_EQ(chat(c, "a-conversation-never-seen").header("x-warden-route"), "new");
+}
+
+TEST(GatewayState, HomesWrittenWithinASecondSurviveSigkill) {
+  auto sim = start_sim(2);
+  TempDir state;
+  std::map<std::string, std::string> homes;
+  {
+    Warden w(dp_model(sim->port(), 2), "", state.path.string());
+    homes = place_conversations(w.port, 2);
+    ASSERT_EQ(patch_routing(w.port, R"({"affinity": false})"), 200u);
+    // The periodic write (every second) lands without any shutdown.
+    ASSERT_TRUE(wait_until([&] { return stored_homes(state) == 2; }, std::chrono::seconds(5)));
+    w.proc->signal(SIGKILL);
+    ASSERT_TRUE(w.proc->wait_exit(std::chrono::seconds(5)).has_value());
+  }
+  Warden again(dp_model(sim->port(), 2), "", state.path.string());
+  EXPECT_FALSE(card(again.port).at("routing").at("affinity").as_bool()) << "the change was kept";
+  ASSERT_EQ(patch_routing(again.port, R"({"affinity": true})"), 200u);
+  Client c(again.port);
+  for (const auto& [session, replica] : homes) {
+    auto r = chat(c, session);
+    EXPECT_EQ(r.header("x-warden-route"), "sticky") << session;
+    EXPECT_EQ(r.header("x-warden-replica"), replica) << session;
+  }
+}
+
+TEST(GatewayState, FewerReplicasDropTheHomesThatAreGoneAndAnEditedConfigWins) {
+  auto sim = start_sim(4);
+  TempDir state;
+  std::map<std::string, std::string> homes;
+  {
+    Warden w(dp_model(sim->port(), 4), "", state.path.string());
+    homes = place_conversations(w.port, 4);  // one per replica: idle replicas take new conversations
+    ASSERT_EQ(patch_routing(w.port, R"({"spill_threshold": 3})"), 200u);
+    ASSERT_EQ(w.proc->stop(), 0);
+  }
+  // Two replicas now, and the config's spill threshold edited: the stored change no longer applies.
+  Warden again(dp_model(sim->port(), 2, "{ affinity: true, spill_threshold: 5 }"), "", state.path.string());
+  EXPECT_EQ(num(card(again.port).at("routing").at("spill_threshold")), 5);
+  EXPECT_EQ(stored_homes(state), 2) << "the homes on replicas 2 and 3 were deleted";
+  Client c(again.port);
+  for (const auto& [session, replica] : homes) {
+    auto r = chat(c, session);
+    ASSERT_EQ(r.status, 200u) << r.body;
+    if (replica == "0" || replica == "1") {
+      EXPECT_EQ(r.header("x-warden-route"), "sticky") << session;
+      EXPECT_EQ(r.header("x-warden-replica"), replica) << session;
+    } else {
+      EXPECT_EQ(r.header("x-warden-route"), "new") << session << " was on replica " << replica;
+    }
+  }
+}

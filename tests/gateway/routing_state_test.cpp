@@ -1,0 +1,71 @@
+#include "gateway/routing_state.hpp"
+
+#include <gtest/gtest.h>
+
+#include "gateway/stats_store.hpp"
+#include "support/temp_dir.hpp"
+
+using namespace warden::gateway;
+using std::chrono::seconds;
+using test_support::TempDir;
+
+TEST(RoutingState, AgesSurviveANewSteadyEpoch) {
+  // Written by a process whose steady clock read 500 s, read back by one whose clock reads 20 s.
+  const ClockPair before{seconds(500), 1'800'000'000'000};
+  const warden::core::SessionRecord r{42, {3, 7000, seconds(470)}};  // seen 30 s ago
+  const StoredHome h = before.to_stored(r);
+  EXPECT_EQ(h.last_seen_ms, 1'800'000'000'000 - 30'000);
+  const ClockPair after{seconds(20), 1'800'000'060'000};  // one minute later
+  const auto back = after.to_record(h);
+  EXPECT_EQ(back.key, 42u);
+  EXPECT_EQ(back.entry.home, 3u);
+  EXPECT_EQ(back.entry.prompt_tokens, 7000u);
+  EXPECT_EQ(back.entry.last_seen, seconds(20) - seconds(90)) << "90 s old, whatever the epoch";
+}
+
+TEST(RoutingState, HomesOnReplicasNoLongerThereAreDropped) {
+  const ClockPair now{seconds(100), 1'000'000};
+  const std::vector<StoredHome> stored{{1, 0, 10, 999'000}, {2, 3, 20, 999'000}, {3, 1, 30, 999'000}};
+  const auto kept = homes_to_restore(stored, 2, now);
+  ASSERT_EQ(kept.size(), 2u);
+  EXPECT_EQ(kept[0].key, 1u);
+  EXPECT_EQ(kept[1].key, 3u);
+  EXPECT_TRUE(homes_to_restore(stored, 0, now).empty());
+}
+
+TEST(RoutingState, HomesAndRoutingChangesRoundTripThroughTheDatabase) {
+  TempDir dir;
+  std::string err;
+  auto stats = StatsDb::open(dir.path.string(), &err);
+  ASSERT_TRUE(stats) << err;
+  auto db = RoutingStateDb::open(stats->handle(), &err);
+  ASSERT_TRUE(db) << err;
+
+  const StoredHome big_key{0xFFFF'FFFF'FFFF'FFF0ull, 1, 100, 5'000};  // above INT64_MAX: bit-cast
+  ASSERT_TRUE(db->save_homes({{"m", {big_key, {2, 0, 200, 9'000}, {3, 1, 300, 1'000}}, {}, 0}}, &err)) << err;
+  EXPECT_EQ(db->load_homes("m", &err).size(), 3u);
+  // Next batch: one changed, one forgotten, one too old.
+  ASSERT_TRUE(db->save_homes({{"m", {{2, 1, 250, 9'500}}, {3}, 4'000}}, &err)) << err;
+  auto homes = db->load_homes("m", &err);
+  ASSERT_EQ(homes.size(), 2u) << err;
+  EXPECT_EQ(homes[0], big_key) << "oldest first";
+  EXPECT_EQ(homes[1], (StoredHome{2, 1, 250, 9'500}));
+  ASSERT_TRUE(db->save_homes({{"m", {}, {}, 6'000}}, &err));
+  EXPECT_EQ(db->load_homes("m", &err).size(), 1u);
+
+  ASSERT_TRUE(db->replace_homes({{"other", {{7, 0, 1, 1}}}}, &err)) << err;
+  EXPECT_TRUE(db->load_homes("m", &err).empty());
+  EXPECT_EQ(db->load_homes("other", &err).size(), 1u);
+
+  EXPECT_FALSE(db->load_routing("m", &err));
+  const StoredRouting change{"m", false, {4}, true, {}};
+  ASSERT_TRUE(db->save_routing(change, &err)) << err;
+  const auto back = db->load_routing("m", &err);
+  ASSERT_TRUE(back) << err;
+  EXPECT_FALSE(back->affinity);
+  EXPECT_EQ(back->spill_threshold.fixed, 4u);
+  EXPECT_TRUE(back->config_affinity);
+  EXPECT_TRUE(back->config_spill_threshold.is_auto());
+  ASSERT_TRUE(db->forget_routing("m", &err));
+  EXPECT_FALSE(db->load_routing("m", &err));
+}
