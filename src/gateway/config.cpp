@@ -391,18 +391,8 @@ void parse_auth(Validator& v, const YAML::Node& n, Config& cfg) {
   }
 }
 
-void parse_root(Validator& v, const YAML::Node& root, Config& cfg) {
-  if (!root || root.IsNull()) {
-    v.error(root, "the file is empty; expected a mapping with at least 'models'");
-    return;
-  }
-  if (!v.expect_map(root, "the top level")) {
-    return;
-  }
-  v.known_keys(
-      root, "the top level",
-      {"listen", "state_dir", "admin_token", "api_keys", "auth", "metrics", "timeouts", "max_body_size",
-       "max_connections", "max_inflight_body_size", "shutdown_grace", "stats_retention", "models"});
+// listen, state_dir, admin_token, api_keys and auth: where the warden answers and who may use it.
+void parse_access(Validator& v, const YAML::Node& root, Config& cfg) {
   if (auto n = root["listen"]) {
     auto s = v.string(n, "listen");
     if (s) {
@@ -436,33 +426,33 @@ void parse_root(Validator& v, const YAML::Node& root, Config& cfg) {
     }
   }
   parse_auth(v, root["auth"], cfg);
+}
+
+// A size such as 32MiB; nullopt (and an error naming `what`) when it is not one, or is 0 and must not be.
+std::optional<std::uint64_t> size_value(Validator& v, const YAML::Node& n, std::string_view what,
+                                        bool allow_zero) {
+  const std::optional<std::uint64_t> b = n.IsScalar() ? parse_size(n.Scalar()) : std::nullopt;
+  if (!b || (*b == 0 && !allow_zero)) {
+    v.error(n, fmt::format("{} must be a size such as 32MiB, 512KiB or a number of bytes", what));
+    return std::nullopt;
+  }
+  return b;
+}
+
+// Bounds on what clients may hold (bodies, connections) and how long shutdown and stats last.
+void parse_limits(Validator& v, const YAML::Node& root, Config& cfg) {
   if (auto n = root["max_body_size"]) {
-    std::optional<std::uint64_t> b;
-    if (n.IsScalar()) {
-      b = parse_size(n.Scalar());
-    }
-    if (!b) {
-      v.error(n, "max_body_size must be a size such as 32MiB, 512KiB or a number of bytes");
-    } else {
+    if (auto b = size_value(v, n, "max_body_size", true)) {
       cfg.max_body_bytes = *b;
     }
   }
   if (auto n = root["max_inflight_body_size"]) {
-    std::optional<std::uint64_t> b;
-    if (n.IsScalar()) {
-      b = parse_size(n.Scalar());
-    }
-    if (!b || *b == 0) {
-      v.error(n, "max_inflight_body_size must be a size such as 256MiB or a number of bytes");
-    } else {
+    if (auto b = size_value(v, n, "max_inflight_body_size", false)) {
       cfg.max_inflight_body_bytes = *b;
     }
   }
   if (auto n = root["max_connections"]) {
-    std::optional<std::uint64_t> c;
-    if (n.IsScalar()) {
-      c = base::parse_integer<std::uint64_t>(n.Scalar());
-    }
+    const auto c = n.IsScalar() ? base::parse_integer<std::uint64_t>(n.Scalar()) : std::nullopt;
     if (!c || *c == 0) {
       v.error(n, "max_connections must be a positive number");
     } else {
@@ -479,47 +469,46 @@ void parse_root(Validator& v, const YAML::Node& root, Config& cfg) {
       cfg.stats_retention = std::chrono::duration_cast<std::chrono::seconds>(*d);
     }
   }
-  if (auto n = root["metrics"]) {
-    if (v.expect_map(n, "metrics")) {
-      v.known_keys(n, "metrics", {"scrape_interval", "scrape_timeout", "unhealthy_after"});
-      if (auto d = n["scrape_interval"]) {
-        if (auto x = v.duration(d, "metrics.scrape_interval", std::chrono::milliseconds(50))) {
-          cfg.metrics.scrape_interval = *x;
-        }
-      }
-      if (auto d = n["scrape_timeout"]) {
-        if (auto x = v.duration(d, "metrics.scrape_timeout", std::chrono::milliseconds(10))) {
-          cfg.metrics.scrape_timeout = *x;
-        }
-      }
-      if (auto d = n["unhealthy_after"]) {
-        if (auto x = v.integer(d, "metrics.unhealthy_after", 1, 1000)) {
-          cfg.metrics.unhealthy_after = static_cast<int>(*x);
-        }
-      }
+}
+
+// A duration member `key` of `map` into `out`, at least `min`.
+void duration_member(Validator& v, const YAML::Node& map, std::string_view where, const char* key,
+                     std::chrono::milliseconds min, std::chrono::milliseconds& out) {
+  if (auto d = map[key]) {
+    if (auto x = v.duration(d, fmt::format("{}.{}", where, key), min)) {
+      out = *x;
     }
   }
-  if (auto n = root["timeouts"]) {
-    if (v.expect_map(n, "timeouts")) {
-      v.known_keys(n, "timeouts", {"connect", "first_byte", "idle"});
-      const std::chrono::milliseconds min{10};
-      if (auto d = n["connect"]) {
-        if (auto x = v.duration(d, "timeouts.connect", min)) {
-          cfg.timeouts.connect = *x;
-        }
-      }
-      if (auto d = n["first_byte"]) {
-        if (auto x = v.duration(d, "timeouts.first_byte", min)) {
-          cfg.timeouts.first_byte = *x;
-        }
-      }
-      if (auto d = n["idle"]) {
-        if (auto x = v.duration(d, "timeouts.idle", min)) {
-          cfg.timeouts.idle = *x;
-        }
-      }
+}
+
+void parse_metrics(Validator& v, const YAML::Node& n, Config& cfg) {
+  if (!n || !v.expect_map(n, "metrics")) {
+    return;
+  }
+  v.known_keys(n, "metrics", {"scrape_interval", "scrape_timeout", "unhealthy_after"});
+  duration_member(v, n, "metrics", "scrape_interval", std::chrono::milliseconds(50),
+                  cfg.metrics.scrape_interval);
+  duration_member(v, n, "metrics", "scrape_timeout", std::chrono::milliseconds(10),
+                  cfg.metrics.scrape_timeout);
+  if (auto d = n["unhealthy_after"]) {
+    if (auto x = v.integer(d, "metrics.unhealthy_after", 1, 1000)) {
+      cfg.metrics.unhealthy_after = static_cast<int>(*x);
     }
   }
+}
+
+void parse_timeouts(Validator& v, const YAML::Node& n, Config& cfg) {
+  if (!n || !v.expect_map(n, "timeouts")) {
+    return;
+  }
+  v.known_keys(n, "timeouts", {"connect", "first_byte", "idle"});
+  const std::chrono::milliseconds min{10};
+  duration_member(v, n, "timeouts", "connect", min, cfg.timeouts.connect);
+  duration_member(v, n, "timeouts", "first_byte", min, cfg.timeouts.first_byte);
+  duration_member(v, n, "timeouts", "idle", min, cfg.timeouts.idle);
+}
+
+void parse_models(Validator& v, const YAML::Node& root, Config& cfg) {
   auto models = root["models"];
   if (!models) {
     v.error(root, "missing 'models'; expected a list with at least one model");
@@ -532,6 +521,25 @@ void parse_root(Validator& v, const YAML::Node& root, Config& cfg) {
   for (std::size_t i = 0; i < models.size(); ++i) {
     parse_model(v, models[i], i, cfg);
   }
+}
+
+void parse_root(Validator& v, const YAML::Node& root, Config& cfg) {
+  if (!root || root.IsNull()) {
+    v.error(root, "the file is empty; expected a mapping with at least 'models'");
+    return;
+  }
+  if (!v.expect_map(root, "the top level")) {
+    return;
+  }
+  v.known_keys(
+      root, "the top level",
+      {"listen", "state_dir", "admin_token", "api_keys", "auth", "metrics", "timeouts", "max_body_size",
+       "max_connections", "max_inflight_body_size", "shutdown_grace", "stats_retention", "models"});
+  parse_access(v, root, cfg);
+  parse_limits(v, root, cfg);
+  parse_metrics(v, root["metrics"], cfg);
+  parse_timeouts(v, root["timeouts"], cfg);
+  parse_models(v, root, cfg);
 }
 
 }  // namespace

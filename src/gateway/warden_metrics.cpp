@@ -56,6 +56,51 @@ void WardenMetrics::scrape_ok(const std::string& url) {
   scrapes_[url] += 1;
 }
 
+namespace {
+
+// One model's TTFB histogram in Prometheus' cumulative form (`counts` are cumulative already).
+template <class H>
+void render_histogram(std::string& o, std::string_view name, const std::string& model, const H& h) {
+  for (std::size_t i = 0; i < WardenMetrics::kTtfbBuckets.size(); ++i) {
+    fmt::format_to(std::back_inserter(o), "{}_bucket{{model=\"{}\",le=\"{}\"}} {}\n", name, model,
+                   WardenMetrics::kTtfbBuckets[i], h.counts[i]);
+  }
+  fmt::format_to(std::back_inserter(o), "{}_bucket{{model=\"{}\",le=\"+Inf\"}} {}\n", name, model, h.count);
+  fmt::format_to(std::back_inserter(o), "{}_sum{{model=\"{}\"}} {}\n", name, model, h.sum);
+  fmt::format_to(std::back_inserter(o), "{}_count{{model=\"{}\"}} {}\n", name, model, h.count);
+}
+
+// The gauges of each replica: one series per replica for each.
+void render_replica_gauges(std::string& o, const std::vector<ReplicaGauges>& replicas) {
+  // One gauge per replica each: name, help, value.
+  struct ReplicaGauge {
+    std::string_view name;
+    std::string_view help;
+    double (*value)(const ReplicaGauges&);
+  };
+  static constexpr std::array<ReplicaGauge, 5> kReplicaGauges{{
+      {"lm_warden_requests_in_flight", "Requests the warden is relaying now, by replica.",
+       [](const ReplicaGauges& r) { return static_cast<double>(r.in_flight); }},
+      {"lm_warden_upstream_healthy", "1 when the replica answers its metrics scrape, else 0.",
+       [](const ReplicaGauges& r) { return r.healthy ? 1.0 : 0.0; }},
+      {"lm_warden_upstream_running", "Requests running on the replica (engine metrics).",
+       [](const ReplicaGauges& r) { return r.running; }},
+      {"lm_warden_upstream_waiting", "Requests waiting on the replica (engine metrics).",
+       [](const ReplicaGauges& r) { return r.waiting; }},
+      {"lm_warden_upstream_kv_cache_usage", "KV cache usage of the replica, 0..1 (engine metrics).",
+       [](const ReplicaGauges& r) { return r.kv_used; }},
+  }};
+  for (const auto& g : kReplicaGauges) {
+    fmt::format_to(std::back_inserter(o), "# HELP {} {}\n# TYPE {} gauge\n", g.name, g.help, g.name);
+    for (const auto& r : replicas) {
+      fmt::format_to(std::back_inserter(o), "{}{{model=\"{}\",replica=\"{}\"}} {}\n", g.name,
+                     prometheus_escape(r.model), r.replica, g.value(r));
+    }
+  }
+}
+
+}  // namespace
+
 std::string WardenMetrics::render(const std::vector<ReplicaGauges>& replicas,
                                   const std::vector<ModelGauges>& models) const {
   std::string o;
@@ -70,44 +115,10 @@ std::string WardenMetrics::render(const std::vector<ReplicaGauges>& replicas,
                    "lm_warden_requests_total{{model=\"{}\",replica=\"{}\",route=\"{}\",status=\"{}\"}} {}\n",
                    prometheus_escape(std::get<0>(k)), std::get<1>(k), std::get<2>(k), std::get<3>(k), v);
   }
-  header("lm_warden_requests_in_flight", "gauge", "Requests the warden is relaying now, by replica.");
-  for (const auto& r : replicas) {
-    fmt::format_to(std::back_inserter(o), "lm_warden_requests_in_flight{{model=\"{}\",replica=\"{}\"}} {}\n",
-                   prometheus_escape(r.model), r.replica, r.in_flight);
-  }
-  header("lm_warden_upstream_healthy", "gauge", "1 when the replica answers its metrics scrape, else 0.");
-  for (const auto& r : replicas) {
-    fmt::format_to(std::back_inserter(o), "lm_warden_upstream_healthy{{model=\"{}\",replica=\"{}\"}} {}\n",
-                   prometheus_escape(r.model), r.replica, r.healthy ? 1 : 0);
-  }
-  header("lm_warden_upstream_running", "gauge", "Requests running on the replica (engine metrics).");
-  for (const auto& r : replicas) {
-    fmt::format_to(std::back_inserter(o), "lm_warden_upstream_running{{model=\"{}\",replica=\"{}\"}} {}\n",
-                   prometheus_escape(r.model), r.replica, r.running);
-  }
-  header("lm_warden_upstream_waiting", "gauge", "Requests waiting on the replica (engine metrics).");
-  for (const auto& r : replicas) {
-    fmt::format_to(std::back_inserter(o), "lm_warden_upstream_waiting{{model=\"{}\",replica=\"{}\"}} {}\n",
-                   prometheus_escape(r.model), r.replica, r.waiting);
-  }
-  header("lm_warden_upstream_kv_cache_usage", "gauge",
-         "KV cache usage of the replica, 0..1 (engine metrics).");
-  for (const auto& r : replicas) {
-    fmt::format_to(std::back_inserter(o),
-                   "lm_warden_upstream_kv_cache_usage{{model=\"{}\",replica=\"{}\"}} {}\n",
-                   prometheus_escape(r.model), r.replica, r.kv_used);
-  }
+  render_replica_gauges(o, replicas);
   header("lm_warden_ttfb_seconds", "histogram", "Time to the first response byte relayed to the client.");
   for (const auto& [model, h] : ttfb_) {
-    const std::string m = prometheus_escape(model);
-    for (std::size_t i = 0; i < kTtfbBuckets.size(); ++i) {
-      fmt::format_to(std::back_inserter(o), "lm_warden_ttfb_seconds_bucket{{model=\"{}\",le=\"{}\"}} {}\n", m,
-                     kTtfbBuckets[i], h.counts[i]);
-    }
-    fmt::format_to(std::back_inserter(o), "lm_warden_ttfb_seconds_bucket{{model=\"{}\",le=\"+Inf\"}} {}\n", m,
-                   h.count);
-    fmt::format_to(std::back_inserter(o), "lm_warden_ttfb_seconds_sum{{model=\"{}\"}} {}\n", m, h.sum);
-    fmt::format_to(std::back_inserter(o), "lm_warden_ttfb_seconds_count{{model=\"{}\"}} {}\n", m, h.count);
+    render_histogram(o, "lm_warden_ttfb_seconds", prometheus_escape(model), h);
   }
   header("lm_warden_prompt_tokens_total", "counter",
          "Prompt tokens as the engine counted them: kind=cached (prefix cache hit) or computed.");
