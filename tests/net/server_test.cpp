@@ -326,6 +326,44 @@ TEST(NetServer, ReadTimeoutClosesASlowClient) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 15s);  // closed by the server, not by our timeout
 }
 
+// A keep-alive connection waits idle_timeout for its next request, but once that request's first bytes
+// are in, the rest of its header has read_timeout, as on a new connection.
+TEST(NetServer, ASecondRequestsStalledHeaderHasTheReadTimeoutNotTheIdleOne) {
+  net::ServerOptions opts;
+  opts.read_timeout = 300ms;
+  opts.idle_timeout = 60s;
+  TestServer s(echo_handler(), opts);
+  const int fd = test_support::raw_connect(s.port());
+  const auto send_all = [fd](std::string_view bytes) {
+    ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), static_cast<ssize_t>(bytes.size()));
+  };
+  // Reads until `needle` arrived or the peer closed (false) or 10 s passed with nothing new.
+  std::string got;
+  const auto read_until = [&](std::string_view needle) {
+    while (needle.empty() || got.find(needle) == std::string::npos) {
+      pollfd p{fd, POLLIN, 0};
+      char buf[4096];
+      const ssize_t n = ::poll(&p, 1, 10'000) > 0 ? ::recv(fd, buf, sizeof buf, 0) : -1;
+      if (n <= 0) {
+        return n == 0;  // 0: closed by the server; -1: our bound passed
+      }
+      got.append(buf, static_cast<std::size_t>(n));
+    }
+    return true;
+  };
+  send_all("GET /first HTTP/1.1\r\nHost: a\r\n\r\n");
+  ASSERT_TRUE(read_until("/first conn=1 body=")) << got;
+  got.clear();
+  const auto start = std::chrono::steady_clock::now();
+  send_all("GET /second HTTP/1.1\r\nHo");
+  EXPECT_TRUE(read_until("")) << "the server must close the connection";
+  const auto waited = std::chrono::steady_clock::now() - start;
+  ::close(fd);
+  EXPECT_TRUE(got.empty() || test_support::raw_status(got) == 408) << got;
+  EXPECT_GE(waited, 250ms);
+  EXPECT_LT(waited, 5s) << "closed after the idle timeout, not the read timeout";
+}
+
 TEST(NetClient, FirstByteAndIdleTimeoutsFire) {
   TestServer s([](net::Request& req, const net::ConnectionInfo&) -> awaitable<net::Reply> {
     if (req.target() == "/slow-header") {
