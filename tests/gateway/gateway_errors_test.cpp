@@ -55,9 +55,7 @@ TEST(GatewayErrors, BadRequestsInTheClientsFormat) {
       std::chrono::seconds(5));
   EXPECT_EQ(test_support::raw_status(too_large), 413) << too_large;
   // In the format of the API the path names (the body was never read): Anthropic here, OpenAI below.
-  const auto json_of_raw = [](const std::string& raw) {
-    return boost::json::parse(raw.substr(raw.find("\r\n\r\n") + 4)).as_object();
-  };
+  const auto json_of_raw = raw_json;
   const auto anthropic_413 = json_of_raw(too_large);
   EXPECT_EQ(anthropic_413.at("type").as_string(), "error") << too_large;
   EXPECT_EQ(anthropic_413.at("error").at("type").as_string(), "request_too_large") << too_large;
@@ -76,6 +74,27 @@ TEST(GatewayErrors, BadRequestsInTheClientsFormat) {
   // Nothing above reached a replica.
   auto k = card(w.port);
   EXPECT_EQ(num(replica_of(k, 0).at("new")) + num(replica_of(k, 1).at("new")), 1);
+}
+
+// The server's own 400 and 431, sent before any handler runs, come in the format the request line's path
+// implies, and close the connection.
+TEST(GatewayErrors, HttpLevelErrorsInTheFormatThePathImplies) {
+  auto sim = start_sim(1);
+  Warden w(dp_model(sim->port(), 1));
+  const auto exchange = [&](const std::string& target, const std::string& header_line) {
+    return test_support::raw_exchange(w.port,
+                                      "POST " + target + " HTTP/1.1\r\nHost: w\r\n" + header_line +
+                                          "\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+                                      std::chrono::seconds(10));
+  };
+  const std::string no_colon = "X-No-Colon-Here";
+  const std::string oversized = "X-Big: " + std::string(80u << 10, 'h');  // the header limit is 64 KiB
+  expect_raw_error(exchange("/v1/messages", no_colon), 400, true);
+  expect_raw_error(exchange("/v1/messages", oversized), 431, true);
+  expect_raw_error(exchange("/v1/chat/completions", no_colon), 400, false);
+  expect_raw_error(exchange("/v1/chat/completions", oversized), 431, false);
+  Client again(w.port);
+  EXPECT_EQ(again.post("/v1/chat/completions", chat_body("still serving")).status, 200u);
 }
 
 TEST(GatewayErrors, ApiKeysAreRequiredWhenConfigured) {

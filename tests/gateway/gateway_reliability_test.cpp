@@ -36,13 +36,6 @@ std::string run_command(const std::string& command) {
   return out;
 }
 
-// A chat request of `bytes` bytes: JSON whitespace pads it (the prompt itself stays short).
-std::string padded_chat_body(std::size_t bytes, bool stream) {
-  std::string body = chat_body("hello", 4, stream);
-  body.insert(body.size() - 1, std::string(bytes > body.size() ? bytes - body.size() : 0, ' '));
-  return body;
-}
-
 // curl's status code for a POST of `file` to the warden; `extra` adds curl options.
 std::string curl_post(int port, const std::string& file, const std::string& extra = "") {
   return run_command(
@@ -78,44 +71,6 @@ TEST(GatewayReliability, ExpectContinueBodiesGetTheirAnswer) {
 }
 
 namespace {
-
-// A raw HTTP/1.1 POST on its own socket, read as it arrives.
-class RawStream {
- public:
-  RawStream(int port, const std::string& target, const std::string& body)
-      : fd_(test_support::raw_connect(port)) {
-    const std::string req = "POST " + target +
-                            " HTTP/1.1\r\nHost: warden\r\nContent-Type: application/json\r\n"
-                            "anthropic-version: 2023-06-01\r\nContent-Length: " +
-                            std::to_string(body.size()) + "\r\n\r\n" + body;
-    ::send(fd_, req.data(), req.size(), MSG_NOSIGNAL);
-  }
-  ~RawStream() { ::close(fd_); }
-  // Reads until `needle` arrived (true) or the peer closed / `timeout` passed with nothing new (false).
-  bool read_until(std::string_view needle, std::chrono::milliseconds timeout = 20s) {
-    while (needle.empty() || received_.find(needle) == std::string::npos) {
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) {
-        return false;
-      }
-      char buf[4096];
-      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) {
-        closed_ = true;
-        return false;
-      }
-      received_.append(buf, static_cast<std::size_t>(n));
-    }
-    return true;
-  }
-  const std::string& received() const { return received_; }
-  bool closed() const { return closed_; }
-
- private:
-  int fd_;
-  std::string received_;
-  bool closed_ = false;
-};
 
 double metric_value(int port, const std::string& series) {
   Client c(port);

@@ -47,6 +47,34 @@ inline void expect_anthropic_error(const warden::net::SyncResponse& r, unsigned 
   EXPECT_TRUE(v.at("error").at("message").is_string()) << r.body;
 }
 
+// The JSON body of a raw HTTP response (what follows the header).
+inline boost::json::object raw_json(const std::string& raw) {
+  const auto at = raw.find("\r\n\r\n");
+  return boost::json::parse(at == std::string::npos ? "" : raw.substr(at + 4)).as_object();
+}
+
+// A raw HTTP response with `status`, an error body in Anthropic's shape or OpenAI's, and the connection
+// closed after it (raw_exchange returned because the server closed).
+inline void expect_raw_error(const std::string& raw, int status, bool anthropic) {
+  EXPECT_EQ(test_support::raw_status(raw), status) << raw;
+  EXPECT_NE(raw.find("\r\nConnection: close\r\n"), std::string::npos) << raw;
+  boost::json::object v;
+  try {
+    v = raw_json(raw);
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "body is not a JSON object: " << e.what() << "\n" << raw;
+    return;
+  }
+  EXPECT_EQ(v.contains("type"), anthropic) << raw;
+  if (anthropic && v.contains("type")) {
+    EXPECT_EQ(v.at("type").as_string(), "error") << raw;
+  }
+  ASSERT_TRUE(v.contains("error") && v.at("error").is_object()) << raw;
+  EXPECT_TRUE(v.at("error").at("message").is_string()) << raw;
+  const auto* type = v.at("error").as_object().if_contains("type");
+  EXPECT_TRUE(type != nullptr && type->is_string()) << raw;
+}
+
 // `lm-warden sim` with N ranks. `time_scale` < 1 slows the instant preset down so generations stay in
 // flight long enough to observe (0.005 → about 20 ms per output token).
 inline std::unique_ptr<ChildProcess> start_sim(int dp, double time_scale = 1.0, int port = 0) {
@@ -103,6 +131,53 @@ inline std::string chat_body(const std::string& text, int max_tokens = 4, bool s
       {"messages", boost::json::array{boost::json::object{{"role", "user"}, {"content", text}}}}};
   return boost::json::serialize(o);
 }
+
+// A chat request of `bytes` bytes: JSON whitespace pads it (the prompt itself stays short).
+inline std::string padded_chat_body(std::size_t bytes, bool stream) {
+  std::string body = chat_body("hello", 4, stream);
+  body.insert(body.size() - 1, std::string(bytes > body.size() ? bytes - body.size() : 0, ' '));
+  return body;
+}
+
+// A raw HTTP/1.1 POST on its own socket, read as it arrives.
+class RawStream {
+ public:
+  explicit RawStream(int port) : fd_(test_support::raw_connect(port)) {}
+  RawStream(int port, const std::string& target, const std::string& body) : RawStream(port) {
+    send("POST " + target +
+         " HTTP/1.1\r\nHost: warden\r\nContent-Type: application/json\r\n"
+         "anthropic-version: 2023-06-01\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body);
+  }
+  ~RawStream() { ::close(fd_); }
+  RawStream(const RawStream&) = delete;
+  RawStream& operator=(const RawStream&) = delete;
+  void send(std::string_view bytes) { ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL); }
+  // Reads until `needle` arrived (true) or the peer closed / `timeout` passed with nothing new (false).
+  bool read_until(std::string_view needle, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+    while (needle.empty() || received_.find(needle) == std::string::npos) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) {
+        return false;
+      }
+      char buf[4096];
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) {
+        closed_ = true;
+        return false;
+      }
+      received_.append(buf, static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+  const std::string& received() const { return received_; }
+  bool closed() const { return closed_; }
+
+ private:
+  int fd_;
+  std::string received_;
+  bool closed_ = false;
+};
 
 inline boost::json::value json_of(const warden::net::SyncResponse& r) {
   return boost::json::parse(r.body);

@@ -1,0 +1,82 @@
+// Overload bounds with real processes: a request on a connection beyond max_connections, or one whose
+// body would take the bodies in flight over max_inflight_body_size, is refused from its header with 503,
+// Retry-After and the client's error format, and the connection is closed.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+#include "gateway_support.hpp"
+
+using namespace gateway_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The header of a POST of `target` announcing `content_length` body bytes.
+std::string post_header(const std::string& target, std::size_t content_length,
+                        const std::string& extra = "") {
+  return "POST " + target +
+         " HTTP/1.1\r\nHost: w\r\nContent-Type: application/json\r\nanthropic-version: 2023-06-01\r\n" +
+         extra + "Content-Length: " + std::to_string(content_length) + "\r\n\r\n";
+}
+
+void expect_overloaded(const std::string& raw, bool anthropic) {
+  expect_raw_error(raw, 503, anthropic);
+  EXPECT_NE(raw.find("\r\nRetry-After: 1\r\n"), std::string::npos) << raw;
+}
+
+}  // namespace
+
+// With max_connections open (idle keep-alive, each counted since it was answered), a request on one
+// more connection gets 503 in its client's format; the open ones keep serving, and a connection that
+// closes makes room for a new one.
+TEST(GatewayOverload, ARequestBeyondMaxConnectionsGets503InTheClientsFormat) {
+  auto sim = start_sim(1);
+  Warden w(dp_model(sim->port(), 1), "max_connections: 2\n");
+  Client a(w.port);
+  std::optional<Client> b(w.port);
+  ASSERT_EQ(a.get("/health").status, 200u);
+  ASSERT_EQ(b->get("/health").status, 200u);
+  const std::string body = chat_body("one too many", 4, false);
+  expect_overloaded(test_support::raw_exchange(w.port, post_header("/v1/messages", body.size()) + body, 10s),
+                    true);
+  expect_overloaded(
+      test_support::raw_exchange(w.port, post_header("/v1/chat/completions", body.size()) + body, 10s),
+      false);
+  EXPECT_EQ(a.post("/v1/chat/completions", body).status, 200u);
+  EXPECT_EQ(b->post("/v1/chat/completions", body).status, 200u);
+  b.reset();
+  EXPECT_TRUE(wait_until([&] {
+    Client c(w.port);
+    auto r = c.raw().post("/v1/chat/completions", body);
+    return r && r->status == 200;
+  }));
+}
+
+// A body held in flight (its header in, half of it sent) takes most of a 1 MiB budget: a request whose
+// Content-Length would go over it is answered 503 from its header, although its body never comes; a
+// small one still fits, and once the held body is done the budget is free again.
+TEST(GatewayOverload, ABodyOverTheInflightBudgetGets503BeforeItIsRead) {
+  auto sim = start_sim(1);
+  Warden w(dp_model(sim->port(), 1), "max_inflight_body_size: 1MiB\n");
+  const std::string held_body = padded_chat_body(900'000, false);
+  RawStream held(w.port);
+  // 100 Continue comes once the header passed its checks: the body's bytes are counted from then on.
+  held.send(post_header("/v1/chat/completions", held_body.size(), "Expect: 100-continue\r\n"));
+  ASSERT_TRUE(held.read_until("HTTP/1.1 100 Continue\r\n\r\n", 10s)) << held.received();
+  held.send(std::string_view(held_body).substr(0, held_body.size() / 2));
+
+  const std::string over = padded_chat_body(200'000, false);
+  const auto started = std::chrono::steady_clock::now();
+  expect_overloaded(test_support::raw_exchange(w.port, post_header("/v1/messages", over.size()), 10s), true);
+  expect_overloaded(test_support::raw_exchange(w.port, post_header("/v1/chat/completions", over.size()), 10s),
+                    false);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s) << "answered from the header";
+  Client small(w.port);
+  EXPECT_EQ(small.post("/v1/chat/completions", chat_body("small", 4, false)).status, 200u);
+
+  held.send(std::string_view(held_body).substr(held_body.size() / 2));
+  EXPECT_TRUE(held.read_until("HTTP/1.1 200 ", 20s)) << held.received();
+  EXPECT_EQ(small.post("/v1/chat/completions", over).status, 200u);
+}
