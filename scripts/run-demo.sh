@@ -94,6 +94,11 @@ Point Claude Code at it (its real context window, and an output limit that leave
   ANTHROPIC_BASE_URL=${warden_url} ANTHROPIC_API_KEY=dummy CLAUDE_CODE_MAX_CONTEXT_TOKENS=${context} \\
     CLAUDE_CODE_MAX_OUTPUT_TOKENS=4096 ANTHROPIC_DEFAULT_HAIKU_MODEL=qwen3-4b-dp4 claude --model qwen3-4b-dp4
 
+Point Codex at it:
+  WARDEN_API_KEY=dummy codex -m qwen3-4b-dp4 -c model_provider=warden \\
+    -c 'model_providers.warden={name="LM Warden",base_url="${warden_url}/v1",wire_api="responses",env_key="WARDEN_API_KEY"}' \\
+    -c model_context_window=${context}
+
 Or try:
   curl -s ${warden_url}/v1/chat/completions -H 'content-type: application/json' \\
     -d '{"model":"qwen3-4b-dp4","messages":[{"role":"user","content":"hello"}]}'

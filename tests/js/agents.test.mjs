@@ -11,10 +11,9 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
-import net from 'node:net';
 import path from 'node:path';
 
-import { Child, sourceDir, tempDir, waitFor, warden } from './console_support.mjs';
+import { Child, freePort, sourceDir, tempDir, waitFor, warden } from './console_support.mjs';
 
 const MODEL = 'qwen3-4b-dp4';
 const SERVED_NAME = 'Qwen/Qwen3-4B-Instruct-2507';
@@ -32,16 +31,6 @@ const CODEX = agentBinary('codex');
 const missing = [!CLAUDE && 'claude', !CODEX && 'codex'].filter(Boolean);
 const skip = missing.length ? `npm packages not installed (${missing.join(', ')}): run scripts/setup.sh` : false;
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 function writeConfig(dir, simPort) {
   const file = path.join(dir, 'warden.yaml');

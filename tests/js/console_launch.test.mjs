@@ -4,24 +4,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 
 import {
-  Child, contrastRatios, launchBrowser, openConsolePage, screenshot, tempDir, waitFor, warden,
+  Child, contrastRatios, freePort, launchBrowser, openConsolePage, screenshot, tempDir, waitFor, warden,
 } from './console_support.mjs';
 
-// A port nobody listens on right now: bind port 0, read it, close.
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 function writeLaunchConfig(dir, simPort, brokenPort, idlePort) {
   const file = path.join(dir, 'warden.yaml');

@@ -3,6 +3,7 @@
 // as synchronisation), and cleanup of everything started.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -90,6 +91,18 @@ export function warden() {
     throw new Error(`WARDEN_BINARY not found: ${binary}`);
   }
   return binary;
+}
+
+// A port nobody listens on right now: bind port 0, read it, close.
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 export function tempDir() {
