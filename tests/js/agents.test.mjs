@@ -13,10 +13,10 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 
-import { Child, freePort, sourceDir, tempDir, waitFor, warden } from './console_support.mjs';
+import {
+  Child, freePort, MODEL, sourceDir, tempDir, waitFor, warden, writeConfig,
+} from './console_support.mjs';
 
-const MODEL = 'qwen3-4b-dp4';
-const SERVED_NAME = 'Qwen/Qwen3-4B-Instruct-2507';
 const MAX_MODEL_LEN = Number(process.env.WARDEN_AGENTS_MAX_MODEL_LEN ?? 32768);
 const TIME_SCALE = 20;
 const TURN_TIMEOUT_MS = 120000;
@@ -31,31 +31,15 @@ const CODEX = agentBinary('codex');
 const missing = [!CLAUDE && 'claude', !CODEX && 'codex'].filter(Boolean);
 const skip = missing.length ? `npm packages not installed (${missing.join(', ')}): run scripts/setup.sh` : false;
 
-
-function writeConfig(dir, simPort) {
-  const file = path.join(dir, 'warden.yaml');
-  fs.writeFileSync(
-    file,
-    `# Written by tests/js/agents.test.mjs
-listen: 127.0.0.1:0
-state_dir: ${JSON.stringify(path.join(dir, 'state'))}
-metrics: { scrape_interval: 200ms }
-models:
-  - name: ${MODEL}
-    served_model_name: ${SERVED_NAME}
-    max_num_seqs: 32
-    routing: { affinity: true, spill_threshold: auto }
-    replicas:
-      data_parallel: { url: http://127.0.0.1:${simPort}, size: 4 }
-    launch:
+// The model entry's launch section: the warden starts the sim on the replicas' port and supervises it.
+function launchYaml() {
+  return `    launch:
       command: ["\${WARDEN_BINARY}", sim, --port, "\${PORT}", --data-parallel-size, "\${DP_SIZE}",
                 --preset, a4000-qwen3-4b, --time-scale, "${TIME_SCALE}", --max-model-len, "${MAX_MODEL_LEN}",
                 --served-model-name, "\${SERVED_MODEL_NAME}"]
       health_timeout: 30s
       stop_grace: 2s
-`,
-  );
-  return file;
+`;
 }
 
 // Usage of one reply, whichever API: Anthropic SSE (message_start / message_delta), Responses SSE
@@ -232,7 +216,7 @@ describe('real agents through the warden', { skip, timeout: 540000 }, () => {
 
   before(async () => {
     dir = tempDir();
-    const config = writeConfig(dir, await freePort());
+    const config = writeConfig(dir, `http://127.0.0.1:${await freePort()}`, '', launchYaml());
     serve = new Child('serve', warden(), ['serve', '--config', config]);
     base = `http://127.0.0.1:${await serve.port()}`;
     await waitFor(

@@ -125,7 +125,8 @@ export async function startSim(extraArgs = []) {
 }
 
 // `extra`: more top-level lines (e.g. "auth: { reads: true }").
-export function writeConfig(dir, simUrl, extra = '') {
+// `extra`: more top-level settings; `modelExtra`: more settings of the model entry (indented 4).
+export function writeConfig(dir, simUrl, extra = '', modelExtra = '') {
   const file = path.join(dir, 'warden.yaml');
   fs.writeFileSync(
     file,
@@ -142,7 +143,7 @@ models:
     routing: { affinity: true, spill_threshold: auto }
     replicas:
       data_parallel: { url: ${simUrl}, size: 4 }
-`,
+${modelExtra}`,
   );
   return file;
 }
