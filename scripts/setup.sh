@@ -10,6 +10,7 @@ debs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev  # make fuzz: libclang-rt-14-dev holds libFuzzer (-fsanitize=fuzzer)
   chromium nginx-light curl
+  libhiredis-dev redis-server  # shared state of several wardens (state.redis) and its tests
 )
 
 missing=()
