@@ -23,6 +23,7 @@ std::uint64_t& route_counter(ReplicaCounters& c, Route route) {
     case Route::balanced:
       return c.balanced;
     case Route::failover:
+    case Route::queued:  // never has a replica: counted by ModelCounters::record as queued
       break;
   }
   return c.failover;
@@ -31,6 +32,10 @@ std::uint64_t& route_counter(ReplicaCounters& c, Route route) {
 }  // namespace
 
 void ModelCounters::record(const Decision& decision) {
+  if (decision.queued()) {
+    ++queued_;
+    return;
+  }
   if (!decision.replica) {
     ++unrouted_;
     return;

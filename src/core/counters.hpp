@@ -30,7 +30,8 @@ class ModelCounters {
  public:
   /// Grows (never shrinks: history is kept if replicas are removed) to `count` replicas.
   void ensure(std::size_t count);
-  /// Counts a routed request and increments its in_flight (a decision without replica counts as unrouted).
+  /// Counts a routed request and increments its in_flight (a decision without replica counts as unrouted,
+  /// a queued one as queued).
   void record(const Decision& decision);
   /// Decrements in_flight (never below zero).
   void finish(ReplicaIndex replica);
@@ -45,10 +46,13 @@ class ModelCounters {
   /// Requests that found no replica (any reason).
   [[nodiscard]] std::uint64_t unrouted() const { return unrouted_; }
   void record_unrouted() { ++unrouted_; }
+  /// Routing attempts that were held back by admission (a request held and retried counts each time).
+  [[nodiscard]] std::uint64_t queued() const { return queued_; }
 
  private:
   std::vector<ReplicaCounters> replicas_;
   std::uint64_t unrouted_ = 0;
+  std::uint64_t queued_ = 0;
 };
 
 }  // namespace warden::core

@@ -21,6 +21,25 @@ Decision place(const Snapshot& snapshot, Route route, Rng& rng) {
   return none(route, NoReplicaReason::no_healthy_replica);
 }
 
+// Admission (rule 7a): a new conversation is held when its prompt fits on no healthy replica whose KV
+// capacity is known without pushing the working set of the conversations resident there past it.
+bool hold_new_conversation(const Snapshot& snapshot, const RequestFacts& facts) {
+  if (!snapshot.admission.enabled || facts.queued_for >= snapshot.admission.max_wait) {
+    return false;
+  }
+  bool any_known = false;
+  for (const ReplicaState& r : snapshot.replicas) {
+    if (!r.healthy || r.kv_capacity_tokens == 0) {
+      continue;
+    }
+    any_known = true;
+    if (r.held_tokens + facts.prompt_tokens <= r.kv_capacity_tokens) {
+      return false;
+    }
+  }
+  return any_known;
+}
+
 }  // namespace
 
 double placement_score(const ReplicaState& replica, std::uint32_t max_num_seqs) {
@@ -89,6 +108,9 @@ Decision decide(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng) {
     return none(facts.home ? Route::failover : Route::new_conversation, NoReplicaReason::no_replicas);
   }
   if (!facts.home) {
+    if (hold_new_conversation(snapshot, facts)) {
+      return none(Route::queued, NoReplicaReason::none);
+    }
     return place(snapshot, Route::new_conversation, rng);
   }
   const ReplicaIndex home = *facts.home;

@@ -22,7 +22,9 @@ namespace warden::core {
 ///  6. Known conversation whose home is unhealthy or out of range → least placement_score (`failover`; the
 ///     Router re-homes the conversation there).
 ///  7. New conversation (or no session key) → least placement_score among healthy replicas, ties by RNG
-///     (`new_conversation`).
+///     (`new_conversation`). With admission enabled, first: if on every healthy replica whose KV capacity
+///     is known the resident working set (held_tokens) plus this prompt exceeds the capacity, and the
+///     request has waited less than admission.max_wait → no replica, route `queued` (reason none).
 [[nodiscard]] Decision decide(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng);
 
 /// Score for placing a conversation (lower is better). With S = max(1, max_num_seqs) and C the KV capacity

@@ -80,6 +80,8 @@ void Router::commit(const RequestFacts& facts, const Decision& decision, Time no
     case Route::failover:
       sessions_.assign(key, chosen, facts.prompt_tokens, now);
       break;
+    case Route::queued:  // never committed: a queued decision has no replica
+      break;
   }
 }
 
@@ -159,6 +161,11 @@ bool Router::set_policy(std::string_view name) {
   return true;
 }
 
+void Router::set_admission(const AdmissionConfig& admission) {
+  std::lock_guard lock(mutex_);
+  routing_.admission = admission;
+}
+
 void Router::set_session_config(const SessionTableConfig& config) {
   std::lock_guard lock(mutex_);
   sessions_.reconfigure(config);
@@ -187,6 +194,7 @@ RouterView Router::view(Time now) {
   out.totals = counters_.totals();
   out.sticky_percent = counters_.sticky_percent();
   out.unrouted = counters_.unrouted();
+  out.queued = counters_.queued();
   out.live_sessions = sessions_.size();
   return out;
 }

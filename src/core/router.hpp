@@ -55,6 +55,7 @@ struct RouterView {
   ReplicaCounters totals;
   std::optional<double> sticky_percent;
   std::uint64_t unrouted = 0;
+  std::uint64_t queued = 0;  ///< routing attempts held back by admission
   std::size_t live_sessions = 0;
 };
 
@@ -67,7 +68,9 @@ class Router {
   /// per replica (index = replica). On success in_flight is incremented: call finish(replica) exactly once
   /// when the request ends (however it ends). Commit rules: new/failover → home := chosen; sticky →
   /// refresh; spilled → refresh, home kept; pinned → home := pin if the conversation was new, else kept;
-  /// balanced → home := chosen (the freshest cache, should affinity be turned back on).
+  /// balanced → home := chosen (the freshest cache, should affinity be turned back on). A `queued`
+  /// decision (admission) commits nothing: the caller holds the request and routes it again, with
+  /// facts.queued_for set to the time it has waited, when room may have freed (a finish(), a scrape).
   Decision route(RequestFacts facts, std::span<const ReplicaMetrics> metrics, Time now, Rng& rng);
 
   /// Routes a request that generates nothing (counting tokens): where the conversation lives, and nothing
@@ -88,6 +91,7 @@ class Router {
   void set_spill_threshold(SpillThreshold threshold);
   void set_max_num_seqs(std::uint32_t max_num_seqs);
   bool set_policy(std::string_view name);
+  void set_admission(const AdmissionConfig& admission);
   void set_session_config(const SessionTableConfig& config);
   [[nodiscard]] RoutingConfig routing_config() const;
 

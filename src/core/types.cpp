@@ -39,11 +39,12 @@ void Snapshot::apply(const RoutingConfig& config) {
   affinity = config.affinity;
   max_num_seqs = std::max<std::uint32_t>(1, config.max_num_seqs);
   spill_threshold = config.spill_threshold.resolve(max_num_seqs);
+  admission = config.admission;
 }
 
 namespace {
-constexpr std::array<std::string_view, route_count> route_names = {"new",    "sticky",   "spilled",
-                                                                   "pinned", "balanced", "failover"};
+constexpr std::array<std::string_view, route_count> route_names = {
+    "new", "sticky", "spilled", "pinned", "balanced", "failover", "queued"};
 }  // namespace
 
 std::string_view route_name(Route route) {

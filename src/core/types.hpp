@@ -62,6 +62,21 @@ struct SpillThreshold {
   friend bool operator==(const SpillThreshold&, const SpillThreshold&) = default;
 };
 
+/// Working-set admission of one model: when the conversations resident on the replicas would no longer fit
+/// their KV caches, new conversations are held back (route `queued`) instead of evicting everyone's prefix.
+/// The gateway (and the what-if driver) keep the held requests in a per-model queue, first come first
+/// served, and route them again whenever room may have freed.
+struct AdmissionConfig {
+  /// `admission: off | auto`.
+  bool enabled = false;
+  /// Held requests per model beyond which a new one is refused at once (503 with Retry-After).
+  std::uint32_t max_queue = 64;
+  /// A request held this long is admitted over capacity (the bound on a conversation's wait).
+  Time max_wait = std::chrono::seconds(30);
+
+  friend bool operator==(const AdmissionConfig&, const AdmissionConfig&) = default;
+};
+
 /// Routing configuration of one model, changeable at runtime through the Router.
 struct RoutingConfig {
   /// Off = balance like vLLM's own balancer (route `balanced`).
@@ -71,6 +86,7 @@ struct RoutingConfig {
   std::uint32_t max_num_seqs = 256;
   /// Registry name of the policy the Router uses (see policy.hpp); `decide()` itself is always `affinity`.
   std::string policy = "affinity";
+  AdmissionConfig admission{};
 };
 
 /// Immutable copy of everything a decision reads. Cheap to build (one small vector).
@@ -80,8 +96,9 @@ struct Snapshot {
   /// Already resolved against max_num_seqs (>= 1).
   std::uint32_t spill_threshold = 8;
   std::uint32_t max_num_seqs = 32;
+  AdmissionConfig admission{};
 
-  /// Fills affinity, spill_threshold (resolved) and max_num_seqs from a RoutingConfig.
+  /// Fills affinity, spill_threshold (resolved), max_num_seqs and admission from a RoutingConfig.
   void apply(const RoutingConfig& config);
 };
 
@@ -104,6 +121,8 @@ struct RequestFacts {
   std::optional<ReplicaIndex> pin;
   /// Prompt size estimate in tokens (remembered as the tokens the conversation holds on its home).
   std::uint32_t prompt_tokens = 0;
+  /// How long this request has already waited in the model's admission queue (0 on its first routing).
+  Time queued_for{0};
 };
 
 /// How a request was routed. Names (route_name) go into the X-Warden-Route header and logs.
@@ -114,8 +133,9 @@ enum class Route : std::uint8_t {
   pinned,            ///< "pinned": the client pinned the replica
   balanced,          ///< "balanced": affinity off (or a load-only baseline policy)
   failover,          ///< "failover": home unhealthy (or gone); the conversation was re-homed
+  queued,            ///< "queued": held back by admission (no replica); route it again when room frees
 };
-inline constexpr std::size_t route_count = 6;
+inline constexpr std::size_t route_count = 7;
 
 [[nodiscard]] std::string_view route_name(Route route);
 [[nodiscard]] std::optional<Route> parse_route(std::string_view name);
@@ -138,6 +158,8 @@ struct Decision {
   NoReplicaReason reason = NoReplicaReason::none;
 
   [[nodiscard]] bool ok() const { return replica.has_value(); }
+  /// Held back by admission: not an error, the caller waits and routes the request again.
+  [[nodiscard]] bool queued() const { return route == Route::queued && !replica; }
   friend bool operator==(const Decision&, const Decision&) = default;
 };
 

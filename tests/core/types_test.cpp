@@ -41,9 +41,9 @@ TEST(SpillThreshold, LabelsForTheConsole) {
 }
 
 TEST(Route, NamesRoundTrip) {
-  const Route all[] = {Route::new_conversation, Route::sticky,   Route::spilled,
-                       Route::pinned,           Route::balanced, Route::failover};
-  const char* expected[] = {"new", "sticky", "spilled", "pinned", "balanced", "failover"};
+  const Route all[] = {Route::new_conversation, Route::sticky,   Route::spilled, Route::pinned,
+                       Route::balanced,         Route::failover, Route::queued};
+  const char* expected[] = {"new", "sticky", "spilled", "pinned", "balanced", "failover", "queued"};
   for (std::size_t i = 0; i < route_count; ++i) {
     EXPECT_EQ(route_name(all[i]), expected[i]);
     EXPECT_EQ(parse_route(expected[i]), all[i]);
