@@ -61,8 +61,30 @@ double load_score(const ReplicaState& replica, std::uint32_t max_num_seqs) {
   return replica.in_flight / seqs + std::clamp(replica.kv_usage, 0.0, 1.0);
 }
 
-std::uint64_t vllm_lb_score(const ReplicaState& replica) {
-  return 4ULL * replica.waiting + replica.running + replica.sent_since_scrape;
+double vllm_lb_score(VllmBalancerModel model, const VllmLbLoad& load) {
+  if (model == VllmBalancerModel::legacy) {
+    return 4.0 * load.waiting + load.running;
+  }
+  // The in-flight floor is exact (the balancer's own unfinished requests); the published counts raise the
+  // score when other servers load the rank. A queue on a rank whose KV cache is over half full drains
+  // slowly, so its waiting requests weigh up to 3x more.
+  double score = std::max(load.in_flight, load.waiting + load.running);
+  if (load.waiting > 0) {
+    score += load.waiting * 6.0 * std::max(0.0, load.kv_usage - 0.5);
+  }
+  return score;
+}
+
+double vllm_lb_score(const ReplicaState& replica, VllmBalancerModel model) {
+  if (model == VllmBalancerModel::legacy) {
+    return 4.0 * replica.waiting + replica.running + replica.sent_since_scrape;
+  }
+  VllmLbLoad load;
+  load.waiting = static_cast<double>(replica.waiting) + replica.sent_since_scrape;
+  load.running = replica.running;
+  load.in_flight = replica.in_flight;
+  load.kv_usage = std::clamp(replica.kv_usage, 0.0, 1.0);
+  return vllm_lb_score(model, load);
 }
 
 std::optional<Decision> decide_pin(const Snapshot& snapshot, const RequestFacts& facts) {
@@ -91,7 +113,8 @@ Decision decide_balanced(const Snapshot& snapshot, const RequestFacts& facts, Rn
     return none(Route::balanced, NoReplicaReason::no_replicas);
   }
   const auto healthy = [&](ReplicaIndex i) { return snapshot.replicas[i].healthy; };
-  if (auto chosen = detail::pick_min(snapshot, healthy, vllm_lb_score, rng)) {
+  const auto score = [&](const ReplicaState& r) { return vllm_lb_score(r, snapshot.vllm_balancer); };
+  if (auto chosen = detail::pick_min(snapshot, healthy, score, rng)) {
     return Decision{chosen, Route::balanced, NoReplicaReason::none};
   }
   return none(Route::balanced, NoReplicaReason::no_healthy_replica);

@@ -13,8 +13,8 @@ namespace warden::core {
 ///  2. Pin → that replica, route `pinned`, even if unhealthy: the client asked for it explicitly and vLLM's
 ///     own X-data-parallel-rank has no fallback either. A pin out of range → no replica (pin_out_of_range).
 ///  3. No healthy replica → no replica (no_healthy_replica).
-///  4. Affinity off → vLLM's rule: lowest `4*waiting + running + sent_since_scrape` among healthy replicas,
-///     ties by RNG; route `balanced`.
+///  4. Affinity off → vLLM's rule: lowest vllm_lb_score(replica, snapshot.vllm_balancer) among healthy
+///     replicas, ties by RNG; route `balanced`.
 ///  5. Known conversation, healthy home: the home (`sticky`), unless home.in_flight > spill_threshold; then
 ///     the healthy non-home replica with the lowest load_score (`spilled`; the home is kept) — but only if
 ///     its load_score is lower than the home's: a spill never moves a request to a replica at least as
@@ -40,8 +40,26 @@ namespace warden::core {
 /// hit the cache wherever it goes, so only the current load counts.
 [[nodiscard]] double load_score(const ReplicaState& replica, std::uint32_t max_num_seqs);
 
-/// vLLM's internal DP balancer score: 4*waiting + running + sent_since_scrape.
-[[nodiscard]] std::uint64_t vllm_lb_score(const ReplicaState& replica);
+/// One rank as vLLM's DP balancer sees it when it scores: its (stale) waiting count with the balancer's own
+/// additions, running and KV usage as published, and `in_flight` already multiplied by the number of API
+/// servers (vLLM's `client_count * engine_inflight`).
+struct VllmLbLoad {
+  double waiting = 0;
+  double running = 0;
+  double in_flight = 0;
+  double kv_usage = 0;
+};
+
+/// vLLM's DP balancer score (lower is better):
+///   current: max(in_flight, waiting + running) + waiting * 6 * max(0, kv_usage - 0.5)
+///   legacy:  4 * waiting + running
+[[nodiscard]] double vllm_lb_score(VllmBalancerModel model, const VllmLbLoad& load);
+
+/// The same score over the warden's view (one API server, so in_flight counts once): waiting is the scraped
+/// count plus sent_since_scrape, in_flight the warden's own. Legacy keeps the older warden form,
+/// 4*waiting + running + sent_since_scrape.
+[[nodiscard]] double vllm_lb_score(const ReplicaState& replica,
+                                   VllmBalancerModel model = VllmBalancerModel::current);
 
 /// Rule 4 alone (policy `vllm-lb`): pins honoured, then vLLM's balancer over healthy replicas.
 [[nodiscard]] Decision decide_balanced(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng);

@@ -40,6 +40,21 @@ void Snapshot::apply(const RoutingConfig& config) {
   max_num_seqs = std::max<std::uint32_t>(1, config.max_num_seqs);
   spill_threshold = config.spill_threshold.resolve(max_num_seqs);
   admission = config.admission;
+  vllm_balancer = config.vllm_balancer;
+}
+
+std::string_view vllm_balancer_model_name(VllmBalancerModel model) {
+  return model == VllmBalancerModel::legacy ? "legacy" : "current";
+}
+
+std::optional<VllmBalancerModel> parse_vllm_balancer_model(std::string_view name) {
+  if (name == "current") {
+    return VllmBalancerModel::current;
+  }
+  if (name == "legacy") {
+    return VllmBalancerModel::legacy;
+  }
+  return std::nullopt;
 }
 
 namespace {

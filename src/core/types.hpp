@@ -77,6 +77,15 @@ struct AdmissionConfig {
   friend bool operator==(const AdmissionConfig&, const AdmissionConfig&) = default;
 };
 
+/// Which of vLLM's data-parallel balancer scores route `balanced` follows (docs/routing.md):
+/// - current: vLLM since its internal-LB fix, max(in_flight, waiting + running) plus a KV-pressure penalty
+///   on waiting requests (vllm/v1/engine/core_client.py, DPLBAsyncMPClient.get_core_engine_for_request);
+/// - legacy: older vLLM, 4 * waiting + running.
+enum class VllmBalancerModel : std::uint8_t { current, legacy };
+
+[[nodiscard]] std::string_view vllm_balancer_model_name(VllmBalancerModel model);
+[[nodiscard]] std::optional<VllmBalancerModel> parse_vllm_balancer_model(std::string_view name);
+
 /// Routing configuration of one model, changeable at runtime through the Router.
 struct RoutingConfig {
   /// Off = balance like vLLM's own balancer (route `balanced`).
@@ -87,6 +96,8 @@ struct RoutingConfig {
   /// Registry name of the policy the Router uses (see policy.hpp); `decide()` itself is always `affinity`.
   std::string policy = "affinity";
   AdmissionConfig admission{};
+  /// The score of route `balanced` (affinity off, policy `vllm-lb`).
+  VllmBalancerModel vllm_balancer = VllmBalancerModel::current;
 };
 
 /// Immutable copy of everything a decision reads. Cheap to build (one small vector).
@@ -97,8 +108,10 @@ struct Snapshot {
   std::uint32_t spill_threshold = 8;
   std::uint32_t max_num_seqs = 32;
   AdmissionConfig admission{};
+  VllmBalancerModel vllm_balancer = VllmBalancerModel::current;
 
-  /// Fills affinity, spill_threshold (resolved), max_num_seqs and admission from a RoutingConfig.
+  /// Fills affinity, spill_threshold (resolved), max_num_seqs, admission and vllm_balancer from a
+  /// RoutingConfig.
   void apply(const RoutingConfig& config);
 };
 

@@ -1,60 +1,65 @@
 #include "core/vllm_balancer.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/decide.hpp"
 
 namespace warden::core {
 
-namespace {
-
-// vLLM scans from its start index and keeps the first strict minimum: over the rotated snapshot that is
-// the first tie, i.e. tie index 0.
-class FirstTie final : public Rng {
- public:
-  std::uint64_t uniform(std::uint64_t) override { return 0; }
-};
-
-}  // namespace
-
-VllmBalancer::VllmBalancer(std::uint32_t ranks, std::uint32_t api_servers) : ranks_(std::max(1U, ranks)) {
-  const std::uint32_t servers = api_servers == 0 ? ranks_ : api_servers;
-  views_.assign(servers, std::vector<RankLoad>(ranks_));
-  snapshot_.affinity = false;
-  snapshot_.replicas.resize(ranks_);
-}
-
-std::uint32_t VllmBalancer::start_index(std::uint32_t server) const {
-  return static_cast<std::uint32_t>(static_cast<std::uint64_t>(ranks_) * server / views_.size());
+VllmBalancer::VllmBalancer(std::uint32_t ranks, std::uint32_t api_servers, VllmBalancerModel model)
+    : ranks_(std::max(1U, ranks)), model_(model) {
+  const std::uint32_t count = api_servers == 0 ? ranks_ : api_servers;
+  servers_.resize(count);
+  for (std::uint32_t s = 0; s < count; ++s) {
+    Server& server = servers_[s];
+    server.view.assign(ranks_, RankLoad{});
+    server.in_flight.assign(ranks_, 0);
+    server.start = static_cast<std::uint32_t>(static_cast<std::uint64_t>(ranks_) * s / count);
+  }
 }
 
 void VllmBalancer::publish(std::span<const RankLoad> loads) {
-  for (auto& view : views_) {
+  for (auto& server : servers_) {
     for (std::uint32_t r = 0; r < ranks_ && r < loads.size(); ++r) {
-      view[r] = loads[r];
+      server.view[r] = loads[r];
     }
   }
 }
 
-ReplicaIndex VllmBalancer::route_via(std::uint32_t server) {
-  auto& view = views_.at(server);
-  const std::uint32_t start = start_index(server);
+ReplicaIndex VllmBalancer::route_via(std::uint32_t server_index) {
+  Server& server = servers_.at(server_index);
+  const auto clients = static_cast<double>(servers_.size());
+  // vLLM keeps the first strict minimum in scan order (no tie epsilon: its scores are exact sums).
+  double best = std::numeric_limits<double>::infinity();
+  ReplicaIndex chosen = server.start;
   for (std::uint32_t i = 0; i < ranks_; ++i) {
-    const RankLoad& load = view[(start + i) % ranks_];
-    ReplicaState& state = snapshot_.replicas[i];
-    state = ReplicaState{};
-    state.waiting = load.waiting;
-    state.running = load.running;
+    const auto rank = static_cast<ReplicaIndex>((server.start + i) % ranks_);
+    const RankLoad& load = server.view[rank];
+    const double score =
+        vllm_lb_score(model_, VllmLbLoad{static_cast<double>(load.waiting), static_cast<double>(load.running),
+                                         clients * server.in_flight[rank], load.kv_usage});
+    if (score < best) {
+      best = score;
+      chosen = rank;
+    }
   }
-  FirstTie first;
-  const Decision d = decide_balanced(snapshot_, RequestFacts{}, first);
-  const auto rank = static_cast<ReplicaIndex>((start + d.replica.value_or(0)) % ranks_);
-  view[rank].waiting += static_cast<std::uint32_t>(views_.size());
-  return rank;
+  server.view[chosen].waiting += static_cast<std::uint32_t>(servers_.size());
+  ++server.in_flight[chosen];
+  if (model_ == VllmBalancerModel::current) {
+    server.start = (server.start + 1) % ranks_;  // ties no longer favour one rank
+  }
+  return chosen;
 }
 
-ReplicaIndex VllmBalancer::route(Rng& rng) {
-  return route_via(static_cast<std::uint32_t>(rng.uniform(views_.size())));
+void VllmBalancer::finish(std::uint32_t server, ReplicaIndex rank) {
+  std::uint32_t& count = servers_.at(server).in_flight.at(rank);
+  count = count > 0 ? count - 1 : 0;
+}
+
+BalancerPick VllmBalancer::route(Rng& rng) {
+  const auto server = static_cast<std::uint32_t>(rng.uniform(servers_.size()));
+  return BalancerPick{server, route_via(server)};
 }
 
 }  // namespace warden::core

@@ -203,6 +203,9 @@ struct Job {
   Job(Rank& r, engine::RequestId i, asio::any_io_executor ex) : rank(r), id(i), notify(ex) {}
   ~Job() {
     rank.jobs.erase(id);
+    if (balancer != nullptr) {
+      balancer->finish(api_server, static_cast<core::ReplicaIndex>(rank.index));  // finished or gone
+    }
     if (!finished) {
       rank.engine.abort(id);  // client gone (or shutdown): free the slot and blocks now
       rank.wake.notify();
@@ -214,7 +217,15 @@ struct Job {
   std::deque<engine::Event> events;
   bool finished = false;
   UsageOut usage;  // prompt/cached estimate until the final event carries the engine's figures
+  core::VllmBalancer* balancer = nullptr;  // set when vLLM's balancer chose the rank (not pinned)
+  std::uint32_t api_server = 0;            // ... through this API server
   void take(const engine::Event& ev);
+};
+
+// Where a request goes: its rank and, unless pinned, the API server whose balancer picked it.
+struct RankChoice {
+  int rank = 0;
+  std::optional<std::uint32_t> api_server;
 };
 
 struct Sim::Impl {
@@ -227,7 +238,8 @@ struct Sim::Impl {
     for (int i = 0; i < n; ++i) {
       ranks.push_back(std::make_unique<Rank>(i, opts.engine, opts.seed, ioc.get_executor()));
     }
-    balancer.emplace(static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(opts.api_server_count));
+    balancer.emplace(static_cast<std::uint32_t>(n), static_cast<std::uint32_t>(opts.api_server_count),
+                     opts.vllm_balancer);
     wall_start = Clock::now();
     unix_start = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   }
@@ -276,7 +288,8 @@ struct Sim::Impl {
   std::optional<HttpError> check_model(Api api, const json::object& o) const;
   boost::system::result<int, HttpError> output_limit(Api api, const json::object& o,
                                                      std::int64_t prompt_len) const;
-  boost::system::result<int, HttpError> choose_rank(const net::Request& req, const net::ConnectionInfo& conn);
+  boost::system::result<RankChoice, HttpError> choose_rank(const net::Request& req,
+                                                           const net::ConnectionInfo& conn);
   std::string metrics_text() const;
   std::string models_body() const;
 };
@@ -330,8 +343,8 @@ void Sim::Impl::deliver(Rank& r, std::vector<engine::Event>& events) {
   }
 }
 
-boost::system::result<int, HttpError> Sim::Impl::choose_rank(const net::Request& req,
-                                                             const net::ConnectionInfo& conn) {
+boost::system::result<RankChoice, HttpError> Sim::Impl::choose_rank(const net::Request& req,
+                                                                    const net::ConnectionInfo& conn) {
   int n = opts.data_parallel_size;
   auto it = req.find("X-data-parallel-rank");
   if (it != req.end()) {
@@ -351,7 +364,7 @@ boost::system::result<int, HttpError> Sim::Impl::choose_rank(const net::Request&
       if (r < 0 || r >= n) {
         return HttpError{400, fmt::format("data_parallel_rank {} is out of range [0, {}).", r, n), ""};
       }
-      return boost::system::result<int, HttpError>(boost::system::in_place_value, static_cast<int>(r));
+      return RankChoice{static_cast<int>(r), std::nullopt};
     }
     // Not an integer: ignored, like vLLM.
   }
@@ -367,15 +380,14 @@ boost::system::result<int, HttpError> Sim::Impl::choose_rank(const net::Request&
     loads.reserve(ranks.size());
     for (const auto& rank : ranks) {
       const engine::Metrics m = rank->engine.metrics();
-      loads.push_back(core::RankLoad{m.num_waiting, m.num_running});
+      loads.push_back(core::RankLoad{m.num_waiting, m.num_running, m.kv_cache_usage});
     }
     balancer->publish(loads);
   }
   // A connection meets one API server (SO_REUSEPORT): chosen per connection, seeded.
   const auto server = static_cast<std::uint32_t>(
       base::splitmix64(opts.seed ^ (conn.id * base::kSplitMixGamma)) % balancer->api_servers());
-  const int picked = static_cast<int>(balancer->route_via(server));
-  return boost::system::result<int, HttpError>(boost::system::in_place_value, picked);
+  return RankChoice{static_cast<int>(balancer->route_via(server)), server};
 }
 
 boost::system::result<Parsed, HttpError> Sim::Impl::parse(Api api, bool count_tokens,
@@ -542,7 +554,13 @@ asio::awaitable<net::Reply> Sim::Impl::generate(net::Request& req, const net::Co
   if (!rank) {
     co_return error_reply(req, p.api, rank.error());
   }
-  auto job = submit(*ranks[static_cast<std::size_t>(*rank)], p, co_await asio::this_coro::executor);
+  auto job = submit(*ranks[static_cast<std::size_t>(rank->rank)], p, co_await asio::this_coro::executor);
+  if (rank->api_server && job) {
+    (*job)->balancer = &*balancer;  // in that server's in-flight count until the job ends
+    (*job)->api_server = *rank->api_server;
+  } else if (rank->api_server) {
+    balancer->finish(*rank->api_server, static_cast<core::ReplicaIndex>(rank->rank));  // refused: never ran
+  }
   if (!job) {
     co_return error_reply(req, p.api, job.error());
   }

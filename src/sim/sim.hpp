@@ -8,8 +8,9 @@
 // warden_sim_lag_seconds). An idle rank's clock jumps to "now" when work arrives.
 //
 // Routing: `X-data-parallel-rank: r` pins (non-integer ignored, out of range → 400); otherwise one of
-// one of `api_server_count` API servers of vLLM's balancer (core/vllm_balancer.hpp, views published every
-// `lb_refresh_interval`), chosen per connection at random (seeded), picks the rank.
+// `api_server_count` API servers of vLLM's balancer (core/vllm_balancer.hpp, `vllm_balancer` = current or
+// legacy vLLM, views published every `lb_refresh_interval`), chosen per connection at random (seeded),
+// picks the rank.
 
 #include <boost/asio/io_context.hpp>
 
@@ -19,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "core/types.hpp"
 #include "engine/config.hpp"
 #include "net/server.hpp"
 
@@ -35,6 +37,7 @@ struct SimOptions {
   int api_server_count = 0;  // 0 = data_parallel_size (vLLM's default)
   std::size_t max_body_bytes = 32u << 20;
   double lb_refresh_interval = 0.1;  // model seconds between balancer view refreshes
+  core::VllmBalancerModel vllm_balancer = core::VllmBalancerModel::current;  // which vLLM it balances like
 };
 
 class Sim {

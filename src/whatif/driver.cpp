@@ -52,7 +52,8 @@ struct Timed {
 struct Flight {
   std::size_t slot = 0;
   std::uint32_t replica = 0;
-  double started = 0;  // client send time
+  std::uint32_t api_server = 0;  // vllm-lb: the vLLM API server that routed it
+  double started = 0;            // client send time
   std::size_t turn = 0;
   std::string route;
   engine::Tokens prompt;  // until handed to the engine
@@ -103,13 +104,14 @@ class Driver {
   Result<void> run_policy(const std::string& policy) {
     policy_ = policy;
     vllm_model_ = is_vllm_model(policy);
-    balancer_.emplace(config_.replicas, config_.vllm_api_servers);
+    balancer_.emplace(config_.replicas, config_.vllm_api_servers, config_.vllm_balancer);
     publish();
     core::RoutingConfig routing;
     routing.affinity = policy == "affinity";
     routing.policy = core_policy(policy);
     routing.spill_threshold = config_.spill_threshold;
     routing.max_num_seqs = config_.engine.max_num_seqs;
+    routing.vllm_balancer = config_.vllm_balancer;
     router_.emplace(core::router_config(routing, config_.sessions));
     for (std::size_t i = 0; i < config_.levels.size(); ++i) {
       auto ok = run_level(config_.levels[i], i);
@@ -283,7 +285,9 @@ class Driver {
     }
     std::uint32_t replica = 0;
     if (vllm_model_) {
-      replica = balancer_->route(rng_);
+      const core::BalancerPick pick = balancer_->route(rng_);
+      replica = pick.rank;
+      f.api_server = pick.server;
       f.route = "balanced";
       ++stats_.routes[static_cast<std::size_t>(core::Route::balanced)];
       if (hooks_.on_decision) {
@@ -380,7 +384,9 @@ class Driver {
   }
 
   void finish_routing(const Flight& f) {
-    if (!vllm_model_) {
+    if (vllm_model_) {
+      balancer_->finish(f.api_server, f.replica);
+    } else {
       router_->finish(f.replica);
     }
   }
@@ -409,7 +415,7 @@ class Driver {
     std::vector<RankLoad> out;
     for (const auto& e : engines_) {
       const engine::Metrics m = e.metrics();
-      out.push_back(RankLoad{m.num_waiting, m.num_running});
+      out.push_back(RankLoad{m.num_waiting, m.num_running, m.kv_cache_usage});
     }
     return out;
   }

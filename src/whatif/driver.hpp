@@ -8,7 +8,8 @@
 //
 // Per request: the slot's conversation is rendered to tokens with the engine's chat template (as the sim
 // server does), it reaches the warden rtt/2 after the client sent it and is routed there:
-// - policy `vllm-lb`: vLLM's own balancer (VllmBalancer: api-server instances with 100 ms stale views);
+// - policy `vllm-lb`: vLLM's own balancer (VllmBalancer: api-server instances with 100 ms stale views,
+//   scoring as `vllm_balancer` says: current vLLM by default, or its older legacy score);
 // - any other policy of core's registry (`affinity`, `round-robin`, `session-hash`, `chwbl`, and
 //   `warden-lb` = core's `vllm-lb`, i.e. the warden with affinity off as `serve` runs it): core::Router,
 //   the same object `serve` uses, fed the engines' metrics as last scraped (every scrape_interval) and its
@@ -63,6 +64,8 @@ struct SimulationConfig {
   core::SessionTableConfig sessions{};
   std::uint32_t vllm_api_servers = 0;  // vLLM API server processes; 0 = one per replica (vLLM's default)
   double vllm_publish_interval = 0.1;  // vLLM coordinator's stats publish period
+  // Which vLLM balancer `vllm-lb` models, and which score `warden-lb` (route `balanced`) uses.
+  core::VllmBalancerModel vllm_balancer = core::VllmBalancerModel::current;
 };
 
 Result<void> validate(const SimulationConfig& config);

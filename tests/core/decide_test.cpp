@@ -66,10 +66,38 @@ TEST(Decide, NoHealthyReplica) {
             unrouted(Route::balanced, NoReplicaReason::no_healthy_replica));
 }
 
-TEST(Decide, AffinityOffUsesVllmScoreWaitingWeighsFour) {
+TEST(Decide, AffinityOffCurrentScoreIsLoadFlooredByInFlight) {
   ScriptedRng rng;
   Snapshot s = idle_snapshot(3);
   s.affinity = false;
+  ASSERT_EQ(s.vllm_balancer, VllmBalancerModel::current);
+  s.replicas[0].waiting = 1;  // max(0, 1 + 0) = 1
+  s.replicas[1].running = 3;  // 3
+  s.replicas[2].running = 2;
+  s.replicas[2].sent_since_scrape = 2;  // counted as waiting: 4
+  EXPECT_EQ(decide(s, new_conversation(), rng), routed(0, Route::balanced));
+  s.replicas[0].in_flight = 5;  // the warden's own requests there: max(5, 1) = 5
+  EXPECT_EQ(decide(s, known_conversation(0), rng), routed(1, Route::balanced));
+  EXPECT_EQ(rng.calls(), 0u);
+}
+
+TEST(Decide, AffinityOffCurrentScorePenalisesWaitingOnAFullCache) {
+  ScriptedRng rng;
+  Snapshot s = idle_snapshot(2);
+  s.affinity = false;
+  s.replicas[0].waiting = 1;
+  s.replicas[0].kv_usage = 0.5;  // no penalty yet: 1
+  s.replicas[1].running = 3;     // 3
+  EXPECT_EQ(decide(s, new_conversation(), rng), routed(0, Route::balanced));
+  s.replicas[0].kv_usage = 0.9;  // 1 + 1 * 6 * 0.4 = 3.4
+  EXPECT_EQ(decide(s, new_conversation(), rng), routed(1, Route::balanced));
+}
+
+TEST(Decide, AffinityOffLegacyScoreWaitingWeighsFour) {
+  ScriptedRng rng;
+  Snapshot s = idle_snapshot(3);
+  s.affinity = false;
+  s.vllm_balancer = VllmBalancerModel::legacy;
   s.replicas[0].waiting = 1;  // 4
   s.replicas[1].running = 3;  // 3
   s.replicas[2].running = 2;
@@ -80,10 +108,11 @@ TEST(Decide, AffinityOffUsesVllmScoreWaitingWeighsFour) {
   EXPECT_EQ(rng.calls(), 0u);
 }
 
-TEST(Decide, AffinityOffIgnoresWardenInFlightAndKv) {
+TEST(Decide, AffinityOffLegacyIgnoresWardenInFlightAndKv) {
   ScriptedRng rng;
   Snapshot s = idle_snapshot(2);
   s.affinity = false;
+  s.vllm_balancer = VllmBalancerModel::legacy;
   s.replicas[0].in_flight = 20;
   s.replicas[0].kv_usage = 0.9;
   s.replicas[1].running = 1;
@@ -272,7 +301,15 @@ TEST(Scores, VllmScore) {
   r.waiting = 2;
   r.running = 3;
   r.sent_since_scrape = 1;
-  EXPECT_EQ(vllm_lb_score(r), 12u);
+  EXPECT_DOUBLE_EQ(vllm_lb_score(r, VllmBalancerModel::legacy), 12.0);  // 4 * 2 + 3 + 1
+  EXPECT_DOUBLE_EQ(vllm_lb_score(r), 6.0);                              // (2 + 1) + 3
+  r.in_flight = 4;
+  r.kv_usage = 0.7;
+  EXPECT_DOUBLE_EQ(vllm_lb_score(r), 6.0 + 3 * 6 * 0.2);
+  r.in_flight = 9;
+  EXPECT_DOUBLE_EQ(vllm_lb_score(r), 9.0 + 3 * 6 * 0.2);
+  r.kv_usage = 1.5;  // clamped to 1
+  EXPECT_DOUBLE_EQ(vllm_lb_score(r), 9.0 + 3 * 6 * 0.5);
 }
 
 // Two replicas of 10,000 KV tokens each holding 9,500 tokens of resident conversations.

@@ -165,7 +165,7 @@ TEST_F(RouterTest, AffinityToggleAtRuntime) {
   router_.finish(*first.replica);
   router_.set_affinity(false);
   EXPECT_FALSE(router_.routing_config().affinity);
-  // vLLM's rule: the replica with the lowest 4*waiting + running + sent_since_scrape.
+  // vLLM's rule (core::vllm_lb_score): the idle replica wins.
   for (std::size_t i = 0; i < metrics_.size(); ++i) {
     metrics_[i].running = i == 2 ? 0 : 5;
     metrics_[i].scrape_generation = 1;

@@ -66,6 +66,19 @@ TEST(Snapshot, ApplyResolvesThresholdAgainstMaxNumSeqs) {
   EXPECT_EQ(s.spill_threshold, 1u);
 }
 
+TEST(VllmBalancerModel, DefaultsToCurrentNamesRoundTripAndApplyCopies) {
+  Snapshot s;
+  RoutingConfig config;
+  EXPECT_EQ(config.vllm_balancer, VllmBalancerModel::current);
+  config.vllm_balancer = VllmBalancerModel::legacy;
+  s.apply(config);
+  EXPECT_EQ(s.vllm_balancer, VllmBalancerModel::legacy);
+  for (const auto model : {VllmBalancerModel::current, VllmBalancerModel::legacy}) {
+    EXPECT_EQ(parse_vllm_balancer_model(vllm_balancer_model_name(model)), model);
+  }
+  EXPECT_EQ(parse_vllm_balancer_model("newest"), std::nullopt);
+}
+
 TEST(Names, Reasons) {
   EXPECT_EQ(no_replica_reason_name(NoReplicaReason::no_healthy_replica), "no healthy replica");
 }
