@@ -3,6 +3,9 @@
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
+#include <map>
+#include <string>
+
 #include "app/version.hpp"
 
 namespace warden::app {
@@ -23,6 +26,16 @@ int run_cli(int argc, char** argv) {
     return app.exit(e);
   }
   return 0;
+}
+
+void add_vllm_balancer_option(CLI::App& cmd, core::VllmBalancerModel& model) {
+  const std::map<std::string, core::VllmBalancerModel> names{{"current", core::VllmBalancerModel::current},
+                                                             {"legacy", core::VllmBalancerModel::legacy}};
+  cmd.add_option("--vllm-balancer", model,
+                 "vLLM's DP balancer: current (max(in-flight, waiting + running) + KV-pressure penalty, "
+                 "rotating scan start) or legacy (4 * waiting + running, fixed start)")
+      ->transform(CLI::CheckedTransformer(names))
+      ->default_str("current");
 }
 
 }  // namespace warden::app

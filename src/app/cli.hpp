@@ -1,5 +1,7 @@
 #pragma once
 
+#include "core/types.hpp"
+
 namespace CLI {
 class App;
 }
@@ -14,5 +16,8 @@ void add_serve_command(CLI::App& app);
 void add_sim_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_simulate_command(CLI::App& app);
+
+// `--vllm-balancer current|legacy` (sim and simulate): which of vLLM's DP balancers is modelled.
+void add_vllm_balancer_option(CLI::App& cmd, core::VllmBalancerModel& model);
 
 }  // namespace warden::app

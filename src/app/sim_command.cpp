@@ -123,6 +123,7 @@ void add_sim_command(CLI::App& app) {
   cmd->add_option("--api-server-count", o.api_server_count,
                   "Balancer instances (vLLM API server processes); default = data-parallel size")
       ->check(CLI::Range(0, 1024));
+  add_vllm_balancer_option(*cmd, o.vllm_balancer);
   cmd->add_option("--max-body-bytes", o.max_body_bytes, "Largest request body (413 above)")
       ->default_val(32u << 20);
   cmd->add_option("--log-level", args->log_level, "trace, debug, info, warn, error, off")

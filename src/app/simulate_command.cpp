@@ -43,6 +43,7 @@ struct SimulateOptions {
   std::string think_jitter = "0";
   std::string spill_threshold = "auto";
   std::uint32_t vllm_api_servers = 0;
+  core::VllmBalancerModel vllm_balancer = core::VllmBalancerModel::current;
   std::string out;
   std::string svg;
   bool vs_reference = false;
@@ -176,6 +177,7 @@ base::Result<whatif::SimulationConfig> simulation_from(const SimulateOptions& o)
   c.engine = std::move(*engine);
   c.replicas = o.replicas;
   c.vllm_api_servers = o.vllm_api_servers;
+  c.vllm_balancer = o.vllm_balancer;
   c.seed = o.seed;
   c.warm_start = o.warm_start;
   c.workload.seed = o.seed;
@@ -303,6 +305,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--vllm-api-servers", o->vllm_api_servers,
                   "vLLM API server processes (0 = one per replica)")
       ->capture_default_str();
+  add_vllm_balancer_option(*cmd, o->vllm_balancer);
   cmd->add_option("--out", o->out, "Write the rows to FILE (.json, .csv, .md)");
   cmd->add_option("--svg", o->svg, "Write the TTFB chart to FILE");
   cmd->add_flag("--vs-reference", o->vs_reference, "Print the reference table side by side with residuals");
