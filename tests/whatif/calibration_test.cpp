@@ -42,11 +42,36 @@ struct KnownGap {
 
 const std::vector<KnownGap>& known_gaps() {
   static const std::vector<KnownGap> gaps{
-      {16, "TTFB p50 (s)", "off", 2.5},       {16, "TTFB p50 (s)", "on", 6.5},
-      {16, "TTFB p95 (s)", "off", 2.0},       {16, "TTFB p95 (s)", "on", 2.0},
-      {32, "output tokens/min", "off", 1.75}, {32, "output tokens/min", "on", 1.9},
+      {16, "TTFB p50 (s)", "off", 2.5},
+      {16, "TTFB p50 (s)", "on", 6.5},
+      {16, "TTFB p95 (s)", "off", 2.0},
+      {16, "TTFB p95 (s)", "on", 2.0},
+      {32, "output tokens/min", "off", 1.75},
+      {32, "output tokens/min", "on", 1.9},
+      // Current vLLM's balancer (the default) sends follow-ups back to a warm rank more often than the
+      // legacy one did at seed 1 (56 % against the reference's 44.3; 53.6-56.4 over seeds 1-4).
+      {8, "prefix hits (%)", "off", 1.35},
   };
   return gaps;
+}
+
+// The legacy balancer (4 * waiting + running, older vLLM) keeps the fit it was made with: only the six
+// structural misses fail.
+TEST(WhatifCalibration, LegacyBalancerKeepsItsFit) {
+  SimulationConfig config = reference_setup();
+  config.vllm_balancer = core::VllmBalancerModel::legacy;
+  const auto outcome = simulate(config);
+  ASSERT_TRUE(outcome) << outcome.error();
+  const Calibration cal = check_against_reference(outcome->rows, "vllm-lb", "affinity");
+  std::set<std::string> failed;
+  for (const CellCheck& c : cal.checks) {
+    if (!c.pass) {
+      failed.insert(std::to_string(c.sessions) + " " + c.column + " " + c.side);
+    }
+  }
+  EXPECT_EQ(failed, (std::set<std::string>{"16 TTFB p50 (s) off", "16 TTFB p50 (s) on", "16 TTFB p95 (s) off",
+                                           "16 TTFB p95 (s) on", "32 output tokens/min off",
+                                           "32 output tokens/min on"}));
 }
 
 TEST(WhatifCalibration, ReferenceTableWithinTolerances) {
