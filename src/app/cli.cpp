@@ -3,7 +3,6 @@
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
-#include <map>
 #include <string>
 
 #include "app/version.hpp"
@@ -29,12 +28,12 @@ int run_cli(int argc, char** argv) {
 }
 
 void add_vllm_balancer_option(CLI::App& cmd, core::VllmBalancerModel& model) {
-  const std::map<std::string, core::VllmBalancerModel> names{{"current", core::VllmBalancerModel::current},
-                                                             {"legacy", core::VllmBalancerModel::legacy}};
-  cmd.add_option("--vllm-balancer", model,
-                 "vLLM's DP balancer: current (max(in-flight, waiting + running) + KV-pressure penalty, "
-                 "rotating scan start) or legacy (4 * waiting + running, fixed start)")
-      ->transform(CLI::CheckedTransformer(names))
+  cmd.add_option_function<std::string>(
+         "--vllm-balancer",
+         [&model](const std::string& name) { model = core::parse_vllm_balancer_model(name).value(); },
+         "vLLM's DP balancer: current (max(in-flight, waiting + running) + KV-pressure penalty, rotating "
+         "scan start) or legacy (4 * waiting + running, fixed start)")
+      ->check(CLI::IsMember({"current", "legacy"}))
       ->default_str("current");
 }
 
