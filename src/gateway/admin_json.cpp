@@ -7,6 +7,8 @@
 #include <cmath>
 #include <ctime>
 
+#include "base/parse.hpp"
+
 namespace warden::gateway {
 
 namespace json = boost::json;
@@ -31,7 +33,7 @@ json::value optional_number(const std::optional<double>& v) {
 
 }  // namespace
 
-json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_unix) {
+json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_unix, std::size_t queued) {
   const ModelConfig& cfg = model.config();
   const core::RouterView view = model.router().view(now);
   json::object out;
@@ -95,6 +97,13 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
   routing["in_flight"] = in_flight;
   routing["live_sessions"] = view.live_sessions;
   routing["unrouted"] = view.unrouted;
+  json::object admission;
+  admission["mode"] = view.routing.admission.enabled ? "auto" : "off";
+  admission["max_queue"] = view.routing.admission.max_queue;
+  admission["max_wait_s"] = std::chrono::duration<double>(view.routing.admission.max_wait).count();
+  admission["queued"] = queued;
+  admission["held_total"] = view.queued;
+  routing["admission"] = std::move(admission);
   routing["since"] = iso8601_utc(since_unix);
   routing["replicas"] = std::move(replicas);
   out["routing"] = std::move(routing);
@@ -166,6 +175,75 @@ json::object v1_models_json(const Config& config, std::int64_t created_unix) {
   return out;
 }
 
+core::AdmissionConfig RoutingPatch::applied_to(core::AdmissionConfig admission) const {
+  admission.enabled = admission_enabled.value_or(admission.enabled);
+  admission.max_queue = admission_max_queue.value_or(admission.max_queue);
+  admission.max_wait = admission_max_wait.value_or(admission.max_wait);
+  return admission;
+}
+
+namespace {
+
+std::optional<std::int64_t> whole_number(const json::value& v, std::int64_t lo, std::int64_t hi) {
+  if (v.is_int64() && v.as_int64() >= lo && v.as_int64() <= hi) {
+    return v.as_int64();
+  }
+  if (v.is_uint64() && v.as_uint64() <= static_cast<std::uint64_t>(hi) &&
+      static_cast<std::int64_t>(v.as_uint64()) >= lo) {
+    return static_cast<std::int64_t>(v.as_uint64());
+  }
+  return std::nullopt;
+}
+
+// "admission": "off" | "auto" | {"mode": ..., "max_queue": N, "max_wait": seconds | "30s"}; false on an
+// error (in p.error).
+bool parse_admission_patch(const json::value& value, RoutingPatch& p) {
+  auto mode = [&p](const json::value& m) {
+    if (m.is_string() && (m.as_string() == "off" || m.as_string() == "auto")) {
+      p.admission_enabled = m.as_string() == "auto";
+      return true;
+    }
+    p.error = "admission mode must be \"off\" or \"auto\"";
+    return false;
+  };
+  if (!value.is_object()) {
+    return mode(value);
+  }
+  for (const auto& [key, v] : value.as_object()) {
+    if (key == "mode") {
+      if (!mode(v)) {
+        return false;
+      }
+    } else if (key == "max_queue") {
+      const auto n = whole_number(v, 0, 1'000'000);
+      if (!n) {
+        p.error = "admission.max_queue must be an integer from 0 to 1000000";
+        return false;
+      }
+      p.admission_max_queue = static_cast<std::uint32_t>(*n);
+    } else if (key == "max_wait") {
+      std::optional<std::chrono::milliseconds> d;
+      if (v.is_string()) {
+        d = base::parse_duration(v.as_string());
+      } else if (v.is_number() && v.to_number<double>() >= 0 && v.to_number<double>() <= 86'400) {
+        d = std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(v.to_number<double>() * 1000)));
+      }
+      if (!d || *d < std::chrono::milliseconds(1)) {
+        p.error = "admission.max_wait must be a duration such as \"30s\" or a number of seconds";
+        return false;
+      }
+      p.admission_max_wait = std::chrono::duration_cast<core::Time>(*d);
+    } else {
+      p.error = fmt::format("unknown admission field '{}'; expected mode, max_queue and/or max_wait",
+                            std::string_view(key));
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 RoutingPatch parse_routing_patch(std::string_view body) {
   RoutingPatch p;
   boost::system::error_code ec;
@@ -195,14 +273,18 @@ RoutingPatch parse_routing_patch(std::string_view body) {
         return p;
       }
       p.spill_threshold = t;
+    } else if (key == "admission") {
+      if (!parse_admission_patch(value, p)) {
+        return p;
+      }
     } else {
-      p.error =
-          fmt::format("unknown field '{}'; expected affinity and/or spill_threshold", std::string_view(key));
+      p.error = fmt::format("unknown field '{}'; expected affinity, spill_threshold and/or admission",
+                            std::string_view(key));
       return p;
     }
   }
-  if (!p.affinity && !p.spill_threshold) {
-    p.error = "nothing to change; expected affinity and/or spill_threshold";
+  if (!p.affinity && !p.spill_threshold && !p.changes_admission()) {
+    p.error = "nothing to change; expected affinity, spill_threshold and/or admission";
   }
   return p;
 }

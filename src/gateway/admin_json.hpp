@@ -15,8 +15,10 @@
 
 namespace warden::gateway {
 
-// GET /api/models/{name}: the model and its "Data parallel routing" card. `since_unix` = warden start.
-boost::json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_unix);
+// GET /api/models/{name}: the model and its "Data parallel routing" card. `since_unix` = warden start;
+// `queued`: the requests its admission queue holds now.
+boost::json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_unix,
+                               std::size_t queued = 0);
 
 // GET /api/stats: the dense per-second series (columns) and the summary over the window.
 boost::json::object stats_json(std::string_view model, const StatsSeries& series, std::int64_t window_s);
@@ -24,12 +26,20 @@ boost::json::object stats_json(std::string_view model, const StatsSeries& series
 // GET /v1/models, answered from the configuration in a shape both OpenAI and Anthropic clients read.
 boost::json::object v1_models_json(const Config& config, std::int64_t created_unix);
 
-// PATCH /api/models/{name}/routing body: {"affinity": bool, "spill_threshold": "auto" | N}, both optional
-// but at least one present; anything else is an error (message in `error`).
+// PATCH /api/models/{name}/routing body: {"affinity": bool, "spill_threshold": "auto" | N, "admission":
+// "off" | "auto" | {"mode", "max_queue", "max_wait"}}, all optional but at least one present; anything
+// else is an error (message in `error`). Admission fields left out keep their value.
 struct RoutingPatch {
   std::optional<bool> affinity;
   std::optional<core::SpillThreshold> spill_threshold;
+  std::optional<bool> admission_enabled;
+  std::optional<std::uint32_t> admission_max_queue;
+  std::optional<core::Time> admission_max_wait;
   std::string error;  // non-empty: reject with 400
+
+  bool changes_admission() const { return admission_enabled || admission_max_queue || admission_max_wait; }
+  // `admission` with this patch's admission fields applied.
+  core::AdmissionConfig applied_to(core::AdmissionConfig admission) const;
 };
 RoutingPatch parse_routing_patch(std::string_view body);
 

@@ -237,7 +237,9 @@ net::Response Gateway::Admin::logs(const Call& c) {
 
 net::Response Gateway::Admin::routing(const Call& c) {
   if (c.req.method() != http::verb::patch && c.req.method() != http::verb::put) {
-    throw AdminError{405, "use PATCH with {\"affinity\": bool, \"spill_threshold\": \"auto\"|N}"};
+    throw AdminError{405,
+                     "use PATCH with {\"affinity\": bool, \"spill_threshold\": \"auto\"|N, \"admission\": "
+                     "\"off\"|\"auto\"|{...}}"};
   }
   if (c.gateway.config_.admin_token.empty()) {
     throw AdminError{403, "admin changes are disabled: no admin_token is configured"};
@@ -257,10 +259,16 @@ net::Response Gateway::Admin::routing(const Call& c) {
   if (p.spill_threshold) {
     m.router().set_spill_threshold(*p.spill_threshold);
   }
+  if (p.changes_admission()) {
+    const core::AdmissionConfig admission = p.applied_to(m.router().routing_config().admission);
+    m.router().set_admission(admission);
+    c.gateway.queue_of(m).configure(admission);
+  }
   c.gateway.save_routing(m);
+  c.gateway.retry_queued(m);  // a held request may go under the new rules
   const auto rc = m.router().routing_config();
-  spdlog::info("routing changed model={} affinity={} spill_threshold={}", m.config().name, rc.affinity,
-               rc.spill_threshold.to_string());
+  spdlog::info("routing changed model={} affinity={} spill_threshold={} admission={}", m.config().name,
+               rc.affinity, rc.spill_threshold.to_string(), rc.admission.enabled ? "auto" : "off");
   return json_response(c.req, 200, card(c.gateway, m, now));
 }
 
@@ -293,7 +301,7 @@ ModelRuntime& Gateway::Admin::model_named(Gateway& gateway, std::string_view nam
 
 // The model's card with its launched engines' state (null unless launched: docs/engines.md).
 boost::json::object Gateway::Admin::card(Gateway& gateway, ModelRuntime& model, core::Time now) {
-  auto c = model_card(model, now, gateway.started_unix_);
+  auto c = model_card(model, now, gateway.started_unix_, gateway.queue_of(model).size());
   c["launch"] = gateway.launcher_.status_json(model.config().name);
   return c;
 }

@@ -235,11 +235,44 @@ class Validator {
   std::vector<ConfigError> errors_;
 };
 
+// `admission: off | auto`, or the map {mode: off|auto, max_queue: N, max_wait: 30s}.
+void parse_admission(Validator& v, const YAML::Node& n, const std::string& where,
+                     core::AdmissionConfig& out) {
+  auto mode = [&](const YAML::Node& m, const std::string& w) {
+    if (m.IsScalar() && (m.Scalar() == "off" || m.Scalar() == "auto")) {
+      out.enabled = m.Scalar() == "auto";
+    } else {
+      v.error(m, fmt::format("{} must be off or auto", w));
+    }
+  };
+  if (!n.IsMap()) {
+    mode(n, where);
+    return;
+  }
+  v.known_keys(n, where, {"mode", "max_queue", "max_wait"});
+  if (auto m = n["mode"]) {
+    mode(m, where + ".mode");
+  }
+  if (auto q = n["max_queue"]) {
+    if (auto i = v.integer(q, where + ".max_queue", 0, 1'000'000)) {
+      out.max_queue = static_cast<std::uint32_t>(*i);
+    }
+  }
+  if (auto d = n["max_wait"]) {
+    if (auto w = v.duration(d, where + ".max_wait", std::chrono::milliseconds(1))) {
+      out.max_wait = std::chrono::duration_cast<core::Time>(*w);
+    }
+  }
+}
+
 void parse_routing(Validator& v, const YAML::Node& n, const std::string& where, core::RoutingConfig& out) {
   if (!v.expect_map(n, where)) {
     return;
   }
-  v.known_keys(n, where, {"affinity", "spill_threshold", "policy"});
+  v.known_keys(n, where, {"affinity", "spill_threshold", "policy", "admission"});
+  if (auto a = n["admission"]) {
+    parse_admission(v, a, where + ".admission", out.admission);
+  }
   if (auto p = n["policy"]) {
     if (auto name = v.string(p, where + ".policy")) {
       const auto names = core::policy_names();

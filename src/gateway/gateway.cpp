@@ -68,6 +68,12 @@ Gateway::Gateway(asio::io_context& ioc, Config config)
   started_unix_ = unix_now();
   for (const auto& m : config_.models) {
     models_.push_back(std::make_unique<ModelRuntime>(m, config_.metrics.unhealthy_after));
+    ModelRuntime* mr = models_.back().get();
+    queues_.push_back(
+        std::make_unique<AdmissionQueue>(ioc.get_executor(), [this, mr](const core::RequestFacts& f) {
+          return mr->router().route(f, mr->metrics(), Clock::now().time_since_epoch(), rng_);
+        }));
+    queues_.back()->configure(m.routing.admission);
   }
   // One scraper per distinct engine URL, shared by every model served there.
   for (auto& mr : models_) {
@@ -136,6 +142,12 @@ net::ServerOptions Gateway::server_options() const {
   o.max_inflight_body_bytes = static_cast<std::size_t>(config_.max_inflight_body_bytes);
   o.drain_grace = config_.shutdown_grace;
   o.backlog = 4096;
+  // Held requests would wait for room the drain never makes: refused at once, like new ones.
+  o.on_drain = [this] {
+    for (const auto& q : queues_) {
+      q->stop();
+    }
+  };
   // A client without a key is refused from its header: its body (up to max_body_size) is never read.
   o.on_header =
       [keys = config_.api_keys](const http::request_header<>& request) -> std::optional<net::Response> {
@@ -216,6 +228,9 @@ void Gateway::stop() {
     up->cancel.emit(asio::cancellation_type::terminal);
   }
   flush_cancel_.emit(asio::cancellation_type::terminal);
+  for (const auto& q : queues_) {
+    q->stop();
+  }
   pool_.close_idle();
   scrape_pool_.close_idle();
   flush();
@@ -263,6 +278,7 @@ asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
               spdlog::info("upstream {} is answering again for model {}", up->url.text, m->config().name);
               want_models = true;
             }
+            retry_queued(*m);  // the replicas' figures changed
           }
         }
       }
@@ -355,6 +371,22 @@ ModelRuntime* Gateway::find_model(std::string_view name) {
   return nullptr;
 }
 
+AdmissionQueue& Gateway::queue_of(const ModelRuntime& m) const {
+  for (std::size_t i = 0; i < models_.size(); ++i) {
+    if (models_[i].get() == &m) {
+      return *queues_[i];
+    }
+  }
+  throw std::logic_error("a model without an admission queue");
+}
+
+void Gateway::retry_queued(const ModelRuntime& m) {
+  AdmissionQueue& q = queue_of(m);
+  if (q.size() > 0) {
+    q.retry(Clock::now());
+  }
+}
+
 void Gateway::finish_request(RequestRecord& r) {
   metrics_.request_done(r);
   if (!r.model.empty()) {
@@ -364,18 +396,19 @@ void Gateway::finish_request(RequestRecord& r) {
   spdlog::info(
       "request model={} endpoint={} replica={} route={} session_source={} status={} stream={} "
       "prompt_tokens={} "
-      "cached_tokens={} completion_tokens={} ttfb_ms={} duration_ms={:.1f}",
+      "cached_tokens={} completion_tokens={} ttfb_ms={} duration_ms={:.1f} queued={}",
       r.model.empty() ? "-" : r.model, r.endpoint,
       r.replica >= 0 ? std::to_string(r.replica) : std::string("-"), r.route.empty() ? "-" : r.route,
       r.session_source.empty() ? "-" : r.session_source, r.status, r.stream, opt(r.prompt_tokens),
       opt(r.cached_tokens), opt(r.completion_tokens),
-      r.ttfb_s ? fmt::format("{:.1f}", *r.ttfb_s * 1000) : std::string("-"), r.duration_s * 1000);
+      r.ttfb_s ? fmt::format("{:.1f}", *r.ttfb_s * 1000) : std::string("-"), r.duration_s * 1000,
+      r.queued_s ? fmt::format("{:.3f}", *r.queued_s) : std::string("-"));
 }
 
 std::vector<ModelGauges> Gateway::model_gauges() const {
   std::vector<ModelGauges> out;
   for (const auto& m : models_) {
-    out.push_back({m->config().name, m->prefix_watch().breaks(), m->max_model_len()});
+    out.push_back({m->config().name, m->prefix_watch().breaks(), m->max_model_len(), queue_of(*m).size()});
   }
   return out;
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/rng.hpp"
+#include "gateway/admission_queue.hpp"
 #include "gateway/config.hpp"
 #include "gateway/model_runtime.hpp"
 #include "gateway/request_record.hpp"
@@ -71,7 +72,10 @@ class Gateway {
   std::optional<Refusal> fit_output(const Exchange& ex, const protocol::RequestInfo& info,
                                     protocol::RewriteOptions& ro);
   static void watch_prefix(ModelRuntime& model, const protocol::RequestInfo& info, std::string_view body);
+  // False with at.decision.queued(): admission holds the request (hold() waits for its turn).
   bool route(Exchange& ex, const Outgoing& out, int attempt, Attempt& at);
+  bool take_decision(Exchange& ex, const Outgoing& out, int attempt, Attempt& at);
+  net::asio::awaitable<bool> hold(Exchange& ex, const Outgoing& out, Attempt& at);
   net::asio::awaitable<bool> forward(Exchange& ex, const net::Request& req, const Outgoing& out, int attempt,
                                      Attempt& at);
   // An engine's 400 read: relayed as it is, the client's context error (refuse), or to be sent again
@@ -106,6 +110,9 @@ class Gateway {
   std::vector<ReplicaGauges> replica_gauges();
   std::vector<ModelGauges> model_gauges() const;
   ModelRuntime* find_model(std::string_view name);
+  // The admission queue of `m`, and a round of routing its held requests again (room may have freed).
+  AdmissionQueue& queue_of(const ModelRuntime& m) const;
+  void retry_queued(const ModelRuntime& m);
   net::ClientTimeouts client_timeouts() const;
   std::int64_t unix_now() const;
 
@@ -114,6 +121,7 @@ class Gateway {
   Config config_;
   std::int64_t started_unix_;
   std::vector<std::unique_ptr<ModelRuntime>> models_;
+  std::vector<std::unique_ptr<AdmissionQueue>> queues_;  // one per model, in the order of models_
   std::vector<std::shared_ptr<Upstream>> upstreams_;
   net::ClientPool pool_;
   net::ClientPool scrape_pool_;

@@ -20,11 +20,23 @@ namespace warden::gateway {
 namespace asio = net::asio;
 namespace http = net::http;
 
+namespace {
+
+// How long admission held the request, on every answer to one it held.
+void set_queued_header(const RequestRecord& rec, http::response_header<>& head) {
+  if (rec.queued_s) {
+    head.set("x-warden-queued", fmt::format("{:.3f}", *rec.queued_s));
+  }
+}
+
+}  // namespace
+
 // Why the client gets an error instead of the engine's answer.
 struct Gateway::Refusal {
   unsigned status = 502;
   std::string message;
   std::string code;
+  std::optional<std::int64_t> retry_after_s;  // a Retry-After header (a 503 the client may retry)
 };
 
 // One proxied request. Whoever holds the last reference (the handler frame, or the stream body once the
@@ -46,6 +58,7 @@ struct Gateway::Exchange {
   void release_replica() {
     if (routed && model) {
       model->router().finish(static_cast<core::ReplicaIndex>(record.replica));
+      gateway->retry_queued(*model);  // room may have freed for a request admission holds
     }
     routed = false;
   }
@@ -60,6 +73,10 @@ struct Gateway::Exchange {
       r.set("x-warden-replica", std::to_string(record.replica));
       r.set("x-warden-route", record.route);
     }
+    if (why.retry_after_s) {
+      r.set(http::field::retry_after, std::to_string(*why.retry_after_s));
+    }
+    set_queued_header(record, r.base());
     return r;
   }
 
@@ -183,6 +200,7 @@ http::response_header<> client_header(const net::Request& req, const RequestReco
   copy_response_headers(from, head);
   head.set("x-warden-replica", std::to_string(rec.replica));
   head.set("x-warden-route", rec.route);
+  set_queued_header(rec, head);
   return head;
 }
 
@@ -327,12 +345,26 @@ bool Gateway::route(Exchange& ex, const Outgoing& out, int attempt, Attempt& at)
     without_failed[static_cast<std::size_t>(rec.replica)].healthy = false;
   }
   const std::vector<core::ReplicaMetrics>& metrics = without_failed.empty() ? live : without_failed;
-  if (out.counting_only) {
-    at.decision = model.router().route_uncounted(out.facts, metrics, now, rng_);
-  } else {
-    at.decision = model.router().route(out.facts, metrics, now, rng_);
-    ex.routed = at.decision.ok();
+  // Admission holds only a request's first routing: one that generates nothing, or is retried after a
+  // failure, goes as if it had waited its bound.
+  core::RequestFacts facts = out.facts;
+  if (out.counting_only || attempt > 0) {
+    facts.queued_for = model.router().routing_config().admission.max_wait;
   }
+  if (out.counting_only) {
+    at.decision = model.router().route_uncounted(facts, metrics, now, rng_);
+  } else {
+    at.decision = model.router().route(facts, metrics, now, rng_);
+  }
+  if (at.decision.queued()) {
+    return false;  // the caller holds it (hold())
+  }
+  return take_decision(ex, out, attempt, at);
+}
+
+bool Gateway::take_decision(Exchange& ex, const Outgoing& out, int attempt, Attempt& at) {
+  RequestRecord& rec = ex.record;
+  ex.routed = !out.counting_only && at.decision.ok();
   const core::Decision& d = at.decision;
   if (!d.ok()) {
     at.retry = false;
@@ -350,10 +382,55 @@ bool Gateway::route(Exchange& ex, const Outgoing& out, int attempt, Attempt& at)
   return true;
 }
 
+// A first routing admission held: the request waits in the model's queue until it is routed again with
+// room (or at its bound). False: refused (the queue is full, or the warden shuts down). A client that
+// leaves meanwhile is taken out of the queue and never sent (the wait throws operation_aborted).
+asio::awaitable<bool> Gateway::hold(Exchange& ex, const Outgoing& out, Attempt& at) {
+  RequestRecord& rec = ex.record;
+  AdmissionQueue& queue = queue_of(*ex.model);
+  const auto retry_after =
+      std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::seconds>(queue.max_wait()).count());
+  rec.route = std::string(core::route_name(core::Route::queued));
+  const auto since = Clock::now();
+  const auto entry = queue.join(out.facts, since);
+  if (!entry) {
+    metrics_.queue_rejected(rec.model, "full");
+    at.failure = {
+        503,
+        fmt::format("too many requests of '{}' are waiting for room on its replicas; retry later", rec.model),
+        "queue_full", retry_after};
+    at.retry = false;
+    co_return false;
+  }
+  try {
+    co_await queue.wait(entry);
+  } catch (const boost::system::system_error&) {
+    rec.queued_s = std::chrono::duration<double>(Clock::now() - since).count();
+    rec.status = 499;  // the client went away while it waited
+    metrics_.queue_abandoned(rec.model);
+    if (entry->outcome == AdmissionQueue::Outcome::routed && entry->decision.ok()) {
+      ex.model->router().abandon(entry->decision);  // routed the moment the client left: never sent
+    }
+    throw;
+  }
+  rec.queued_s = std::chrono::duration<double>(Clock::now() - since).count();
+  if (entry->outcome == AdmissionQueue::Outcome::refused) {
+    metrics_.queue_rejected(rec.model, "draining");
+    at.failure = {503, "The server is shutting down; retry on another instance", "draining", retry_after};
+    at.retry = false;
+    co_return false;
+  }
+  metrics_.queue_admitted(rec.model, *rec.queued_s);
+  at.decision = entry->decision;
+  co_return take_decision(ex, out, 0, at);
+}
+
 asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, const Outgoing& out,
                                        int attempt, Attempt& at) {
   if (!route(ex, out, attempt, at)) {
-    co_return false;
+    if (!at.decision.queued() || !co_await hold(ex, out, at)) {
+      co_return false;
+    }
   }
   const ModelConfig& model = ex.model->config();
   const UpstreamUrl& url = model.replica_url(ex.record.replica);

@@ -11,7 +11,7 @@ struct RequestRecord {
   std::string model;           // the client's model name ("" when the request never named a known model)
   std::string endpoint;        // "/v1/chat/completions", ...
   int replica = -1;            // -1: no replica was chosen
-  std::string route;           // new|sticky|spilled|pinned|balanced|failover, "" when not routed
+  std::string route;           // new|sticky|spilled|pinned|balanced|failover|queued, "" when not routed
   std::string session_source;  // where the session key came from ("header:x-claude-code-session-id", ...)
   int status = 0;              // HTTP status sent to the client (499 = client went away)
   bool stream = false;
@@ -22,6 +22,7 @@ struct RequestRecord {
   std::optional<double> ttfb_s;  // first response byte relayed to the client
   std::string stream_break;      // a stream cut off after its first byte: engine|timeout|filter ("" if not)
   double duration_s = 0;
+  std::optional<double> queued_s;  // how long admission held it back (std::nullopt: not held)
 
   std::int64_t prompt_cached() const { return cached_tokens.value_or(0); }
   std::int64_t prompt_computed() const {

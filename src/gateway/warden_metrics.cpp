@@ -31,19 +31,35 @@ void WardenMetrics::request_done(const RequestRecord& r) {
     stream_breaks_[{r.model, r.stream_break}] += 1;
   }
   if (r.ttfb_s) {
-    Histogram& h = ttfb_[r.model];
-    for (std::size_t i = 0; i < kTtfbBuckets.size(); ++i) {
-      if (*r.ttfb_s <= kTtfbBuckets[i]) {
-        h.counts[i] += 1;
-      }
-    }
-    h.sum += *r.ttfb_s;
-    h.count += 1;
+    ttfb_[r.model].observe(*r.ttfb_s);
   }
   prompt_tokens_[{r.model, "cached"}] += static_cast<std::uint64_t>(r.prompt_cached());
   prompt_tokens_[{r.model, "computed"}] += static_cast<std::uint64_t>(r.prompt_computed());
   completion_tokens_[r.model] +=
       static_cast<std::uint64_t>(std::max<std::int64_t>(0, r.completion_tokens.value_or(0)));
+}
+
+void WardenMetrics::Histogram::observe(double v) {
+  for (std::size_t i = 0; i < kTtfbBuckets.size(); ++i) {
+    if (v <= kTtfbBuckets[i]) {
+      counts[i] += 1;
+    }
+  }
+  sum += v;
+  count += 1;
+}
+
+void WardenMetrics::queue_admitted(const std::string& model, double waited_s) {
+  queue_wait_[model].observe(waited_s);
+  queue_admitted_[model] += 1;
+}
+
+void WardenMetrics::queue_rejected(const std::string& model, const std::string& reason) {
+  queue_rejected_[{model, reason}] += 1;
+}
+
+void WardenMetrics::queue_abandoned(const std::string& model) {
+  queue_abandoned_[model] += 1;
 }
 
 void WardenMetrics::scrape_error(const std::string& url) {
@@ -153,6 +169,7 @@ std::string WardenMetrics::render(const std::vector<ReplicaGauges>& replicas,
                      prometheus_escape(m.model), *m.max_model_len);
     }
   }
+  render_queue(o, models);
   header("lm_warden_scrapes_total", "counter", "Scrapes of engine /metrics endpoints.");
   for (const auto& [url, v] : scrapes_) {
     fmt::format_to(std::back_inserter(o), "lm_warden_scrapes_total{{url=\"{}\"}} {}\n",
@@ -164,6 +181,41 @@ std::string WardenMetrics::render(const std::vector<ReplicaGauges>& replicas,
                    prometheus_escape(url), v);
   }
   return o;
+}
+
+// Admission's queue: its length now, the waits of the requests it let go, and how requests left it.
+void WardenMetrics::render_queue(std::string& o, const std::vector<ModelGauges>& models) const {
+  auto header = [&](std::string_view name, std::string_view type, std::string_view help) {
+    fmt::format_to(std::back_inserter(o), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  };
+  auto per_model = [&](std::string_view name, const std::map<std::string, std::uint64_t>& values) {
+    for (const auto& [model, v] : values) {
+      fmt::format_to(std::back_inserter(o), "{}{{model=\"{}\"}} {}\n", name, prometheus_escape(model), v);
+    }
+  };
+  header("lm_warden_queue_length", "gauge",
+         "Requests admission holds back now (route queued), waiting for room on the model's replicas.");
+  for (const auto& m : models) {
+    fmt::format_to(std::back_inserter(o), "lm_warden_queue_length{{model=\"{}\"}} {}\n",
+                   prometheus_escape(m.model), m.queue_length);
+  }
+  header("lm_warden_queue_wait_seconds", "histogram",
+         "How long admission held a request before it was routed.");
+  for (const auto& [model, h] : queue_wait_) {
+    render_histogram(o, "lm_warden_queue_wait_seconds", prometheus_escape(model), h);
+  }
+  header("lm_warden_queue_admitted_total", "counter", "Held requests routed after their wait.");
+  per_model("lm_warden_queue_admitted_total", queue_admitted_);
+  header("lm_warden_queue_rejected_total", "counter",
+         "Requests admission refused with 503, by model and reason: full (max_queue requests waiting), "
+         "draining (the warden shut down while they waited).");
+  for (const auto& [k, v] : queue_rejected_) {
+    fmt::format_to(std::back_inserter(o), "lm_warden_queue_rejected_total{{model=\"{}\",reason=\"{}\"}} {}\n",
+                   prometheus_escape(k.first), k.second, v);
+  }
+  header("lm_warden_queue_abandoned_total", "counter",
+         "Held requests whose client went away while they waited (never sent to an engine).");
+  per_model("lm_warden_queue_abandoned_total", queue_abandoned_);
 }
 
 }  // namespace warden::gateway

@@ -30,6 +30,7 @@ struct ModelGauges {
   std::string model;
   std::uint64_t prefix_breaks = 0;
   std::optional<std::int64_t> max_model_len;  // as the engines report it
+  std::size_t queue_length = 0;               // requests admission holds now
 };
 
 class WardenMetrics {
@@ -41,6 +42,11 @@ class WardenMetrics {
   void request_done(const RequestRecord& r);
   void scrape_error(const std::string& url);
   void scrape_ok(const std::string& url);
+  // Admission's queue: a held request routed after `waited_s`, refused (`reason`: full, draining), or
+  // whose client left while it waited.
+  void queue_admitted(const std::string& model, double waited_s);
+  void queue_rejected(const std::string& model, const std::string& reason);
+  void queue_abandoned(const std::string& model);
   std::string render(const std::vector<ReplicaGauges>& replicas,
                      const std::vector<ModelGauges>& models = {}) const;
 
@@ -49,6 +55,7 @@ class WardenMetrics {
     std::array<std::uint64_t, kTtfbBuckets.size()> counts{};
     double sum = 0;
     std::uint64_t count = 0;
+    void observe(double v);
   };
   // model, replica, route, status
   std::map<std::tuple<std::string, std::string, std::string, int>, std::uint64_t> requests_;
@@ -58,6 +65,11 @@ class WardenMetrics {
   std::map<std::pair<std::string, std::string>, std::uint64_t> stream_breaks_;  // model, cause
   std::map<std::string, std::uint64_t> scrape_errors_;
   std::map<std::string, std::uint64_t> scrapes_;
+  std::map<std::string, Histogram> queue_wait_;
+  std::map<std::string, std::uint64_t> queue_admitted_;
+  std::map<std::pair<std::string, std::string>, std::uint64_t> queue_rejected_;  // model, reason
+  std::map<std::string, std::uint64_t> queue_abandoned_;
+  void render_queue(std::string& o, const std::vector<ModelGauges>& models) const;
 };
 
 // Escapes a Prometheus label value (backslash, double quote, newline).

@@ -789,6 +789,9 @@ void Server::drain(std::function<void()> drained) {
   drained_ = std::move(drained);
   boost::system::error_code ignored;
   acceptor_.close(ignored);
+  if (opts_.on_drain) {
+    opts_.on_drain();
+  }
   check_drained();
 }
 

@@ -75,6 +75,8 @@ struct ServerOptions {
   /// Runs once a request's header is in, before any of its body is read (and before 100 Continue): a
   /// Response here is the answer (e.g. 401 for a missing key) and the connection closes after it.
   std::function<std::optional<Response>(const http::request_header<>& request)> on_header;
+  /// Runs once when drain() begins, e.g. to end waits that no finishing request would end.
+  std::function<void()> on_drain;
 };
 
 struct ConnectionInfo {

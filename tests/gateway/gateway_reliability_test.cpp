@@ -70,17 +70,6 @@ TEST(GatewayReliability, ExpectContinueBodiesGetTheirAnswer) {
   EXPECT_NE(verbose.find("HTTP/1.1 200"), std::string::npos) << verbose;
 }
 
-namespace {
-
-double metric_value(int port, const std::string& series) {
-  Client c(port);
-  const std::string text = c.get("/metrics", {{"Authorization", "Bearer secret"}}).body;
-  const auto at = text.find(series + " ");
-  return at == std::string::npos ? 0 : std::stod(text.substr(at + series.size() + 1));
-}
-
-}  // namespace
-
 // An engine that dies after the first event: the client gets an error event in its API's format and a
 // chunked body without its end (and a closed connection), never a stream that looks complete.
 TEST(GatewayReliability, AStreamCutOffAfterItsFirstByteIsVisiblyBroken) {

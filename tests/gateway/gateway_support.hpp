@@ -197,6 +197,14 @@ inline std::int64_t num(const boost::json::value& v) {
   return v.to_number<std::int64_t>();
 }
 
+// The value of one series (name and labels exactly as rendered) in the warden's /metrics; 0 if absent.
+inline double metric_value(int port, const std::string& series) {
+  Client c(port);
+  const std::string text = c.get("/metrics", {{"Authorization", "Bearer secret"}}).body;
+  const auto at = text.find(series + " ");
+  return at == std::string::npos ? 0 : std::stod(text.substr(at + series.size() + 1));
+}
+
 // vllm:num_requests_running of one rank as the sim reports it.
 inline double sim_running(int sim_port, int rank) {
   Client c(sim_port);

@@ -1,0 +1,200 @@
+// Admission through real processes: a sim whose KV cache holds about one long conversation, so the core
+// holds a second new one back (route `queued`). The held request goes once room frees, or at its
+// max_wait; a full queue answers 503 with Retry-After in the client's format; a client that leaves while
+// its request waits is dropped and the engine never sees the request.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "gateway_support.hpp"
+
+using namespace gateway_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// 128 blocks of 16 tokens: 2,048 tokens of KV. A long prompt (~1,200 estimated tokens) fits once.
+std::unique_ptr<ChildProcess> start_small_sim() {
+  auto p = std::make_unique<ChildProcess>(std::vector<std::string>{
+      WARDEN_BINARY, "sim", "--port", "0", "--data-parallel-size", "1", "--preset", "instant",
+      "--num-gpu-blocks", "128", "--served-model-name", kServed, "--log-level", "warn"});
+  p->wait_for_port();
+  return p;
+}
+
+std::string admission_model(int sim_port, const std::string& admission) {
+  return dp_model(sim_port, 1, "{ affinity: true, spill_threshold: 8, admission: " + admission + " }");
+}
+
+std::string long_text(const std::string& word) {
+  std::string text;
+  while (text.size() < 4800) {
+    text += word + " ";
+  }
+  return text;
+}
+
+warden::net::Headers session(const std::string& name) {
+  return {{"X-Warden-Session", name}};
+}
+
+// Requests the sim started answering (its time-to-first-token histogram's count, all ranks).
+double sim_requests(int sim_port) {
+  Client c(sim_port);
+  const std::string text = c.get("/metrics").body;
+  const std::string name = "vllm:time_to_first_token_seconds_count{";
+  double total = 0;
+  for (auto at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
+    const auto value = text.find("} ", at);
+    total += std::stod(text.substr(value + 2));
+  }
+  return total;
+}
+
+std::int64_t queued_now(int warden_port) {
+  return num(card(warden_port).at("routing").at("admission").at("queued"));
+}
+
+// A warden whose model's replica reported its KV capacity, with conversation "a" resident on it.
+struct AdmissionSetup {
+  std::unique_ptr<ChildProcess> sim = start_small_sim();
+  Warden w;
+
+  explicit AdmissionSetup(const std::string& admission, const std::string& extra = "")
+      : w(admission_model(sim->port(), admission), extra) {
+    EXPECT_TRUE(wait_until([&] { return num(replica_of(card(w.port), 0).at("kv_capacity_tokens")) > 0; }));
+    Client c(w.port);
+    const auto first = c.post("/v1/chat/completions", chat_body(long_text("alpha"), 4, false), session("a"));
+    EXPECT_EQ(first.status, 200u) << first.body;
+    EXPECT_EQ(first.header("x-warden-route"), "new");
+    EXPECT_EQ(first.header("x-warden-queued"), "") << "not held: it fitted";
+  }
+};
+
+// A request on its own thread, answered whenever the warden lets it go.
+struct Pending {
+  std::optional<warden::net::SyncResponse> response;
+  std::thread thread;
+
+  Pending(int port, const std::string& target, std::string body, warden::net::Headers h) {
+    thread = std::thread([this, port, target, body = std::move(body), h = std::move(h)] {
+      Client c(port);
+      response = c.post(target, body, h);
+    });
+  }
+  ~Pending() {
+    if (thread.joinable()) {
+      thread.join();
+    }
+  }
+  warden::net::SyncResponse get() {
+    thread.join();
+    return *response;
+  }
+};
+
+double queued_header(const warden::net::SyncResponse& r) {
+  const std::string v = r.header("x-warden-queued");
+  EXPECT_FALSE(v.empty()) << "no X-Warden-Queued on a request that waited";
+  EXPECT_EQ(v.size() - v.find('.'), 4u) << v << ": three decimals";
+  return v.empty() ? -1 : std::stod(v);
+}
+
+}  // namespace
+
+// Conversation "b" does not fit beside "a" and waits; "a" then comes back with a short prompt, its
+// working set shrinks, and "b" goes as soon as that turn is done (or a scrape shows the room), long
+// before its max_wait, as a new conversation.
+TEST(GatewayAdmission, AQueuedRequestIsSentOnceRoomFrees) {
+  AdmissionSetup s("{ mode: auto, max_queue: 4, max_wait: 60s }");
+  Pending b(s.w.port, "/v1/chat/completions", chat_body(long_text("bravo"), 4, false), session("b"));
+  ASSERT_TRUE(wait_until([&] { return queued_now(s.w.port) == 1; }));
+  EXPECT_EQ(metric_value(s.w.port, R"(lm_warden_queue_length{model="m"})"), 1);
+  EXPECT_EQ(sim_requests(s.sim->port()), 1) << "the held request is not at the engine";
+
+  Client c(s.w.port);
+  const auto again = c.post("/v1/chat/completions", chat_body("short", 4, false), session("a"));
+  EXPECT_EQ(again.status, 200u);
+  EXPECT_EQ(again.header("x-warden-route"), "sticky") << "a resident conversation is never held";
+
+  const auto r = b.get();
+  EXPECT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(r.header("x-warden-route"), "new") << "the final route";
+  const double waited = queued_header(r);
+  EXPECT_GT(waited, 0);
+  EXPECT_LT(waited, 50) << "went when room freed, not at its bound";
+  EXPECT_EQ(queued_now(s.w.port), 0);
+  EXPECT_EQ(metric_value(s.w.port, R"(lm_warden_queue_admitted_total{model="m"})"), 1);
+  EXPECT_EQ(metric_value(s.w.port, R"(lm_warden_queue_wait_seconds_count{model="m"})"), 1);
+  EXPECT_EQ(metric_value(s.w.port, R"(lm_warden_queue_length{model="m"})"), 0);
+}
+
+// The head waits its max_wait and is then admitted over capacity.
+TEST(GatewayAdmission, TheHeadIsAdmittedAtMaxWait) {
+  AdmissionSetup s("{ mode: auto, max_queue: 4, max_wait: 1s }");
+  Client c(s.w.port);
+  const auto started = std::chrono::steady_clock::now();
+  const auto r = c.post("/v1/messages", chat_body(long_text("charlie"), 4, false),
+                        {{"X-Warden-Session", "c"}, {"anthropic-version", "2023-06-01"}});
+  EXPECT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(r.header("x-warden-route"), "new");
+  const double waited = queued_header(r);
+  EXPECT_GE(waited, 1.0);
+  EXPECT_LT(waited, 10.0);
+  EXPECT_GE(std::chrono::steady_clock::now() - started, 1s);
+  EXPECT_EQ(metric_value(s.w.port, R"(lm_warden_queue_wait_seconds_count{model="m"})"), 1);
+}
+
+// A client that hangs up while its request waits: the request leaves the queue, is counted as abandoned
+// and never reaches the engine, while the one queued after it still goes (here when admission is
+// turned off through the admin API, which routes the queue again at once).
+TEST(GatewayAdmission, ADisconnectWhileQueuedNeverReachesTheEngine) {
+  AdmissionSetup s("{ mode: auto, max_queue: 4, max_wait: 60s }");
+  {
+    // No session header: the conversation is the prompt's fingerprint.
+    RawStream gone(s.w.port, "/v1/chat/completions", chat_body(long_text("delta"), 4, true));
+    ASSERT_TRUE(wait_until([&] { return queued_now(s.w.port) == 1; }));
+  }  // hangs up
+  ASSERT_TRUE(wait_until(
+      [&] { return metric_value(s.w.port, R"(lm_warden_queue_abandoned_total{model="m"})") == 1; }));
+  EXPECT_EQ(queued_now(s.w.port), 0);
+
+  Pending e(s.w.port, "/v1/chat/completions", chat_body(long_text("echo"), 4, false), session("e"));
+  ASSERT_TRUE(wait_until([&] { return queued_now(s.w.port) == 1; }));
+  Client c(s.w.port);
+  const auto patched = c.raw().request(boost::beast::http::verb::patch, "/api/models/m/routing",
+                                       R"({"admission": "off"})", {{"Authorization", "Bearer secret"}});
+  ASSERT_TRUE(patched);
+  EXPECT_EQ(patched->status, 200u) << patched->body;
+  const auto r = e.get();
+  EXPECT_EQ(r.status, 200u) << r.body;
+  queued_header(r);
+  // "a" and "e" reached the engine; the request whose client left did not.
+  EXPECT_EQ(sim_requests(s.sim->port()), 2);
+  EXPECT_EQ(metric_value(s.w.port, R"(lm_warden_queue_admitted_total{model="m"})"), 1);
+  EXPECT_EQ(metric_value(s.w.port,
+                         R"(lm_warden_requests_total{model="m",replica="none",route="queued",status="499"})"),
+            1);
+}
+
+// With max_queue requests waiting, the next one is refused at once: 503, Retry-After, and an error body
+// in the client's own format.
+TEST(GatewayAdmission, AFullQueueAnswers503WithRetryAfterInTheClientsFormat) {
+  AdmissionSetup s("{ mode: auto, max_queue: 1, max_wait: 60s }");
+  RawStream waiting(s.w.port, "/v1/chat/completions", chat_body(long_text("foxtrot"), 4, true));
+  ASSERT_TRUE(wait_until([&] { return queued_now(s.w.port) == 1; }));
+
+  Client c(s.w.port);
+  const auto openai = c.post("/v1/chat/completions", chat_body(long_text("golf"), 4, false), session("g"));
+  expect_openai_error(openai, 503);
+  EXPECT_EQ(openai.header("retry-after"), "60");
+  const auto anthropic = c.post("/v1/messages", chat_body(long_text("hotel"), 4, false),
+                                {{"X-Warden-Session", "h"}, {"anthropic-version", "2023-06-01"}});
+  expect_anthropic_error(anthropic, 503);
+  EXPECT_EQ(anthropic.header("retry-after"), "60");
+  EXPECT_EQ(metric_value(s.w.port, R"(lm_warden_queue_rejected_total{model="m",reason="full"})"), 2);
+  EXPECT_EQ(queued_now(s.w.port), 1) << "the waiting one keeps its place";
+  EXPECT_EQ(sim_requests(s.sim->port()), 1);
+}
