@@ -93,6 +93,8 @@ export function replicaRow(r, index) {
     prefixHitRate: num(r.prefix_hit_rate),
     balanced: num(r.balanced),
     failover: num(r.failover),
+    heldTokens: num(r.held_tokens),
+    kvCapacityTokens: num(r.kv_capacity_tokens),
     url: typeof r.url === 'string' ? r.url : '',
     lastError: typeof r.last_error === 'string' ? r.last_error : '',
   };
@@ -149,6 +151,8 @@ export function routingCard(model, nowMs) {
     rows,
     sinceMs,
     otherText: other.length ? `Not in the columns above: ${other.join('; ')}.` : '',
+    // Shown only while admission holds conversations back (routing.md, "Admission").
+    queuedLabel: queuedLabel(routing.admission),
     // Shown only when a client changed its prompt start within a conversation (session-identity.md).
     prefixBreaksLabel: num(model?.prefix_breaks) > 0 ? `Prefix breaks ${formatInt(num(model.prefix_breaks))}` : '',
     labels: {
@@ -166,6 +170,24 @@ export function routingCard(model, nowMs) {
   };
 }
 
+// "Queued 3 conversations" while admission holds requests back, else ''.
+export function queuedLabel(admission) {
+  const n = num(admission?.queued);
+  if (!n) {
+    return '';
+  }
+  return `Queued ${formatInt(n)} conversation${n === 1 ? '' : 's'}`;
+}
+
+// The tokens of the conversations resident on a replica against its KV cache: "9,800 of 33,600 tokens",
+// '–' until the engine reported its capacity.
+export function workingSetText(row) {
+  if (!isNumber(row.kvCapacityTokens) || row.kvCapacityTokens <= 0) {
+    return '–';
+  }
+  return `${formatInt(row.heldTokens ?? 0)} of ${formatInt(row.kvCapacityTokens)} tokens`;
+}
+
 // The cells of one replica row, in column order, as the card's table shows them.
 export const replicaColumns = [
   'Replica',
@@ -176,6 +198,7 @@ export const replicaColumns = [
   'Running / waiting',
   'KV used',
   'Prefix cache hit rate',
+  'Working set',
 ];
 
 export function replicaCells(row) {
@@ -188,6 +211,7 @@ export function replicaCells(row) {
     `${formatInt(row.running)} / ${formatInt(row.waiting)}`,
     formatPercent(row.kvUsed),
     formatPercent(row.prefixHitRate),
+    workingSetText(row),
   ];
 }
 

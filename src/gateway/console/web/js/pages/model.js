@@ -14,7 +14,7 @@ import {
 } from '../present.js';
 import { adminToken, forgetToken, hasToken } from '../token.js';
 
-const FIELDS = ['replica', 'in-flight', 'sticky', 'spilled-in', 'client-pinned', 'running-waiting', 'kv-used', 'prefix-hit-rate'];
+const FIELDS = ['replica', 'in-flight', 'sticky', 'spilled-in', 'client-pinned', 'running-waiting', 'kv-used', 'prefix-hit-rate', 'working-set'];
 
 function replicaRowElement(row) {
   const cells = replicaCells(row);
@@ -134,6 +134,7 @@ export function mount(main, { model: name }) {
   const label = (key) => h('li', { dataset: { label: key } }, '…');
   const labels = { affinity: label('affinity'), spill: label('spill'), sticky: label('sticky'), inFlight: label('in-flight') };
   const prefixBreaks = h('li', { dataset: { label: 'prefix-breaks' }, hidden: true }, '');
+  const queued = h('li', { dataset: { label: 'queued' }, hidden: true }, '');
   const tbody = h('tbody');
   const since = h('p', { class: 'since', id: 'routing-since' }, 'Counters accumulate since the warden started.');
   const other = h('p', { class: 'since', id: 'routing-other', hidden: true });
@@ -141,7 +142,7 @@ export function mount(main, { model: name }) {
     'section',
     { class: 'card', id: 'routing-card', 'aria-labelledby': 'routing-heading' },
     h('h2', { id: 'routing-heading' }, 'Data parallel routing'),
-    h('ul', { class: 'labels', 'aria-label': 'Routing summary' }, [...Object.values(labels), prefixBreaks]),
+    h('ul', { class: 'labels', 'aria-label': 'Routing summary' }, [...Object.values(labels), queued, prefixBreaks]),
     h(
       'div',
       { class: 'table-scroll' },
@@ -272,6 +273,8 @@ export function mount(main, { model: name }) {
     setText(labels.inFlight, view.labels.inFlight);
     setText(prefixBreaks, view.prefixBreaksLabel);
     prefixBreaks.hidden = view.prefixBreaksLabel === '';
+    setText(queued, view.queuedLabel);
+    queued.hidden = view.queuedLabel === '';
     tbody.replaceChildren(
       ...(view.rows.length
         ? view.rows.map(replicaRowElement)
