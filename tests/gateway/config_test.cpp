@@ -126,6 +126,34 @@ models:
   }
 }
 
+TEST(Config, AdmissionIsAWordOrAMapWithItsBounds) {
+  const auto model = [](const std::string& admission) {
+    return "models:\n  - name: m\n    routing: { admission: " + admission +
+           " }\n    replicas: { urls: [http://a:1] }\n";
+  };
+  auto r = parse_config(model("auto"), "w.yaml");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  const warden::core::AdmissionConfig defaults;
+  EXPECT_TRUE(r.config->models[0].routing.admission.enabled);
+  EXPECT_EQ(r.config->models[0].routing.admission.max_queue, defaults.max_queue);
+  r = parse_config(model("{ mode: auto, max_queue: 8, max_wait: 2m }"), "w.yaml");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  EXPECT_EQ(r.config->models[0].routing.admission.max_queue, 8u);
+  EXPECT_EQ(r.config->models[0].routing.admission.max_wait, std::chrono::minutes(2));
+  r = parse_config("models:\n  - name: m\n    replicas: { urls: [http://a:1] }\n", "w.yaml");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  EXPECT_FALSE(r.config->models[0].routing.admission.enabled) << "off unless asked for";
+
+  auto e = errors_of(model("on"));
+  EXPECT_NE(e.find("models[0].routing.admission must be off or auto"), std::string::npos) << e;
+  e = errors_of(model("{ mode: sometimes, max_queue: -1, max_wait: never, size: 3 }"));
+  for (const char* want :
+       {"models[0].routing.admission.mode must be off or auto", "models[0].routing.admission.max_queue is -1",
+        "models[0].routing.admission.max_wait", "unknown key 'size' in models[0].routing.admission"}) {
+    EXPECT_NE(e.find(want), std::string::npos) << "missing: " << want << "\nin:\n" << e;
+  }
+}
+
 TEST(Config, AuthReadsNeedsSomethingToAuthenticateWith) {
   const std::string model = "models: [{name: m, replicas: {urls: [http://a:1]}}]\n";
   auto r = parse_config("api_keys: [k]\nauth: { reads: true }\n" + model, "w.yaml");
