@@ -57,6 +57,7 @@ class AdmissionQueue {
   void stop();
 
   std::size_t size() const { return entries_.size(); }
+  bool stopped() const { return stopped_; }
   // How long a request joining now may wait at most (for Retry-After).
   Clock::duration max_wait() const { return max_wait_; }
 

@@ -388,19 +388,25 @@ bool Gateway::take_decision(Exchange& ex, const Outgoing& out, int attempt, Atte
 asio::awaitable<bool> Gateway::hold(Exchange& ex, const Outgoing& out, Attempt& at) {
   RequestRecord& rec = ex.record;
   AdmissionQueue& queue = queue_of(*ex.model);
-  const auto retry_after =
-      std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::seconds>(queue.max_wait()).count());
   rec.route = std::string(core::route_name(core::Route::queued));
+  // 503 with Retry-After: by then a request joining the queue would have gone at the latest.
+  auto refuse = [&](const char* reason, std::string message) {
+    metrics_.queue_rejected(rec.model, reason);
+    at.failure = {
+        503, std::move(message), reason == std::string_view("full") ? "queue_full" : reason,
+        std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::seconds>(queue.max_wait()).count())};
+    at.retry = false;
+    return false;
+  };
+  const char* shutting_down = "The server is shutting down; retry on another instance";
   const auto since = Clock::now();
   const auto entry = queue.join(out.facts, since);
   if (!entry) {
-    metrics_.queue_rejected(rec.model, "full");
-    at.failure = {
-        503,
-        fmt::format("too many requests of '{}' are waiting for room on its replicas; retry later", rec.model),
-        "queue_full", retry_after};
-    at.retry = false;
-    co_return false;
+    co_return queue.stopped()
+        ? refuse("draining", shutting_down)
+        : refuse("full",
+                 fmt::format("too many requests of '{}' are waiting for room on its replicas; retry later",
+                             rec.model));
   }
   try {
     co_await queue.wait(entry);
@@ -415,10 +421,7 @@ asio::awaitable<bool> Gateway::hold(Exchange& ex, const Outgoing& out, Attempt& 
   }
   rec.queued_s = std::chrono::duration<double>(Clock::now() - since).count();
   if (entry->outcome == AdmissionQueue::Outcome::refused) {
-    metrics_.queue_rejected(rec.model, "draining");
-    at.failure = {503, "The server is shutting down; retry on another instance", "draining", retry_after};
-    at.retry = false;
-    co_return false;
+    co_return refuse("draining", shutting_down);
   }
   metrics_.queue_admitted(rec.model, *rec.queued_s);
   at.decision = entry->decision;

@@ -198,3 +198,21 @@ TEST(GatewayAdmission, AFullQueueAnswers503WithRetryAfterInTheClientsFormat) {
   EXPECT_EQ(queued_now(s.w.port), 1) << "the waiting one keeps its place";
   EXPECT_EQ(sim_requests(s.sim->port()), 1);
 }
+
+// SIGTERM while a request waits: the drain does not wait for room that will not come. The held request
+// is answered 503 draining with Retry-After at once, and the warden exits well within its grace period.
+TEST(GatewayAdmission, ADrainRefusesTheHeldRequestsInsteadOfWaitingForThem) {
+  AdmissionSetup s("{ mode: auto, max_queue: 4, max_wait: 60s }", "shutdown_grace: 20s\n");
+  Pending b(s.w.port, "/v1/chat/completions", chat_body(long_text("india"), 4, false), session("i"));
+  ASSERT_TRUE(wait_until([&] { return queued_now(s.w.port) == 1; }));
+  const auto signalled = std::chrono::steady_clock::now();
+  s.w.proc->signal(SIGTERM);
+  const auto r = b.get();
+  expect_openai_error(r, 503);
+  EXPECT_EQ(r.header("retry-after"), "60");
+  EXPECT_NE(r.body.find("draining"), std::string::npos) << r.body;
+  const auto code = s.w.proc->wait_exit(25s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - signalled, 10s);
+}
