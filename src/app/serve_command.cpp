@@ -96,10 +96,14 @@ int run_serve(const ServeOptions& o) {
   }
   for (const auto& m : gw.config().models) {
     spdlog::info(
-        "model {} → {} ({} replica{}, {}), affinity {}, spill threshold {}", m.name, m.served_model_name,
-        m.replica_count(), m.replica_count() == 1 ? "" : "s",
+        "model {} → {} ({} replica{}, {}), affinity {}, spill threshold {}, admission {}", m.name,
+        m.served_model_name, m.replica_count(), m.replica_count() == 1 ? "" : "s",
         m.data_parallel ? fmt::format("data parallel at {}", m.dp_url.text) : std::string("one URL each"),
-        m.routing.affinity ? "on" : "off", m.routing.spill_threshold.label(m.routing.max_num_seqs));
+        m.routing.affinity ? "on" : "off", m.routing.spill_threshold.label(m.routing.max_num_seqs),
+        m.routing.admission.enabled
+            ? fmt::format("auto (max_queue {}, max_wait {}s)", m.routing.admission.max_queue,
+                          std::chrono::duration<double>(m.routing.admission.max_wait).count())
+            : std::string("off"));
   }
   net::Server server(ioc, gw.server_options(), [&gw](net::Request& req, const net::ConnectionInfo& conn) {
     return gw.handle(req, conn);
