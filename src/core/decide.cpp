@@ -44,21 +44,26 @@ bool hold_new_conversation(const Snapshot& snapshot, const RequestFacts& facts) 
 
 double placement_score(const ReplicaState& replica, std::uint32_t max_num_seqs) {
   const double seqs = std::max<std::uint32_t>(1, max_num_seqs);
-  // Slot pressure: live requests plus the conversations that will send the next ones.
-  const double slots = (static_cast<double>(replica.in_flight) + replica.active_conversations) / seqs;
+  // Slot pressure: live requests plus the conversations that will send the next ones (this warden's and
+  // the other wardens').
+  const double slots = (static_cast<double>(replica.in_flight) + replica.peer_in_flight +
+                        replica.active_conversations + replica.peer_active_conversations) /
+                       seqs;
   // Memory pressure: what is allocated now, or what the working set needs if that is larger (the two
   // overlap, so they are not added).
   double memory = std::clamp(replica.kv_usage, 0.0, 1.0);
   if (replica.kv_capacity_tokens > 0) {
-    memory = std::max(
-        memory, static_cast<double>(replica.held_tokens) / static_cast<double>(replica.kv_capacity_tokens));
+    const double held =
+        static_cast<double>(replica.held_tokens) + static_cast<double>(replica.peer_held_tokens);
+    memory = std::max(memory, held / static_cast<double>(replica.kv_capacity_tokens));
   }
   return slots + memory;
 }
 
 double load_score(const ReplicaState& replica, std::uint32_t max_num_seqs) {
   const double seqs = std::max<std::uint32_t>(1, max_num_seqs);
-  return replica.in_flight / seqs + std::clamp(replica.kv_usage, 0.0, 1.0);
+  return (static_cast<double>(replica.in_flight) + replica.peer_in_flight) / seqs +
+         std::clamp(replica.kv_usage, 0.0, 1.0);
 }
 
 double vllm_lb_score(VllmBalancerModel model, const VllmLbLoad& load) {

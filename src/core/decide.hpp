@@ -28,7 +28,7 @@ namespace warden::core {
 [[nodiscard]] Decision decide(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng);
 
 /// Score for placing a conversation (lower is better). With S = max(1, max_num_seqs) and C the KV capacity
-/// in tokens:
+/// in tokens, each count being this warden's plus the other wardens' (peer_*):
 ///   (in_flight + active_conversations) / S  +  max(kv_usage, C > 0 ? held_tokens / C : 0)
 /// Slot pressure (live requests plus the conversations that will send the next ones) plus memory pressure
 /// (the larger of what is allocated now and what the conversations' working set needs). The memory term
@@ -36,8 +36,8 @@ namespace warden::core {
 /// KV cache. See docs/routing.md for the rationale.
 [[nodiscard]] double placement_score(const ReplicaState& replica, std::uint32_t max_num_seqs);
 
-/// Score for a one-off move (spill target; lower is better): in_flight/S + kv_usage. The request will not
-/// hit the cache wherever it goes, so only the current load counts.
+/// Score for a one-off move (spill target; lower is better): (in_flight + peer_in_flight)/S + kv_usage. The
+/// request will not hit the cache wherever it goes, so only the current load counts.
 [[nodiscard]] double load_score(const ReplicaState& replica, std::uint32_t max_num_seqs);
 
 /// One rank as vLLM's DP balancer sees it when it scores: its (stale) waiting count with the balancer's own

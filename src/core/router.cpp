@@ -49,6 +49,9 @@ void Router::build_snapshot(std::span<const ReplicaMetrics> metrics, Time now) {
     state.active_conversations = held.active_conversations;
     state.held_tokens = held.held_tokens;
     state.kv_capacity_tokens = m.kv_capacity_tokens;
+    state.peer_in_flight = m.peer_in_flight;
+    state.peer_active_conversations = m.peer_active_conversations;
+    state.peer_held_tokens = m.peer_held_tokens;
   }
 }
 
@@ -215,6 +218,12 @@ std::vector<SessionRecord> Router::export_sessions(Time now) const {
 void Router::import_sessions(std::span<const SessionRecord> entries, Time now) {
   std::lock_guard lock(mutex_);
   sessions_.import_entries(entries, now);
+}
+
+void Router::adopt_home(std::uint64_t session_hash, ReplicaIndex home, std::uint32_t prompt_tokens,
+                        Time now) {
+  std::lock_guard lock(mutex_);
+  sessions_.assign(session_hash, home, prompt_tokens, now);
 }
 
 void Router::track_session_changes(bool on) {

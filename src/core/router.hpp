@@ -33,6 +33,10 @@ struct ReplicaMetrics {
   /// Incremented by the poller on every successful scrape of this replica: when it changes, the Router
   /// resets the replica's sent_since_scrape (vLLM's balancer view works the same way).
   std::uint64_t scrape_generation = 0;
+  /// The other wardens' load on this replica (ReplicaState's peer_* fields).
+  std::uint32_t peer_in_flight = 0;
+  std::uint32_t peer_active_conversations = 0;
+  std::uint64_t peer_held_tokens = 0;
 };
 
 struct RouterConfig {
@@ -107,6 +111,8 @@ class Router {
   /// track_changes and take_changes, under the lock).
   [[nodiscard]] std::vector<SessionRecord> export_sessions(Time now) const;
   void import_sessions(std::span<const SessionRecord> entries, Time now);
+  /// Makes `home` the conversation's home whatever the table held (another warden placed it first).
+  void adopt_home(std::uint64_t session_hash, ReplicaIndex home, std::uint32_t prompt_tokens, Time now);
   void track_session_changes(bool on);
   [[nodiscard]] SessionChanges take_session_changes();
   [[nodiscard]] SessionTableConfig session_config() const;

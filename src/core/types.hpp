@@ -40,6 +40,11 @@ struct ReplicaState {
   std::uint64_t held_tokens = 0;
   /// KV-cache capacity in tokens (num_gpu_blocks * block_size from `vllm:cache_config_info`); 0 = unknown.
   std::uint64_t kv_capacity_tokens = 0;
+  /// What the other wardens in front of the same replicas published (shared state, a few seconds old at
+  /// most; zero with one warden): their requests in flight, active conversations and held tokens here.
+  std::uint32_t peer_in_flight = 0;
+  std::uint32_t peer_active_conversations = 0;
+  std::uint64_t peer_held_tokens = 0;
 };
 
 /// Spill threshold of a model: "auto" (= max(1, max_num_seqs / 4), 8 at 32) or a fixed number.

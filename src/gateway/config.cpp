@@ -541,6 +541,41 @@ void parse_timeouts(Validator& v, const YAML::Node& n, Config& cfg) {
   duration_member(v, n, "timeouts", "idle", min, cfg.timeouts.idle);
 }
 
+// `state: { redis: redis://HOST:PORT/DB, prefix: "lm-warden:", lookup_timeout: 5ms, ... }`.
+void parse_shared_state(Validator& v, const YAML::Node& n, Config& cfg) {
+  if (!n || !v.expect_map(n, "state")) {
+    return;
+  }
+  v.known_keys(n, "state", {"redis", "prefix", "lookup_timeout", "connect_timeout", "command_timeout"});
+  SharedStateConfig s;
+  if (!n["redis"]) {
+    v.error(n, "state is missing 'redis' (expected redis://HOST:PORT/DB)");
+  } else if (auto text = v.string(n["redis"], "state.redis")) {
+    std::string why;
+    if (auto url = parse_redis_url(*text, &why)) {
+      s.redis = *url;
+    } else {
+      v.error(n["redis"],
+              fmt::format("state.redis '{}' is not usable: {}; expected redis://HOST:PORT/DB", *text, why));
+    }
+  }
+  if (auto p = n["prefix"]) {
+    if (auto text = v.string(p, "state.prefix")) {
+      s.prefix = *text;
+    }
+  }
+  const std::chrono::milliseconds min{1};
+  duration_member(v, n, "state", "lookup_timeout", min, s.lookup_timeout);
+  duration_member(v, n, "state", "connect_timeout", min, s.connect_timeout);
+  duration_member(v, n, "state", "command_timeout", min, s.command_timeout);
+  if (s.lookup_timeout > std::chrono::seconds(1)) {
+    v.error(n["lookup_timeout"], fmt::format("state.lookup_timeout is {}ms; expected at most 1s (it delays "
+                                             "a conversation's first request when Redis is slow)",
+                                             s.lookup_timeout.count()));
+  }
+  cfg.shared_state = std::move(s);
+}
+
 void parse_models(Validator& v, const YAML::Node& root, Config& cfg) {
   auto models = root["models"];
   if (!models) {
@@ -567,11 +602,12 @@ void parse_root(Validator& v, const YAML::Node& root, Config& cfg) {
   v.known_keys(
       root, "the top level",
       {"listen", "state_dir", "admin_token", "api_keys", "auth", "metrics", "timeouts", "max_body_size",
-       "max_connections", "max_inflight_body_size", "shutdown_grace", "stats_retention", "models"});
+       "max_connections", "max_inflight_body_size", "shutdown_grace", "stats_retention", "state", "models"});
   parse_access(v, root, cfg);
   parse_limits(v, root, cfg);
   parse_metrics(v, root["metrics"], cfg);
   parse_timeouts(v, root["timeouts"], cfg);
+  parse_shared_state(v, root["state"], cfg);
   parse_models(v, root, cfg);
 }
 

@@ -10,6 +10,7 @@
 
 #include "base/parse.hpp"
 #include "core/types.hpp"
+#include "gateway/shared_keys.hpp"
 #include "supervisor/launch.hpp"
 
 namespace warden::gateway {
@@ -64,6 +65,19 @@ struct AuthConfig {
   bool reads = false;
 };
 
+// `state: { redis: ..., prefix: ... }`: conversation homes and replica load shared with the other wardens in
+// front of the same replicas (docs/deployment.md). Absent: the warden routes on its own.
+struct SharedStateConfig {
+  RedisUrl redis;
+  std::string prefix = "lm-warden:";
+  // The longest a request waits for Redis (a lookup, or the claim of a new conversation's home); past it
+  // the warden routes with what it knows itself.
+  std::chrono::milliseconds lookup_timeout{5};
+  // Waited for by the Redis thread only, never by a request.
+  std::chrono::milliseconds connect_timeout{200};
+  std::chrono::milliseconds command_timeout{500};
+};
+
 struct Config {
   std::string source;  // file name the config came from (for messages)
   std::string listen_host = "127.0.0.1";
@@ -83,6 +97,7 @@ struct Config {
   MetricsConfig metrics;
   TimeoutsConfig timeouts;
   std::vector<ModelConfig> models;
+  std::optional<SharedStateConfig> shared_state;
 
   const ModelConfig* find_model(std::string_view name) const;
 };

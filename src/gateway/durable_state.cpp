@@ -86,20 +86,15 @@ void Gateway::save_routing(ModelRuntime& m) {
 }
 
 void Gateway::flush() {
-  if (!stats_db_) {
-    return;
-  }
   std::string err;
-  if (!flush_history(*stats_db_, stats_, unix_now(), &err)) {
+  if (stats_db_ && !flush_history(*stats_db_, stats_, unix_now(), &err)) {
     spdlog::warn("stats history could not be written: {}", err);
-  }
-  if (!routing_db_) {
-    return;
   }
   const ClockPair now = clocks_now();
   std::vector<HomeChanges> all;
   for (auto& m : models_) {
     auto taken = m->router().take_session_changes();
+    share_changes(*m, taken);
     const auto ttl =
         std::chrono::duration_cast<std::chrono::milliseconds>(m->router().session_config().idle_ttl).count();
     HomeChanges c{m->config().name, {}, std::move(taken.removed), now.unix_ms - ttl};
@@ -109,7 +104,7 @@ void Gateway::flush() {
     }
     all.push_back(std::move(c));
   }
-  if (!routing_db_->save_homes(all, &err)) {
+  if (routing_db_ && !routing_db_->save_homes(all, &err)) {
     spdlog::warn("conversation homes could not be written: {}", err);
   }
 }

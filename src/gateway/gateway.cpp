@@ -210,6 +210,7 @@ bool Gateway::start(std::string* error) {
     spdlog::warn("stats history could not be read ({}); starting empty", err);
   }
   restore_state();
+  start_shared_state();
   for (auto& up : upstreams_) {
     asio::co_spawn(ioc_, poll_loop(up), asio::bind_cancellation_slot(up->cancel.slot(), asio::detached));
   }
@@ -234,6 +235,7 @@ void Gateway::stop() {
   pool_.close_idle();
   scrape_pool_.close_idle();
   flush();
+  stop_shared_state();
 }
 
 asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {

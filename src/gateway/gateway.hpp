@@ -19,6 +19,7 @@
 #include "gateway/model_runtime.hpp"
 #include "gateway/request_record.hpp"
 #include "gateway/routing_state.hpp"
+#include "gateway/shared_state.hpp"
 #include "gateway/stats_store.hpp"
 #include "gateway/warden_metrics.hpp"
 #include "net/client.hpp"
@@ -106,6 +107,16 @@ class Gateway {
   void restore_state();
   void restore_routing(ModelRuntime& m);
   void save_routing(ModelRuntime& m);
+  // The state shared with other wardens through Redis (shared_homes.cpp); nothing without `state:`.
+  void start_shared_state();
+  void stop_shared_state();
+  net::asio::awaitable<void> share_lookup(ModelRuntime& m, const core::RequestFacts& facts);
+  net::asio::awaitable<bool> share_placement(ModelRuntime& m, const core::RequestFacts& facts, int attempt,
+                                             const core::Decision& d);
+  void share_changes(ModelRuntime& m, const core::SessionChanges& changes);
+  void share_resync();
+  void take_peer_loads(ModelRuntime& m, const RedisReply* fields);
+  RedisCommand load_command(ModelRuntime& m);
   void finish_request(RequestRecord& record);
   std::vector<ReplicaGauges> replica_gauges();
   std::vector<ModelGauges> model_gauges() const;
@@ -130,7 +141,8 @@ class Gateway {
   std::unique_ptr<StatsDb> stats_db_;
   std::optional<RoutingStateDb> routing_db_;  // statements over stats_db_'s database
   WardenMetrics metrics_;
-  std::shared_ptr<bool> alive_;  // background loops stop when this is false
+  std::unique_ptr<SharedState> shared_;  // with `state: { redis: ... }` only
+  std::shared_ptr<bool> alive_;          // background loops stop when this is false
   net::asio::cancellation_signal flush_cancel_;
   bool stopped_ = false;
 };

@@ -430,8 +430,18 @@ asio::awaitable<bool> Gateway::hold(Exchange& ex, const Outgoing& out, Attempt& 
 
 asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, const Outgoing& out,
                                        int attempt, Attempt& at) {
+  // With shared state: what the other wardens know of the conversation, before and after routing it.
+  if (shared_ && !out.counting_only && attempt == 0) {
+    co_await share_lookup(*ex.model, out.facts);
+  }
   if (!route(ex, out, attempt, at)) {
     if (!at.decision.queued() || !co_await hold(ex, out, at)) {
+      co_return false;
+    }
+  }
+  if (shared_ && !out.counting_only && co_await share_placement(*ex.model, out.facts, attempt, at.decision)) {
+    ex.model->router().abandon(at.decision);  // another warden placed it first: sent to its home instead
+    if (!route(ex, out, attempt, at)) {
       co_return false;
     }
   }

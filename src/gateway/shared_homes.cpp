@@ -1,0 +1,246 @@
+// What the gateway shares with the other wardens through Redis (shared_state.hpp, docs/deployment.md):
+// a conversation this warden does not know is looked up before it is routed, a new conversation's home is
+// claimed (set if absent) before it is sent, re-homes and refreshed homes are written in the background,
+// and every second each warden publishes its load per replica and reads the others'.
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <random>
+
+#include "gateway/gateway.hpp"
+#include "gateway/shared_keys.hpp"
+
+namespace warden::gateway {
+
+namespace asio = net::asio;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// A warden whose load is this old is gone (or cut off): it no longer counts, and older still it is deleted.
+constexpr auto kLoadTtl = 3s;
+constexpr auto kLoadForgetAfter = 60s;
+// Homes per pipeline in the background, so a request's lookup never waits behind a long one.
+constexpr std::size_t kBatch = 256;
+
+std::int64_t unix_ms_now() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+std::string ms_text(core::Time t) {
+  return std::to_string(
+      std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(t).count()));
+}
+
+// Unique per process: a restarted warden is a new one (its old load ages out).
+std::string shared_warden_id() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::random_device rd;
+  return fmt::format("{}-{}-{:04x}", host, ::getpid(), rd() & 0xFFFF);
+}
+
+}  // namespace
+
+void Gateway::start_shared_state() {
+  if (!config_.shared_state) {
+    return;
+  }
+  shared_ = std::make_unique<SharedState>(ioc_.get_executor(), *config_.shared_state, shared_warden_id());
+  for (auto& m : models_) {
+    m->router().track_session_changes(true);
+  }
+  spdlog::info("shared state: redis {} prefix '{}' as warden {}", config_.shared_state->redis.text,
+               config_.shared_state->prefix, shared_->warden_id());
+  shared_->start([this] { share_resync(); });
+}
+
+void Gateway::stop_shared_state() {
+  if (!shared_) {
+    return;
+  }
+  std::vector<RedisCommand> gone;
+  for (auto& m : models_) {
+    gone.push_back({"HDEL", load_key(shared_->config().prefix, m->config().name), shared_->warden_id()});
+  }
+  shared_->send(std::move(gone));
+  shared_->stop();
+}
+
+RedisCommand Gateway::load_command(ModelRuntime& m) {
+  const auto view = m.router().view(Clock::now().time_since_epoch());
+  std::vector<ReplicaLoad> load(m.replicas().size());
+  for (std::size_t i = 0; i < load.size(); ++i) {
+    load[i].in_flight = i < view.counters.size() ? view.counters[i].in_flight : 0;
+    load[i].active_conversations = i < view.sessions.size() ? view.sessions[i].active_conversations : 0;
+    load[i].held_tokens = i < view.sessions.size() ? view.sessions[i].held_tokens : 0;
+  }
+  return {"HSET", load_key(shared_->config().prefix, m.config().name), shared_->warden_id(),
+          format_load(unix_ms_now(), load)};
+}
+
+// HGETALL of the model's load hash: the other wardens' fresh loads summed into the replicas' metrics.
+void Gateway::take_peer_loads(ModelRuntime& m, const RedisReply* fields) {
+  std::vector<ReplicaLoad> sum(m.replicas().size());
+  std::vector<std::string> forget;
+  const std::int64_t now = unix_ms_now();
+  for (std::size_t i = 0; fields != nullptr && i + 1 < fields->elements.size(); i += 2) {
+    const std::string& warden = fields->elements[i].text;
+    const auto load = parse_load(fields->elements[i + 1].text);
+    if (warden == shared_->warden_id()) {
+      continue;
+    }
+    if (!load || now - load->unix_ms > std::chrono::milliseconds(kLoadForgetAfter).count()) {
+      forget.push_back(warden);
+    } else if (now - load->unix_ms <= std::chrono::milliseconds(kLoadTtl).count()) {
+      add_load(sum, load->replicas, sum.size());
+    }
+  }
+  for (std::size_t i = 0; i < sum.size(); ++i) {
+    core::ReplicaMetrics& r = m.replicas()[i].metrics;
+    r.peer_in_flight = sum[i].in_flight;
+    r.peer_active_conversations = sum[i].active_conversations;
+    r.peer_held_tokens = sum[i].held_tokens;
+  }
+  if (!forget.empty()) {
+    RedisCommand hdel{"HDEL", load_key(shared_->config().prefix, m.config().name)};
+    hdel.insert(hdel.end(), forget.begin(), forget.end());
+    shared_->send({std::move(hdel)});
+  }
+}
+
+// A conversation this warden does not know: the home another warden gave it becomes a local home.
+asio::awaitable<void> Gateway::share_lookup(ModelRuntime& m, const core::RequestFacts& facts) {
+  if (!facts.session || facts.pin ||
+      m.router().home_of(facts.session->hash, Clock::now().time_since_epoch())) {
+    co_return;  // known here (the usual case): Redis is not asked
+  }
+  const std::string& prefix = shared_->config().prefix;
+  const std::string& name = m.config().name;
+  // Named, not temporaries: GCC 12 destroys temporaries of a co_await expression twice.
+  std::vector<RedisCommand> commands;
+  commands.push_back({"GET", home_key(prefix, name, facts.session->hash)});
+  commands.push_back({"HGETALL", load_key(prefix, name)});
+  std::string op = "lookup";
+  auto replies = co_await shared_->ask(std::move(commands), std::move(op));
+  if (!replies || replies->size() != 2) {
+    co_return;
+  }
+  take_peer_loads(m, &(*replies)[1]);
+  const RedisReply& home = (*replies)[0];
+  const auto replica = home.type == RedisReply::Type::string ? parse_home(home.text) : std::nullopt;
+  if (replica && *replica < m.replicas().size()) {
+    const auto now = Clock::now().time_since_epoch();
+    const core::SessionRecord record{facts.session->hash, {*replica, facts.prompt_tokens, now}};
+    m.router().import_sessions(std::span(&record, 1), now);  // a home placed here meanwhile stays
+  }
+}
+
+// After routing: a new conversation's home is claimed (set if absent) before it is sent, and if another
+// warden claimed it first its home is adopted (true: route again). A re-home is written in the background.
+asio::awaitable<bool> Gateway::share_placement(ModelRuntime& m, const core::RequestFacts& facts, int attempt,
+                                               const core::Decision& d) {
+  const bool placed = d.route == core::Route::new_conversation || d.route == core::Route::failover;
+  if (!facts.session || !d.ok() || !placed) {
+    co_return false;
+  }
+  const std::string key = home_key(shared_->config().prefix, m.config().name, facts.session->hash);
+  const std::string ttl = ms_text(m.router().session_config().idle_ttl);
+  const std::string value = std::to_string(*d.replica);
+  if (d.route != core::Route::new_conversation || attempt > 0) {
+    shared_->send({{"SET", key, value, "PX", ttl}, load_command(m)});
+    co_return false;
+  }
+  std::vector<RedisCommand> commands;
+  commands.push_back({"SET", key, value, "PX", ttl, "NX", "GET"});
+  commands.push_back(load_command(m));
+  std::string op = "claim";
+  auto replies = co_await shared_->ask(std::move(commands), std::move(op));
+  if (!replies || replies->empty() || (*replies)[0].type != RedisReply::Type::string) {
+    co_return false;  // claimed (or Redis unavailable): this warden's placement stands
+  }
+  const auto winner = parse_home((*replies)[0].text);
+  if (!winner || *winner == *d.replica || *winner >= m.replicas().size() ||
+      !m.replicas()[*winner].metrics.healthy) {
+    if (winner != d.replica) {
+      shared_->send({{"SET", key, value, "PX", ttl}});  // its home is gone: this warden's placement is it
+    }
+    co_return false;
+  }
+  m.router().adopt_home(facts.session->hash, *winner, facts.prompt_tokens, Clock::now().time_since_epoch());
+  co_return true;
+}
+
+// Every second (flush()): homes seen since the last flush are kept alive (written if absent, expiry pushed
+// back), this warden's load is published and the others' read.
+void Gateway::share_changes(ModelRuntime& m, const core::SessionChanges& changes) {
+  if (!shared_) {
+    return;
+  }
+  const std::string& prefix = shared_->config().prefix;
+  const std::string& name = m.config().name;
+  const std::string ttl = ms_text(m.router().session_config().idle_ttl);
+  for (std::size_t at = 0; at < changes.changed.size(); at += kBatch) {
+    std::vector<RedisCommand> batch;
+    for (std::size_t i = at; i < std::min(changes.changed.size(), at + kBatch); ++i) {
+      const core::SessionRecord& r = changes.changed[i];
+      const std::string key = home_key(prefix, name, r.key);
+      batch.push_back({"SET", key, std::to_string(r.entry.home), "PX", ttl, "NX"});
+      batch.push_back({"PEXPIRE", key, ttl});
+    }
+    shared_->send(std::move(batch));
+  }
+  const std::string load = load_key(prefix, name);
+  shared_->send({load_command(m), {"PEXPIRE", load, ms_text(kLoadForgetAfter)}, {"HGETALL", load}},
+                [this, &m](std::optional<RedisReplies> r) {
+                  take_peer_loads(m, r && r->size() == 3 ? &(*r)[2] : nullptr);
+                });
+}
+
+// Redis is (back) up: every live home is published again, set if absent; where another warden's home is
+// there already, it is adopted, so both wardens agree again after an outage.
+void Gateway::share_resync() {
+  auto left = std::make_shared<std::size_t>(1);
+  auto finished = [this, left] {
+    if (--*left == 0) {
+      shared_->resynced();
+      spdlog::info("shared state: conversation homes published again");
+    }
+  };
+  const auto now = Clock::now().time_since_epoch();
+  for (auto& mp : models_) {
+    ModelRuntime& m = *mp;
+    const auto idle_ttl = m.router().session_config().idle_ttl;
+    const auto records = std::make_shared<std::vector<core::SessionRecord>>(m.router().export_sessions(now));
+    for (std::size_t at = 0; at < records->size(); at += kBatch) {
+      const std::size_t end = std::min(records->size(), at + kBatch);
+      std::vector<RedisCommand> batch;
+      for (std::size_t i = at; i < end; ++i) {
+        const core::SessionRecord& r = (*records)[i];
+        batch.push_back({"SET", home_key(shared_->config().prefix, m.config().name, r.key),
+                         std::to_string(r.entry.home), "PX", ms_text(idle_ttl - (now - r.entry.last_seen)),
+                         "NX", "GET"});
+      }
+      ++*left;
+      shared_->send(std::move(batch), [this, &m, records, at, end, finished](std::optional<RedisReplies> r) {
+        for (std::size_t i = at; r && i < end && i - at < r->size(); ++i) {
+          const auto theirs = parse_home((*r)[i - at].text);
+          const core::SessionRecord& mine = (*records)[i];
+          if ((*r)[i - at].type == RedisReply::Type::string && theirs && *theirs != mine.entry.home &&
+              *theirs < m.replicas().size()) {
+            m.router().adopt_home(mine.key, *theirs, mine.entry.prompt_tokens,
+                                  Clock::now().time_since_epoch());
+          }
+        }
+        finished();
+      });
+    }
+  }
+  finished();
+}
+
+}  // namespace warden::gateway
