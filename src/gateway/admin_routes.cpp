@@ -190,9 +190,11 @@ net::Response Gateway::Admin::health(const Call& c) {
 }
 
 net::Response Gateway::Admin::metrics(const Call& c) {
-  return net::make_response(c.req, 200,
-                            c.gateway.metrics_.render(c.gateway.replica_gauges(), c.gateway.model_gauges()),
-                            "text/plain; version=0.0.4");
+  std::string body = c.gateway.metrics_.render(c.gateway.replica_gauges(), c.gateway.model_gauges());
+  if (c.gateway.shared_) {
+    body += c.gateway.shared_->render_metrics();
+  }
+  return net::make_response(c.req, 200, std::move(body), "text/plain; version=0.0.4");
 }
 
 net::Response Gateway::Admin::v1_models(const Call& c) {
@@ -303,6 +305,11 @@ ModelRuntime& Gateway::Admin::model_named(Gateway& gateway, std::string_view nam
 boost::json::object Gateway::Admin::card(Gateway& gateway, ModelRuntime& model, core::Time now) {
   auto c = model_card(model, now, gateway.started_unix_, gateway.queue_of(model).size());
   c["launch"] = gateway.launcher_.status_json(model.config().name);
+  c["shared_state"] = nullptr;
+  if (const auto& shared = gateway.shared_) {
+    c["shared_state"] = {
+        {"redis", shared->config().redis.text}, {"up", shared->up()}, {"warden", shared->warden_id()}};
+  }
   return c;
 }
 

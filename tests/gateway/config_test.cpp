@@ -254,3 +254,33 @@ TEST(Config, ParsesListenDurationsSizesUrls) {
   EXPECT_FALSE(parse_upstream_url("http://h:1/?q=1", &why));
   EXPECT_FALSE(parse_upstream_url("not a url", &why));
 }
+
+TEST(Config, SharedStateIsOptionalAndValidated) {
+  const std::string model = "models: [{name: m, replicas: {urls: [http://127.0.0.1:1]}}]\n";
+  auto r = parse_config(model, "w.yaml");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  EXPECT_FALSE(r.config->shared_state);
+  r = parse_config(
+      "state: { redis: redis://127.0.0.1:6380/1, prefix: \"team-a:\", lookup_timeout: 3ms }\n" + model,
+      "w.yaml");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  ASSERT_TRUE(r.config->shared_state);
+  EXPECT_EQ(r.config->shared_state->redis.port, 6380);
+  EXPECT_EQ(r.config->shared_state->redis.db, 1);
+  EXPECT_EQ(r.config->shared_state->prefix, "team-a:");
+  EXPECT_EQ(r.config->shared_state->lookup_timeout, std::chrono::milliseconds(3));
+  r = parse_config("state: { redis: redis://127.0.0.1 }\n" + model, "w.yaml");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  EXPECT_EQ(r.config->shared_state->prefix, "lm-warden:");
+  EXPECT_EQ(r.config->shared_state->lookup_timeout, std::chrono::milliseconds(5));
+  EXPECT_NE(errors_of("state: { prefix: x }\n" + model).find("w.yaml:1:1: state is missing 'redis'"),
+            std::string::npos);
+  EXPECT_NE(
+      errors_of("state: { redis: http://h:1 }\n" + model).find("state.redis 'http://h:1' is not usable"),
+      std::string::npos);
+  EXPECT_NE(errors_of("state: { redis: redis://h, lookup_timeout: 2s }\n" + model).find("at most 1s"),
+            std::string::npos);
+  EXPECT_NE(errors_of("state: { redis: redis://h, ttl: 1s }\n" + model).find("unknown key 'ttl' in state"),
+            std::string::npos);
+  EXPECT_NE(errors_of("state: redis://h\n" + model).find("state must be a mapping"), std::string::npos);
+}

@@ -42,6 +42,14 @@ test('the routing card header labels read as routing.md shows them', () => {
   });
 });
 
+test('a warden sharing its homes through redis says whether redis is up; one on its own says nothing', () => {
+  assert.equal(routingCard({ name: 'm', routing: { replicas: [] } }, 0).sharedStateLabel, '');
+  assert.equal(routingCard({ name: 'm', shared_state: null, routing: { replicas: [] } }, 0).sharedStateLabel, '');
+  const up = { name: 'm', shared_state: { redis: 'redis://127.0.0.1:6379/0', up: true }, routing: { replicas: [] } };
+  assert.equal(routingCard(up, 0).sharedStateLabel, 'Shared state: redis up');
+  assert.equal(routingCard({ ...up, shared_state: { up: false } }, 0).sharedStateLabel, 'Shared state: redis down');
+});
+
 test('prefix breaks get a header label only once there are some', () => {
   assert.equal(routingCard({ name: 'm', prefix_breaks: 0, routing: { replicas: [] } }, 0).prefixBreaksLabel, '');
   assert.equal(routingCard({ name: 'm', routing: { replicas: [] } }, 0).prefixBreaksLabel, '');

@@ -112,6 +112,14 @@ export function stickyShare(rows) {
   return sticky + spilled > 0 ? sticky / (sticky + spilled) : null;
 }
 
+// The model's `shared_state` block → "Shared state: redis up" (or down); '' for a warden on its own.
+export function sharedStateLabel(shared) {
+  if (!shared || typeof shared !== 'object') {
+    return '';
+  }
+  return `Shared state: redis ${shared.up === true ? 'up' : 'down'}`;
+}
+
 // The "Data parallel routing" card from GET /api/models/{name}. The routing facts may sit at the top
 // level of the model object or inside a `routing` object; both are read.
 export function routingCard(model, nowMs) {
@@ -155,6 +163,8 @@ export function routingCard(model, nowMs) {
     queuedLabel: queuedLabel(routing.admission),
     // Shown only when a client changed its prompt start within a conversation (session-identity.md).
     prefixBreaksLabel: num(model?.prefix_breaks) > 0 ? `Prefix breaks ${formatInt(num(model.prefix_breaks))}` : '',
+    // Shown only for a warden that shares its homes with others (docs/deployment.md).
+    sharedStateLabel: sharedStateLabel(model?.shared_state),
     labels: {
       affinity: affinity ? 'Affinity on' : 'Affinity off',
       spill: spillLabel(effective, isAuto),

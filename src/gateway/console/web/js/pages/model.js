@@ -135,6 +135,7 @@ export function mount(main, { model: name }) {
   const labels = { affinity: label('affinity'), spill: label('spill'), sticky: label('sticky'), inFlight: label('in-flight') };
   const prefixBreaks = h('li', { dataset: { label: 'prefix-breaks' }, hidden: true }, '');
   const queued = h('li', { dataset: { label: 'queued' }, hidden: true }, '');
+  const sharedState = h('li', { dataset: { label: 'shared-state' }, hidden: true }, '');
   const tbody = h('tbody');
   const since = h('p', { class: 'since', id: 'routing-since' }, 'Counters accumulate since the warden started.');
   const other = h('p', { class: 'since', id: 'routing-other', hidden: true });
@@ -142,7 +143,7 @@ export function mount(main, { model: name }) {
     'section',
     { class: 'card', id: 'routing-card', 'aria-labelledby': 'routing-heading' },
     h('h2', { id: 'routing-heading' }, 'Data parallel routing'),
-    h('ul', { class: 'labels', 'aria-label': 'Routing summary' }, [...Object.values(labels), queued, prefixBreaks]),
+    h('ul', { class: 'labels', 'aria-label': 'Routing summary' }, [...Object.values(labels), queued, prefixBreaks, sharedState]),
     h(
       'div',
       { class: 'table-scroll' },
@@ -275,6 +276,8 @@ export function mount(main, { model: name }) {
     prefixBreaks.hidden = view.prefixBreaksLabel === '';
     setText(queued, view.queuedLabel);
     queued.hidden = view.queuedLabel === '';
+    setText(sharedState, view.sharedStateLabel);
+    sharedState.hidden = view.sharedStateLabel === '';
     tbody.replaceChildren(
       ...(view.rows.length
         ? view.rows.map(replicaRowElement)

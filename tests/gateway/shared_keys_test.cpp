@@ -1,0 +1,89 @@
+// The text shared with other wardens through Redis: the server's URL, key names and published loads.
+#include "gateway/shared_keys.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace warden::gateway;
+
+TEST(RedisUrl, HostPortAndDatabaseWithDefaults) {
+  std::string why;
+  auto u = parse_redis_url("redis://127.0.0.1:6380/2", &why);
+  ASSERT_TRUE(u) << why;
+  EXPECT_EQ(u->host, "127.0.0.1");
+  EXPECT_EQ(u->port, 6380);
+  EXPECT_EQ(u->db, 2);
+  EXPECT_TRUE(u->password.empty());
+  EXPECT_EQ(u->text, "redis://127.0.0.1:6380/2");
+  u = parse_redis_url(" redis://cache.internal ", &why);
+  ASSERT_TRUE(u) << why;
+  EXPECT_EQ(u->host, "cache.internal");
+  EXPECT_EQ(u->port, 6379);
+  EXPECT_EQ(u->db, 0);
+  u = parse_redis_url("redis://[::1]:7000/", &why);
+  ASSERT_TRUE(u) << why;
+  EXPECT_EQ(u->host, "::1");
+  EXPECT_EQ(u->text, "redis://[::1]:7000/0");
+}
+
+TEST(RedisUrl, PasswordAndUserAreKeptButNotShown) {
+  std::string why;
+  auto u = parse_redis_url("redis://:s3cret@10.0.0.5:6379/1", &why);
+  ASSERT_TRUE(u) << why;
+  EXPECT_EQ(u->user, "");
+  EXPECT_EQ(u->password, "s3cret");
+  EXPECT_EQ(u->text, "redis://10.0.0.5:6379/1");
+  u = parse_redis_url("redis://warden:pw@host/0", &why);
+  ASSERT_TRUE(u) << why;
+  EXPECT_EQ(u->user, "warden");
+  EXPECT_EQ(u->password, "pw");
+}
+
+TEST(RedisUrl, UnusableUrlsSayWhy) {
+  std::string why;
+  EXPECT_FALSE(parse_redis_url("127.0.0.1:6379", &why));
+  EXPECT_EQ(why, "not an absolute URL");
+  EXPECT_FALSE(parse_redis_url("rediss://host:6379", &why));
+  EXPECT_NE(why.find("rediss"), std::string::npos) << why;
+  EXPECT_FALSE(parse_redis_url("redis://host:0", &why));
+  EXPECT_EQ(why, "port must be 1..65535");
+  EXPECT_FALSE(parse_redis_url("redis://host/16", &why));
+  EXPECT_NE(why.find("0 to 15"), std::string::npos) << why;
+  EXPECT_FALSE(parse_redis_url("redis://host/x", &why));
+  EXPECT_FALSE(parse_redis_url("redis://host/0?timeout=1", &why));
+  EXPECT_FALSE(parse_redis_url("redis:///0", &why));
+}
+
+TEST(SharedKeys, HomeAndLoadKeysArePrefixedPerModelWithAFixedWidthHash) {
+  EXPECT_EQ(home_key("lm-warden:", "qwen", 0xabcULL), "lm-warden:home:qwen:0000000000000abc");
+  EXPECT_EQ(home_key("", "m", 0xFFFFFFFFFFFFFFFFULL), "home:m:ffffffffffffffff");
+  EXPECT_EQ(load_key("lm-warden:", "qwen"), "lm-warden:load:qwen");
+  EXPECT_EQ(parse_home("3"), 3u);
+  EXPECT_FALSE(parse_home(""));
+  EXPECT_FALSE(parse_home("-1"));
+  EXPECT_FALSE(parse_home("2x"));
+}
+
+TEST(SharedKeys, LoadRoundTripsAndBadTextIsRefused) {
+  const std::vector<ReplicaLoad> load{{1, 2, 300}, {0, 0, 0}, {4, 5, 6'000'000'000ULL}};
+  const std::string text = format_load(1'700'000'000'123, load);
+  EXPECT_EQ(text, "1700000000123 1,2,300 0,0,0 4,5,6000000000");
+  const auto back = parse_load(text);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->unix_ms, 1'700'000'000'123);
+  EXPECT_EQ(back->replicas, load);
+  ASSERT_TRUE(parse_load("42"));
+  EXPECT_TRUE(parse_load("42")->replicas.empty());
+  EXPECT_FALSE(parse_load(""));
+  EXPECT_FALSE(parse_load("42 1,2"));
+  EXPECT_FALSE(parse_load("42 1,2,x"));
+  EXPECT_FALSE(parse_load("x 1,2,3"));
+}
+
+TEST(SharedKeys, LoadsAddUpToTheModelsReplicaCount) {
+  std::vector<ReplicaLoad> sum;
+  add_load(sum, {{1, 1, 10}, {2, 2, 20}, {9, 9, 90}}, 2);
+  add_load(sum, {{1, 0, 5}}, 2);
+  ASSERT_EQ(sum.size(), 2u);
+  EXPECT_EQ(sum[0], (ReplicaLoad{2, 1, 15}));
+  EXPECT_EQ(sum[1], (ReplicaLoad{2, 2, 20}));
+}
