@@ -56,7 +56,9 @@ std::optional<RedisUrl> parse_redis_url(std::string_view text, std::string* why)
   out.host = std::string(u.host_address());
   if (u.host_type() == boost::urls::host_type::ipv6) {
     out.host = std::string(u.encoded_host_address());
-    out.host = out.host.substr(1, out.host.size() - 2);
+    if (out.host.size() > 2 && out.host.front() == '[') {
+      out.host = out.host.substr(1, out.host.size() - 2);
+    }
   }
   if (u.has_port()) {
     if (u.port_number() == 0) {

@@ -1,0 +1,179 @@
+// Two wardens in front of one DP sim, sharing conversation homes and load through a real redis-server
+// started on a free port (real processes): turns alternating between the wardens stay on one replica,
+// new conversations spread over the replicas as one warden would spread them, and Redis going away and
+// coming back never fails a request and ends with both wardens agreeing again.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+
+#include "gateway_support.hpp"
+
+using namespace gateway_test;
+
+namespace {
+
+// A redis-server of its own, nothing kept on disk.
+struct Redis {
+  int port = test_support::free_port();
+  std::unique_ptr<ChildProcess> proc;
+
+  Redis() { start(); }
+  void start() {
+    proc = std::make_unique<ChildProcess>(
+        std::vector<std::string>{"/usr/bin/redis-server", "--port", std::to_string(port), "--bind",
+                                 "127.0.0.1", "--save", "", "--appendonly", "no"});
+    const bool listening = wait_until([this] {
+      try {
+        ::close(test_support::raw_connect(port));
+        return true;
+      } catch (const std::exception&) {
+        return false;
+      }
+    });
+    if (!listening) {
+      throw std::runtime_error("redis-server did not listen: " + proc->stdout_text());
+    }
+  }
+  void kill() {
+    proc->signal(SIGKILL);
+    proc->wait_exit(std::chrono::seconds(5));
+  }
+};
+
+std::string shared_state(const Redis& redis) {
+  return "state: { redis: \"redis://127.0.0.1:" + std::to_string(redis.port) + "/0\", prefix: \"t:\" }\n";
+}
+
+// One value of the warden's /metrics (-1 if absent).
+double metric(int port, const std::string& name) {
+  Client c(port);
+  const std::string text = c.get("/metrics", {{"Authorization", "Bearer secret"}}).body;
+  std::smatch m;
+  if (std::regex_search(text, m, std::regex("\n" + name + " ([0-9.e+-]+)\n"))) {
+    return std::stod(m[1].str());
+  }
+  return -1;
+}
+
+// A turn of a conversation: the same system prompt and every earlier turn, so the prefix grows.
+std::string turn_body(const std::string& session, int turns) {
+  boost::json::array messages{boost::json::object{
+      {"role", "system"}, {"content", "You are a careful coding agent. " + session + std::string(400, 'x')}}};
+  for (int t = 0; t < turns; ++t) {
+    messages.push_back(boost::json::object{{"role", "user"}, {"content", "step " + std::to_string(t)}});
+    if (t + 1 < turns) {
+      messages.push_back(
+          boost::json::object{{"role", "assistant"}, {"content", "done " + std::to_string(t)}});
+    }
+  }
+  return boost::json::serialize(
+      boost::json::object{{"model", "m"}, {"max_tokens", 4}, {"stream", false}, {"messages", messages}});
+}
+
+struct Turn {
+  unsigned status = 0;
+  std::string replica;
+  std::string route;
+  std::int64_t cached = 0;
+};
+
+Turn send_turn(int port, const std::string& session, int turns) {
+  Client c(port);
+  auto r = c.post("/v1/chat/completions", turn_body(session, turns), {{"X-Warden-Session", session}});
+  Turn t{r.status, r.header("x-warden-replica"), r.header("x-warden-route")};
+  if (r.status == 200) {
+    const boost::json::value body = json_of(r);
+    const auto& usage = body.at("usage").as_object();
+    if (const auto* details = usage.if_contains("prompt_tokens_details"); details && details->is_object()) {
+      t.cached = num(details->as_object().at("cached_tokens"));
+    }
+  }
+  return t;
+}
+
+struct TwoWardens {
+  Redis redis;
+  std::unique_ptr<ChildProcess> sim = start_sim(4);
+  Warden a{dp_model(sim->port(), 4), shared_state(redis)};
+  Warden b{dp_model(sim->port(), 4), shared_state(redis)};
+
+  TwoWardens() {
+    // Both have reached Redis and published what they hold (nothing yet) before the test starts.
+    EXPECT_TRUE(wait_until([&] { return resyncs(a.port) >= 1 && resyncs(b.port) >= 1; }));
+  }
+  static double resyncs(int port) { return metric(port, "lm_warden_shared_state_resyncs_total"); }
+  int port(int i) const { return i % 2 == 0 ? a.port : b.port; }
+};
+
+}  // namespace
+
+TEST(GatewaySharedState, TurnsAlternatingBetweenWardensStayOnOneReplicaAndHitItsCache) {
+  TwoWardens w;
+  const Turn first = send_turn(w.a.port, "alternating", 1);
+  ASSERT_EQ(first.status, 200u);
+  EXPECT_EQ(first.route, "new");
+  for (int turn = 2; turn <= 6; ++turn) {
+    const Turn t = send_turn(w.port(turn - 1), "alternating", turn);
+    ASSERT_EQ(t.status, 200u);
+    EXPECT_EQ(t.replica, first.replica) << "turn " << turn;
+    EXPECT_EQ(t.route, "sticky") << "turn " << turn;
+    EXPECT_GT(t.cached, 0) << "turn " << turn;
+  }
+  // Each warden asked Redis once: at the conversation's first request there.
+  const auto card_a = card(w.a.port);
+  EXPECT_TRUE(card_a.at("shared_state").at("up").as_bool());
+  EXPECT_EQ(num(card_a.at("routing").at("live_sessions")), 1);
+  EXPECT_EQ(num(card(w.b.port).at("routing").at("live_sessions")), 1);
+}
+
+TEST(GatewaySharedState, EightNewConversationsFourPerWardenLandTwoPerReplica) {
+  TwoWardens w;
+  std::map<std::string, int> per_replica;
+  for (int i = 0; i < 8; ++i) {
+    const Turn t = send_turn(w.port(i), "spread-" + std::to_string(i), 1);
+    ASSERT_EQ(t.status, 200u);
+    EXPECT_EQ(t.route, "new");
+    ++per_replica[t.replica];
+  }
+  EXPECT_EQ(per_replica, (std::map<std::string, int>{{"0", 2}, {"1", 2}, {"2", 2}, {"3", 2}}));
+}
+
+TEST(GatewaySharedState, RedisDownFailsNoRequestAndBothWardensAgreeOnceItIsBack) {
+  TwoWardens w;
+  ASSERT_EQ(send_turn(w.a.port, "before", 1).status, 200u);
+  w.redis.kill();
+  // Every request is answered while Redis is gone; each warden routes on its own.
+  for (int i = 0; i < 6; ++i) {
+    const std::string session = "during-" + std::to_string(i);
+    EXPECT_EQ(send_turn(w.a.port, session, 1).status, 200u);
+    EXPECT_EQ(send_turn(w.b.port, session, 2).status, 200u);
+    EXPECT_EQ(send_turn(w.port(i), "before", 2 + i).status, 200u);
+  }
+  EXPECT_TRUE(wait_until([&] {
+    return metric(w.a.port, "lm_warden_shared_state_up") == 0 &&
+           metric(w.b.port, "lm_warden_shared_state_up") == 0;
+  }));
+  EXPECT_GT(metric(w.a.port, "lm_warden_shared_state_errors_total"), 0);
+  EXPECT_FALSE(card(w.b.port).at("shared_state").at("up").as_bool());
+
+  // Back (empty): both publish their homes again, set if absent, and adopt the one already there.
+  w.redis.start();
+  ASSERT_TRUE(
+      wait_until([&] { return TwoWardens::resyncs(w.a.port) >= 2 && TwoWardens::resyncs(w.b.port) >= 2; },
+                 std::chrono::seconds(15)));
+  for (int i = 0; i < 6; ++i) {
+    const std::string session = "during-" + std::to_string(i);
+    const Turn at_a = send_turn(w.a.port, session, 3);
+    const Turn at_b = send_turn(w.b.port, session, 4);
+    ASSERT_EQ(at_a.status, 200u);
+    ASSERT_EQ(at_b.status, 200u);
+    EXPECT_EQ(at_a.replica, at_b.replica) << session;
+  }
+  const Turn fresh = send_turn(w.b.port, "after", 1);
+  EXPECT_EQ(send_turn(w.a.port, "after", 2).replica, fresh.replica);
+  EXPECT_EQ(metric(w.a.port, "lm_warden_shared_state_up"), 1);
+}
