@@ -48,12 +48,13 @@ std::string shared_state(const Redis& redis) {
   return "state: { redis: \"redis://127.0.0.1:" + std::to_string(redis.port) + "/0\", prefix: \"t:\" }\n";
 }
 
-// One value of the warden's /metrics (-1 if absent).
+// One value of the warden's /metrics (-1 if absent); `name` may carry labels.
 double metric(int port, const std::string& name) {
   Client c(port);
   const std::string text = c.get("/metrics", {{"Authorization", "Bearer secret"}}).body;
   std::smatch m;
-  if (std::regex_search(text, m, std::regex("\n" + name + " ([0-9.e+-]+)\n"))) {
+  const std::string quoted = std::regex_replace(name, std::regex(R"([{}])"), R"(\$&)");
+  if (std::regex_search(text, m, std::regex("\n" + quoted + " ([0-9.e+-]+)\n"))) {
     return std::stod(m[1].str());
   }
   return -1;
@@ -176,4 +177,20 @@ TEST(GatewaySharedState, RedisDownFailsNoRequestAndBothWardensAgreeOnceItIsBack)
   const Turn fresh = send_turn(w.b.port, "after", 1);
   EXPECT_EQ(send_turn(w.a.port, "after", 2).replica, fresh.replica);
   EXPECT_EQ(metric(w.a.port, "lm_warden_shared_state_up"), 1);
+}
+
+TEST(GatewaySharedState, ASlowRedisDelaysNoRequestBeyondTheLookupBound) {
+  TwoWardens w;
+  w.redis.proc->signal(SIGSTOP);  // accepts connections, answers nothing
+  for (int i = 0; i < 6; ++i) {
+    const auto started = std::chrono::steady_clock::now();
+    const Turn t = send_turn(w.port(i), "stalled-" + std::to_string(i), 1);
+    const auto took = std::chrono::steady_clock::now() - started;
+    EXPECT_EQ(t.status, 200u);
+    // The bound is 5 ms a step (lookup, then the claim); the rest is the sim's answer and the test's
+    // own connection, far below this.
+    EXPECT_LT(took, std::chrono::milliseconds(250)) << i;
+  }
+  w.redis.proc->signal(SIGCONT);
+  EXPECT_GT(metric(w.a.port, R"(lm_warden_shared_state_requests_total{op="lookup",result="timeout"})"), 0);
 }
