@@ -68,31 +68,46 @@ std::optional<std::pair<std::string, std::uint16_t>> parse_listen(std::string_vi
   return std::make_pair(host, static_cast<std::uint16_t>(*port));
 }
 
-std::optional<UpstreamUrl> parse_upstream_url(std::string_view text, std::string* why) {
-  auto set_why = [&](std::string w) {
-    if (why) {
-      *why = std::move(w);
-    }
-  };
+namespace {
+
+bool set_why(std::string* why, std::string text) {
+  if (why) {
+    *why = std::move(text);
+  }
+  return false;
+}
+
+// What an upstream URL and a Redis URL have in common: the scheme, the host (IPv6 without brackets) and
+// the port (`default_port` when none is written). Nullopt with `why` set when unusable.
+struct Authority {
+  boost::urls::url_view url;
+  std::string host;
+  std::uint16_t port = 0;
+};
+
+std::optional<Authority> parse_authority(std::string_view text, std::string_view scheme,
+                                         std::string_view scheme_note, std::uint16_t default_port,
+                                         bool allow_userinfo, std::string* why) {
   auto parsed = boost::urls::parse_absolute_uri(base::trim(text));
   if (!parsed) {
-    set_why("not an absolute URL");
+    set_why(why, "not an absolute URL");
     return std::nullopt;
   }
-  auto u = *parsed;
-  if (u.scheme() != "http") {
-    set_why(fmt::format("scheme '{}' is not supported (engines are reached over plain http)", u.scheme()));
+  Authority out{*parsed, {}, default_port};
+  const auto& u = out.url;
+  if (u.scheme() != scheme) {
+    set_why(why, fmt::format("scheme '{}' is not supported ({})", u.scheme(), scheme_note));
     return std::nullopt;
   }
   if (u.host().empty()) {
-    set_why("no host");
+    set_why(why, "no host");
     return std::nullopt;
   }
-  if (u.has_query() || u.has_fragment() || u.has_userinfo()) {
-    set_why("query, fragment or user info are not allowed");
+  if (u.has_query() || u.has_fragment() || (!allow_userinfo && u.has_userinfo())) {
+    set_why(why, allow_userinfo ? "a query or fragment is not allowed"
+                                : "query, fragment or user info are not allowed");
     return std::nullopt;
   }
-  UpstreamUrl out;
   out.host = std::string(u.host_address());
   if (u.host_type() == boost::urls::host_type::ipv6) {
     out.host = std::string(u.encoded_host_address());
@@ -102,19 +117,52 @@ std::optional<UpstreamUrl> parse_upstream_url(std::string_view text, std::string
   }
   if (u.has_port()) {
     if (u.port_number() == 0) {
-      set_why("port must be 1..65535");
+      set_why(why, "port must be 1..65535");
       return std::nullopt;
     }
     out.port = u.port_number();
-  } else {
-    out.port = 80;
   }
-  std::string path(u.encoded_path());
+  return out;
+}
+
+}  // namespace
+
+std::optional<UpstreamUrl> parse_upstream_url(std::string_view text, std::string* why) {
+  const auto a = parse_authority(text, "http", "engines are reached over plain http", 80, false, why);
+  if (!a) {
+    return std::nullopt;
+  }
+  UpstreamUrl out{a->host, a->port};
+  std::string path(a->url.encoded_path());
   while (!path.empty() && path.back() == '/') {
     path.pop_back();
   }
   out.base_path = path;
-  out.text = fmt::format("http://{}{}", std::string(u.encoded_authority()), path);
+  out.text = fmt::format("http://{}{}", std::string(a->url.encoded_authority()), path);
+  return out;
+}
+
+std::optional<RedisUrl> parse_redis_url(std::string_view text, std::string* why) {
+  const auto a = parse_authority(text, "redis", "plain redis:// only", 6379, true, why);
+  if (!a) {
+    return std::nullopt;
+  }
+  RedisUrl out{a->host, a->port};
+  // The optional "/DB": nothing, "/" or a database number 0..15 (Redis' default count).
+  const std::string_view path = a->url.encoded_path();
+  if (!path.empty() && path != "/") {
+    const auto db = base::parse_integer<int>(path.substr(1), 0, 15);
+    if (!db) {
+      set_why(why, fmt::format("database '{}' is not a number from 0 to 15", path.substr(1)));
+      return std::nullopt;
+    }
+    out.db = *db;
+  }
+  if (a->url.has_userinfo()) {
+    out.user = std::string(a->url.user());
+    out.password = std::string(a->url.password());
+  }
+  out.text = fmt::format("redis://{}:{}/{}", std::string(a->url.encoded_host()), out.port, out.db);
   return out;
 }
 

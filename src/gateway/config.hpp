@@ -10,7 +10,6 @@
 
 #include "base/parse.hpp"
 #include "core/types.hpp"
-#include "gateway/shared_keys.hpp"
 #include "supervisor/launch.hpp"
 
 namespace warden::gateway {
@@ -63,6 +62,18 @@ struct MetricsConfig {
 struct AuthConfig {
   // Reads (/api/*, /metrics, /v1/models) need one of the api_keys or the admin token, like writes.
   bool reads = false;
+};
+
+// `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]` split into what the client needs.
+struct RedisUrl {
+  std::string host;
+  std::uint16_t port = 6379;
+  int db = 0;
+  std::string user;      // empty: AUTH with the password alone
+  std::string password;  // empty: no AUTH
+  std::string text;      // without the password (for logs)
+
+  friend bool operator==(const RedisUrl&, const RedisUrl&) = default;
 };
 
 // `state: { redis: ..., prefix: ... }`: conversation homes and replica load shared with the other wardens in
@@ -123,5 +134,7 @@ using base::parse_duration;
 using base::parse_size;
 // "http://host:port[/base]" → UpstreamUrl; std::nullopt with `why` set when not usable.
 std::optional<UpstreamUrl> parse_upstream_url(std::string_view text, std::string* why);
+// "redis://..." → RedisUrl; std::nullopt with `why` set when not usable.
+std::optional<RedisUrl> parse_redis_url(std::string_view text, std::string* why);
 
 }  // namespace warden::gateway

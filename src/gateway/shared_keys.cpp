@@ -2,81 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <boost/url/parse.hpp>
-
 #include "base/parse.hpp"
-#include "base/trim.hpp"
 
 namespace warden::gateway {
-
-namespace {
-
-bool fail(std::string* why, std::string text) {
-  if (why) {
-    *why = std::move(text);
-  }
-  return false;
-}
-
-// The optional "/DB" path: nothing, "/" or a database number 0..15 (Redis' default count).
-bool parse_db(std::string_view path, int& db, std::string* why) {
-  if (path.empty() || path == "/") {
-    return true;
-  }
-  const auto n = base::parse_integer<int>(path.substr(1), 0, 15);
-  if (!n) {
-    return fail(why, fmt::format("database '{}' is not a number from 0 to 15", path.substr(1)));
-  }
-  db = *n;
-  return true;
-}
-
-}  // namespace
-
-std::optional<RedisUrl> parse_redis_url(std::string_view text, std::string* why) {
-  auto parsed = boost::urls::parse_absolute_uri(base::trim(text));
-  if (!parsed) {
-    fail(why, "not an absolute URL");
-    return std::nullopt;
-  }
-  const auto& u = *parsed;
-  if (u.scheme() != "redis") {
-    fail(why, fmt::format("scheme '{}' is not supported (plain redis:// only)", u.scheme()));
-    return std::nullopt;
-  }
-  if (u.host().empty()) {
-    fail(why, "no host");
-    return std::nullopt;
-  }
-  if (u.has_query() || u.has_fragment()) {
-    fail(why, "a query or fragment is not allowed");
-    return std::nullopt;
-  }
-  RedisUrl out;
-  out.host = std::string(u.host_address());
-  if (u.host_type() == boost::urls::host_type::ipv6) {
-    out.host = std::string(u.encoded_host_address());
-    if (out.host.size() > 2 && out.host.front() == '[') {
-      out.host = out.host.substr(1, out.host.size() - 2);
-    }
-  }
-  if (u.has_port()) {
-    if (u.port_number() == 0) {
-      fail(why, "port must be 1..65535");
-      return std::nullopt;
-    }
-    out.port = u.port_number();
-  }
-  if (!parse_db(u.encoded_path(), out.db, why)) {
-    return std::nullopt;
-  }
-  if (u.has_userinfo()) {
-    out.user = std::string(u.user());
-    out.password = std::string(u.password());
-  }
-  out.text = fmt::format("redis://{}:{}/{}", u.encoded_host(), out.port, out.db);
-  return out;
-}
 
 std::string home_key(std::string_view prefix, std::string_view model, std::uint64_t session_hash) {
   return fmt::format("{}home:{}:{:016x}", prefix, model, session_hash);

@@ -1,5 +1,5 @@
-// What several wardens share through Redis, as text: the server's URL, the key names and the load a
-// warden publishes for the others. Pure functions (no sockets), unit-tested directly; the client that
+// What several wardens share through Redis, as text: the key names and the load a warden publishes for
+// the others. Pure functions (no sockets), unit-tested directly; the client that
 // sends them is shared_state.hpp.
 #pragma once
 
@@ -10,21 +10,6 @@
 #include <vector>
 
 namespace warden::gateway {
-
-// `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]` split into what the client needs.
-struct RedisUrl {
-  std::string host;
-  std::uint16_t port = 6379;
-  int db = 0;
-  std::string user;      // empty: AUTH with the password alone
-  std::string password;  // empty: no AUTH
-  std::string text;      // as written, without the password (for logs)
-
-  friend bool operator==(const RedisUrl&, const RedisUrl&) = default;
-};
-
-// nullopt with `why` set when the text is not a usable Redis URL.
-std::optional<RedisUrl> parse_redis_url(std::string_view text, std::string* why);
 
 // A conversation's home: `{prefix}home:{model}:{16 hex digits of the session hash}`.
 std::string home_key(std::string_view prefix, std::string_view model, std::uint64_t session_hash);
