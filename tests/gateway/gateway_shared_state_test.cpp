@@ -194,3 +194,27 @@ TEST(GatewaySharedState, ASlowRedisDelaysNoRequestBeyondTheLookupBound) {
   w.redis.proc->signal(SIGCONT);
   EXPECT_GT(metric(w.a.port, R"(lm_warden_shared_state_requests_total{op="lookup",result="timeout"})"), 0);
 }
+
+TEST(GatewaySharedState, ARestartedWardenPublishesTheHomesItKeptToAnEmptyRedis) {
+  TwoWardens w;
+  std::map<std::string, std::string> homes;
+  for (int i = 0; i < 4; ++i) {
+    const std::string session = "kept-" + std::to_string(i);
+    const Turn t = send_turn(w.a.port, session, 1);
+    ASSERT_EQ(t.status, 200u);
+    homes[session] = t.replica;
+  }
+  ASSERT_EQ(w.a.proc->stop(), 0);  // its homes are in its state_dir
+  w.redis.kill();
+  w.redis.start();  // empty: nothing kept on disk
+  w.a.start(dp_model(w.sim->port(), 4), shared_state(w.redis));
+  ASSERT_TRUE(
+      wait_until([&] { return TwoWardens::resyncs(w.a.port) >= 1 && TwoWardens::resyncs(w.b.port) >= 2; },
+                 std::chrono::seconds(15)));
+  for (const auto& [session, replica] : homes) {
+    const Turn t = send_turn(w.b.port, session, 2);  // the other warden never saw these
+    ASSERT_EQ(t.status, 200u);
+    EXPECT_EQ(t.replica, replica) << session;
+    EXPECT_EQ(t.route, "sticky") << session;
+  }
+}
