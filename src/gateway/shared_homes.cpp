@@ -140,36 +140,45 @@ asio::awaitable<void> Gateway::share_lookup(ModelRuntime& m, const core::Request
   }
 }
 
-// After routing: a new conversation's home is claimed (set if absent) before it is sent, and if another
-// warden claimed it first its home is adopted (true: route again). A re-home is written in the background.
+// After routing, before sending: a new conversation's home is claimed (set if absent), a re-home written
+// (set, reading what was there). Another warden's home, claimed first or re-homed first to a replica that
+// is healthy here, wins: it is adopted (true: route again) and kept in Redis.
 asio::awaitable<bool> Gateway::share_placement(ModelRuntime& m, const core::RequestFacts& facts, int attempt,
                                                const core::Decision& d) {
-  const bool placed = d.route == core::Route::new_conversation || d.route == core::Route::failover;
-  if (!facts.session || !d.ok() || !placed) {
+  const bool claim = d.route == core::Route::new_conversation;
+  if (!facts.session || !d.ok() || (!claim && d.route != core::Route::failover)) {
     co_return false;
   }
   const std::string key = home_key(shared_->config().prefix, m.config().name, facts.session->hash);
   const std::string ttl = ms_text(m.router().session_config().idle_ttl);
   const std::string value = std::to_string(*d.replica);
-  if (d.route != core::Route::new_conversation || attempt > 0) {
+  if (attempt > 0) {
+    // A retry: the replica that just failed may still look healthy here, so no other home is adopted.
     shared_->send({{"SET", key, value, "PX", ttl}, load_command(m)});
     co_return false;
   }
+  // Named, not temporaries: GCC 12 destroys temporaries of a co_await expression twice.
   std::vector<RedisCommand> commands;
-  commands.push_back({"SET", key, value, "PX", ttl, "NX", "GET"});
+  commands.push_back(claim ? RedisCommand{"SET", key, value, "PX", ttl, "NX", "GET"}
+                           : RedisCommand{"SET", key, value, "PX", ttl, "GET"});
   commands.push_back(load_command(m));
-  std::string op = "claim";
+  std::string op = claim ? "claim" : "rehome";
   auto replies = co_await shared_->ask(std::move(commands), std::move(op));
   if (!replies || replies->empty() || (*replies)[0].type != RedisReply::Type::string) {
-    co_return false;  // claimed (or Redis unavailable): this warden's placement stands
+    co_return false;  // placed here first (or Redis unavailable): this warden's placement stands
   }
   const auto winner = parse_home((*replies)[0].text);
-  if (!winner || *winner == *d.replica || *winner >= m.replicas().size() ||
-      !m.replicas()[*winner].metrics.healthy) {
-    if (winner != d.replica) {
-      shared_->send({{"SET", key, value, "PX", ttl}});  // its home is gone: this warden's placement is it
-    }
+  if (!winner || *winner == *d.replica) {
     co_return false;
+  }
+  if (*winner >= m.replicas().size() || !m.replicas()[*winner].metrics.healthy) {
+    if (claim) {
+      shared_->send({{"SET", key, value, "PX", ttl}});  // its home is gone: this placement replaces it
+    }
+    co_return false;  // a re-home replaced the failed home: this one stands
+  }
+  if (!claim) {
+    shared_->send({{"SET", key, std::to_string(*winner), "PX", ttl}});  // put the earlier re-home back
   }
   m.router().adopt_home(facts.session->hash, *winner, facts.prompt_tokens, Clock::now().time_since_epoch());
   co_return true;

@@ -218,3 +218,36 @@ TEST(GatewaySharedState, ARestartedWardenPublishesTheHomesItKeptToAnEmptyRedis) 
     EXPECT_EQ(t.route, "sticky") << session;
   }
 }
+
+TEST(GatewaySharedState, TwoWardensFailingOverOneConversationAgreeOnItsNewHome) {
+  Redis redis;
+  std::vector<std::unique_ptr<ChildProcess>> sims;
+  std::string models =
+      "  - name: m\n    served_model_name: " + kServed + "\n    max_num_seqs: 32\n    replicas:\n";
+  models += "      urls: [";
+  for (int i = 0; i < 3; ++i) {
+    sims.push_back(start_sim(1));
+    models += (i > 0 ? ", " : "") + std::string("http://127.0.0.1:") + std::to_string(sims.back()->port());
+  }
+  models += "]\n";
+  Warden a{models, shared_state(redis)};
+  Warden b{models, shared_state(redis)};
+  ASSERT_TRUE(
+      wait_until([&] { return TwoWardens::resyncs(a.port) >= 1 && TwoWardens::resyncs(b.port) >= 1; }));
+  const Turn first = send_turn(a.port, "moving", 1);
+  ASSERT_EQ(first.status, 200u);
+  ASSERT_EQ(send_turn(b.port, "moving", 2).replica, first.replica);  // both know its home now
+  sims[static_cast<std::size_t>(std::stoi(first.replica))]->signal(SIGKILL);
+  const auto down = [&](int port) {
+    return !replica_of(card(port), std::stoi(first.replica)).at("healthy").as_bool();
+  };
+  ASSERT_TRUE(wait_until([&] { return down(a.port) && down(b.port); }));
+  const Turn moved = send_turn(a.port, "moving", 3);
+  ASSERT_EQ(moved.status, 200u);
+  EXPECT_EQ(moved.route, "failover");
+  // The other warden's own placement would avoid the replica the first one just filled; it follows it.
+  const Turn followed = send_turn(b.port, "moving", 4);
+  ASSERT_EQ(followed.status, 200u);
+  EXPECT_EQ(followed.replica, moved.replica);
+  EXPECT_EQ(send_turn(b.port, "moving", 5).route, "sticky");
+}
