@@ -1,7 +1,8 @@
 // What the gateway shares with the other wardens through Redis (shared_state.hpp, docs/deployment.md):
 // a conversation this warden does not know is looked up before it is routed, a new conversation's home is
-// claimed (set if absent) before it is sent, re-homes and refreshed homes are written in the background,
-// and every second each warden publishes its load per replica and reads the others'.
+// claimed (set if absent) and a re-home written before the request is sent, the homes seen are kept
+// alive in the background, and every second each warden publishes its load per replica and reads the
+// others'.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
