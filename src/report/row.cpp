@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
+#include <utility>
 
 #include <boost/json.hpp>
 
@@ -35,6 +37,7 @@ std::string records_jsonl(std::string_view policy, int sessions, const std::vect
     o["ok"] = r.ok;
     o["route"] = r.route ? boost::json::value(*r.route) : boost::json::value(nullptr);
     o["replica"] = r.replica ? boost::json::value(*r.replica) : boost::json::value(nullptr);
+    o["target"] = r.target ? boost::json::value(*r.target) : boost::json::value(nullptr);
     out += boost::json::serialize(o);
     out += '\n';
   }
@@ -68,6 +71,39 @@ Progress LevelRecorder::progress() const {
   return p;
 }
 
+LevelRecorder::Stayed LevelRecorder::count_stayed() const {
+  Stayed s;
+  // Replica of each session's latest successful turn: a session's turns complete in order.
+  std::unordered_map<std::uint64_t, std::pair<std::size_t, std::optional<int>>> previous;
+  for (const RequestRecord& r : records_) {
+    if (!r.ok) {
+      continue;
+    }
+    // Known when this follows its session's previous turn and both replicas are known.
+    bool replica_known = false;
+    bool same_replica = false;
+    if (const auto before = previous.find(r.session_index); before != previous.end() &&
+                                                            before->second.first + 1 == r.turn &&
+                                                            before->second.second && r.replica) {
+      replica_known = true;
+      same_replica = *before->second.second == *r.replica;
+    }
+    previous[r.session_index] = {r.turn, r.replica};
+    // "balanced" = affinity off: the conversation has no home replica to stay on, so it does not count.
+    if (r.turn == 0 || !r.route || *r.route == "balanced") {
+      continue;
+    }
+    if (stayed_by_ == StayedBy::route) {
+      ++s.follow_ups;
+      s.stayed += *r.route == "sticky" ? 1 : 0;
+    } else if (replica_known) {
+      ++s.follow_ups;
+      s.stayed += same_replica ? 1 : 0;
+    }
+  }
+  return s;
+}
+
 Row LevelRecorder::row(std::optional<double> now) const {
   Row row;
   row.policy = policy_;
@@ -77,8 +113,6 @@ Row LevelRecorder::row(std::optional<double> now) const {
 
   std::int64_t output_tokens = 0;
   std::size_t sessions_finished = 0;
-  std::size_t follow_ups_routed = 0;
-  std::size_t sticky = 0;
   for (const RequestRecord& r : records_) {
     if (!r.ok) {
       continue;
@@ -88,13 +122,6 @@ Row LevelRecorder::row(std::optional<double> now) const {
       output_tokens += r.output_tokens;
       if (r.session_finished) {
         ++sessions_finished;
-      }
-    }
-    // "balanced" = affinity off: the conversation has no home replica to stay on, so it does not count.
-    if (r.turn > 0 && r.route && *r.route != "balanced") {
-      ++follow_ups_routed;
-      if (*r.route == "sticky") {
-        ++sticky;
       }
     }
   }
@@ -115,8 +142,8 @@ Row LevelRecorder::row(std::optional<double> now) const {
       row.prefix_hits = std::min(hits / queries, 1.0) * 100.0;
     }
   }
-  if (follow_ups_routed > 0) {
-    row.stayed_on_replica = static_cast<double>(sticky) * 100.0 / static_cast<double>(follow_ups_routed);
+  if (const Stayed s = count_stayed(); s.follow_ups > 0) {
+    row.stayed_on_replica = static_cast<double>(s.stayed) * 100.0 / static_cast<double>(s.follow_ups);
   }
   row.errors = static_cast<std::int64_t>(errors_);
   return row;

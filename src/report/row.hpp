@@ -40,20 +40,22 @@ struct PrefixCounters {
 
 // One finished (or failed) request, as the driver saw it.
 struct RequestRecord {
-  double started_at = 0.0;           // model seconds, when the request was sent
-  double ended_at = 0.0;             // model seconds, when its response ended (or it failed)
-  std::optional<double> ttfb;        // seconds from send to the first streamed content token
-  std::int64_t output_tokens = 0;    // from the usage the engine reported
-  bool ok = true;                    // false: transport error, HTTP error, or broken stream
-  std::size_t turn = 0;              // 0 = the session's first turn; > 0 = a follow-up
-  bool session_finished = false;     // this was its session's last turn
-  std::optional<std::string> route;  // x-warden-route, when the request went through a warden
-  std::uint64_t session_index = 0;   // which session (workload session index)
-  std::optional<int> replica;        // x-warden-replica (or the replica a simulation chose), if known
+  double started_at = 0.0;            // model seconds, when the request was sent
+  double ended_at = 0.0;              // model seconds, when its response ended (or it failed)
+  std::optional<double> ttfb;         // seconds from send to the first streamed content token
+  std::int64_t output_tokens = 0;     // from the usage the engine reported
+  bool ok = true;                     // false: transport error, HTTP error, or broken stream
+  std::size_t turn = 0;               // 0 = the session's first turn; > 0 = a follow-up
+  bool session_finished = false;      // this was its session's last turn
+  std::optional<std::string> route;   // x-warden-route, when the request went through a warden
+  std::uint64_t session_index = 0;    // which session (workload session index)
+  std::optional<int> replica;         // x-warden-replica (or the replica a simulation chose), if known
+  std::optional<std::size_t> target;  // which of several targets (wardens) the request was sent to
 };
 
 // One JSON object per line for every record of a level (for analysis beyond the table):
-// {"policy","sessions","session","turn","started_at","ended_at","ttfb","output_tokens","ok","route","replica"}.
+// {"policy","sessions","session","turn","started_at","ended_at","ttfb","output_tokens","ok","route","replica",
+//  "target"}.
 std::string records_jsonl(std::string_view policy, int sessions, const std::vector<RequestRecord>& records);
 
 // Snapshot for a progress line.
@@ -64,6 +66,13 @@ struct Progress {
   std::optional<double> ttfb_p50;
 };
 
+// What counts as a follow-up that stayed on its replica:
+// - route: the warden said "sticky" (x-warden-route), among follow-ups routed other than "balanced";
+// - replica: it was served by the replica of its session's previous turn (x-warden-replica), among
+//   follow-ups routed other than "balanced" whose previous turn's replica is known. The measure for
+//   several wardens: each one's route reflects only what that warden knows of the conversation.
+enum class StayedBy : std::uint8_t { route, replica };
+
 // Accumulates one level [begin, end) and turns it into a Row:
 // - Sessions/h = sessions whose last turn ended inside the window x 3600 / window length;
 // - Output tokens/min = output tokens of requests that ended inside the window x 60 / window length;
@@ -71,12 +80,13 @@ struct Progress {
 //   that end after the window, while the driver drains);
 // - Replicas busy = mean of the busy-replica samples;
 // - Prefix hits = (hits_end - hits_start) / (queries_end - queries_start) x 100;
-// - Stayed on replica = follow-ups routed "sticky" / follow-ups that carried a route other than "balanced"
-//   (affinity off: no home replica), x 100; none without a warden or with affinity off;
+// - Stayed on replica = follow-ups that stayed (StayedBy) / follow-ups that carried a route other than
+//   "balanced" (affinity off: no home replica), x 100; none without a warden or with affinity off;
 // - Errors = failed requests of the level.
 class LevelRecorder {
  public:
-  LevelRecorder(std::string policy, int sessions) : policy_(std::move(policy)), sessions_(sessions) {}
+  LevelRecorder(std::string policy, int sessions, StayedBy stayed_by = StayedBy::route)
+      : policy_(std::move(policy)), sessions_(sessions), stayed_by_(stayed_by) {}
 
   void begin(double now) { begin_ = now; }
   // End of the measuring window; records may still arrive afterwards (drain) and count for TTFB/errors.
@@ -98,8 +108,15 @@ class LevelRecorder {
   const std::vector<RequestRecord>& records() const { return records_; }
 
  private:
+  struct Stayed {
+    std::size_t follow_ups = 0;
+    std::size_t stayed = 0;
+  };
+  Stayed count_stayed() const;
+
   std::string policy_;
   int sessions_;
+  StayedBy stayed_by_;
   double begin_ = 0.0;
   std::optional<double> end_;
   std::vector<RequestRecord> records_;

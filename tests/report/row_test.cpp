@@ -108,6 +108,42 @@ TEST(LevelRecorder, StayedOnReplicaIsTheStickyShareOfRoutedFollowUps) {
   EXPECT_FALSE(off.row().stayed_on_replica.has_value());
 }
 
+TEST(LevelRecorder, StayedByReplicaComparesEachFollowUpWithItsSessionsPreviousTurn) {
+  LevelRecorder rec("two wardens", 2, StayedBy::replica);
+  rec.begin(0.0);
+  auto served = [&](std::uint64_t session, std::size_t turn, const char* route, std::optional<int> replica,
+                    bool ok = true) {
+    RequestRecord r = req(1, 2, 0.5, 10, turn);
+    r.session_index = session;
+    r.route = route;
+    r.replica = replica;
+    r.ok = ok;
+    rec.record(r);
+  };
+  // Session 0 alternates between two wardens that agree on replica 1; each says "new" on its first turn.
+  served(0, 0, "new", 1);
+  served(1, 0, "new", 2);
+  served(0, 1, "new", 1);     // the second warden's first sight of it: "new", yet the same replica
+  served(1, 1, "sticky", 3);  // "sticky" at a warden whose home differs from the previous turn's replica
+  served(0, 2, "sticky", 1);
+  served(1, 2, "balanced", 3);  // affinity off: not counted
+  served(0, 3, "sticky", 1, false);
+  served(0, 4, "sticky", 1);             // its previous turn failed: no previous replica, not counted
+  served(1, 3, "sticky", std::nullopt);  // no replica header: not counted
+  rec.end(10.0);
+  // Counted: (0,1) stayed, (1,1) moved, (0,2) stayed.
+  EXPECT_NEAR(*rec.row().stayed_on_replica, 200.0 / 3.0, 1e-9);
+
+  // The same records by route: every non-balanced follow-up, stayed when "sticky".
+  LevelRecorder by_route("one warden", 2);
+  for (const RequestRecord& r : rec.records()) {
+    by_route.record(r);
+  }
+  by_route.end(10.0);
+  // (0,1) new; (1,1) (0,2) (0,4) (1,3) sticky.
+  EXPECT_DOUBLE_EQ(*by_route.row().stayed_on_replica, 80.0);
+}
+
 TEST(LevelRecorder, NotApplicableColumnsAreEmpty) {
   LevelRecorder rec("x", 8);
   rec.begin(5.0);
@@ -145,6 +181,7 @@ TEST(RecordsJsonl, OneObjectPerRequestWithNullsForUnknowns) {
   a.session_index = 7;
   a.route = "sticky";
   a.replica = 3;
+  a.target = 1;
   RequestRecord b = req(2.0, 2.5, 0.0, 0, 0);
   b.ok = false;
   b.ttfb.reset();
@@ -162,10 +199,12 @@ TEST(RecordsJsonl, OneObjectPerRequestWithNullsForUnknowns) {
   EXPECT_DOUBLE_EQ(objs[0].at("ttfb").as_double(), 0.25);
   EXPECT_EQ(objs[0].at("route").as_string(), "sticky");
   EXPECT_EQ(objs[0].at("replica").to_number<int>(), 3);
+  EXPECT_EQ(objs[0].at("target").to_number<int>(), 1);
   EXPECT_FALSE(objs[1].at("ok").as_bool());
   EXPECT_TRUE(objs[1].at("ttfb").is_null());
   EXPECT_TRUE(objs[1].at("route").is_null());
   EXPECT_TRUE(objs[1].at("replica").is_null());
+  EXPECT_TRUE(objs[1].at("target").is_null());
 }
 
 }  // namespace
