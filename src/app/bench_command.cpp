@@ -23,7 +23,9 @@ struct BenchArgs {
   std::optional<double> stagger;
   std::uint64_t seed = 1;
   bool no_billing_header = false;
-  std::string warden;
+  std::vector<std::string> urls;
+  std::vector<std::string> wardens;
+  std::string stayed_by;
 };
 
 // Turns the textual flags into options; prints the reason and returns false when one is wrong.
@@ -54,8 +56,22 @@ bool finish_options(BenchArgs& a) {
     }
     a.options.compare = *compare;
   }
-  if (!a.warden.empty()) {
-    a.options.warden = a.warden;
+  auto urls = bench::parse_urls(a.urls, "--url");
+  if (!urls) {
+    return fail(urls.error());
+  }
+  a.options.urls = *urls;
+  auto wardens = bench::parse_urls(a.wardens, "--warden");
+  if (!wardens) {
+    return fail(wardens.error());
+  }
+  a.options.wardens = *wardens;
+  if (!a.stayed_by.empty()) {
+    auto stayed_by = bench::parse_stayed_by(a.stayed_by);
+    if (!stayed_by) {
+      return fail(stayed_by.error());
+    }
+    a.options.stayed_by = *stayed_by;
   }
   auto preset = workload::preset(a.preset);
   if (!preset) {
@@ -86,9 +102,11 @@ void add_bench_command(CLI::App& app) {
                                      "routing.md (Sessions/h, output tokens/min, "
                                      "TTFB p50/p95, replicas busy, prefix hits, stayed on replica)");
   bench::BenchOptions& o = args->options;
-  cmd->add_option("--url", o.url,
-                  "Where requests go: an engine (vLLM, lm-warden sim) or a warden, http://host:port")
-      ->required();
+  cmd->add_option("--url", args->urls,
+                  "Where requests go: an engine (vLLM, lm-warden sim) or a warden, http://host:port; several "
+                  "(repeated or comma-separated): each session's turns rotate over them")
+      ->required()
+      ->allow_extra_args(false);
   cmd->add_option("--model", o.model,
                   "Model name sent in every request (and the warden's model for --compare)")
       ->required();
@@ -99,10 +117,16 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--duration", args->duration, "Length of each level in model time (e.g. 3m, 90s)")
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "Fixes every prompt and session id")->capture_default_str();
-  cmd->add_option("--warden", args->warden, "Warden base URL (admin API for --compare)");
+  cmd->add_option("--warden", args->wardens,
+                  "Warden base URL (admin API for --compare); one per --url when there are several")
+      ->allow_extra_args(false);
+  cmd->add_option("--stayed-by", args->stayed_by,
+                  "route (x-warden-route is sticky; the default with one --url) or replica (x-warden-replica "
+                  "equals the session's previous turn's; the default with several)");
   cmd->add_option(
          "--metrics", o.metrics,
-         "Engine /metrics URL(s) to poll for replicas busy and prefix hits (default: the --url's /metrics)")
+         "Engine /metrics URL(s) to poll for replicas busy and prefix hits, summed (default: each --url's "
+         "/metrics)")
       ->allow_extra_args(false);
   cmd->add_option(
          "--time-scale", o.time_scale,

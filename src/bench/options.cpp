@@ -75,8 +75,57 @@ Result<Api> parse_api(std::string_view text) {
   return std::string(fmt::format("--api must be anthropic or openai, not '{}'", text));
 }
 
+Result<StayedBy> parse_stayed_by(std::string_view text) {
+  if (text == "route") {
+    return StayedBy::route;
+  }
+  if (text == "replica") {
+    return StayedBy::replica;
+  }
+  return std::string(fmt::format("--stayed-by must be route or replica, not '{}'", text));
+}
+
+Result<std::vector<std::string>> parse_urls(const std::vector<std::string>& given, std::string_view flag) {
+  std::vector<std::string> urls;
+  std::vector<std::string_view> seen;
+  for (const std::string& occurrence : given) {
+    for (std::string_view url : split_commas(occurrence)) {
+      if (url.empty()) {
+        return std::string(fmt::format("{} has an empty URL in '{}'", flag, occurrence));
+      }
+      std::string_view bare = url;
+      while (bare.size() > 1 && bare.back() == '/') {
+        bare.remove_suffix(1);
+      }
+      for (std::string_view other : seen) {
+        if (other == bare) {
+          return std::string(fmt::format("{} names {} twice", flag, bare));
+        }
+      }
+      seen.push_back(bare);
+      urls.emplace_back(url);
+    }
+  }
+  return urls;
+}
+
+std::size_t target_for(std::uint64_t session_index, std::size_t turn, std::size_t targets) {
+  if (targets <= 1) {
+    return 0;
+  }
+  return static_cast<std::size_t>((session_index + turn) % targets);
+}
+
+StayedBy stayed_by_for(const BenchOptions& o) {
+  return o.stayed_by.value_or(o.urls.size() > 1 ? StayedBy::replica : StayedBy::route);
+}
+
+std::string_view stayed_by_name(StayedBy by) {
+  return by == StayedBy::route ? "route" : "replica";
+}
+
 Result<void> validate(const BenchOptions& o) {
-  if (o.url.empty() || o.model.empty()) {
+  if (o.urls.empty() || o.model.empty()) {
     return std::string("--url and --model are required");
   }
   if (o.levels.empty()) {
@@ -85,8 +134,13 @@ Result<void> validate(const BenchOptions& o) {
   if (!(o.duration > 0.0) || !(o.time_scale > 0.0) || !std::isfinite(o.time_scale)) {
     return std::string("--duration and --time-scale must be positive");
   }
-  if (!o.compare.empty() && !o.warden) {
+  if (!o.compare.empty() && o.wardens.empty()) {
     return std::string("--compare needs --warden (affinity is toggled through its admin API)");
+  }
+  if (!o.compare.empty() && o.urls.size() > 1 && o.wardens.size() != o.urls.size()) {
+    return std::string(
+        "--compare over several --url targets needs one --warden per target (affinity is set "
+        "on each)");
   }
   if (o.out && !ends_with(*o.out, ".json") && !ends_with(*o.out, ".csv") && !ends_with(*o.out, ".md")) {
     return std::string("--out must end in .json, .csv or .md");
@@ -101,11 +155,14 @@ std::vector<std::string> metrics_urls(const BenchOptions& o) {
   if (!o.metrics.empty()) {
     return o.metrics;
   }
-  std::string base = o.url;
-  while (!base.empty() && base.back() == '/') {
-    base.pop_back();
+  std::vector<std::string> urls;
+  for (std::string base : o.urls) {
+    while (!base.empty() && base.back() == '/') {
+      base.pop_back();
+    }
+    urls.push_back(base + "/metrics");
   }
-  return {base + "/metrics"};
+  return urls;
 }
 
 std::string routing_admin_path(std::string_view model) {

@@ -44,12 +44,13 @@ constexpr std::size_t kLoggedErrorsPerLevel = 5;
 // One concurrency level of one pass: its closed loop, recorder and the coroutines working on it.
 struct Level {
   Level(const workload::Workload& w, const std::string& policy_label, int sessions, double now,
-        std::uint64_t first_index, asio::any_io_executor ex)
+        std::uint64_t first_index, StayedBy stayed_by, std::size_t targets, asio::any_io_executor ex)
       : policy(policy_label),
-        recorder(policy_label, sessions),
+        recorder(policy_label, sessions, stayed_by),
         loop(w, static_cast<std::size_t>(sessions), now, first_index),
         wake(ex),
-        cancel(static_cast<std::size_t>(sessions)) {
+        cancel(static_cast<std::size_t>(sessions)),
+        sent(targets, 0) {
     for (auto& c : cancel) {
       c = std::make_unique<asio::cancellation_signal>();
     }
@@ -62,6 +63,7 @@ struct Level {
   std::vector<std::unique_ptr<asio::cancellation_signal>> cancel;  // per slot, for the drain timeout
   std::size_t active = 0;                                          // turn coroutines still running
   std::size_t errors_logged = 0;
+  std::vector<std::size_t> sent;  // requests sent to each target
 };
 
 class Runner {
@@ -95,7 +97,9 @@ class Runner {
     outcome_.error = std::move(error);
   }
 
-  asio::awaitable<bool> set_affinity(bool on);
+  asio::awaitable<bool> set_affinity(const std::string& warden, bool on);
+  bool resolve_targets();
+  void print_setup();
   asio::awaitable<std::optional<MetricsSample>> scrape();
   asio::awaitable<std::uint64_t> run_level(const std::string& policy, int sessions,
                                            std::uint64_t first_index);
@@ -115,10 +119,11 @@ class Runner {
   net::ClientPool pool_;
   protocol::ApiKind api_;
   Clock::time_point start_;
-  net::Endpoint target_;
+  std::vector<net::Endpoint> targets_;
   std::vector<std::pair<net::Endpoint, std::string>> metrics_;  // endpoint, path
   Level* current_ = nullptr;
   bool interrupted_ = false;
+  bool warned_no_ranks_ = false;
   BenchOutcome outcome_;
 };
 
@@ -138,10 +143,10 @@ asio::awaitable<void> Runner::sleep_model(asio::steady_timer& t, double model_se
   co_await t.async_wait(use_tuple);
 }
 
-asio::awaitable<bool> Runner::set_affinity(bool on) {
-  auto ep = net::parse_http_url(*options_.warden);
+asio::awaitable<bool> Runner::set_affinity(const std::string& warden, bool on) {
+  auto ep = net::parse_http_url(warden);
   if (!ep) {
-    fail(fmt::format("--warden '{}' is not an http://host:port URL", *options_.warden));
+    fail(fmt::format("--warden '{}' is not an http://host:port URL", warden));
     co_return false;
   }
   net::Request req{http::verb::patch, routing_admin_path(options_.model), 11};
@@ -153,19 +158,19 @@ asio::awaitable<bool> Runner::set_affinity(bool on) {
   req.prepare_payload();
   auto r = co_await pool_.send(*ep, std::move(req));
   if (!r) {
-    fail(fmt::format("admin API at {}: {}", *options_.warden, r.error().message()));
+    fail(fmt::format("admin API at {}: {}", warden, r.error().message()));
     co_return false;
   }
   // Read the status first: the response gives its connection back once the body is read.
   const unsigned status = r->status();
   auto body = co_await r->read_all(1 << 20);
   if (status / 100 != 2) {
-    fail(fmt::format("admin API refused to set affinity {} for model '{}': HTTP {} {}", on ? "on" : "off",
-                     options_.model, status, body ? body->substr(0, 300) : std::string()));
+    fail(fmt::format("admin API at {} refused to set affinity {} for model '{}': HTTP {} {}", warden,
+                     on ? "on" : "off", options_.model, status, body ? body->substr(0, 300) : std::string()));
     co_return false;
   }
-  fmt::print(log_, "affinity {} for model {} (PATCH {}{})\n", on ? "on" : "off", options_.model,
-             *options_.warden, routing_admin_path(options_.model));
+  fmt::print(log_, "affinity {} for model {} (PATCH {}{})\n", on ? "on" : "off", options_.model, warden,
+             routing_admin_path(options_.model));
   co_return true;
 }
 
@@ -191,7 +196,16 @@ asio::awaitable<std::optional<MetricsSample>> Runner::scrape() {
     }
     scrapes.push_back(std::move(*parsed));
   }
-  co_return summarize(scrapes);
+  MetricsSample sample = summarize(scrapes);
+  if (sample.ranks == 0 && !warned_no_ranks_) {
+    warned_no_ranks_ = true;
+    fmt::print(
+        log_,
+        "no vllm: series at {}: replicas busy and prefix hits need the engines' /metrics (--metrics; a "
+        "warden's own /metrics has none)\n",
+        fmt::join(metrics_urls(options_), ", "));
+  }
+  co_return sample;
 }
 
 asio::awaitable<void> Runner::turn(Level& level, std::size_t slot) {
@@ -205,6 +219,11 @@ asio::awaitable<void> Runner::turn(Level& level, std::size_t slot) {
   rec.turn = conversation.turn;
   rec.session_index = conversation.session_index;
   rec.started_at = now();
+  const std::size_t target = target_for(conversation.session_index, conversation.turn, targets_.size());
+  if (targets_.size() > 1) {
+    rec.target = target;
+  }
+  ++level.sent[target];
   const bool last_turn = workload_.is_last_turn(conversation);
   StreamReader reader(api_);
   std::string problem;
@@ -217,7 +236,7 @@ asio::awaitable<void> Runner::turn(Level& level, std::size_t slot) {
     }
     req.body() = spec.body;
     req.prepare_payload();
-    auto r = co_await pool_.send(target_, std::move(req));
+    auto r = co_await pool_.send(targets_[target], std::move(req));
     if (!r) {
       cancelled = r.error() == asio::error::operation_aborted;
       problem = r.error().message();
@@ -370,7 +389,7 @@ asio::awaitable<std::uint64_t> Runner::run_level(const std::string& policy, int 
                                                  std::uint64_t first_index) {
   const auto ex = co_await asio::this_coro::executor;
   const std::optional<MetricsSample> before = co_await scrape();
-  Level level(workload_, policy, sessions, now(), first_index, ex);
+  Level level(workload_, policy, sessions, now(), first_index, stayed_by_for(options_), targets_.size(), ex);
   current_ = &level;
   const double begin = now();
   level.recorder.begin(begin);
@@ -386,6 +405,13 @@ asio::awaitable<std::uint64_t> Runner::run_level(const std::string& policy, int 
     level.recorder.set_prefix_end(*after->prefix);
   }
   print_progress(level, end, true);
+  if (targets_.size() > 1) {
+    std::vector<std::string> parts;
+    for (std::size_t i = 0; i < targets_.size(); ++i) {
+      parts.push_back(fmt::format("{} {}", options_.urls[i], level.sent[i]));
+    }
+    fmt::print(log_, "requests sent per target: {}\n", fmt::join(parts, ", "));
+  }
   co_await drain(level);
   current_ = nullptr;
   outcome_.rows.push_back(level.recorder.row());
@@ -396,33 +422,63 @@ asio::awaitable<std::uint64_t> Runner::run_level(const std::string& policy, int 
   co_return level.loop.next_session_index();
 }
 
-asio::awaitable<void> Runner::main() {
-  auto target = net::parse_http_url(options_.url);
-  if (!target) {
-    fail(fmt::format("--url '{}' is not an http://host:port URL", options_.url));
-    co_return;
+bool Runner::resolve_targets() {
+  for (const std::string& url : options_.urls) {
+    auto target = net::parse_http_url(url);
+    if (!target) {
+      fail(fmt::format("--url '{}' is not an http://host:port URL", url));
+      return false;
+    }
+    targets_.push_back(*target);
   }
-  target_ = *target;
   for (const std::string& url : metrics_urls(options_)) {
     auto ep = net::parse_http_url(url);
     if (!ep) {
       fail(fmt::format("--metrics '{}' is not an http://host:port/path URL", url));
-      co_return;
+      return false;
     }
     const std::size_t scheme_end = url.find("://");
     const std::size_t path_start = url.find('/', scheme_end + 3);
     metrics_.emplace_back(*ep, path_start == std::string::npos ? "/metrics" : url.substr(path_start));
   }
+  return true;
+}
+
+// What is measured where: the targets and how turns are spread, the metrics summed, the stayed measure.
+void Runner::print_setup() {
   fmt::print(log_, "bench: levels {} sessions, {:.0f} model-s each, time scale {}, {} API at {}{}\n",
              fmt::join(options_.levels, ","), options_.duration, options_.time_scale,
-             options_.api == Api::anthropic ? "anthropic" : "openai", options_.url,
+             options_.api == Api::anthropic ? "anthropic" : "openai", fmt::join(options_.urls, ", "),
              options_.compare.empty() ? std::string()
                                       : fmt::format(", affinity {}", fmt::join(options_.compare, " then ")));
+  if (targets_.size() > 1) {
+    fmt::print(log_,
+               "bench: {} targets, each session's turns rotate over them (turn t of session s to target "
+               "(s + t) mod {})\n",
+               targets_.size(), targets_.size());
+  }
+  fmt::print(log_, "bench: replicas busy and prefix hits summed over {} /metrics endpoint{}: {}\n",
+             metrics_.size(), metrics_.size() == 1 ? "" : "s", fmt::join(metrics_urls(options_), ", "));
+  fmt::print(log_, "bench: stayed on replica by {}\n",
+             stayed_by_for(options_) == StayedBy::route
+                 ? "route (the warden's x-warden-route is sticky)"
+                 : "replica (x-warden-replica equals the session's previous turn's)");
+}
+
+asio::awaitable<void> Runner::main() {
+  if (!resolve_targets()) {
+    co_return;
+  }
+  print_setup();
   const std::vector<std::string> passes =
       options_.compare.empty() ? std::vector<std::string>{options_.label} : options_.compare;
   for (const std::string& pass : passes) {
-    if (!options_.compare.empty() && !co_await set_affinity(pass == "on")) {
-      co_return;
+    if (!options_.compare.empty()) {
+      for (const std::string& warden : options_.wardens) {
+        if (!co_await set_affinity(warden, pass == "on")) {
+          co_return;
+        }
+      }
     }
     // Every pass replays the same sessions (same seed, same session indices), as the reference did.
     std::uint64_t next_index = 0;
@@ -457,15 +513,18 @@ boost::json::object report_meta(const BenchOptions& o, bool interrupted) {
   meta["tool"] = "lm-warden bench";
   meta["version"] = o.version;
   meta["finished_at"] = utc_now();
-  meta["url"] = o.url;
+  meta["url"] = o.urls.empty() ? boost::json::value(nullptr) : boost::json::value(o.urls.front());
+  meta["urls"] = boost::json::value_from(o.urls);
   meta["model"] = o.model;
   meta["api"] = o.api == Api::anthropic ? "anthropic" : "openai";
   meta["levels"] = boost::json::value_from(o.levels);
   meta["duration_s"] = o.duration;
   meta["time_scale"] = o.time_scale;
-  meta["warden"] = o.warden ? boost::json::value(*o.warden) : boost::json::value(nullptr);
+  meta["warden"] = o.wardens.empty() ? boost::json::value(nullptr) : boost::json::value(o.wardens.front());
+  meta["wardens"] = boost::json::value_from(o.wardens);
   meta["metrics"] = boost::json::value_from(metrics_urls(o));
   meta["compare"] = boost::json::value_from(o.compare);
+  meta["stayed_on_replica_by"] = stayed_by_name(stayed_by_for(o));
   meta["interrupted"] = interrupted;
   boost::json::object w;
   w["preset"] = "claude-code";

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -70,6 +71,22 @@ report::Report run_bench(std::vector<std::string> args, const std::string& out) 
   auto parsed = report::parse_json(slurp(out));
   EXPECT_TRUE(parsed.has_value()) << (parsed ? "" : parsed.error()) << "\nstderr:\n" << bench.stderr_text();
   return parsed ? *parsed : report::Report{};
+}
+
+// A warden in front of the sim's 2 ranks, with its own state directory, scraping them every 100ms.
+std::string write_warden_config(const TempDir& dir, const std::string& name, int sim_port) {
+  const std::string config = dir.file(name + ".yaml");
+  std::ofstream f(config);
+  f << "listen: 127.0.0.1:0\n"
+    << "state_dir: " << dir.file(name + "-state") << "\n"
+    << "admin_token: secret\n"
+    << "metrics: { scrape_interval: 100ms }\n"
+    << "models:\n"
+    << "  - name: " << kModel << "\n"
+    << "    max_num_seqs: 32\n"
+    << "    replicas:\n"
+    << "      data_parallel: { url: http://127.0.0.1:" << sim_port << ", size: 2 }\n";
+  return config;
 }
 
 void expect_measured(const report::Row& r) {
@@ -140,20 +157,7 @@ TEST(BenchThroughWarden, CompareOffOnFillsStayedAndWritesTheChart) {
   ChildProcess sim(sim_args(2));
   const int sim_port = sim.wait_for_port();
   TempDir dir;
-  const std::string config = dir.file("warden.yaml");
-  {
-    std::ofstream f(config);
-    f << "listen: 127.0.0.1:0\n"
-      << "state_dir: " << dir.file("state") << "\n"
-      << "admin_token: secret\n"
-      << "metrics: { scrape_interval: 100ms }\n"
-      << "models:\n"
-      << "  - name: " << kModel << "\n"
-      << "    max_num_seqs: 32\n"
-      << "    replicas:\n"
-      << "      data_parallel: { url: http://127.0.0.1:" << sim_port << ", size: 2 }\n";
-  }
-  ChildProcess warden({WARDEN_BINARY, "serve", "--config", config});
+  ChildProcess warden({WARDEN_BINARY, "serve", "--config", write_warden_config(dir, "warden", sim_port)});
   const std::string warden_url = "http://127.0.0.1:" + std::to_string(warden.wait_for_port());
   const std::string svg = dir.file("ttfb.svg");
   const report::Report rep =
@@ -195,6 +199,72 @@ TEST(BenchThroughWarden, CompareOffOnFillsStayedAndWritesTheChart) {
   const std::string chart = slurp(svg);
   EXPECT_NE(chart.find("data-policy=\"off\" data-stat=\"p50\""), std::string::npos);
   EXPECT_NE(chart.find("data-policy=\"on\" data-stat=\"p95\""), std::string::npos);
+}
+
+// Sum of lm_warden_requests_total over every series of a warden's /metrics.
+double requests_served(int warden_port) {
+  test_support::Client client(warden_port);
+  const std::string text = client.get("/metrics").body;
+  const std::regex series(R"(\nlm_warden_requests_total\{[^}]*\} ([0-9.e+]+))");
+  double total = 0.0;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), series); it != std::sregex_iterator(); ++it) {
+    total += std::stod((*it)[1].str());
+  }
+  return total;
+}
+
+TEST(BenchOverTwoWardens, EachSessionsTurnsAlternateBetweenTheWardens) {
+  ChildProcess sim(sim_args(2));
+  const int sim_port = sim.wait_for_port();
+  TempDir dir;
+  ChildProcess first({WARDEN_BINARY, "serve", "--config", write_warden_config(dir, "first", sim_port)});
+  ChildProcess second({WARDEN_BINARY, "serve", "--config", write_warden_config(dir, "second", sim_port)});
+  const int ports[2] = {first.wait_for_port(), second.wait_for_port()};
+  const std::string urls[2] = {"http://127.0.0.1:" + std::to_string(ports[0]),
+                               "http://127.0.0.1:" + std::to_string(ports[1])};
+  // One flag repeated and one comma-separated list name the same two targets.
+  const report::Report rep =
+      run_bench({"--url", urls[0] + "," + urls[1], "--model", kModel, "--metrics",
+                 "http://127.0.0.1:" + std::to_string(sim_port) + "/metrics", "--levels", "4", "--duration",
+                 "20s", "--records", dir.file("records.jsonl")},
+                dir.file("out.json"));
+  ASSERT_EQ(rep.rows.size(), 1U);
+  expect_measured(rep.rows[0]);
+  // Measured by replica continuity (without shared state the two wardens' homes may differ: no value).
+  EXPECT_TRUE(rep.rows[0].stayed_on_replica.has_value());
+  EXPECT_EQ(rep.meta.at("stayed_on_replica_by").as_string(), "replica");
+  EXPECT_EQ(rep.meta.at("urls").as_array().size(), 2U);
+
+  // Every follow-up went to the other warden than its session's previous turn; both served half.
+  std::istringstream records(slurp(dir.file("records.jsonl")));
+  std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> last;  // session -> (turn, target)
+  std::size_t sent[2] = {0, 0};
+  std::size_t follow_ups = 0;
+  std::string line;
+  while (std::getline(records, line)) {
+    const boost::json::object o = boost::json::parse(line).as_object();
+    ASSERT_TRUE(o.at("target").is_int64()) << line;
+    const std::int64_t session = o.at("session").as_int64();
+    const std::int64_t turn = o.at("turn").as_int64();
+    const std::int64_t target = o.at("target").as_int64();
+    ASSERT_TRUE(target == 0 || target == 1) << line;
+    ++sent[target];
+    if (auto it = last.find(session); it != last.end() && it->second.first + 1 == turn) {
+      EXPECT_NE(it->second.second, target) << line;
+      ++follow_ups;
+    }
+    last[session] = {turn, target};
+  }
+  EXPECT_GT(follow_ups, 4U);
+  EXPECT_GT(sent[0], 2U);
+  EXPECT_GT(sent[1], 2U);
+  EXPECT_LE(sent[0] > sent[1] ? sent[0] - sent[1] : sent[1] - sent[0], 4U);  // at most one per session
+  // The wardens' own counters agree that both served (each counts what it relayed, as the stream ends).
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_TRUE(test_support::wait_until(
+        [&] { return requests_served(ports[i]) == static_cast<double>(sent[i]); }, std::chrono::seconds(5)))
+        << "warden " << i << " counted " << requests_served(ports[i]) << ", the bench sent " << sent[i];
+  }
 }
 
 TEST(BenchThroughWarden, CompareFailsClearlyWithAWrongAdminToken) {

@@ -1,8 +1,7 @@
-// The bench's pure parts: reading a streamed response, options, metrics folding.
+// The bench's pure parts: reading a streamed response, metrics folding.
 #include <gtest/gtest.h>
 
 #include "bench/metrics.hpp"
-#include "bench/options.hpp"
 #include "bench/stream.hpp"
 
 namespace warden::bench {
@@ -104,47 +103,6 @@ TEST(StreamReader, TruncatedOrErrorStreamsAreFailures) {
   garbage.feed("data: {not json\n\ndata: [DONE]\n\n");
   EXPECT_FALSE(garbage.saw_content());
   EXPECT_EQ(garbage.reply(), "");
-}
-
-TEST(BenchOptions, ParsesDurationsLevelsCompareAndApi) {
-  EXPECT_EQ(*parse_duration("3m"), 180.0);
-  EXPECT_EQ(*parse_duration("90s"), 90.0);
-  EXPECT_EQ(*parse_duration("45"), 45.0);
-  EXPECT_EQ(*parse_duration("500ms"), 0.5);
-  EXPECT_EQ(*parse_duration("1.5h"), 5400.0);
-  EXPECT_FALSE(parse_duration("0s").has_value());
-  EXPECT_FALSE(parse_duration("abc").has_value());
-  EXPECT_FALSE(parse_duration("-3m").has_value());
-  EXPECT_EQ(*parse_levels("4,8, 16"), (std::vector<int>{4, 8, 16}));
-  EXPECT_FALSE(parse_levels("4,,8").has_value());
-  EXPECT_FALSE(parse_levels("0").has_value());
-  EXPECT_FALSE(parse_levels("4x").has_value());
-  EXPECT_EQ(*parse_compare("off,on"), (std::vector<std::string>{"off", "on"}));
-  EXPECT_EQ(*parse_compare("on,off"), (std::vector<std::string>{"on", "off"}));
-  EXPECT_FALSE(parse_compare("off").has_value());
-  EXPECT_FALSE(parse_compare("off,off").has_value());
-  EXPECT_FALSE(parse_compare("a,b").has_value());
-  EXPECT_EQ(*parse_api("openai"), Api::openai);
-  EXPECT_FALSE(parse_api("grpc").has_value());
-}
-
-TEST(BenchOptions, ValidationAndDerivedUrls) {
-  BenchOptions o;
-  o.url = "http://127.0.0.1:8000/";
-  o.model = "m";
-  EXPECT_TRUE(validate(o).has_value());
-  EXPECT_EQ(metrics_urls(o), (std::vector<std::string>{"http://127.0.0.1:8000/metrics"}));
-  o.compare = {"off", "on"};
-  EXPECT_FALSE(validate(o).has_value());  // compare needs a warden
-  o.warden = "http://127.0.0.1:9000";
-  EXPECT_TRUE(validate(o).has_value());
-  o.out = "table.txt";
-  EXPECT_FALSE(validate(o).has_value());
-  o.out = "table.md";
-  o.time_scale = 0;
-  EXPECT_FALSE(validate(o).has_value());
-  EXPECT_EQ(routing_admin_path("Qwen/Qwen3-4B"), "/api/models/Qwen%2FQwen3-4B/routing");
-  EXPECT_EQ(routing_admin_path("qwen3-4b-dp4"), "/api/models/qwen3-4b-dp4/routing");
 }
 
 TEST(BenchMetrics, BusyRanksAndPrefixSumsOverEveryEndpoint) {
