@@ -1,20 +1,30 @@
 #!/usr/bin/env bash
 # `make run`: the warden with the demo config, which launches 4 simulated data-parallel ranks of the
 # reference host itself (config/demo.yaml, `launch:` — docs/engines.md) and supervises them.
-# Ctrl-C stops the warden, and the warden stops the sim.
+# WARDENS=2 (or more): a redis-server on a free loopback port and further wardens on the next ports, in
+# front of the same simulated ranks (they launch nothing), all sharing conversation homes through Redis.
+# Ctrl-C stops the wardens and Redis, and the first warden stops the sim.
 set -euo pipefail
 bin=${1:-build/lm-warden}
 root=$(cd "$(dirname "$0")/.." && pwd)
 sim_port=${SIM_PORT:-8000}
 warden_port=${WARDEN_PORT:-8080}
+wardens=${WARDENS:-1}
 tmp=$(mktemp -d)
-pid=
+pids=()
+redis_pid=
 
 cleanup() {
   trap - EXIT INT TERM
-  if [[ -n "$pid" ]]; then
-    kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
+  # The later wardens first: the first one stops the engine it launched.
+  local i
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    kill -TERM "${pids[i]}" 2>/dev/null || true
+    wait "${pids[i]}" 2>/dev/null || true
+  done
+  if [[ -n "$redis_pid" ]]; then
+    kill -TERM "$redis_pid" 2>/dev/null || true
+    wait "$redis_pid" 2>/dev/null || true
   fi
   rm -rf "$tmp"
 }
@@ -39,6 +49,61 @@ wait_listening() {
   return 1
 }
 
+# A loopback port nothing answers on, from $1 upwards.
+free_port() {
+  local port=$1
+  while (exec 3<>"/dev/tcp/127.0.0.1/${port}") 2>/dev/null; do
+    port=$((port + 1))
+  done
+  echo "$port"
+}
+
+# A throwaway redis-server (nothing saved to disk) on a free loopback port; sets redis_url. (Run in this
+# shell, not in $(...): the pid must be this shell's child to be stopped and waited for.)
+start_redis() {
+  if ! command -v redis-server >/dev/null; then
+    echo "WARDENS=${wardens} needs redis-server (make setup installs it)" >&2
+    return 1
+  fi
+  local port
+  port=$(free_port "${REDIS_PORT:-6379}")
+  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >"$tmp/redis.out" 2>&1 &
+  redis_pid=$!
+  for _ in $(seq 1 100); do
+    if [[ "$(redis-cli -p "$port" ping 2>/dev/null)" == PONG ]]; then
+      redis_url="redis://127.0.0.1:${port}/0"
+      redis_port=$port
+      return 0
+    fi
+    if ! kill -0 "$redis_pid" 2>/dev/null; then
+      break
+    fi
+    sleep 0.1
+  done
+  echo "redis-server did not start on port ${port}; its output:" >&2
+  cat "$tmp/redis.out" >&2
+  return 1
+}
+
+# Starts warden $1 (0 = the first) with config $2 on port $3 and appends its URL to warden_urls; each
+# warden has its own state directory (the first one the demo's, the others -2, -3, ...).
+start_warden() {
+  local i=$1 config=$2 port=$3 state_dir=${WARDEN_STATE_DIR:-$root/state/demo} url
+  if ((i > 0)); then
+    state_dir="${state_dir}-$((i + 1))"
+  fi
+  "$bin" serve --config "$config" --listen "127.0.0.1:${port}" --state-dir "$state_dir" \
+    >"$tmp/serve-$i.out" 2> >(tee "$tmp/serve-$i.err" >&2) &
+  pids+=($!)
+  url=$(wait_listening "$tmp/serve-$i.out" "${pids[-1]}" "lm-warden serve (warden $((i + 1)))") || return 1
+  warden_urls+=("$url")
+}
+
+if ! [[ "$wardens" =~ ^[1-9]$ ]]; then
+  echo "WARDENS must be a number of wardens from 1 to 9, not '$wardens'" >&2
+  exit 2
+fi
+
 # TIME_SCALE=10: the simulated engines run ten times faster than the wall clock (`sim --time-scale`), and
 # the warden scrapes them ten times as often, so a scrape still spans one model second (down to the
 # shortest scrape_interval the config accepts, 50ms: above TIME_SCALE=20 a scrape spans more).
@@ -54,10 +119,19 @@ sed -e "s|http://127.0.0.1:8000|http://127.0.0.1:${sim_port}|" \
   -e "s|--preset, a4000-qwen3-4b,|--preset, a4000-qwen3-4b, --time-scale, \"${time_scale}\",|" \
   -e "s|scrape_interval: 1s|scrape_interval: ${scrape_ms}ms|" \
   "$root/config/demo.yaml" >"$tmp/demo.yaml"
-"$bin" serve --config "$tmp/demo.yaml" --listen "127.0.0.1:${warden_port}" \
-  --state-dir "${WARDEN_STATE_DIR:-$root/state/demo}" >"$tmp/serve.out" 2> >(tee "$tmp/serve.err" >&2) &
-pid=$!
-warden_url=$(wait_listening "$tmp/serve.out" "$pid" "lm-warden serve") || exit 1
+redis_url=
+redis_port=
+warden_urls=()
+if ((wardens > 1)); then
+  start_redis || exit 1
+  printf '\n# Conversation homes shared with the other wardens of the demo.\nstate: { redis: %s, prefix: "lm-warden:" }\n' \
+    "$redis_url" >>"$tmp/demo.yaml"
+  # The other wardens: the same model and replicas without the `launch:` block (the first one runs the sim).
+  awk '/^    launch:/ { skip = 1; next } skip && match($0, /[^ ]/) && RSTART <= 5 { skip = 0 } !skip' "$tmp/demo.yaml" \
+    >"$tmp/demo-attached.yaml"
+fi
+start_warden 0 "$tmp/demo.yaml" "$warden_port" || exit 1
+warden_url=${warden_urls[0]}
 sim_url="http://127.0.0.1:${sim_port}"
 
 # The engine status comes from the warden (starting → ready; failed if e.g. the port is taken).
@@ -73,6 +147,9 @@ if [[ "$status" != ready ]]; then
   curl -s "${warden_url}/api/models/qwen3-4b-dp4/logs?lines=20" >&2 || true
   echo >&2
 fi
+for ((i = 1; i < wardens; i++)); do
+  start_warden "$i" "$tmp/demo-attached.yaml" "$((warden_port + i))" || exit 1
+done
 
 # The model's context window, as the engine reports it (vLLM and the sim: max_model_len in /v1/models).
 # Claude Code needs it: for a model name it does not know it assumes 1M tokens and never compacts in time.
@@ -84,6 +161,24 @@ cat <<INFO
 LM Warden demo is running.
   warden (OpenAI + Anthropic APIs)   ${warden_url}/v1/...
   console                            ${warden_url}/
+INFO
+# The further wardens and Redis (nothing with one warden).
+for ((i = 1; i < wardens; i++)); do
+  printf '  %-35s%s/v1/...   console %s/\n' "warden $((i + 1)), same replicas" "${warden_urls[i]}" \
+    "${warden_urls[i]}"
+done
+if [[ -n "$redis_url" ]]; then
+  printf '  %-35s%s   (redis-server, nothing saved: redis-cli -p %s)\n' "shared conversation homes" \
+    "$redis_url" "$redis_port"
+fi
+stop_line="Ctrl-C stops the warden, which stops the engine."
+if ((wardens > 1)); then
+  stop_line="Ctrl-C stops the wardens and Redis (the first warden stops the engine).
+Load over all the wardens, each conversation's turns alternating between them (docs/bench.md):
+  lm-warden bench --url $(IFS=,; echo "${warden_urls[*]}") --model qwen3-4b-dp4 --metrics ${sim_url}/metrics \\
+    --time-scale ${time_scale}"
+fi
+cat <<INFO
   admin API                          ${warden_url}/api/models   (admin token: demo)
   engine logs                        ${warden_url}/api/models/qwen3-4b-dp4/logs?lines=50
   warden metrics                     ${warden_url}/metrics
@@ -103,9 +198,9 @@ Or try:
   curl -s ${warden_url}/v1/chat/completions -H 'content-type: application/json' \\
     -d '{"model":"qwen3-4b-dp4","messages":[{"role":"user","content":"hello"}]}'
 
-Ctrl-C stops the warden, which stops the engine.
+${stop_line}
 INFO
 
-wait "$pid" || true
-pid=
+# Until the first warden exits (it owns the engine); the others are stopped with it.
+wait "${pids[0]}" || true
 echo "the warden exited" >&2
