@@ -80,27 +80,6 @@ std::string title(const Column& c, std::string_view infix = {}) {
   return t;
 }
 
-using Grid = std::vector<std::vector<std::string>>;  // first row = header
-
-std::string grid_markdown(const Grid& grid) {
-  std::string out;
-  for (std::size_t i = 0; i < grid.size(); ++i) {
-    out += "|";
-    for (const std::string& c : grid[i]) {
-      out += " " + c + " |";
-    }
-    out += "\n";
-    if (i == 0) {
-      out += "|";
-      for (std::size_t j = 0; j < grid[0].size(); ++j) {
-        out += "---|";
-      }
-      out += "\n";
-    }
-  }
-  return out;
-}
-
 // Display width of UTF-8 text: code points (the arrow is one column, three bytes).
 std::size_t display_width(std::string_view s) {
   std::size_t n = 0;
@@ -110,30 +89,6 @@ std::size_t display_width(std::string_view s) {
     }
   }
   return n;
-}
-
-std::string grid_terminal(const Grid& grid) {
-  std::vector<std::size_t> widths;
-  for (const auto& row : grid) {
-    widths.resize(std::max(widths.size(), row.size()), 0);
-    for (std::size_t j = 0; j < row.size(); ++j) {
-      widths[j] = std::max(widths[j], display_width(row[j]));
-    }
-  }
-  std::string out;
-  for (const auto& row : grid) {
-    std::string line;
-    for (std::size_t j = 0; j < row.size(); ++j) {
-      // Numbers read best right-aligned; the first column (a label) left-aligned.
-      const std::string pad(widths[j] - display_width(row[j]), ' ');
-      line += j == 0 ? row[j] + pad : pad + row[j];
-      if (j + 1 < row.size()) {
-        line += "  ";
-      }
-    }
-    out += line + "\n";
-  }
-  return out;
 }
 
 Grid single_grid(const std::vector<Row>& rows, bool compact) {
@@ -333,6 +288,49 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 }
 
 }  // namespace
+
+std::string grid_markdown(const Grid& grid) {
+  std::string out;
+  for (std::size_t i = 0; i < grid.size(); ++i) {
+    out += "|";
+    for (const std::string& c : grid[i]) {
+      out += " " + c + " |";
+    }
+    out += "\n";
+    if (i == 0) {
+      out += "|";
+      for (std::size_t j = 0; j < grid[0].size(); ++j) {
+        out += "---|";
+      }
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+std::string grid_terminal(const Grid& grid) {
+  std::vector<std::size_t> widths;
+  for (const auto& row : grid) {
+    widths.resize(std::max(widths.size(), row.size()), 0);
+    for (std::size_t j = 0; j < row.size(); ++j) {
+      widths[j] = std::max(widths[j], display_width(row[j]));
+    }
+  }
+  std::string out;
+  for (const auto& row : grid) {
+    std::string line;
+    for (std::size_t j = 0; j < row.size(); ++j) {
+      // Numbers read best right-aligned; the first column (a label) left-aligned.
+      const std::string pad(widths[j] - display_width(row[j]), ' ');
+      line += j == 0 ? row[j] + pad : pad + row[j];
+      if (j + 1 < row.size()) {
+        line += "  ";
+      }
+    }
+    out += line + "\n";
+  }
+  return out;
+}
 
 std::string format_trimmed(double value, int decimals) {
   std::string s = fmt::format("{:.{}f}", value, decimals);

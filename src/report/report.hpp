@@ -35,6 +35,12 @@ std::string to_markdown(const std::vector<Row>& rows);
 // The same table aligned with spaces for a terminal.
 std::string to_terminal(const std::vector<Row>& rows);
 
+// A table as rows of cells, the first row its header: as Markdown, or aligned for a terminal (numbers
+// right-aligned, the first column left-aligned).
+using Grid = std::vector<std::vector<std::string>>;
+std::string grid_markdown(const Grid& grid);
+std::string grid_terminal(const Grid& grid);
+
 // Picks the writer from the file name's extension: .json, .csv or .md; none for anything else.
 std::optional<std::string> render_for_path(std::string_view path, const Report& report);
 
