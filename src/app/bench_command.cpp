@@ -140,6 +140,9 @@ void add_bench_command(CLI::App& app) {
       "off,on: all levels with the warden's affinity off, then all with it on (admin API), same prompts");
   cmd->add_option("--records", o.records,
                   "Write every request (session, turn, times, TTFB, tokens, route, replica) as JSON lines");
+  cmd->add_option("--baseline", o.baseline,
+                  "A .json report of an earlier run (e.g. one warden) to print beside this one: prefix hits, "
+                  "stayed on replica and TTFB p50 per level, with the ratio");
   cmd->add_option("--label", o.label, "Policy label of the rows of a single pass")->capture_default_str();
   cmd->add_option("--admin-token", o.admin_token, "Bearer token of the warden's admin API")
       ->envname("WARDEN_ADMIN_TOKEN");

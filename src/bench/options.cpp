@@ -145,6 +145,12 @@ Result<void> validate(const BenchOptions& o) {
   if (o.out && !ends_with(*o.out, ".json") && !ends_with(*o.out, ".csv") && !ends_with(*o.out, ".md")) {
     return std::string("--out must end in .json, .csv or .md");
   }
+  if (o.baseline && !o.compare.empty()) {
+    return std::string("--baseline is printed beside a single pass, not --compare");
+  }
+  if (o.baseline && !ends_with(*o.baseline, ".json")) {
+    return std::string("--baseline takes a .json report (--out FILE.json of an earlier run)");
+  }
   if (auto w = workload::validate(o.workload); !w) {
     return w.error();
   }

@@ -39,11 +39,12 @@ struct BenchOptions {
   std::string admin_token;
   std::optional<std::string> out;  // .json, .csv or .md
   std::optional<std::string> svg;
-  std::optional<std::string> records;  // JSON lines, one per request (report::records_jsonl)
-  double sample_interval = 1.0;        // model seconds between /metrics polls
-  double drain_timeout = 300.0;        // model seconds to let in-flight turns finish after a level
-  double retry_delay = 1.0;            // model seconds before a failed session's replacement starts
-  double log_interval = 10.0;          // wall seconds between progress lines when stderr is not a terminal
+  std::optional<std::string> records;   // JSON lines, one per request (report::records_jsonl)
+  std::optional<std::string> baseline;  // a JSON report of an earlier run, printed beside this one
+  double sample_interval = 1.0;         // model seconds between /metrics polls
+  double drain_timeout = 300.0;         // model seconds to let in-flight turns finish after a level
+  double retry_delay = 1.0;             // model seconds before a failed session's replacement starts
+  double log_interval = 10.0;           // wall seconds between progress lines when stderr is not a terminal
   workload::WorkloadConfig workload;
   std::string version;  // of lm-warden, recorded in the report's meta
 };

@@ -19,12 +19,14 @@
 #include <csignal>
 #include <ctime>
 #include <fstream>
+#include <iterator>
 #include <memory>
 
 #include "bench/metrics.hpp"
 #include "bench/stream.hpp"
 #include "net/client.hpp"
 #include "protocol/prometheus.hpp"
+#include "report/side_by_side.hpp"
 #include "report/svg.hpp"
 #include "workload/closed_loop.hpp"
 
@@ -500,6 +502,25 @@ std::string utc_now() {
   return buf;
 }
 
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+// The baseline's rows and this run's side by side, labelled by their policy labels (or by their URLs when
+// the labels are the same).
+void print_beside_baseline(const report::Report& baseline, const std::vector<report::Row>& rows,
+                           const BenchOptions& o) {
+  std::string before = baseline.rows.empty() ? std::string("baseline") : baseline.rows.front().policy;
+  std::string now = o.label;
+  if (before == now) {
+    before = "baseline";
+    now = "this run";
+  }
+  fmt::print("\n{} ({}) beside {} ({}):\n{}", now, fmt::join(o.urls, ", "), before, *o.baseline,
+             report::side_by_side_markdown(baseline.rows, rows, before, now));
+}
+
 bool write_file(const std::string& path, const std::string& content) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f << content;
@@ -525,6 +546,7 @@ boost::json::object report_meta(const BenchOptions& o, bool interrupted) {
   meta["metrics"] = boost::json::value_from(metrics_urls(o));
   meta["compare"] = boost::json::value_from(o.compare);
   meta["stayed_on_replica_by"] = stayed_by_name(stayed_by_for(o));
+  meta["baseline"] = o.baseline ? boost::json::value(*o.baseline) : boost::json::value(nullptr);
   meta["interrupted"] = interrupted;
   boost::json::object w;
   w["preset"] = "claude-code";
@@ -583,6 +605,16 @@ int run_bench_command(const BenchOptions& options) {
     fmt::print(stderr, "lm-warden bench: {}\n", v.error());
     return 2;
   }
+  // Read before the run: a wrong path should not cost the minutes of a run.
+  std::optional<report::Report> baseline;
+  if (options.baseline) {
+    auto parsed = report::parse_json(read_file(*options.baseline));
+    if (!parsed) {
+      fmt::print(stderr, "lm-warden bench: --baseline {}: {}\n", *options.baseline, parsed.error());
+      return 2;
+    }
+    baseline = std::move(*parsed);
+  }
   BenchOutcome outcome = run_bench(options, stderr);
   if (outcome.failed && outcome.rows.empty()) {
     fmt::print(stderr, "lm-warden bench: {}\n", outcome.error);
@@ -593,6 +625,9 @@ int run_bench_command(const BenchOptions& options) {
           ? report::comparison_terminal(outcome.rows, options.compare[0], options.compare[1])
           : report::to_terminal(outcome.rows);
   fmt::print("{}", table);
+  if (baseline) {
+    print_beside_baseline(*baseline, outcome.rows, options);
+  }
   std::fflush(stdout);
   int code = outcome.failed ? 1 : 0;
   if (outcome.failed) {

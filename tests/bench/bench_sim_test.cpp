@@ -7,6 +7,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -56,8 +58,9 @@ std::vector<std::string> workload_args() {
           "--turns",         "3",   "--max-output",   "16",   "--time-scale",  "20"};
 }
 
-// Runs the bench to completion (bounded) and returns the parsed JSON report.
-report::Report run_bench(std::vector<std::string> args, const std::string& out) {
+// Runs the bench to completion (bounded) and returns the parsed JSON report (and what it printed, if asked).
+report::Report run_bench(std::vector<std::string> args, const std::string& out,
+                         std::string* printed = nullptr) {
   args.insert(args.begin(), {WARDEN_BINARY, "bench"});
   for (const std::string& a : workload_args()) {
     args.push_back(a);
@@ -68,6 +71,9 @@ report::Report run_bench(std::vector<std::string> args, const std::string& out) 
   const std::optional<int> code = bench.wait_exit(std::chrono::seconds(120));
   EXPECT_TRUE(code.has_value()) << "bench did not finish; stderr:\n" << bench.stderr_text();
   EXPECT_EQ(code.value_or(-1), 0) << bench.stderr_text();
+  if (printed != nullptr) {
+    *printed = bench.stdout_text();
+  }
   auto parsed = report::parse_json(slurp(out));
   EXPECT_TRUE(parsed.has_value()) << (parsed ? "" : parsed.error()) << "\nstderr:\n" << bench.stderr_text();
   return parsed ? *parsed : report::Report{};
@@ -222,12 +228,24 @@ TEST(BenchOverTwoWardens, EachSessionsTurnsAlternateBetweenTheWardens) {
   const int ports[2] = {first.wait_for_port(), second.wait_for_port()};
   const std::string urls[2] = {"http://127.0.0.1:" + std::to_string(ports[0]),
                                "http://127.0.0.1:" + std::to_string(ports[1])};
-  // One flag repeated and one comma-separated list name the same two targets.
-  const report::Report rep =
-      run_bench({"--url", urls[0] + "," + urls[1], "--model", kModel, "--metrics",
-                 "http://127.0.0.1:" + std::to_string(sim_port) + "/metrics", "--levels", "4", "--duration",
-                 "20s", "--records", dir.file("records.jsonl")},
-                dir.file("out.json"));
+  const std::string metrics = "http://127.0.0.1:" + std::to_string(sim_port) + "/metrics";
+  const std::vector<std::string> load = {"--model",  kModel, "--metrics",  metrics,
+                                         "--levels", "4",    "--duration", "20s"};
+  // First the first warden alone, as the baseline the spread run is printed beside.
+  std::vector<std::string> alone = {"--url",       urls[0],   "--label",   "one",
+                                    "--stayed-by", "replica", "--records", dir.file("one.jsonl")};
+  alone.insert(alone.end(), load.begin(), load.end());
+  const report::Report baseline = run_bench(alone, dir.file("one.json"));
+  ASSERT_EQ(baseline.rows.size(), 1U);
+  // Then both: a comma-separated list (the flag may also be repeated).
+  std::vector<std::string> spread = {
+      "--url",     urls[0] + "," + urls[1],   "--label",    "two",
+      "--records", dir.file("records.jsonl"), "--baseline", dir.file("one.json")};
+  spread.insert(spread.end(), load.begin(), load.end());
+  std::string printed;
+  const report::Report rep = run_bench(spread, dir.file("two.json"), &printed);
+  EXPECT_NE(printed.find("| Sessions | Prefix hits (%) one → two | ratio |"), std::string::npos) << printed;
+  EXPECT_NE(printed.find("\n| 4 | "), std::string::npos) << printed;
   ASSERT_EQ(rep.rows.size(), 1U);
   expect_measured(rep.rows[0]);
   // Measured by replica continuity (without shared state the two wardens' homes may differ: no value).
@@ -259,11 +277,17 @@ TEST(BenchOverTwoWardens, EachSessionsTurnsAlternateBetweenTheWardens) {
   EXPECT_GT(sent[0], 2U);
   EXPECT_GT(sent[1], 2U);
   EXPECT_LE(sent[0] > sent[1] ? sent[0] - sent[1] : sent[1] - sent[0], 4U);  // at most one per session
-  // The wardens' own counters agree that both served (each counts what it relayed, as the stream ends).
+  // The wardens' own counters agree that both served (each counts what it relayed, as the stream ends); the
+  // first one also served the baseline.
+  const std::string baseline_records = slurp(dir.file("one.jsonl"));
+  const auto expected = std::array<double, 2>{
+      static_cast<double>(sent[0] + static_cast<std::size_t>(
+                                        std::count(baseline_records.begin(), baseline_records.end(), '\n'))),
+      static_cast<double>(sent[1])};
   for (int i = 0; i < 2; ++i) {
-    EXPECT_TRUE(test_support::wait_until(
-        [&] { return requests_served(ports[i]) == static_cast<double>(sent[i]); }, std::chrono::seconds(5)))
-        << "warden " << i << " counted " << requests_served(ports[i]) << ", the bench sent " << sent[i];
+    EXPECT_TRUE(test_support::wait_until([&] { return requests_served(ports[i]) == expected[i]; },
+                                         std::chrono::seconds(5)))
+        << "warden " << i << " counted " << requests_served(ports[i]) << ", the bench sent " << expected[i];
   }
 }
 

@@ -92,6 +92,13 @@ TEST(BenchOptions, SeveralTargetsMetricsCompareAndStayedMeasure) {
   EXPECT_FALSE(validate(o).has_value());
   o.wardens = o.urls;
   EXPECT_TRUE(validate(o).has_value());
+  // A baseline is printed beside one pass, and is a JSON report.
+  o.baseline = "one.json";
+  EXPECT_FALSE(validate(o).has_value());
+  o.compare.clear();
+  EXPECT_TRUE(validate(o).has_value());
+  o.baseline = "one.md";
+  EXPECT_FALSE(validate(o).has_value());
 }
 
 TEST(BenchTargets, ConsecutiveTurnsOfASessionRotateOverTheTargets) {
