@@ -14,7 +14,7 @@ export CCACHE_NOHASHDIR := 1
 # header's __DATE__/__TIME__ and -D differences it cannot see through.
 export CCACHE_SLOPPINESS := pch_defines,time_macros
 
-.PHONY: all setup build build-asan build-fuzz test test-unit test-asan fuzz run bench format clean
+.PHONY: all setup build build-asan build-fuzz test test-unit test-asan fuzz run bench bench-wardens format clean
 
 all: build
 
@@ -64,6 +64,11 @@ run: build
 
 bench: build
 	@for b in $(BUILD)/bench/*_bench; do echo "== $$b"; $$b; done
+
+# `lm-warden bench` against one warden, then over two sharing homes through Redis, side by side (a few
+# minutes: LEVELS, DURATION, TIME_SCALE, SEED, OUT as in scripts/bench-wardens.sh).
+bench-wardens: build
+	@bash scripts/bench-wardens.sh $(BUILD)/lm-warden
 
 format:
 	@git ls-files -co --exclude-standard 'src/*.[ch]pp' 'tests/*.[ch]pp' 'bench/*.[ch]pp' 'fuzz/*.[ch]pp' | xargs -r clang-format -i

@@ -7,6 +7,8 @@
 set -euo pipefail
 bin=${1:-build/lm-warden}
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/common.sh
+source "$root/scripts/common.sh"
 sim_port=${SIM_PORT:-8000}
 warden_port=${WARDEN_PORT:-8080}
 wardens=${WARDENS:-1}
@@ -30,33 +32,6 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'echo; echo "stopping..."; exit 0' INT TERM
-
-# Waits (bounded) for the "listening on http://HOST:PORT" line and prints the URL.
-wait_listening() {
-  local file=$1 pid=$2 name=$3
-  for _ in $(seq 1 300); do
-    if grep -qo 'listening on http://[^ ]*' "$file" 2>/dev/null; then
-      grep -o 'listening on http://[^ ]*' "$file" | head -1 | sed 's/listening on //'
-      return 0
-    fi
-    if ! kill -0 "$pid" 2>/dev/null; then
-      echo "$name exited before listening" >&2
-      return 1
-    fi
-    sleep 0.1
-  done
-  echo "$name did not start listening within 30 s" >&2
-  return 1
-}
-
-# A loopback port nothing answers on, from $1 upwards.
-free_port() {
-  local port=$1
-  while (exec 3<>"/dev/tcp/127.0.0.1/${port}") 2>/dev/null; do
-    port=$((port + 1))
-  done
-  echo "$port"
-}
 
 # A throwaway redis-server (nothing saved to disk) on a free loopback port; sets redis_url. (Run in this
 # shell, not in $(...): the pid must be this shell's child to be stopped and waited for.)

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# One warden against two (`make bench-wardens`): `lm-warden bench` once against one warden, then once with
+# each conversation's turns alternating between two wardens that share conversation homes through Redis,
+# each run on a fresh `make run` setup (4 simulated ranks of the reference host, run-demo.sh), then prefix
+# hits, stayed on replica and TTFB p50 side by side with the ratio (bench --baseline).
+# LEVELS (4,8,16), DURATION (3m per level, model time), TIME_SCALE (10), SEED (1) and OUT (the folder for
+# the reports, state/bench-wardens) can be set; at the defaults it takes about three minutes.
+set -euo pipefail
+bin=${1:-build/lm-warden}
+root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/common.sh
+source "$root/scripts/common.sh"
+levels=${LEVELS:-4,8,16}
+duration=${DURATION:-3m}
+time_scale=${TIME_SCALE:-10}
+seed=${SEED:-1}
+out=${OUT:-$root/state/bench-wardens}
+tmp=$(mktemp -d)
+demo_pid=
+sim_url=
+warden_urls=
+
+stop_demo() {
+  if [[ -n "$demo_pid" ]]; then
+    kill -TERM "$demo_pid" 2>/dev/null || true
+    wait "$demo_pid" 2>/dev/null || true
+    demo_pid=
+  fi
+}
+cleanup() {
+  trap - EXIT INT TERM
+  stop_demo
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'echo; echo "interrupted" >&2; exit 130' INT TERM
+
+# `make run`'s setup with $1 wardens on free ports and a fresh state directory (no homes carried over);
+# sets sim_url and warden_urls (comma-separated).
+start_demo() {
+  local n=$1 sim_port warden_port i
+  sim_port=$(free_port 18000)
+  warden_port=$(free_port 18080 "$n")
+  SIM_PORT=$sim_port WARDEN_PORT=$warden_port WARDENS=$n TIME_SCALE=$time_scale \
+    WARDEN_STATE_DIR="$tmp/state-$n" bash "$root/scripts/run-demo.sh" "$bin" \
+    >"$tmp/demo-$n.out" 2>"$tmp/demo-$n.err" &
+  demo_pid=$!
+  for _ in $(seq 1 600); do
+    if grep -q '^Ctrl-C stops' "$tmp/demo-$n.out"; then
+      sim_url="http://127.0.0.1:${sim_port}"
+      warden_urls="http://127.0.0.1:${warden_port}"
+      for ((i = 1; i < n; i++)); do
+        warden_urls+=",http://127.0.0.1:$((warden_port + i))"
+      done
+      return 0
+    fi
+    if ! kill -0 "$demo_pid" 2>/dev/null; then
+      break
+    fi
+    sleep 0.1
+  done
+  echo "the demo with ${n} warden(s) did not start; its log:" >&2
+  tail -20 "$tmp/demo-$n.err" >&2
+  return 1
+}
+
+# One bench run: label $1, report $2 (.json), then extra options.
+run_bench() {
+  local label=$1 report=$2
+  shift 2
+  "$bin" bench --url "$warden_urls" --model qwen3-4b-dp4 --metrics "${sim_url}/metrics" --levels "$levels" \
+    --duration "$duration" --time-scale "$time_scale" --seed "$seed" --stayed-by replica --label "$label" \
+    --out "$report" --records "${report%.json}.jsonl" --log-interval 30 "$@"
+}
+
+mkdir -p "$out"
+echo "== one warden (${levels} sessions, ${duration} each, time scale ${time_scale})" >&2
+start_demo 1
+run_bench "one warden" "$out/one.json"
+stop_demo
+echo "== two wardens sharing homes through Redis, each conversation's turns alternating between them" >&2
+start_demo 2
+run_bench "two wardens" "$out/two.json" --baseline "$out/one.json" | tee "$out/two.txt"
+stop_demo
+echo "reports: $out/one.json, $out/two.json (records: .jsonl); the table above: $out/two.txt" >&2

@@ -1,0 +1,38 @@
+# shellcheck shell=bash
+# Helpers shared by the demo scripts (sourced, not run).
+
+# Waits (bounded) for the "listening on http://HOST:PORT" line in file $1 of process $2 (named $3 in errors)
+# and prints the URL.
+wait_listening() {
+  local file=$1 pid=$2 name=$3
+  for _ in $(seq 1 300); do
+    if grep -qo 'listening on http://[^ ]*' "$file" 2>/dev/null; then
+      grep -o 'listening on http://[^ ]*' "$file" | head -1 | sed 's/listening on //'
+      return 0
+    fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "$name exited before listening" >&2
+      return 1
+    fi
+    sleep 0.1
+  done
+  echo "$name did not start listening within 30 s" >&2
+  return 1
+}
+
+# The first of $2 (default 1) consecutive loopback ports nothing answers on, from $1 upwards.
+free_port() {
+  local port=$1 count=${2:-1} i
+  while true; do
+    for ((i = 0; i < count; i++)); do
+      if (exec 3<>"/dev/tcp/127.0.0.1/$((port + i))") 2>/dev/null; then
+        break
+      fi
+    done
+    if ((i == count)); then
+      echo "$port"
+      return 0
+    fi
+    port=$((port + i + 1))
+  done
+}
