@@ -4,7 +4,8 @@
 # each run on a fresh `make run` setup (4 simulated ranks of the reference host, run-demo.sh), then prefix
 # hits, stayed on replica and TTFB p50 side by side with the ratio (bench --baseline).
 # LEVELS (4,8,16), DURATION (3m per level, model time), TIME_SCALE (10), SEED (1) and OUT (the folder for
-# the reports, state/bench-wardens) can be set; at the defaults it takes about three minutes.
+# the reports, state/bench-wardens) can be set; at the defaults it takes about three minutes. SHARED_STATE=0
+# runs the two wardens without Redis, each placing conversations on its own: what the shared state prevents.
 set -euo pipefail
 bin=${1:-build/lm-warden}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,7 +42,7 @@ start_demo() {
   local n=$1 sim_port warden_port i
   sim_port=$(free_port 18000)
   warden_port=$(free_port 18080 "$n")
-  SIM_PORT=$sim_port WARDEN_PORT=$warden_port WARDENS=$n TIME_SCALE=$time_scale \
+  SIM_PORT=$sim_port WARDEN_PORT=$warden_port WARDENS=$n TIME_SCALE=$time_scale SHARED_STATE=${SHARED_STATE:-1} \
     WARDEN_STATE_DIR="$tmp/state-$n" bash "$root/scripts/run-demo.sh" "$bin" \
     >"$tmp/demo-$n.out" 2>"$tmp/demo-$n.err" &
   demo_pid=$!
@@ -78,8 +79,14 @@ echo "== one warden (${levels} sessions, ${duration} each, time scale ${time_sca
 start_demo 1
 run_bench "one warden" "$out/one.json"
 stop_demo
-echo "== two wardens sharing homes through Redis, each conversation's turns alternating between them" >&2
+two="two wardens"
+if [[ "${SHARED_STATE:-1}" == 0 ]]; then
+  two="two wardens, no shared state"
+  echo "== two wardens without shared state, each conversation's turns alternating between them" >&2
+else
+  echo "== two wardens sharing homes through Redis, each conversation's turns alternating between them" >&2
+fi
 start_demo 2
-run_bench "two wardens" "$out/two.json" --baseline "$out/one.json" | tee "$out/two.txt"
+run_bench "$two" "$out/two.json" --baseline "$out/one.json" | tee "$out/two.txt"
 stop_demo
 echo "reports: $out/one.json, $out/two.json (records: .jsonl); the table above: $out/two.txt" >&2

@@ -3,6 +3,7 @@
 # reference host itself (config/demo.yaml, `launch:` — docs/engines.md) and supervises them.
 # WARDENS=2 (or more): a redis-server on a free loopback port and further wardens on the next ports, in
 # front of the same simulated ranks (they launch nothing), all sharing conversation homes through Redis.
+# SHARED_STATE=0 leaves Redis out: each warden then places conversations on its own (for comparison).
 # Ctrl-C stops the wardens and Redis, and the first warden stops the sim.
 set -euo pipefail
 bin=${1:-build/lm-warden}
@@ -97,10 +98,12 @@ sed -e "s|http://127.0.0.1:8000|http://127.0.0.1:${sim_port}|" \
 redis_url=
 redis_port=
 warden_urls=()
-if ((wardens > 1)); then
+if ((wardens > 1)) && [[ "${SHARED_STATE:-1}" != 0 ]]; then
   start_redis || exit 1
   printf '\n# Conversation homes shared with the other wardens of the demo.\nstate: { redis: %s, prefix: "lm-warden:" }\n' \
     "$redis_url" >>"$tmp/demo.yaml"
+fi
+if ((wardens > 1)); then
   # The other wardens: the same model and replicas without the `launch:` block (the first one runs the sim).
   awk '/^    launch:/ { skip = 1; next } skip && match($0, /[^ ]/) && RSTART <= 5 { skip = 0 } !skip' "$tmp/demo.yaml" \
     >"$tmp/demo-attached.yaml"
@@ -148,7 +151,7 @@ if [[ -n "$redis_url" ]]; then
 fi
 stop_line="Ctrl-C stops the warden, which stops the engine."
 if ((wardens > 1)); then
-  stop_line="Ctrl-C stops the wardens and Redis (the first warden stops the engine).
+  stop_line="Ctrl-C stops the wardens$([[ -n "$redis_url" ]] && echo " and Redis") (the first warden stops the engine).
 Load over all the wardens, each conversation's turns alternating between them (docs/bench.md):
   lm-warden bench --url $(IFS=,; echo "${warden_urls[*]}") --model qwen3-4b-dp4 --metrics ${sim_url}/metrics \\
     --time-scale ${time_scale}"
