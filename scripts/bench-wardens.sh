@@ -74,10 +74,21 @@ run_bench() {
     --out "$report" --records "${report%.json}.jsonl" --log-interval 30 "$@"
 }
 
+# Each warden's /metrics after a run (shared-state lookups, their timeouts and latency among them) into
+# $out/$1-warden-N.metrics.
+save_metrics() {
+  local run=$1 url i=1
+  for url in ${warden_urls//,/ }; do
+    curl -s "${url}/metrics" >"$out/${run}-warden-${i}.metrics" || true
+    i=$((i + 1))
+  done
+}
+
 mkdir -p "$out"
 echo "== one warden (${levels} sessions, ${duration} each, time scale ${time_scale})" >&2
 start_demo 1
 run_bench "one warden" "$out/one.json"
+save_metrics one
 stop_demo
 two="two wardens"
 if [[ "${SHARED_STATE:-1}" == 0 ]]; then
@@ -88,5 +99,8 @@ else
 fi
 start_demo 2
 run_bench "$two" "$out/two.json" --baseline "$out/one.json" | tee "$out/two.txt"
+save_metrics two
 stop_demo
-echo "reports: $out/one.json, $out/two.json (records: .jsonl); the table above: $out/two.txt" >&2
+grep -h '^lm_warden_shared_state_requests_total' "$out"/two-warden-*.metrics >&2 || true
+echo "reports: $out/one.json, $out/two.json (records: .jsonl); the table above: $out/two.txt; the wardens'" \
+  "/metrics: $out/*.metrics" >&2
