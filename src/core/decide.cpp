@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/admission.hpp"
+#include "core/cost_spill.hpp"
 #include "core/pick.hpp"
 
 namespace warden::core {
@@ -21,23 +23,39 @@ Decision place(const Snapshot& snapshot, Route route, Rng& rng) {
   return none(route, NoReplicaReason::no_healthy_replica);
 }
 
-// Admission (rule 7a): a new conversation is held when its prompt fits on no healthy replica whose KV
-// capacity is known without pushing the working set of the conversations resident there past it.
-bool hold_new_conversation(const Snapshot& snapshot, const RequestFacts& facts) {
-  if (!snapshot.admission.enabled || facts.queued_for >= snapshot.admission.max_wait) {
-    return false;
+// Rule 7: a new conversation, admitted (or held) by working set, then placed by placement_score.
+Decision place_new(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng) {
+  const Admission admission = admit_new_conversation(snapshot, facts);
+  if (admission == Admission::hold) {
+    return none(Route::queued, NoReplicaReason::none);
   }
-  bool any_known = false;
-  for (const ReplicaState& r : snapshot.replicas) {
-    if (!r.healthy || r.kv_capacity_tokens == 0) {
-      continue;
-    }
-    any_known = true;
-    if (r.held_tokens + facts.prompt_tokens <= r.kv_capacity_tokens) {
-      return false;
-    }
+  if (admission == Admission::anywhere) {
+    return place(snapshot, Route::new_conversation, rng);
   }
-  return any_known;
+  const double mark = water_mark(snapshot);
+  const auto fits = [&](ReplicaIndex i) {
+    const ReplicaState& r = snapshot.replicas[i];
+    return r.healthy && has_room(r, facts.prompt_tokens, mark);
+  };
+  const auto score = [&](const ReplicaState& r) { return placement_score(r, snapshot.max_num_seqs); };
+  return Decision{detail::pick_min(snapshot, fits, score, rng), Route::new_conversation,
+                  NoReplicaReason::none};
+}
+
+// Rule 5 by count: over the threshold, move this one request to the least-loaded other replica, but never
+// to one that is at least as loaded as home (that would lose the cache and gain nothing).
+Decision spill_by_count(const Snapshot& snapshot, ReplicaIndex home, Rng& rng) {
+  const ReplicaState& at_home = snapshot.replicas[home];
+  if (at_home.in_flight <= snapshot.spill_threshold) {
+    return Decision{home, Route::sticky, NoReplicaReason::none};
+  }
+  const auto other = [&](ReplicaIndex i) { return i != home && snapshot.replicas[i].healthy; };
+  const auto score = [&](const ReplicaState& r) { return load_score(r, snapshot.max_num_seqs); };
+  const auto target = detail::pick_min(snapshot, other, score, rng);
+  if (target && score(snapshot.replicas[*target]) < score(at_home) - detail::tie_epsilon) {
+    return Decision{target, Route::spilled, NoReplicaReason::none};
+  }
+  return Decision{home, Route::sticky, NoReplicaReason::none};
 }
 
 }  // namespace
@@ -136,28 +154,18 @@ Decision decide(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng) {
     return none(facts.home ? Route::failover : Route::new_conversation, NoReplicaReason::no_replicas);
   }
   if (!facts.home) {
-    if (hold_new_conversation(snapshot, facts)) {
-      return none(Route::queued, NoReplicaReason::none);
-    }
-    return place(snapshot, Route::new_conversation, rng);
+    return place_new(snapshot, facts, rng);
   }
   const ReplicaIndex home = *facts.home;
   if (home >= snapshot.replicas.size() || !snapshot.replicas[home].healthy) {
     return place(snapshot, Route::failover, rng);
   }
-  const ReplicaState& at_home = snapshot.replicas[home];
-  if (at_home.in_flight <= snapshot.spill_threshold) {
-    return Decision{home, Route::sticky, NoReplicaReason::none};
+  if (snapshot.cost_spill.enabled && predicted_ttft(snapshot.replicas[home], 0)) {
+    const auto target = cost_spill_target(snapshot, facts, home, rng);
+    return target ? Decision{target, Route::spilled, NoReplicaReason::none}
+                  : Decision{home, Route::sticky, NoReplicaReason::none};
   }
-  // Over the threshold: move this one request to the least-loaded other replica, but never to one that is
-  // at least as loaded as home (that would lose the cache and gain nothing).
-  const auto other = [&](ReplicaIndex i) { return i != home && snapshot.replicas[i].healthy; };
-  const auto score = [&](const ReplicaState& r) { return load_score(r, snapshot.max_num_seqs); };
-  const auto target = detail::pick_min(snapshot, other, score, rng);
-  if (target && score(snapshot.replicas[*target]) < score(at_home) - detail::tie_epsilon) {
-    return Decision{target, Route::spilled, NoReplicaReason::none};
-  }
-  return Decision{home, Route::sticky, NoReplicaReason::none};
+  return spill_by_count(snapshot, home, rng);
 }
 
 }  // namespace warden::core

@@ -15,16 +15,19 @@ namespace warden::core {
 ///  3. No healthy replica → no replica (no_healthy_replica).
 ///  4. Affinity off → vLLM's rule: lowest vllm_lb_score(replica, snapshot.vllm_balancer) among healthy
 ///     replicas, ties by RNG; route `balanced`.
-///  5. Known conversation, healthy home: the home (`sticky`), unless home.in_flight > spill_threshold; then
-///     the healthy non-home replica with the lowest load_score (`spilled`; the home is kept) — but only if
-///     its load_score is lower than the home's: a spill never moves a request to a replica at least as
-///     loaded as home (then it stays home, `sticky`). Ties between spill targets by RNG.
+///  5. Known conversation, healthy home: the home (`sticky`), unless it should spill (`spilled`; the home
+///     is kept). With cost_spill enabled and the home's prefill rate known, by cost (cost_spill.hpp): the
+///     other replica with the lowest predicted time to first token for the whole prompt, if that beats the
+///     home (backlog + uncached part) by more than the margin. Otherwise by count: home.in_flight >
+///     spill_threshold → the healthy non-home replica with the lowest load_score, but only if it is lower
+///     than the home's (a spill never moves a request to a replica at least as loaded as home). Ties by RNG.
 ///  6. Known conversation whose home is unhealthy or out of range → least placement_score (`failover`; the
 ///     Router re-homes the conversation there).
 ///  7. New conversation (or no session key) → least placement_score among healthy replicas, ties by RNG
-///     (`new_conversation`). With admission enabled, first: if on every healthy replica whose KV capacity
-///     is known the resident working set (held_tokens) plus this prompt exceeds the capacity, and the
-///     request has waited less than admission.max_wait → no replica, route `queued` (reason none).
+///     (`new_conversation`). With admission enabled (admission.hpp), only among replicas whose resident
+///     working set has room for this prompt under the water mark in force; if none has, and the request
+///     has waited less than admission.max_wait → no replica, route `queued` (reason none). Known
+///     conversations are never held.
 [[nodiscard]] Decision decide(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng);
 
 /// Score for placing a conversation (lower is better). With S = max(1, max_num_seqs) and C the KV capacity

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "core/cost_spill.hpp"
 #include "core/decide.hpp"
 
 namespace warden::core {
@@ -28,8 +29,10 @@ void Router::build_snapshot(std::span<const ReplicaMetrics> metrics, Time now) {
   if (sent_since_scrape_.size() < count) {
     sent_since_scrape_.resize(count, 0);
     scrape_generation_.resize(count, 0);
+    prefill_backlog_.resize(count, 0);
   }
   snapshot_.apply(routing_);
+  snapshot_.admission_holding = admission_holding_;
   snapshot_.replicas.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
     const ReplicaMetrics& m = metrics[i];
@@ -52,6 +55,9 @@ void Router::build_snapshot(std::span<const ReplicaMetrics> metrics, Time now) {
     state.peer_in_flight = m.peer_in_flight;
     state.peer_active_conversations = m.peer_active_conversations;
     state.peer_held_tokens = m.peer_held_tokens;
+    state.prefill_backlog_tokens = prefill_backlog_[i];
+    state.prefill_tokens_per_second =
+        std::isfinite(m.prefill_tokens_per_second) ? std::max(0.0, m.prefill_tokens_per_second) : 0.0;
   }
 }
 
@@ -92,18 +98,35 @@ Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metri
   std::lock_guard lock(mutex_);
   build_snapshot(metrics, now);
   facts.home.reset();
+  facts.home_cached_tokens = 0;
   if (facts.session) {
     if (const auto entry = sessions_.lookup(facts.session->hash, now)) {
       facts.home = entry->home;
+      facts.home_cached_tokens = entry->prompt_tokens;
     }
   }
-  const Decision decision = policy_->pick(snapshot_, facts, rng);
+  Decision decision = policy_->pick(snapshot_, facts, rng);
+  note_admission(facts, decision);
   if (!decision.ok()) {
     counters_.record(decision);
     return decision;
   }
+  // Only a turn on its home finds its previous prompt cached.
+  decision.prefill_tokens = facts.home == decision.replica ? uncached_at_home(facts) : facts.prompt_tokens;
+  if (*decision.replica < prefill_backlog_.size()) {
+    prefill_backlog_[*decision.replica] += decision.prefill_tokens;
+  }
   commit(facts, decision, now);
   return decision;
+}
+
+void Router::note_admission(const RequestFacts& facts, const Decision& decision) {
+  if (decision.queued()) {
+    admission_holding_ = true;
+  } else if (decision.route == Route::new_conversation && facts.queued_for < routing_.admission.max_wait) {
+    // Admitted within the water mark (past the wait bound it may have been admitted over it).
+    admission_holding_ = false;
+  }
 }
 
 Decision Router::route_uncounted(const RequestFacts& facts, std::span<const ReplicaMetrics> metrics, Time now,
@@ -130,8 +153,21 @@ void Router::finish(ReplicaIndex replica) {
   counters_.finish(replica);
 }
 
+void Router::first_token(const Decision& decision) {
+  std::lock_guard lock(mutex_);
+  drop_prefill(decision);
+}
+
+void Router::drop_prefill(const Decision& decision) {
+  if (decision.replica && *decision.replica < prefill_backlog_.size()) {
+    std::uint64_t& backlog = prefill_backlog_[*decision.replica];
+    backlog -= std::min<std::uint64_t>(backlog, decision.prefill_tokens);
+  }
+}
+
 void Router::abandon(const Decision& decision) {
   std::lock_guard lock(mutex_);
+  drop_prefill(decision);
   if (decision.replica) {
     counters_.finish(*decision.replica);
   }
@@ -198,6 +234,8 @@ RouterView Router::view(Time now) {
   out.sticky_percent = counters_.sticky_percent();
   out.unrouted = counters_.unrouted();
   out.queued = counters_.queued();
+  out.admission_holding = admission_holding_;
+  out.prefill_backlog_tokens = prefill_backlog_;
   out.live_sessions = sessions_.size();
   return out;
 }

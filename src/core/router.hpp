@@ -37,6 +37,8 @@ struct ReplicaMetrics {
   std::uint32_t peer_in_flight = 0;
   std::uint32_t peer_active_conversations = 0;
   std::uint64_t peer_held_tokens = 0;
+  /// Prefill tokens per second, from the replica's counters (a PrefillRate the poller keeps); 0 = unknown.
+  double prefill_tokens_per_second = 0.0;
 };
 
 struct RouterConfig {
@@ -59,7 +61,9 @@ struct RouterView {
   ReplicaCounters totals;
   std::optional<double> sticky_percent;
   std::uint64_t unrouted = 0;
-  std::uint64_t queued = 0;  ///< routing attempts held back by admission
+  std::uint64_t queued = 0;        ///< routing attempts held back by admission
+  bool admission_holding = false;  ///< admission is holding new conversations (below the low water mark)
+  std::vector<std::uint64_t> prefill_backlog_tokens;  ///< per replica, see ReplicaState
   std::size_t live_sessions = 0;
 };
 
@@ -86,8 +90,13 @@ class Router {
   /// The request routed to `replica` ended (success, error or client disconnect).
   void finish(ReplicaIndex replica);
 
-  /// The request of `decision` never reached its replica and will be routed again: finish() it and take
-  /// back its route count, so a retried request counts once (as its final route).
+  /// The request of `decision` got its first token (or ended without one): its prefill_tokens leave the
+  /// replica's prefill backlog. Call at most once per routed request, before or with finish().
+  void first_token(const Decision& decision);
+
+  /// The request of `decision` never reached its replica and will be routed again: finish() it, take its
+  /// prefill out of the backlog (no first_token() then) and take back its route count, so a retried
+  /// request counts once (as its final route).
   void abandon(const Decision& decision);
 
   /// Runtime configuration (admin API). set_policy returns false for an unknown name (nothing changes).
@@ -120,6 +129,8 @@ class Router {
  private:
   void build_snapshot(std::span<const ReplicaMetrics> metrics, Time now);
   void commit(const RequestFacts& facts, const Decision& decision, Time now);
+  void note_admission(const RequestFacts& facts, const Decision& decision);
+  void drop_prefill(const Decision& decision);
 
   mutable std::mutex mutex_;
   RoutingConfig routing_;
@@ -130,6 +141,9 @@ class Router {
   Snapshot snapshot_;
   std::vector<std::uint32_t> sent_since_scrape_;
   std::vector<std::uint64_t> scrape_generation_;
+  std::vector<std::uint64_t> prefill_backlog_;
+  // Admission hysteresis: set when a new conversation is held, cleared when one is admitted with room.
+  bool admission_holding_ = false;
 };
 
 }  // namespace warden::core

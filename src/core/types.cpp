@@ -41,6 +41,7 @@ void Snapshot::apply(const RoutingConfig& config) {
   spill_threshold = config.spill_threshold.resolve(max_num_seqs);
   admission = config.admission;
   vllm_balancer = config.vllm_balancer;
+  cost_spill = config.cost_spill;
 }
 
 std::string_view vllm_balancer_model_name(VllmBalancerModel model) {

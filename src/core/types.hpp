@@ -45,6 +45,11 @@ struct ReplicaState {
   std::uint32_t peer_in_flight = 0;
   std::uint32_t peer_active_conversations = 0;
   std::uint64_t peer_held_tokens = 0;
+  /// Prompt tokens still to prefill for the warden's requests on this replica that have no first token yet
+  /// (each counted as its expected uncached part; kept by the Router).
+  std::uint64_t prefill_backlog_tokens = 0;
+  /// Prefill rate measured from the replica's own counters (PrefillRate); 0 = not measured yet.
+  double prefill_tokens_per_second = 0.0;
 };
 
 /// Spill threshold of a model: "auto" (= max(1, max_num_seqs / 4), 8 at 32) or a fixed number.
@@ -78,6 +83,12 @@ struct AdmissionConfig {
   std::uint32_t max_queue = 64;
   /// A request held this long is admitted over capacity (the bound on a conversation's wait).
   Time max_wait = std::chrono::seconds(30);
+  /// Hysteresis on working set / KV capacity: new conversations are admitted while some replica's resident
+  /// working set plus the new prompt stays within high_water x capacity; once one had to be held, only
+  /// when it fits within low_water x capacity again. (The working set counts the shared system prompt once
+  /// per conversation, so values a little above 1 still fit.)
+  double high_water = 1.0;
+  double low_water = 0.9;
 
   friend bool operator==(const AdmissionConfig&, const AdmissionConfig&) = default;
 };
@@ -91,6 +102,17 @@ enum class VllmBalancerModel : std::uint8_t { current, legacy };
 [[nodiscard]] std::string_view vllm_balancer_model_name(VllmBalancerModel model);
 [[nodiscard]] std::optional<VllmBalancerModel> parse_vllm_balancer_model(std::string_view name);
 
+/// Spill by predicted time to first token instead of by count: a turn leaves its home only when the prefill
+/// queued ahead of it there plus its own uncached part would take longer than the queue plus its whole
+/// prompt elsewhere, by more than `margin`. Needs the replicas' prefill rates; until they are measured the
+/// count rule (spill_threshold) applies.
+struct CostSpill {
+  bool enabled = false;
+  Time margin = std::chrono::seconds(2);
+
+  friend bool operator==(const CostSpill&, const CostSpill&) = default;
+};
+
 /// Routing configuration of one model, changeable at runtime through the Router.
 struct RoutingConfig {
   /// Off = balance like vLLM's own balancer (route `balanced`).
@@ -103,6 +125,7 @@ struct RoutingConfig {
   AdmissionConfig admission{};
   /// The score of route `balanced` (affinity off, policy `vllm-lb`).
   VllmBalancerModel vllm_balancer = VllmBalancerModel::current;
+  CostSpill cost_spill{};
 };
 
 /// Immutable copy of everything a decision reads. Cheap to build (one small vector).
@@ -114,9 +137,13 @@ struct Snapshot {
   std::uint32_t max_num_seqs = 32;
   AdmissionConfig admission{};
   VllmBalancerModel vllm_balancer = VllmBalancerModel::current;
+  CostSpill cost_spill{};
+  /// Admission state (kept by the Router): a new conversation had to be held and none has been admitted
+  /// under the low water mark since.
+  bool admission_holding = false;
 
-  /// Fills affinity, spill_threshold (resolved), max_num_seqs, admission and vllm_balancer from a
-  /// RoutingConfig.
+  /// Fills affinity, spill_threshold (resolved), max_num_seqs, admission, cost_spill and vllm_balancer
+  /// from a RoutingConfig.
   void apply(const RoutingConfig& config);
 };
 
@@ -141,6 +168,9 @@ struct RequestFacts {
   std::uint32_t prompt_tokens = 0;
   /// How long this request has already waited in the model's admission queue (0 on its first routing).
   Time queued_for{0};
+  /// Tokens the home is expected to have cached for this conversation: its previous prompt there (the
+  /// Router fills this in itself, with `home`).
+  std::uint32_t home_cached_tokens = 0;
 };
 
 /// How a request was routed. Names (route_name) go into the X-Warden-Route header and logs.
@@ -174,6 +204,9 @@ struct Decision {
   std::optional<ReplicaIndex> replica;
   Route route = Route::new_conversation;
   NoReplicaReason reason = NoReplicaReason::none;
+  /// Prompt tokens the chosen replica is expected to prefill (set by the Router; 0 from decide()). The
+  /// Router counts them in the replica's prefill backlog until first_token(decision).
+  std::uint32_t prefill_tokens = 0;
 
   [[nodiscard]] bool ok() const { return replica.has_value(); }
   /// Held back by admission: not an error, the caller waits and routes the request again.

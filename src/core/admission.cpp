@@ -1,0 +1,37 @@
+#include "core/admission.hpp"
+
+namespace warden::core {
+
+double water_mark(const Snapshot& snapshot) {
+  return snapshot.admission_holding ? snapshot.admission.low_water : snapshot.admission.high_water;
+}
+
+bool has_room(const ReplicaState& replica, std::uint64_t prompt_tokens, double mark) {
+  if (replica.kv_capacity_tokens == 0) {
+    return true;
+  }
+  return static_cast<double>(replica.held_tokens + prompt_tokens) <=
+         mark * static_cast<double>(replica.kv_capacity_tokens);
+}
+
+Admission admit_new_conversation(const Snapshot& snapshot, const RequestFacts& facts) {
+  if (!snapshot.admission.enabled || facts.queued_for >= snapshot.admission.max_wait) {
+    return Admission::anywhere;
+  }
+  const double mark = water_mark(snapshot);
+  bool any_known = false;
+  bool any_room = false;
+  for (const ReplicaState& r : snapshot.replicas) {
+    if (!r.healthy) {
+      continue;
+    }
+    any_known = any_known || r.kv_capacity_tokens > 0;
+    any_room = any_room || has_room(r, facts.prompt_tokens, mark);
+  }
+  if (!any_known) {
+    return Admission::anywhere;
+  }
+  return any_room ? Admission::with_room : Admission::hold;
+}
+
+}  // namespace warden::core

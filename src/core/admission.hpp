@@ -1,0 +1,27 @@
+#pragma once
+// Working-set admission of new conversations: whether a replica's resident conversations leave room for
+// one more, with hysteresis between a high and a low water mark. Pure, over the Snapshot.
+
+#include "core/types.hpp"
+
+namespace warden::core {
+
+/// What admission says about a new conversation.
+enum class Admission : std::uint8_t {
+  anywhere,   ///< admission off, capacities unknown, or the wait bound reached: place as usual
+  with_room,  ///< place it only on a replica that has_room()
+  hold,       ///< no replica has room: route `queued`
+};
+
+/// The water mark in force: low_water while the model is holding (hysteresis), else high_water.
+[[nodiscard]] double water_mark(const Snapshot& snapshot);
+
+/// A healthy replica has room for `prompt_tokens` more of working set: its capacity is unknown (nothing
+/// to judge by), or held_tokens + prompt_tokens <= mark x kv_capacity_tokens.
+[[nodiscard]] bool has_room(const ReplicaState& replica, std::uint64_t prompt_tokens, double mark);
+
+/// Admission of a request without a home. Known conversations are never held: a resident conversation
+/// keeps its place while it is active, so holding is by conversation, never by turn.
+[[nodiscard]] Admission admit_new_conversation(const Snapshot& snapshot, const RequestFacts& facts);
+
+}  // namespace warden::core
