@@ -42,6 +42,14 @@ struct SimulateOptions {
   std::string think_time = "0";
   std::string think_jitter = "0";
   std::string spill_threshold = "auto";
+  double admission_high = core::AdmissionConfig{}.high_water;
+  double admission_low = core::AdmissionConfig{}.low_water;
+  std::string max_wait = "30s";
+  std::uint32_t max_queue = core::AdmissionConfig{}.max_queue;
+  std::string cost_spill = "on";
+  std::string spill_margin = "2s";
+  double resident_gaps = 3.0;
+  std::string min_resident = "10s";
   std::uint32_t vllm_api_servers = 0;
   core::VllmBalancerModel vllm_balancer = core::VllmBalancerModel::current;
   std::string out;
@@ -117,6 +125,31 @@ base::Result<engine::EngineConfig> engine_from(const SimulateOptions& o, engine:
   return config;
 }
 
+// The knobs of policy `admission`.
+base::Result<void> admission_from(const SimulateOptions& o, whatif::SimulationConfig& c) {
+  const auto wait = base::parse_seconds(o.max_wait);
+  const auto margin = base::parse_seconds(o.spill_margin);
+  const auto min_resident = base::parse_seconds(o.min_resident);
+  if (!wait || !margin || !min_resident) {
+    return std::string("--max-wait and --spill-margin are durations: 30s, 2s, 500ms");
+  }
+  if (o.cost_spill != "on" && o.cost_spill != "off") {
+    return std::string("--cost-spill is on or off");
+  }
+  const auto to_time = [](double seconds) {
+    return core::Time(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
+  };
+  c.admission.high_water = o.admission_high;
+  c.admission.low_water = o.admission_low;
+  c.admission.max_wait = to_time(*wait);
+  c.admission.max_queue = o.max_queue;
+  c.cost_spill.enabled = o.cost_spill == "on";
+  c.cost_spill.margin = to_time(*margin);
+  c.admission_gap_factor = o.resident_gaps;
+  c.admission_min_window = *min_resident;
+  return {};
+}
+
 // Levels, durations and the spill threshold from their command-line spelling.
 base::Result<void> timing_from(const SimulateOptions& o, whatif::SimulationConfig& c) {
   c.levels.clear();
@@ -145,7 +178,7 @@ base::Result<void> timing_from(const SimulateOptions& o, whatif::SimulationConfi
     return std::string("--spill-threshold is 'auto' or a positive integer");
   }
   c.spill_threshold = *spill;
-  return {};
+  return admission_from(o, c);
 }
 
 // --compare A,B is the reference method: A over every level, then B on warm engines.
@@ -196,6 +229,19 @@ base::Result<whatif::SimulationConfig> simulation_from(const SimulateOptions& o)
     return base::Failure{ok.error()};
   }
   return c;
+}
+
+// Per level of policy `admission`: how many requests admission held, how long, and any it refused.
+void print_admission(const whatif::Outcome& outcome) {
+  for (const whatif::LevelStats& l : outcome.levels) {
+    if (l.policy != "admission") {
+      continue;
+    }
+    const double mean = l.held > 0 ? l.held_seconds / static_cast<double>(l.held) : 0.0;
+    fmt::print(
+        "admission {:>3} sessions: held {} of {} requests (mean wait {:.1f} s, queue peak {}), refused {}\n",
+        l.sessions, l.held, l.requests, mean, l.max_held, l.refused);
+  }
 }
 
 void print_outcome(const SimulateOptions& o, const whatif::SimulationConfig& c,
@@ -268,6 +314,7 @@ int run_simulate(const SimulateOptions& o) {
     return fail(outcome.error());
   }
   print_outcome(o, *c, outcome->rows);
+  print_admission(*outcome);
   if (auto ok = write_outputs(o, *c, *outcome); !ok) {
     return fail(ok.error());
   }
@@ -287,9 +334,10 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--levels", o->levels, "Concurrent sessions per level, comma-separated")
       ->capture_default_str();
   cmd->add_option("--duration", o->duration, "Model time per level (180, 180s, 3m)")->capture_default_str();
-  cmd->add_option(
-      "--policies", o->policies,
-      "Policies to run one after the other: vllm-lb, warden-lb, affinity, round-robin, session-hash, chwbl");
+  cmd->add_option("--policies", o->policies,
+                  "Policies to run one after the other: vllm-lb, warden-lb, affinity, admission, "
+                  "round-robin, session-hash, "
+                  "chwbl");
   cmd->add_option("--compare", o->compare,
                   "A,B: the reference method (A over all levels, then B, warm caches)");
   cmd->add_option("--seed", o->seed, "Seed of the prompts and of routing ties")->capture_default_str();
@@ -301,6 +349,30 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--client-rtt", o->client_rtt, "Client <-> warden round trip (counted in TTFB)")
       ->capture_default_str();
   cmd->add_option("--spill-threshold", o->spill_threshold, "auto or a number of requests in flight")
+      ->capture_default_str();
+  cmd->add_option(
+         "--admission-high", o->admission_high,
+         "Policy admission: admit new conversations while working set + prompt <= this x KV capacity")
+      ->capture_default_str();
+  cmd->add_option("--admission-low", o->admission_low,
+                  "Policy admission: once one was held, admit again only within this x KV capacity")
+      ->capture_default_str();
+  cmd->add_option("--max-wait", o->max_wait, "Policy admission: a held request is admitted after this wait")
+      ->capture_default_str();
+  cmd->add_option("--max-queue", o->max_queue, "Policy admission: held requests beyond which one is refused")
+      ->capture_default_str();
+  cmd->add_option(
+         "--cost-spill", o->cost_spill,
+         "Policy admission: spill by predicted time to first token (on) or by --spill-threshold (off)")
+      ->capture_default_str();
+  cmd->add_option("--spill-margin", o->spill_margin,
+                  "Policy admission: predicted TTFT gain a cost spill needs")
+      ->capture_default_str();
+  cmd->add_option(
+         "--resident-gaps", o->resident_gaps,
+         "Policy admission: a conversation stays resident this many typical turn gaps after its last turn")
+      ->capture_default_str();
+  cmd->add_option("--min-resident", o->min_resident, "Policy admission: ... but at least this long")
       ->capture_default_str();
   cmd->add_option("--vllm-api-servers", o->vllm_api_servers,
                   "vLLM API server processes (0 = one per replica)")

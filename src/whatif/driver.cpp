@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <queue>
 #include <unordered_map>
@@ -12,6 +13,7 @@
 #include "base/splitmix.hpp"
 #include "core/decide.hpp"
 #include "core/policy.hpp"
+#include "core/prefill_rate.hpp"
 #include "engine/engine.hpp"
 #include "protocol/request.hpp"
 #include "whatif/prompt.hpp"
@@ -32,7 +34,10 @@ bool is_vllm_model(std::string_view policy) {
 
 // The registry name a Router runs for a simulate policy name.
 std::string core_policy(std::string_view policy) {
-  return policy == "warden-lb" ? std::string("vllm-lb") : std::string(policy);
+  if (policy == "warden-lb") {
+    return "vllm-lb";
+  }
+  return policy == "admission" ? std::string("affinity") : std::string(policy);
 }
 
 core::Time to_time(double seconds) {
@@ -62,6 +67,9 @@ struct Flight {
   std::uint32_t prompt_tokens_estimate = 0;
   std::uint64_t session_hash = 0;
   bool failed = false;
+  double arrived = 0;  // at the warden
+  core::Decision decision;
+  bool awaiting_first = false;  // routed by the Router, no first token yet (its prefill is in the backlog)
 };
 
 class Driver {
@@ -98,6 +106,7 @@ class Driver {
       engines_.emplace_back(engine_config(config_), config_.seed);
     }
     scraped_.assign(config_.replicas, core::ReplicaMetrics{});
+    rates_.assign(config_.replicas, core::PrefillRate{});
     scrape();
   }
 
@@ -106,13 +115,25 @@ class Driver {
     vllm_model_ = is_vllm_model(policy);
     balancer_.emplace(config_.replicas, config_.vllm_api_servers, config_.vllm_balancer);
     publish();
+    admission_policy_ = policy == "admission";
     core::RoutingConfig routing;
-    routing.affinity = policy == "affinity";
+    routing.affinity = policy == "affinity" || admission_policy_;
     routing.policy = core_policy(policy);
     routing.spill_threshold = config_.spill_threshold;
     routing.max_num_seqs = config_.engine.max_num_seqs;
     routing.vllm_balancer = config_.vllm_balancer;
-    router_.emplace(core::router_config(routing, config_.sessions));
+    if (admission_policy_) {
+      routing.admission = config_.admission;
+      routing.admission.enabled = true;
+      routing.cost_spill = config_.cost_spill;
+    }
+    held_.clear();
+    core::SessionTableConfig sessions = config_.sessions;
+    if (admission_policy_) {
+      sessions.adaptive_gap_factor = config_.admission_gap_factor;
+      sessions.min_active_window = to_time(config_.admission_min_window);
+    }
+    router_.emplace(core::router_config(routing, sessions));
     for (std::size_t i = 0; i < config_.levels.size(); ++i) {
       auto ok = run_level(config_.levels[i], i);
       if (!ok) {
@@ -165,6 +186,7 @@ class Driver {
       if (const auto due = loop_->next_ready_at()) {
         consider(*due, 5);
       }
+      consider(head_deadline(), 6);
       if (t == kInf) {
         return std::string("what-if driver stalled: requests in flight but nothing scheduled");
       }
@@ -176,6 +198,9 @@ class Driver {
           auto ok = handle(ev);
           if (!ok) {
             return ok;
+          }
+          if (!error_.empty()) {
+            return error_;
           }
           break;
         }
@@ -190,9 +215,21 @@ class Driver {
           loop_->stop();
           break;
         }
-        case 2:
+        case 2: {
           scrape();
+          auto ok = retry_held();
+          if (!ok) {
+            return ok;
+          }
           break;
+        }
+        case 6: {
+          auto ok = retry_held();
+          if (!ok) {
+            return ok;
+          }
+          break;
+        }
         case 3:
           publish();
           break;
@@ -279,51 +316,130 @@ class Driver {
 
   Result<void> arrive(std::uint64_t id) {
     Flight& f = flights_.at(id);
+    f.arrived = now_;
     if (f.failed) {
       push(now_ + config_.client_rtt / 2, Timed::Kind::client_done, id);
       return {};
     }
-    std::uint32_t replica = 0;
     if (vllm_model_) {
-      const core::BalancerPick pick = balancer_->route(rng_);
-      replica = pick.rank;
-      f.api_server = pick.server;
-      f.route = "balanced";
-      ++stats_.routes[static_cast<std::size_t>(core::Route::balanced)];
-      if (hooks_.on_decision) {
-        DecisionTrace trace;
-        trace.time = now_;
-        trace.policy = policy_;
-        trace.decision = core::Decision{replica, core::Route::balanced, core::NoReplicaReason::none};
-        trace.live = live_loads();
-        hooks_.on_decision(trace);
+      route_vllm(f);
+      return dispatch(id);
+    }
+    // First come, first served: a new conversation does not overtake the held ones.
+    if (!held_.empty() && !router_->home_of(f.session_hash, to_time(now_))) {
+      hold(id);
+      return {};
+    }
+    auto routed = route_request(id);
+    if (!routed) {
+      return routed.error();
+    }
+    if (!*routed) {
+      hold(id);
+      return {};
+    }
+    return dispatch(id);
+  }
+
+  void route_vllm(Flight& f) {
+    const core::BalancerPick pick = balancer_->route(rng_);
+    f.replica = pick.rank;
+    f.api_server = pick.server;
+    f.route = "balanced";
+    ++stats_.routes[static_cast<std::size_t>(core::Route::balanced)];
+    if (hooks_.on_decision) {
+      DecisionTrace trace;
+      trace.time = now_;
+      trace.policy = policy_;
+      trace.decision = core::Decision{f.replica, core::Route::balanced, core::NoReplicaReason::none};
+      trace.live = live_loads();
+      hooks_.on_decision(trace);
+    }
+  }
+
+  // Routes a request through the Router: true when it has a replica, false when admission holds it.
+  Result<bool> route_request(std::uint64_t id) {
+    Flight& f = flights_.at(id);
+    core::RequestFacts facts;
+    facts.session = core::SessionKey{f.session_hash};
+    facts.prompt_tokens = f.prompt_tokens_estimate;
+    facts.queued_for = to_time(now_ - f.arrived);
+    std::optional<core::Snapshot> seen;
+    if (hooks_.on_decision) {
+      seen = router_->snapshot(scraped_, to_time(now_));
+    }
+    const core::Decision d = router_->route(facts, scraped_, to_time(now_), rng_);
+    if (hooks_.on_decision) {
+      DecisionTrace trace;
+      trace.time = now_;
+      trace.policy = policy_;
+      trace.snapshot = std::move(*seen);
+      trace.decision = d;
+      trace.live = live_loads();
+      hooks_.on_decision(trace);
+    }
+    if (d.queued()) {
+      return false;
+    }
+    if (!d.ok()) {
+      return fmt::format("no replica for a request: {}", core::no_replica_reason_name(d.reason));
+    }
+    f.replica = *d.replica;
+    f.decision = d;
+    f.awaiting_first = true;
+    f.route = std::string(core::route_name(d.route));
+    ++stats_.routes[static_cast<std::size_t>(d.route)];
+    return true;
+  }
+
+  // Admission held the request: into the FIFO, or refused (the gateway's 503) when it is full.
+  void hold(std::uint64_t id) {
+    if (held_.size() >= config_.admission.max_queue) {
+      flights_.at(id).failed = true;
+      ++stats_.refused;
+      push(now_ + config_.client_rtt / 2, Timed::Kind::client_done, id);
+      return;
+    }
+    held_.push_back(id);
+    ++stats_.held;
+    stats_.max_held = std::max<std::uint32_t>(stats_.max_held, static_cast<std::uint32_t>(held_.size()));
+  }
+
+  // Routes the held requests again, head first, until one is still held.
+  Result<void> retry_held() {
+    while (!held_.empty()) {
+      const std::uint64_t id = held_.front();
+      auto routed = route_request(id);
+      if (!routed) {
+        return routed.error();
       }
-    } else {
-      core::RequestFacts facts;
-      facts.session = core::SessionKey{f.session_hash};
-      facts.prompt_tokens = f.prompt_tokens_estimate;
-      std::optional<core::Snapshot> seen;
-      if (hooks_.on_decision) {
-        seen = router_->snapshot(scraped_, to_time(now_));
+      if (!*routed) {
+        return {};
       }
-      const core::Decision d = router_->route(facts, scraped_, to_time(now_), rng_);
-      if (!d.ok()) {
-        return fmt::format("no replica for a request: {}", core::no_replica_reason_name(d.reason));
-      }
-      replica = *d.replica;
-      f.route = std::string(core::route_name(d.route));
-      ++stats_.routes[static_cast<std::size_t>(d.route)];
-      if (hooks_.on_decision) {
-        DecisionTrace trace;
-        trace.time = now_;
-        trace.policy = policy_;
-        trace.snapshot = std::move(*seen);
-        trace.decision = d;
-        trace.live = live_loads();
-        hooks_.on_decision(trace);
+      held_.pop_front();
+      stats_.held_seconds += now_ - flights_.at(id).arrived;
+      auto ok = dispatch(id);
+      if (!ok) {
+        return ok;
       }
     }
-    f.replica = replica;
+    return {};
+  }
+
+  // When the head of the held requests reaches its wait bound (admitted over capacity then).
+  double head_deadline() const {
+    if (held_.empty()) {
+      return kInf;
+    }
+    const double max_wait = std::chrono::duration<double>(config_.admission.max_wait).count();
+    // A nanosecond late, so that the wait the Router sees is never rounded below the bound.
+    return std::max(now_, flights_.at(held_.front()).arrived + max_wait + 1e-9);
+  }
+
+  // Hands a routed request to its replica's engine.
+  Result<void> dispatch(std::uint64_t id) {
+    Flight& f = flights_.at(id);
+    const std::uint32_t replica = f.replica;
     ++stats_.requests_per_replica[replica];
     engine::RequestSpec spec;
     spec.id = id;
@@ -374,6 +490,7 @@ class Driver {
       f.reply.push_back(e.token);
       if (e.first_token) {
         f.ttfb = now_ + config_.client_rtt / 2 - f.started;
+        first_token(f);
       }
       if (e.finished) {
         finish_routing(f);
@@ -381,12 +498,27 @@ class Driver {
       }
     }
     start_step(replica);
+    if (!held_.empty()) {
+      // A request may have finished: room may have freed (after start_step, which must run first).
+      auto ok = retry_held();
+      if (!ok) {
+        error_ = ok.error();
+      }
+    }
   }
 
-  void finish_routing(const Flight& f) {
+  void first_token(Flight& f) {
+    if (f.awaiting_first) {
+      router_->first_token(f.decision);
+      f.awaiting_first = false;
+    }
+  }
+
+  void finish_routing(Flight& f) {
     if (vllm_model_) {
       balancer_->finish(f.api_server, f.replica);
     } else {
+      first_token(f);
       router_->finish(f.replica);
     }
   }
@@ -429,6 +561,9 @@ class Driver {
       s.waiting = m.num_waiting;
       s.kv_usage = m.kv_cache_usage;
       s.kv_capacity_tokens = static_cast<std::uint64_t>(m.num_gpu_blocks) * m.block_size;
+      // As `serve` would from vllm:prompt_tokens_total and vllm:prefix_cache_hits_total.
+      rates_[r].observe(to_time(now_), m.prompt_tokens_total, m.prefix_cache_hits_total, m.num_waiting);
+      s.prefill_tokens_per_second = rates_[r].tokens_per_second();
       ++s.scrape_generation;
     }
     if (hooks_.on_scrape) {
@@ -488,10 +623,15 @@ class Driver {
   std::vector<bool> pending_;
   std::vector<std::vector<engine::Event>> step_events_;
   std::vector<core::ReplicaMetrics> scraped_;
+  std::vector<core::PrefillRate> rates_;
   double next_scrape_ = 0;
   double next_publish_ = 0;
   std::string policy_;
   bool vllm_model_ = false;
+  bool admission_policy_ = false;
+  // Policy `admission`: the held request ids, first come first served, as the gateway keeps them.
+  std::deque<std::uint64_t> held_;
+  std::string error_;  // an error raised inside an engine step, reported by the level loop
   std::optional<VllmBalancer> balancer_;
   std::optional<core::Router> router_;
   std::optional<workload::ClosedLoop> loop_;
@@ -509,7 +649,7 @@ class Driver {
 }  // namespace
 
 std::vector<std::string> simulate_policy_names() {
-  std::vector<std::string> names{"vllm-lb", "warden-lb"};
+  std::vector<std::string> names{"vllm-lb", "warden-lb", "admission"};
   for (const std::string_view n : core::policy_names()) {
     if (n != "vllm-lb") {
       names.emplace_back(n);
@@ -547,6 +687,11 @@ Result<void> validate(const SimulationConfig& config) {
   if (!(config.client_rtt >= 0) || !std::isfinite(config.client_rtt) || !(config.think_jitter >= 0) ||
       !std::isfinite(config.think_jitter)) {
     return std::string("client rtt and think jitter must be >= 0");
+  }
+  const core::AdmissionConfig& a = config.admission;
+  if (!(a.low_water > 0) || !(a.high_water >= a.low_water) || !std::isfinite(a.high_water) ||
+      a.max_wait < core::Time{0}) {
+    return std::string("admission: water marks need 0 < low <= high, max wait >= 0");
   }
   if (config.policies.empty()) {
     return std::string("at least one policy is needed");

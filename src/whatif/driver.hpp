@@ -10,6 +10,10 @@
 // server does), it reaches the warden rtt/2 after the client sent it and is routed there:
 // - policy `vllm-lb`: vLLM's own balancer (VllmBalancer: api-server instances with 100 ms stale views,
 //   scoring as `vllm_balancer` says: current vLLM by default, or its older legacy score);
+// - policy `admission`: core's `affinity` with working-set admission and cost-aware spill. Requests the
+//   Router answers `queued` wait in a FIFO as in the gateway (a new conversation also queues behind
+//   held ones) and are routed again, with queued_for = their wait, when a request finishes, at a scrape
+//   and when the head's max_wait comes; beyond max_queue a request fails as the gateway's 503 would;
 // - any other policy of core's registry (`affinity`, `round-robin`, `session-hash`, `chwbl`, and
 //   `warden-lb` = core's `vllm-lb`, i.e. the warden with affinity off as `serve` runs it): core::Router,
 //   the same object `serve` uses, fed the engines' metrics as last scraped (every scrape_interval) and its
@@ -61,6 +65,14 @@ struct SimulationConfig {
   // together in lock-step (all turns arriving in bursts).
   double think_jitter = 0.0;
   core::SpillThreshold spill_threshold{};
+  // Policy `admission` only (affinity with working-set admission and cost-aware spill): the admission
+  // bounds and water marks (`enabled` is implied) and the spill rule (cost-aware when enabled).
+  core::AdmissionConfig admission{};
+  core::CostSpill cost_spill{true};
+  // ... and its session table's active window in typical turn gaps (SessionTableConfig's
+  // adaptive_gap_factor, min_active_window): how long a conversation counts as resident after its last turn.
+  double admission_gap_factor = 3.0;
+  double admission_min_window = 10.0;  // seconds
   core::SessionTableConfig sessions{};
   std::uint32_t vllm_api_servers = 0;  // vLLM API server processes; 0 = one per replica (vLLM's default)
   double vllm_publish_interval = 0.1;  // vLLM coordinator's stats publish period
@@ -74,7 +86,8 @@ Result<void> validate(const SimulationConfig& config);
 engine::EngineConfig engine_config(const SimulationConfig& config);
 
 // Policy names simulate accepts: vllm-lb (vLLM's balancer model), warden-lb (the warden with affinity off,
-// core's vllm-lb), and core's affinity, round-robin, session-hash, chwbl.
+// core's vllm-lb), admission (core's affinity with admission and cost-aware spill), and core's affinity,
+// round-robin, session-hash, chwbl.
 std::vector<std::string> simulate_policy_names();
 
 // What else happened in one level (for tests, docs and the trace).
@@ -90,6 +103,10 @@ struct LevelStats {
   std::uint64_t preemptions = 0;
   double prefix_hits = 0;  // tokens, engine counters' delta over the window
   double prefix_queries = 0;
+  std::uint64_t held = 0;               // requests held by admission (each once, whatever its final route)
+  std::uint64_t refused = 0;            // requests refused because the admission queue was full
+  double held_seconds = 0;              // their total wait
+  std::uint32_t max_held = 0;           // admission queue length, peak
   std::uint32_t max_in_flight = 0;      // requests in flight at the warden, peak
   std::uint32_t max_live_sessions = 0;  // distinct sessions in flight or thinking, peak (== sessions)
   std::uint32_t min_live_sessions = 0;  // ... and low, sampled with the busy samples
