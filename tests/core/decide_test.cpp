@@ -312,49 +312,5 @@ TEST(Scores, VllmScore) {
   EXPECT_DOUBLE_EQ(vllm_lb_score(r), 9.0 + 3 * 6 * 0.5);
 }
 
-// Two replicas of 10,000 KV tokens each holding 9,500 tokens of resident conversations.
-Snapshot full_snapshot(bool admission) {
-  Snapshot s = idle_snapshot(2);
-  s.admission.enabled = admission;
-  for (auto& r : s.replicas) {
-    r.kv_capacity_tokens = 10'000;
-    r.held_tokens = 9'500;
-    r.active_conversations = 2;
-  }
-  return s;
-}
-
-TEST(Decide, AdmissionHoldsANewConversationThatFitsNowhere) {
-  ScriptedRng rng;
-  EXPECT_EQ(decide(full_snapshot(true), new_conversation(42, 1000), rng),
-            unrouted(Route::queued, NoReplicaReason::none));
-}
-
-TEST(Decide, AdmissionOffOrRoomSomewherePlacesAtOnce) {
-  ScriptedRng rng;
-  EXPECT_TRUE(decide(full_snapshot(false), new_conversation(42, 1000), rng).ok());
-  Snapshot room = full_snapshot(true);
-  room.replicas[1].held_tokens = 8'000;
-  EXPECT_EQ(decide(room, new_conversation(42, 1000), rng), routed(1, Route::new_conversation));
-}
-
-TEST(Decide, AdmissionNeverHoldsAKnownConversationAndAdmitsAtTheWaitBound) {
-  ScriptedRng rng;
-  const Snapshot full = full_snapshot(true);
-  EXPECT_EQ(decide(full, known_conversation(0), rng), routed(0, Route::sticky));
-  RequestFacts waited = new_conversation(42, 1000);
-  waited.queued_for = full.admission.max_wait;
-  EXPECT_EQ(decide(full, waited, rng).route, Route::new_conversation);
-}
-
-TEST(Decide, AdmissionWithUnknownCapacityNeverHolds) {
-  ScriptedRng rng;
-  Snapshot unknown = full_snapshot(true);
-  for (auto& r : unknown.replicas) {
-    r.kv_capacity_tokens = 0;
-  }
-  EXPECT_TRUE(decide(unknown, new_conversation(42, 1000), rng).ok());
-}
-
 }  // namespace
 }  // namespace warden::core
