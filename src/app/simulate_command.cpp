@@ -48,8 +48,8 @@ struct SimulateOptions {
   std::uint32_t max_queue = core::AdmissionConfig{}.max_queue;
   std::string cost_spill = "on";
   std::string spill_margin = "2s";
-  double resident_gaps = 3.0;
-  std::string min_resident = "10s";
+  double resident_gaps = 2.0;
+  std::string min_resident = "3s";
   std::uint32_t vllm_api_servers = 0;
   core::VllmBalancerModel vllm_balancer = core::VllmBalancerModel::current;
   std::string out;

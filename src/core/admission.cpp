@@ -1,5 +1,7 @@
 #include "core/admission.hpp"
 
+#include <algorithm>
+
 namespace warden::core {
 
 double water_mark(const Snapshot& snapshot) {
@@ -10,8 +12,11 @@ bool has_room(const ReplicaState& replica, std::uint64_t prompt_tokens, double m
   if (replica.kv_capacity_tokens == 0) {
     return true;
   }
-  return static_cast<double>(replica.held_tokens + prompt_tokens) <=
-         mark * static_cast<double>(replica.kv_capacity_tokens);
+  const auto capacity = static_cast<double>(replica.kv_capacity_tokens);
+  // What the engine holds for requests running now counts too: a conversation whose turn outlasts the
+  // active window is still resident.
+  const double resident = std::max(static_cast<double>(replica.held_tokens), replica.kv_usage * capacity);
+  return resident + static_cast<double>(prompt_tokens) <= mark * capacity;
 }
 
 Admission admit_new_conversation(const Snapshot& snapshot, const RequestFacts& facts) {

@@ -17,7 +17,7 @@ enum class Admission : std::uint8_t {
 [[nodiscard]] double water_mark(const Snapshot& snapshot);
 
 /// A healthy replica has room for `prompt_tokens` more of working set: its capacity is unknown (nothing
-/// to judge by), or held_tokens + prompt_tokens <= mark x kv_capacity_tokens.
+/// to judge by), or max(held_tokens, kv_usage x capacity) + prompt_tokens <= mark x capacity.
 [[nodiscard]] bool has_room(const ReplicaState& replica, std::uint64_t prompt_tokens, double mark);
 
 /// Admission of a request without a home. Known conversations are never held: a resident conversation

@@ -87,8 +87,8 @@ struct AdmissionConfig {
   /// working set plus the new prompt stays within high_water x capacity; once one had to be held, only
   /// when it fits within low_water x capacity again. (The working set counts the shared system prompt once
   /// per conversation, so values a little above 1 still fit.)
-  double high_water = 1.0;
-  double low_water = 0.9;
+  double high_water = 1.2;
+  double low_water = 1.1;
 
   friend bool operator==(const AdmissionConfig&, const AdmissionConfig&) = default;
 };

@@ -71,8 +71,8 @@ struct SimulationConfig {
   core::CostSpill cost_spill{true};
   // ... and its session table's active window in typical turn gaps (SessionTableConfig's
   // adaptive_gap_factor, min_active_window): how long a conversation counts as resident after its last turn.
-  double admission_gap_factor = 3.0;
-  double admission_min_window = 10.0;  // seconds
+  double admission_gap_factor = 2.0;
+  double admission_min_window = 3.0;  // seconds
   core::SessionTableConfig sessions{};
   std::uint32_t vllm_api_servers = 0;  // vLLM API server processes; 0 = one per replica (vLLM's default)
   double vllm_publish_interval = 0.1;  // vLLM coordinator's stats publish period

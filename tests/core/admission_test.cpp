@@ -22,6 +22,8 @@ using testing::unrouted;
 Snapshot working_sets(std::uint64_t first, std::uint64_t second, bool holding = false) {
   Snapshot s = idle_snapshot(2);
   s.admission.enabled = true;
+  s.admission.high_water = 1.0;
+  s.admission.low_water = 0.9;
   s.admission_holding = holding;
   s.replicas[0].held_tokens = first;
   s.replicas[1].held_tokens = second;
@@ -92,6 +94,16 @@ TEST(Admission, UnknownCapacityOrOffNeverHolds) {
   EXPECT_TRUE(decide(off, new_conversation(42, 1000), rng).ok());
 }
 
+TEST(Admission, KvInUseCountsWhenItExceedsTheActiveWorkingSet) {
+  ScriptedRng rng;
+  // Replica 1's conversations left the active window but their requests still run: 95 % of its KV.
+  Snapshot s = working_sets(9'500, 0);
+  s.replicas[1].kv_usage = 0.95;
+  EXPECT_TRUE(decide(s, new_conversation(42, 1000), rng).queued());
+  s.replicas[1].kv_usage = 0.5;
+  EXPECT_EQ(decide(s, new_conversation(42, 1000), rng), routed(1, Route::new_conversation));
+}
+
 TEST(Admission, UnhealthyReplicasDoNotCountAsRoom) {
   ScriptedRng rng;
   Snapshot s = working_sets(9'500, 0);
@@ -111,6 +123,7 @@ class AdmissionRouter : public ::testing::Test {
     RoutingConfig routing;
     routing.max_num_seqs = 32;
     routing.admission.enabled = true;
+    routing.admission.high_water = 1.0;
     routing.admission.low_water = 0.5;
     return router_config(routing);
   }
