@@ -19,6 +19,13 @@ bool has_room(const ReplicaState& replica, std::uint64_t prompt_tokens, double m
   return resident + static_cast<double>(prompt_tokens) <= mark * capacity;
 }
 
+bool can_admit(const ReplicaState& replica, std::uint64_t prompt_tokens, double mark) {
+  // Nothing waiting at the last scrape and every request sent since answering: the engine is not short of
+  // KV, whatever the estimate says.
+  const bool idle_queue = replica.waiting == 0 && replica.prefill_backlog_tokens == 0;
+  return replica.healthy && (idle_queue || has_room(replica, prompt_tokens, mark));
+}
+
 Admission admit_new_conversation(const Snapshot& snapshot, const RequestFacts& facts) {
   if (!snapshot.admission.enabled || facts.queued_for >= snapshot.admission.max_wait) {
     return Admission::anywhere;
@@ -31,7 +38,7 @@ Admission admit_new_conversation(const Snapshot& snapshot, const RequestFacts& f
       continue;
     }
     any_known = any_known || r.kv_capacity_tokens > 0;
-    any_room = any_room || has_room(r, facts.prompt_tokens, mark);
+    any_room = any_room || can_admit(r, facts.prompt_tokens, mark);
   }
   if (!any_known) {
     return Admission::anywhere;

@@ -30,6 +30,7 @@ Snapshot working_sets(std::uint64_t first, std::uint64_t second, bool holding = 
   for (auto& r : s.replicas) {
     r.kv_capacity_tokens = 10'000;
     r.active_conversations = 2;
+    r.waiting = 1;  // short of KV: requests wait
   }
   return s;
 }
@@ -104,6 +105,18 @@ TEST(Admission, KvInUseCountsWhenItExceedsTheActiveWorkingSet) {
   EXPECT_EQ(decide(s, new_conversation(42, 1000), rng), routed(1, Route::new_conversation));
 }
 
+TEST(Admission, AReplicaWithNothingWaitingTakesANewConversation) {
+  ScriptedRng rng;
+  // The estimate says full, but nothing waits on replica 1: its KV is not short (ended conversations
+  // still count in held_tokens until they leave the active window).
+  Snapshot s = working_sets(9'500, 9'500);
+  s.replicas[1].waiting = 0;
+  EXPECT_EQ(decide(s, new_conversation(42, 1000), rng), routed(1, Route::new_conversation));
+  // ... unless a request sent since that scrape has not started answering (a burst of new ones).
+  s.replicas[1].prefill_backlog_tokens = 11'000;
+  EXPECT_TRUE(decide(s, new_conversation(42, 1000), rng).queued());
+}
+
 TEST(Admission, UnhealthyReplicasDoNotCountAsRoom) {
   ScriptedRng rng;
   Snapshot s = working_sets(9'500, 0);
@@ -117,6 +130,7 @@ class AdmissionRouter : public ::testing::Test {
   AdmissionRouter() : router_(config()) {
     for (auto& m : metrics_) {
       m.kv_capacity_tokens = 10'000;
+      m.waiting = 1;
     }
   }
   static RouterConfig config() {
