@@ -24,10 +24,10 @@ namespace warden::core {
 ///  6. Known conversation whose home is unhealthy or out of range → least placement_score (`failover`; the
 ///     Router re-homes the conversation there).
 ///  7. New conversation (or no session key) → least placement_score among healthy replicas, ties by RNG
-///     (`new_conversation`). With admission enabled (admission.hpp), only among replicas whose resident
-///     working set has room for this prompt under the water mark in force; if none has, and the request
-///     has waited less than admission.max_wait → no replica, route `queued` (reason none). Known
-///     conversations are never held.
+///     (`new_conversation`). With admission enabled (admission.hpp), only among replicas that can_admit()
+///     it (room for this prompt in their working set under the water mark in force, or nothing waiting);
+///     if none can, and the request has waited less than admission.max_wait → no replica, route `queued`
+///     (reason none). Known conversations are never held.
 [[nodiscard]] Decision decide(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng);
 
 /// Score for placing a conversation (lower is better). With S = max(1, max_num_seqs) and C the KV capacity

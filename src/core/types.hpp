@@ -85,8 +85,8 @@ struct AdmissionConfig {
   Time max_wait = std::chrono::seconds(30);
   /// Hysteresis on working set / KV capacity: new conversations are admitted while some replica's resident
   /// working set plus the new prompt stays within high_water x capacity; once one had to be held, only
-  /// when it fits within low_water x capacity again. (The working set counts the shared system prompt once
-  /// per conversation, so values a little above 1 still fit.)
+  /// when it fits within low_water x capacity again. (The working set counts the shared system prompt in
+  /// every conversation while the cache holds it once, so values a little above 1 still fit.)
   double high_water = 1.2;
   double low_water = 1.1;
 
