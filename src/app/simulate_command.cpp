@@ -47,6 +47,7 @@ struct SimulateOptions {
   std::string max_wait = "30s";
   std::uint32_t max_queue = core::AdmissionConfig{}.max_queue;
   std::string cost_spill = "on";
+  std::string when_waiting = "off";
   std::string spill_margin = "2s";
   double resident_gaps = 2.0;
   std::string min_resident = "3s";
@@ -136,6 +137,10 @@ base::Result<void> admission_from(const SimulateOptions& o, whatif::SimulationCo
   if (o.cost_spill != "on" && o.cost_spill != "off") {
     return std::string("--cost-spill is on or off");
   }
+  if (o.when_waiting != "on" && o.when_waiting != "off") {
+    return std::string("--admission-when-waiting is on or off");
+  }
+  c.admission.only_when_waiting = o.when_waiting == "on";
   const auto to_time = [](double seconds) {
     return core::Time(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
   };
@@ -356,6 +361,10 @@ void add_simulate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--admission-low", o->admission_low,
                   "Policy admission: once one was held, admit again only within this x KV capacity")
+      ->capture_default_str();
+  cmd->add_option(
+         "--admission-when-waiting", o->when_waiting,
+         "Policy admission: hold only while requests wait on the replicas (on) or by the estimate alone")
       ->capture_default_str();
   cmd->add_option("--max-wait", o->max_wait, "Policy admission: a held request is admitted after this wait")
       ->capture_default_str();

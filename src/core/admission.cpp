@@ -19,11 +19,12 @@ bool has_room(const ReplicaState& replica, std::uint64_t prompt_tokens, double m
   return resident + static_cast<double>(prompt_tokens) <= mark * capacity;
 }
 
-bool can_admit(const ReplicaState& replica, std::uint64_t prompt_tokens, double mark) {
+bool can_admit(const ReplicaState& replica, std::uint64_t prompt_tokens, double mark,
+               bool only_when_waiting) {
   // Nothing waiting at the last scrape and every request sent since answering: the engine is not short of
-  // KV, whatever the estimate says.
+  // KV, whatever the estimate says (AdmissionConfig::only_when_waiting).
   const bool idle_queue = replica.waiting == 0 && replica.prefill_backlog_tokens == 0;
-  return replica.healthy && (idle_queue || has_room(replica, prompt_tokens, mark));
+  return replica.healthy && ((only_when_waiting && idle_queue) || has_room(replica, prompt_tokens, mark));
 }
 
 Admission admit_new_conversation(const Snapshot& snapshot, const RequestFacts& facts) {
@@ -38,7 +39,7 @@ Admission admit_new_conversation(const Snapshot& snapshot, const RequestFacts& f
       continue;
     }
     any_known = any_known || r.kv_capacity_tokens > 0;
-    any_room = any_room || can_admit(r, facts.prompt_tokens, mark);
+    any_room = any_room || can_admit(r, facts.prompt_tokens, mark, snapshot.admission.only_when_waiting);
   }
   if (!any_known) {
     return Admission::anywhere;

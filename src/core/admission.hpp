@@ -20,10 +20,10 @@ enum class Admission : std::uint8_t {
 /// to judge by), or max(held_tokens, kv_usage x capacity) + prompt_tokens <= mark x capacity.
 [[nodiscard]] bool has_room(const ReplicaState& replica, std::uint64_t prompt_tokens, double mark);
 
-/// A healthy replica that may take a new conversation: it has room, or no request waits on it (none at the
-/// last scrape, none of the warden's without a first token): the engine is not short of KV, so the
-/// estimate overstates what it holds (ended conversations count until they leave the active window).
-[[nodiscard]] bool can_admit(const ReplicaState& replica, std::uint64_t prompt_tokens, double mark);
+/// A healthy replica that may take a new conversation: it has room, or (with only_when_waiting) no request
+/// waits on it (none at the last scrape, none of the warden's without a first token).
+[[nodiscard]] bool can_admit(const ReplicaState& replica, std::uint64_t prompt_tokens, double mark,
+                             bool only_when_waiting);
 
 /// Admission of a request without a home. Known conversations are never held: a resident conversation
 /// keeps its place while it is active, so holding is by conversation, never by turn.

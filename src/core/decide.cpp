@@ -34,7 +34,7 @@ Decision place_new(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng
   }
   const double mark = water_mark(snapshot);
   const auto fits = [&](ReplicaIndex i) {
-    return can_admit(snapshot.replicas[i], facts.prompt_tokens, mark);
+    return can_admit(snapshot.replicas[i], facts.prompt_tokens, mark, snapshot.admission.only_when_waiting);
   };
   const auto score = [&](const ReplicaState& r) { return placement_score(r, snapshot.max_num_seqs); };
   return Decision{detail::pick_min(snapshot, fits, score, rng), Route::new_conversation,

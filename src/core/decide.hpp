@@ -25,7 +25,8 @@ namespace warden::core {
 ///     Router re-homes the conversation there).
 ///  7. New conversation (or no session key) → least placement_score among healthy replicas, ties by RNG
 ///     (`new_conversation`). With admission enabled (admission.hpp), only among replicas that can_admit()
-///     it (room for this prompt in their working set under the water mark in force, or nothing waiting);
+///     it (room for this prompt in their working set under the water mark in force, or with
+///     admission.only_when_waiting nothing waiting);
 ///     if none can, and the request has waited less than admission.max_wait → no replica, route `queued`
 ///     (reason none). Known conversations are never held.
 [[nodiscard]] Decision decide(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng);

@@ -4,10 +4,10 @@
 
 namespace warden::core {
 
-void PrefillRate::observe(Time now, std::uint64_t prompt_tokens_total, std::uint64_t cached_tokens_total,
+void PrefillRate::observe(Time now, std::uint64_t queried_tokens_total, std::uint64_t cached_tokens_total,
                           std::uint32_t waiting) {
   const std::uint64_t computed =
-      prompt_tokens_total > cached_tokens_total ? prompt_tokens_total - cached_tokens_total : 0;
+      queried_tokens_total > cached_tokens_total ? queried_tokens_total - cached_tokens_total : 0;
   const Sample sample{now, computed, waiting};
   // A counter that went back (engine restarted) or a clock that did not move starts afresh.
   if (last_ && now > last_->time && computed >= last_->computed && last_->waiting > 0 && waiting > 0) {

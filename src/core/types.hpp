@@ -87,8 +87,12 @@ struct AdmissionConfig {
   /// working set plus the new prompt stays within high_water x capacity; once one had to be held, only
   /// when it fits within low_water x capacity again. (The working set counts the shared system prompt in
   /// every conversation while the cache holds it once, so values a little above 1 still fit.)
-  double high_water = 1.2;
-  double low_water = 1.1;
+  double high_water = 1.0;
+  double low_water = 0.9;
+  /// Hold only while requests wait: a replica on which nothing waits (at the last scrape, and no request of
+  /// the warden's without a first token) may take a new conversation whatever the estimate says (it counts
+  /// ended conversations until they leave the active window, while LRU evicts exactly those first).
+  bool only_when_waiting = false;
 
   friend bool operator==(const AdmissionConfig&, const AdmissionConfig&) = default;
 };

@@ -48,14 +48,25 @@ struct Gateway::Exchange {
   ModelRuntime* model = nullptr;
   RequestRecord record;
   Clock::time_point started = Clock::now();
-  bool routed = false;    // holds a Router in_flight slot on record.replica
-  bool complete = false;  // the response was fully relayed
+  bool routed = false;          // holds a Router in_flight slot on record.replica
+  bool complete = false;        // the response was fully relayed
+  core::Decision decision;      // the routed attempt's decision, while routed
+  bool awaiting_first = false;  // its prefill still counts in the replica's backlog (Router::first_token)
 
   Exchange(Gateway* g, protocol::ApiKind a) : gateway(g), api(a) {}
   Exchange(const Exchange&) = delete;
   Exchange& operator=(const Exchange&) = delete;
 
+  // The first bytes of the answer arrived (or the request ends without them): its prefill is done.
+  void note_first_token() {
+    if (awaiting_first && model) {
+      model->router().first_token(decision);
+    }
+    awaiting_first = false;
+  }
+
   void release_replica() {
+    note_first_token();
     if (routed && model) {
       model->router().finish(static_cast<core::ReplicaIndex>(record.replica));
       gateway->retry_queued(*model);  // room may have freed for a request admission holds
@@ -379,6 +390,8 @@ bool Gateway::take_decision(Exchange& ex, const Outgoing& out, int attempt, Atte
   }
   rec.replica = static_cast<int>(*d.replica);
   rec.route = attempt > 0 ? "failover" : std::string(core::route_name(d.route));
+  ex.decision = d;
+  ex.awaiting_first = ex.routed;
   return true;
 }
 
@@ -549,8 +562,9 @@ void Gateway::attempt_failed(Exchange& ex, const Outgoing& out, int attempt, Att
   at.retry = (broke_off || retryable(failure)) && attempt == 0 && !out.facts.pin;
   if (at.retry && ex.routed) {
     // Routed again: count this request once, by its final route.
-    ex.model->router().abandon(at.decision);
+    ex.model->router().abandon(at.decision);  // takes its prefill out of the backlog too
     ex.routed = false;
+    ex.awaiting_first = false;
   } else {
     ex.release_replica();
   }
@@ -656,6 +670,7 @@ asio::awaitable<void> Gateway::relay_stream(std::shared_ptr<Exchange> ex,
     }
     if (!first_byte) {
       first_byte = arrived;
+      ex->note_first_token();
     }
     const protocol::StreamRelay::Step step = relay.feed(piece->data);
     note_content(arrived);

@@ -561,8 +561,9 @@ class Driver {
       s.waiting = m.num_waiting;
       s.kv_usage = m.kv_cache_usage;
       s.kv_capacity_tokens = static_cast<std::uint64_t>(m.num_gpu_blocks) * m.block_size;
-      // As `serve` would from vllm:prompt_tokens_total and vllm:prefix_cache_hits_total.
-      rates_[r].observe(to_time(now_), m.prompt_tokens_total, m.prefix_cache_hits_total, m.num_waiting);
+      // As `serve` would from vllm:prefix_cache_queries_total and vllm:prefix_cache_hits_total.
+      rates_[r].observe(to_time(now_), m.prefix_cache_queries_total, m.prefix_cache_hits_total,
+                        m.num_waiting);
       s.prefill_tokens_per_second = rates_[r].tokens_per_second();
       ++s.scrape_generation;
     }

@@ -30,7 +30,7 @@ Snapshot working_sets(std::uint64_t first, std::uint64_t second, bool holding = 
   for (auto& r : s.replicas) {
     r.kv_capacity_tokens = 10'000;
     r.active_conversations = 2;
-    r.waiting = 1;  // short of KV: requests wait
+    r.waiting = 1;  // short of KV: requests wait (only_when_waiting holds too)
   }
   return s;
 }
@@ -111,6 +111,8 @@ TEST(Admission, AReplicaWithNothingWaitingTakesANewConversation) {
   // still count in held_tokens until they leave the active window).
   Snapshot s = working_sets(9'500, 9'500);
   s.replicas[1].waiting = 0;
+  EXPECT_TRUE(decide(s, new_conversation(42, 1000), rng).queued()) << "only with only_when_waiting";
+  s.admission.only_when_waiting = true;
   EXPECT_EQ(decide(s, new_conversation(42, 1000), rng), routed(1, Route::new_conversation));
   // ... unless a request sent since that scrape has not started answering (a burst of new ones).
   s.replicas[1].prefill_backlog_tokens = 11'000;

@@ -85,7 +85,7 @@ TEST(CostSpill, TargetsOfUnknownRateOrWithoutRoomAreSkipped) {
   // With admission on, a spill must not push a target's resident working set over its capacity.
   s.admission.enabled = true;
   s.replicas[2].kv_capacity_tokens = 10'000;
-  s.replicas[2].held_tokens = 9'500;  // + 3,000 > 1.2 x 10,000
+  s.replicas[2].held_tokens = 8'000;  // + 3,000 > 10,000
   EXPECT_EQ(decide(s, turn(), rng), routed(0, Route::sticky));
 }
 
