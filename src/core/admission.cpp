@@ -15,7 +15,10 @@ bool has_room(const ReplicaState& replica, std::uint64_t prompt_tokens, double m
   const auto capacity = static_cast<double>(replica.kv_capacity_tokens);
   // What the engine holds for requests running now counts too: a conversation whose turn outlasts the
   // active window is still resident.
-  const double resident = std::max(static_cast<double>(replica.held_tokens), replica.kv_usage * capacity);
+  // Other wardens' conversations on the replica are resident too.
+  const double held =
+      static_cast<double>(replica.held_tokens) + static_cast<double>(replica.peer_held_tokens);
+  const double resident = std::max(held, replica.kv_usage * capacity);
   return resident + static_cast<double>(prompt_tokens) <= mark * capacity;
 }
 

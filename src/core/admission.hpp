@@ -17,7 +17,8 @@ enum class Admission : std::uint8_t {
 [[nodiscard]] double water_mark(const Snapshot& snapshot);
 
 /// A healthy replica has room for `prompt_tokens` more of working set: its capacity is unknown (nothing
-/// to judge by), or max(held_tokens, kv_usage x capacity) + prompt_tokens <= mark x capacity.
+/// to judge by), or max(held_tokens + peer_held_tokens, kv_usage x capacity) + prompt_tokens <= mark x
+/// capacity.
 [[nodiscard]] bool has_room(const ReplicaState& replica, std::uint64_t prompt_tokens, double mark);
 
 /// A healthy replica that may take a new conversation: it has room, or (with only_when_waiting) no request

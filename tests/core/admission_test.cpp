@@ -119,6 +119,13 @@ TEST(Admission, AReplicaWithNothingWaitingTakesANewConversation) {
   EXPECT_TRUE(decide(s, new_conversation(42, 1000), rng).queued());
 }
 
+TEST(Admission, OtherWardensConversationsAreResidentToo) {
+  ScriptedRng rng;
+  Snapshot s = working_sets(4'000, 9'500);
+  s.replicas[0].peer_held_tokens = 5'500;
+  EXPECT_TRUE(decide(s, new_conversation(42, 1000), rng).queued());
+}
+
 TEST(Admission, UnhealthyReplicasDoNotCountAsRoom) {
   ScriptedRng rng;
   Snapshot s = working_sets(9'500, 0);

@@ -57,7 +57,9 @@ TEST(PeerLoad, TheRouterCarriesPeerMetricsIntoItsSnapshotAndAdoptsAHome) {
   router.finish(0);
   router.adopt_home(facts.session->hash, 1, 10, Time{2});  // another warden placed it first
   EXPECT_EQ(router.home_of(facts.session->hash, Time{3}), 1u);
-  EXPECT_EQ(router.route(facts, metrics, Time{4}, rng), routed(1, Route::sticky));
+  const Decision adopted = router.route(facts, metrics, Time{4}, rng);
+  EXPECT_EQ(adopted.replica, 1u);
+  EXPECT_EQ(adopted.route, Route::sticky);
 }
 
 }  // namespace
