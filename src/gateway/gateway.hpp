@@ -34,6 +34,26 @@ struct RewriteOptions;
 
 namespace warden::gateway {
 
+// One new conversation's placement with shared state (shared_homes.cpp): the next one at this warden waits
+// for it, so that each placement reads the other wardens' load after this warden's previous claim.
+struct PlacementTurn {
+  explicit PlacementTurn(net::asio::any_io_executor io) : timer(std::move(io)) {}
+  net::asio::steady_timer timer;
+  bool done = false;
+};
+// Ends the turn (lets the next placement go) when released or destroyed, whichever comes first.
+class PlacementTurnEnd {
+ public:
+  explicit PlacementTurnEnd(std::shared_ptr<PlacementTurn> turn) : turn_(std::move(turn)) {}
+  ~PlacementTurnEnd() { release(); }
+  PlacementTurnEnd(const PlacementTurnEnd&) = delete;
+  PlacementTurnEnd& operator=(const PlacementTurnEnd&) = delete;
+  void release();
+
+ private:
+  std::shared_ptr<PlacementTurn> turn_;
+};
+
 class Gateway {
  public:
   Gateway(net::asio::io_context& ioc, Config config);
@@ -111,6 +131,9 @@ class Gateway {
   void start_shared_state();
   void stop_shared_state();
   net::asio::awaitable<void> share_lookup(ModelRuntime& m, const core::RequestFacts& facts);
+  // A conversation this warden does not know waits (a bounded time) for the previous one's placement.
+  net::asio::awaitable<std::shared_ptr<PlacementTurn>> share_turn(ModelRuntime& m,
+                                                                  const core::RequestFacts& facts);
   net::asio::awaitable<bool> share_placement(ModelRuntime& m, const core::RequestFacts& facts, int attempt,
                                              const core::Decision& d);
   void share_changes(ModelRuntime& m, const core::SessionChanges& changes);
@@ -142,7 +165,8 @@ class Gateway {
   std::optional<RoutingStateDb> routing_db_;  // statements over stats_db_'s database
   WardenMetrics metrics_;
   std::unique_ptr<SharedState> shared_;  // with `state: { redis: ... }` only
-  std::shared_ptr<bool> alive_;          // background loops stop when this is false
+  std::map<const ModelRuntime*, std::shared_ptr<PlacementTurn>> last_placement_;  // share_turn()
+  std::shared_ptr<bool> alive_;  // background loops stop when this is false
   net::asio::cancellation_signal flush_cancel_;
   bool stopped_ = false;
 };

@@ -444,7 +444,10 @@ asio::awaitable<bool> Gateway::hold(Exchange& ex, const Outgoing& out, Attempt& 
 asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, const Outgoing& out,
                                        int attempt, Attempt& at) {
   // With shared state: what the other wardens know of the conversation, before and after routing it.
+  std::optional<PlacementTurnEnd> turn;  // ends after the claim (or on any way out before it)
   if (shared_ && !out.counting_only && attempt == 0) {
+    auto placing = co_await share_turn(*ex.model, out.facts);
+    turn.emplace(std::move(placing));
     co_await share_lookup(*ex.model, out.facts);
   }
   if (!route(ex, out, attempt, at)) {
@@ -458,6 +461,7 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
       co_return false;
     }
   }
+  turn.reset();
   const ModelConfig& model = ex.model->config();
   const UpstreamUrl& url = model.replica_url(ex.record.replica);
   // Named, not temporaries: GCC 12 destroys temporaries of a co_await expression twice.

@@ -6,8 +6,11 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <random>
+#include <utility>
 
 #include "gateway/gateway.hpp"
 #include "gateway/shared_keys.hpp"
@@ -112,6 +115,35 @@ void Gateway::take_peer_loads(ModelRuntime& m, const RedisReply* fields) {
     hdel.insert(hdel.end(), forget.begin(), forget.end());
     shared_->send({std::move(hdel)});
   }
+}
+
+void PlacementTurnEnd::release() {
+  if (turn_) {
+    turn_->done = true;
+    turn_->timer.cancel();
+    turn_.reset();
+  }
+}
+
+// New conversations arriving together (a burst) would all read the other wardens' load before any of this
+// warden's claims, and the other wardens' reads would miss those claims too: every warden would send its
+// whole burst to the replica that looked emptiest. One at a time, each placement's lookup reads the load
+// published with the other wardens' claims so far, so only placements in flight at the same moment can
+// miss each other. The wait for the previous one is bounded by a lookup and a claim.
+asio::awaitable<std::shared_ptr<PlacementTurn>> Gateway::share_turn(ModelRuntime& m,
+                                                                    const core::RequestFacts& facts) {
+  if (!facts.session || facts.pin ||
+      m.router().home_of(facts.session->hash, Clock::now().time_since_epoch())) {
+    co_return nullptr;  // known here: nothing to place
+  }
+  auto turn = std::make_shared<PlacementTurn>(ioc_.get_executor());
+  auto previous = std::exchange(last_placement_[&m], turn);
+  if (previous && !previous->done && shared_->up()) {
+    previous->timer.expires_after(2 * shared_->config().lookup_timeout);
+    boost::system::error_code ec;
+    co_await previous->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+  co_return turn;
 }
 
 // A conversation this warden does not know: the home another warden gave it becomes a local home.

@@ -21,6 +21,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include "gateway/config.hpp"
 
 #include "net/http.hpp"
