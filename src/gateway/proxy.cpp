@@ -451,6 +451,7 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
     co_await share_lookup(*ex.model, out.facts);
   }
   if (!route(ex, out, attempt, at)) {
+    turn.reset();  // a held request does not keep the next placement waiting
     if (!at.decision.queued() || !co_await hold(ex, out, at)) {
       co_return false;
     }
