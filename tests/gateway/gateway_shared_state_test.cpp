@@ -146,8 +146,9 @@ TEST(GatewaySharedState, EightNewConversationsFourPerWardenLandTwoPerReplica) {
 }
 
 // A burst: new conversations arriving together at each warden are placed one at a time there, and none
-// fails or waits on another beyond the lookup bound.
-TEST(GatewaySharedState, EightNewConversationsSentAtOnceFourPerWardenLandTwoPerReplica) {
+// fails or waits on another beyond the lookup bound. Two placements in flight at the same moment, one at
+// each warden, may still miss each other: a replica may get one more or one less than two.
+TEST(GatewaySharedState, EightNewConversationsSentAtOnceFourPerWardenSpreadOverTheReplicas) {
   TwoWardens w;
   std::vector<Turn> turns(8);
   std::vector<std::thread> threads;
@@ -163,7 +164,11 @@ TEST(GatewaySharedState, EightNewConversationsSentAtOnceFourPerWardenLandTwoPerR
     EXPECT_EQ(t.route, "new");
     ++per_replica[t.replica];
   }
-  EXPECT_EQ(per_replica, (std::map<std::string, int>{{"0", 2}, {"1", 2}, {"2", 2}, {"3", 2}}));
+  ASSERT_EQ(per_replica.size(), 4u);
+  for (const auto& [replica, n] : per_replica) {
+    EXPECT_GE(n, 1) << "replica " << replica;
+    EXPECT_LE(n, 3) << "replica " << replica;
+  }
 }
 
 TEST(GatewaySharedState, RedisDownFailsNoRequestAndBothWardensAgreeOnceItIsBack) {
