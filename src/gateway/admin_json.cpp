@@ -81,6 +81,9 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
     row["kv_capacity_tokens"] = r.metrics.kv_capacity_tokens;
     row["active_conversations"] = s.active_conversations;
     row["held_tokens"] = s.held_tokens;
+    // What the other wardens sharing state report for this replica (0 without shared state).
+    row["peer_active_conversations"] = r.metrics.peer_active_conversations;
+    row["peer_held_tokens"] = r.metrics.peer_held_tokens;
     replicas.push_back(std::move(row));
     healthy += r.metrics.healthy ? 1 : 0;
     in_flight += c.in_flight;

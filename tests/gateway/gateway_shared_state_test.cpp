@@ -145,6 +145,26 @@ TEST(GatewaySharedState, EightNewConversationsFourPerWardenLandTwoPerReplica) {
   EXPECT_EQ(per_replica, (std::map<std::string, int>{{"0", 2}, {"1", 2}, {"2", 2}, {"3", 2}}));
 }
 
+// The other warden's card shows a conversation it never saw on the replica that holds it (the console's
+// "N at other wardens"), from the load the first warden publishes.
+TEST(GatewaySharedState, TheOtherWardensCardCountsAConversationItNeverSaw) {
+  TwoWardens w;
+  const Turn t = send_turn(w.a.port, "only-at-a", 1);
+  ASSERT_EQ(t.status, 200u);
+  const std::size_t replica = std::stoul(t.replica);
+  const auto peer_conversations = [&](int port, std::size_t i) {
+    return num(card(port).at("routing").at("replicas").as_array().at(i).at("peer_active_conversations"));
+  };
+  EXPECT_TRUE(wait_until([&] { return peer_conversations(w.b.port, replica) == 1; }));
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(peer_conversations(w.a.port, i), 0) << "a warden never counts its own load as a peer's";
+    if (i != replica) {
+      EXPECT_EQ(peer_conversations(w.b.port, i), 0) << "replica " << i;
+    }
+  }
+  EXPECT_EQ(num(card(w.b.port).at("routing").at("live_sessions")), 0);
+}
+
 // A burst: new conversations arriving together at each warden are placed one at a time there, and none
 // fails or waits on another beyond the lookup bound. Two placements in flight at the same moment, one at
 // each warden, may still miss each other: a replica may get one more or one less than two.

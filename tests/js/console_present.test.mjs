@@ -22,6 +22,7 @@ import {
   statsEnd,
   statsSummary,
   stickyShare,
+  workingSetText,
 } from '../../src/gateway/console/web/js/present.js';
 
 const replicas = [
@@ -69,6 +70,14 @@ test('replica rows are ordered by index and formatted per column', () => {
   assert.equal(card.rows[0].healthy, false);
   assert.deepEqual(replicaCells(card.rows[0]), ['0', '1', '38', '0', '4', '1 / 0', '12.5%', '82.2%', '–']);
   assert.deepEqual(replicaCells(card.rows[1]), ['1', '2', '21', '3', '0', '2 / 1', '40.0%', '86.0%', '9,800 of 33,600 tokens']);
+});
+
+test('the working set names the conversations other wardens report on the replica', () => {
+  const row = { kvCapacityTokens: 33600, heldTokens: 9800 };
+  assert.equal(workingSetText(row), '9,800 of 33,600 tokens');
+  assert.equal(workingSetText({ ...row, peerConversations: 0 }), '9,800 of 33,600 tokens');
+  assert.equal(workingSetText({ ...row, peerConversations: 2 }), '9,800 of 33,600 tokens · 2 at other wardens');
+  assert.equal(workingSetText({ ...row, kvCapacityTokens: 0, peerConversations: 2 }), '–');
 });
 
 test('the header shows queued conversations only while admission holds some', () => {

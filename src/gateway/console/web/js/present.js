@@ -94,6 +94,7 @@ export function replicaRow(r, index) {
     balanced: num(r.balanced),
     failover: num(r.failover),
     heldTokens: num(r.held_tokens),
+    peerConversations: num(r.peer_active_conversations),
     kvCapacityTokens: num(r.kv_capacity_tokens),
     url: typeof r.url === 'string' ? r.url : '',
     lastError: typeof r.last_error === 'string' ? r.last_error : '',
@@ -190,12 +191,15 @@ export function queuedLabel(admission) {
 }
 
 // The tokens of the conversations resident on a replica against its KV cache: "9,800 of 33,600 tokens",
-// '–' until the engine reported its capacity.
+// '–' until the engine reported its capacity. With shared state, the conversations the other wardens
+// report there follow: "… · 2 at other wardens" (they may include some of this warden's own).
 export function workingSetText(row) {
   if (!isNumber(row.kvCapacityTokens) || row.kvCapacityTokens <= 0) {
     return '–';
   }
-  return `${formatInt(row.heldTokens ?? 0)} of ${formatInt(row.kvCapacityTokens)} tokens`;
+  const text = `${formatInt(row.heldTokens ?? 0)} of ${formatInt(row.kvCapacityTokens)} tokens`;
+  const peers = row.peerConversations ?? 0;
+  return peers > 0 ? `${text} · ${formatInt(peers)} at other wardens` : text;
 }
 
 // The cells of one replica row, in column order, as the card's table shows them.
