@@ -130,10 +130,13 @@ class Gateway {
   // The state shared with other wardens through Redis (shared_homes.cpp); nothing without `state:`.
   void start_shared_state();
   void stop_shared_state();
+  // A conversation with an identity, not pinned, that this warden has no home for (the usual case is
+  // known: then Redis is not asked and nothing waits).
+  [[nodiscard]] bool unknown_here(ModelRuntime& m, const core::RequestFacts& facts);
+  // For a conversation unknown_here(): its home and the other wardens' load, from Redis.
   net::asio::awaitable<void> share_lookup(ModelRuntime& m, const core::RequestFacts& facts);
-  // A conversation this warden does not know waits (a bounded time) for the previous one's placement.
-  net::asio::awaitable<std::shared_ptr<PlacementTurn>> share_turn(ModelRuntime& m,
-                                                                  const core::RequestFacts& facts);
+  // A conversation unknown_here() waits (a bounded time) for the previous one's placement.
+  net::asio::awaitable<std::shared_ptr<PlacementTurn>> share_turn(ModelRuntime& m);
   net::asio::awaitable<bool> share_placement(ModelRuntime& m, const core::RequestFacts& facts, int attempt,
                                              const core::Decision& d);
   void share_changes(ModelRuntime& m, const core::SessionChanges& changes);

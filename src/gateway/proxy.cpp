@@ -445,8 +445,8 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
                                        int attempt, Attempt& at) {
   // With shared state: what the other wardens know of the conversation, before and after routing it.
   std::optional<PlacementTurnEnd> turn;  // ends after the claim (or on any way out before it)
-  if (shared_ && !out.counting_only && attempt == 0) {
-    auto placing = co_await share_turn(*ex.model, out.facts);
+  if (shared_ && !out.counting_only && attempt == 0 && unknown_here(*ex.model, out.facts)) {
+    auto placing = co_await share_turn(*ex.model);
     turn.emplace(std::move(placing));
     co_await share_lookup(*ex.model, out.facts);
   }

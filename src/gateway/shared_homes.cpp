@@ -130,12 +130,7 @@ void PlacementTurnEnd::release() {
 // whole burst to the replica that looked emptiest. One at a time, each placement's lookup reads the load
 // published with the other wardens' claims so far, so only placements in flight at the same moment can
 // miss each other. The wait for the previous one is bounded by a lookup and a claim.
-asio::awaitable<std::shared_ptr<PlacementTurn>> Gateway::share_turn(ModelRuntime& m,
-                                                                    const core::RequestFacts& facts) {
-  if (!facts.session || facts.pin ||
-      m.router().home_of(facts.session->hash, Clock::now().time_since_epoch())) {
-    co_return nullptr;  // known here: nothing to place
-  }
+asio::awaitable<std::shared_ptr<PlacementTurn>> Gateway::share_turn(ModelRuntime& m) {
   auto turn = std::make_shared<PlacementTurn>(ioc_.get_executor());
   auto previous = std::exchange(last_placement_[&m], turn);
   if (previous && !previous->done && shared_->up()) {
@@ -147,11 +142,12 @@ asio::awaitable<std::shared_ptr<PlacementTurn>> Gateway::share_turn(ModelRuntime
 }
 
 // A conversation this warden does not know: the home another warden gave it becomes a local home.
+bool Gateway::unknown_here(ModelRuntime& m, const core::RequestFacts& facts) {
+  return facts.session && !facts.pin &&
+         !m.router().home_of(facts.session->hash, Clock::now().time_since_epoch());
+}
+
 asio::awaitable<void> Gateway::share_lookup(ModelRuntime& m, const core::RequestFacts& facts) {
-  if (!facts.session || facts.pin ||
-      m.router().home_of(facts.session->hash, Clock::now().time_since_epoch())) {
-    co_return;  // known here (the usual case): Redis is not asked
-  }
   const std::string& prefix = shared_->config().prefix;
   const std::string& name = m.config().name;
   // Named, not temporaries: GCC 12 destroys temporaries of a co_await expression twice.
