@@ -46,20 +46,14 @@ start_demo() {
     WARDEN_STATE_DIR="$tmp/state-$n" bash "$root/scripts/run-demo.sh" "$bin" \
     >"$tmp/demo-$n.out" 2>"$tmp/demo-$n.err" &
   demo_pid=$!
-  for _ in $(seq 1 600); do
-    if grep -q '^Ctrl-C stops' "$tmp/demo-$n.out"; then
-      sim_url="http://127.0.0.1:${sim_port}"
-      warden_urls="http://127.0.0.1:${warden_port}"
-      for ((i = 1; i < n; i++)); do
-        warden_urls+=",http://127.0.0.1:$((warden_port + i))"
-      done
-      return 0
-    fi
-    if ! kill -0 "$demo_pid" 2>/dev/null; then
-      break
-    fi
-    sleep 0.1
-  done
+  if wait_ready "$demo_pid" 600 grep -qs '^Ctrl-C stops' "$tmp/demo-$n.out"; then
+    sim_url="http://127.0.0.1:${sim_port}"
+    warden_urls="http://127.0.0.1:${warden_port}"
+    for ((i = 1; i < n; i++)); do
+      warden_urls+=",http://127.0.0.1:$((warden_port + i))"
+    done
+    return 0
+  fi
   echo "the demo with ${n} warden(s) did not start; its log:" >&2
   tail -20 "$tmp/demo-$n.err" >&2
   return 1

@@ -34,6 +34,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo; echo "stopping..."; exit 0' INT TERM
 
+redis_answers() { [[ "$(redis-cli -p "$1" ping 2>/dev/null)" == PONG ]]; }
+
 # A throwaway redis-server (nothing saved to disk) on a free loopback port; sets redis_url. (Run in this
 # shell, not in $(...): the pid must be this shell's child to be stopped and waited for.)
 start_redis() {
@@ -45,17 +47,11 @@ start_redis() {
   port=$(free_port "${REDIS_PORT:-6379}")
   redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >"$tmp/redis.out" 2>&1 &
   redis_pid=$!
-  for _ in $(seq 1 100); do
-    if [[ "$(redis-cli -p "$port" ping 2>/dev/null)" == PONG ]]; then
-      redis_url="redis://127.0.0.1:${port}/0"
-      redis_port=$port
-      return 0
-    fi
-    if ! kill -0 "$redis_pid" 2>/dev/null; then
-      break
-    fi
-    sleep 0.1
-  done
+  if wait_ready "$redis_pid" 100 redis_answers "$port"; then
+    redis_url="redis://127.0.0.1:${port}/0"
+    redis_port=$port
+    return 0
+  fi
   echo "redis-server did not start on port ${port}; its output:" >&2
   cat "$tmp/redis.out" >&2
   return 1
