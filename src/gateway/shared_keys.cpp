@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "base/parse.hpp"
 
 namespace warden::gateway {
@@ -12,6 +14,67 @@ std::string home_key(std::string_view prefix, std::string_view model, std::uint6
 
 std::string load_key(std::string_view prefix, std::string_view model) {
   return fmt::format("{}load:{}", prefix, model);
+}
+
+std::string placement_lock_key(std::string_view prefix, std::string_view model) {
+  return fmt::format("{}place:{}", prefix, model);
+}
+
+std::string placement_next_key(std::string_view prefix, std::string_view model) {
+  return fmt::format("{}place-next:{}", prefix, model);
+}
+
+std::string placement_token(std::string_view warden_id, std::uint64_t seq) {
+  return fmt::format("{}#{}", warden_id, seq);
+}
+
+// Lua's GET of a missing key is false; a token's warden is what comes before its last '#'.
+const std::string_view placement_lock_script = R"lua(
+local load = redis.call('HGETALL', KEYS[4])
+local home = redis.call('GET', KEYS[1])
+if home then return {home, 0, load} end
+local holder = redis.call('GET', KEYS[2])
+local waiting = redis.call('GET', KEYS[3])
+local own = holder and string.match(holder, '^(.*)#[^#]*$') == ARGV[3]
+if (not holder or own) and (not waiting or waiting == ARGV[3]) then
+  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+  if waiting then redis.call('DEL', KEYS[3]) end
+  return {false, 1, load}
+end
+if not waiting then redis.call('SET', KEYS[3], ARGV[3], 'PX', ARGV[2]) end
+return {false, 0, load}
+)lua";
+
+const std::string_view placement_release_script = R"lua(
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+if redis.call('GET', KEYS[2]) == ARGV[2] then redis.call('DEL', KEYS[2]) end
+return 0
+)lua";
+
+RedisCommand placement_lock_command(std::string_view prefix, std::string_view model,
+                                    std::uint64_t session_hash, std::string_view token, std::int64_t px_ms,
+                                    std::string_view warden_id) {
+  return {"EVAL",
+          std::string(placement_lock_script),
+          "4",
+          home_key(prefix, model, session_hash),
+          placement_lock_key(prefix, model),
+          placement_next_key(prefix, model),
+          load_key(prefix, model),
+          std::string(token),
+          std::to_string(std::max<std::int64_t>(1, px_ms)),
+          std::string(warden_id)};
+}
+
+RedisCommand placement_release_command(std::string_view prefix, std::string_view model,
+                                       std::string_view token, std::string_view warden_id) {
+  return {"EVAL",
+          std::string(placement_release_script),
+          "2",
+          placement_lock_key(prefix, model),
+          placement_next_key(prefix, model),
+          std::string(token),
+          std::string(warden_id)};
 }
 
 std::optional<std::uint32_t> parse_home(std::string_view value) {

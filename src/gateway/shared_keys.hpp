@@ -11,10 +11,35 @@
 
 namespace warden::gateway {
 
+// One Redis command, its arguments as text (sent by shared_state.hpp).
+using RedisCommand = std::vector<std::string>;
+
 // A conversation's home: `{prefix}home:{model}:{16 hex digits of the session hash}`.
 std::string home_key(std::string_view prefix, std::string_view model, std::uint64_t session_hash);
 // The hash of every warden's load for one model (one field per warden): `{prefix}load:{model}`.
 std::string load_key(std::string_view prefix, std::string_view model);
+
+// The placement lock of one model and the warden waiting next for it (placement_lock_script):
+// `{prefix}place:{model}` and `{prefix}place-next:{model}`.
+std::string placement_lock_key(std::string_view prefix, std::string_view model);
+std::string placement_next_key(std::string_view prefix, std::string_view model);
+// A lock holder's token: `{warden_id}#{seq}`, unique per placement; the warden is what comes before '#'.
+std::string placement_token(std::string_view warden_id, std::uint64_t seq);
+
+// New conversations are placed one at a time across the wardens of a model. EVAL with KEYS home, lock,
+// next, load and ARGV token, PX (ms), warden id; replies {home or nil, 1 if the lock was taken else 0, the
+// load hash}. A home already there is returned without the lock. The lock is taken when it is free or
+// this warden's own (an earlier placement whose release is on its way) and no other warden waits next;
+// otherwise this warden registers as next (if nobody is), so two busy wardens take turns.
+extern const std::string_view placement_lock_script;
+// EVAL with KEYS lock, next and ARGV token, warden id: deletes the lock if it still holds the token, and
+// this warden's registration as next.
+extern const std::string_view placement_release_script;
+RedisCommand placement_lock_command(std::string_view prefix, std::string_view model,
+                                    std::uint64_t session_hash, std::string_view token, std::int64_t px_ms,
+                                    std::string_view warden_id);
+RedisCommand placement_release_command(std::string_view prefix, std::string_view model,
+                                       std::string_view token, std::string_view warden_id);
 
 // A home's value is the replica index in decimal; nullopt for anything else.
 std::optional<std::uint32_t> parse_home(std::string_view value);

@@ -113,12 +113,18 @@ void SharedState::enqueue(Job job, bool urgent) {
 asio::awaitable<std::optional<RedisReplies>> SharedState::ask(std::vector<RedisCommand> commands,
                                                               std::string op) {
   const auto started = Clock::now();
+  Answer answer = co_await attempt(std::move(commands), started + config_.lookup_timeout);
+  observe(op, answer.result, Clock::now() - started);
+  co_return std::move(answer.replies);
+}
+
+asio::awaitable<SharedState::Answer> SharedState::attempt(std::vector<RedisCommand> commands,
+                                                          Clock::time_point deadline) {
   if (!up_.load()) {
-    observe(op, "down", Clock::duration::zero());
-    co_return std::nullopt;
+    co_return Answer{};
   }
   auto pending = std::make_shared<Pending>(io_);
-  enqueue(Job{std::move(commands), started + config_.lookup_timeout,
+  enqueue(Job{std::move(commands), deadline,
               [pending, io = io_](std::optional<RedisReplies> r) {
                 asio::post(io, [pending, r = std::move(r)]() mutable {
                   if (!pending->abandoned) {
@@ -129,16 +135,15 @@ asio::awaitable<std::optional<RedisReplies>> SharedState::ask(std::vector<RedisC
                 });
               }},
           true);
-  pending->timer.expires_at(started + config_.lookup_timeout);
+  pending->timer.expires_at(deadline);
   boost::system::error_code ec;
   co_await pending->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   pending->abandoned = true;
   const char* result = !pending->answered ? "timeout" : pending->replies ? "ok" : "error";
-  observe(op, result, Clock::now() - started);
-  co_return std::move(pending->replies);
+  co_return Answer{std::move(pending->replies), result};
 }
 
-void SharedState::send(std::vector<RedisCommand> commands, RedisDone done) {
+void SharedState::send(std::vector<RedisCommand> commands, RedisDone done, bool urgent) {
   auto finish = [io = io_, alive = alive_, done = std::move(done)](std::optional<RedisReplies> r) {
     if (done) {
       asio::post(io, [alive, done, r = std::move(r)]() mutable {
@@ -152,7 +157,7 @@ void SharedState::send(std::vector<RedisCommand> commands, RedisDone done) {
     finish(std::nullopt);
     return;
   }
-  enqueue(Job{std::move(commands), Clock::time_point::max(), std::move(finish)}, false);
+  enqueue(Job{std::move(commands), Clock::time_point::max(), std::move(finish)}, urgent);
 }
 
 void SharedState::observe(const std::string& op, const std::string& result, Clock::duration took) {

@@ -23,6 +23,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include "gateway/config.hpp"
+#include "gateway/shared_keys.hpp"
 
 #include "net/http.hpp"
 
@@ -41,7 +42,6 @@ struct RedisReply {
   bool nil() const { return type == Type::nil; }
 };
 
-using RedisCommand = std::vector<std::string>;
 using RedisReplies = std::vector<RedisReply>;
 // Runs on the I/O thread; nullopt when the commands could not be sent or answered.
 using RedisDone = std::function<void(std::optional<RedisReplies>)>;
@@ -66,11 +66,23 @@ class SharedState {
   const SharedStateConfig& config() const { return config_; }
   const std::string& warden_id() const { return warden_id_; }
 
+  using Clock = std::chrono::steady_clock;
   // The replies to `commands` (one pipeline) within lookup_timeout; nullopt when Redis is down, failed or
-  // was slower. `op` labels the latency histogram ("lookup", "claim").
+  // was slower. `op` labels the latency histogram ("claim", "rehome").
   net::asio::awaitable<std::optional<RedisReplies>> ask(std::vector<RedisCommand> commands, std::string op);
+  // One of several tries that together wait at most until `deadline` (counted once by the caller, with
+  // record()): the replies, and "ok", "error", "timeout" or "down".
+  struct Answer {
+    std::optional<RedisReplies> replies;
+    const char* result = "down";
+  };
+  net::asio::awaitable<Answer> attempt(std::vector<RedisCommand> commands, Clock::time_point deadline);
+  void record(const std::string& op, const std::string& result, Clock::duration took) {
+    observe(op, result, took);
+  }
   // The same in the background: nothing waits; `done` (if any) gets the replies on the I/O thread.
-  void send(std::vector<RedisCommand> commands, RedisDone done = {});
+  // `urgent` goes ahead of the other background writes (a lock another warden may be waiting for).
+  void send(std::vector<RedisCommand> commands, RedisDone done = {}, bool urgent = false);
 
   // The gateway republished its homes after Redis came back.
   void resynced() { ++resyncs_; }
@@ -78,7 +90,6 @@ class SharedState {
   std::string render_metrics() const;
 
  private:
-  using Clock = std::chrono::steady_clock;
   struct Job {
     std::vector<RedisCommand> commands;
     Clock::time_point deadline;  // an answer later than this is of no use: not even sent

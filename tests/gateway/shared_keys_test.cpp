@@ -88,3 +88,21 @@ TEST(SharedKeys, LoadsAddUpToTheModelsReplicaCount) {
   EXPECT_EQ(sum[0], (ReplicaLoad{2, 1, 15}));
   EXPECT_EQ(sum[1], (ReplicaLoad{2, 2, 20}));
 }
+
+TEST(SharedKeys, PlacementLockKeysTokensAndCommands) {
+  EXPECT_EQ(placement_lock_key("lm-warden:", "qwen"), "lm-warden:place:qwen");
+  EXPECT_EQ(placement_next_key("lm-warden:", "qwen"), "lm-warden:place-next:qwen");
+  EXPECT_EQ(placement_token("host-12-ab01", 7), "host-12-ab01#7");
+  const RedisCommand lock = placement_lock_command("p:", "m", 0xabcULL, "w#3", 10, "w");
+  ASSERT_EQ(lock.size(), 10u);
+  EXPECT_EQ(lock[0], "EVAL");
+  EXPECT_EQ(lock[1], placement_lock_script);
+  EXPECT_EQ(std::vector<std::string>(lock.begin() + 2, lock.end()),
+            (std::vector<std::string>{"4", "p:home:m:0000000000000abc", "p:place:m", "p:place-next:m",
+                                      "p:load:m", "w#3", "10", "w"}));
+  EXPECT_EQ(placement_lock_command("p:", "m", 1, "w#3", 0, "w")[8], "1") << "PX is never 0";
+  const RedisCommand release = placement_release_command("p:", "m", "w#3", "w");
+  EXPECT_EQ(release[1], placement_release_script);
+  EXPECT_EQ(std::vector<std::string>(release.begin() + 2, release.end()),
+            (std::vector<std::string>{"2", "p:place:m", "p:place-next:m", "w#3", "w"}));
+}
