@@ -448,7 +448,7 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
   if (shared_ && !out.counting_only && attempt == 0 && unknown_here(*ex.model, out.facts)) {
     auto placing = co_await share_turn(*ex.model);
     turn.emplace(std::move(placing));
-    co_await share_lookup(*ex.model, out.facts);
+    co_await share_lookup(*ex.model, out.facts, *turn->get());
   }
   if (!route(ex, out, attempt, at)) {
     turn.reset();  // a held request does not keep the next placement waiting
@@ -456,7 +456,8 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
       co_return false;
     }
   }
-  if (shared_ && !out.counting_only && co_await share_placement(*ex.model, out.facts, attempt, at.decision)) {
+  if (shared_ && !out.counting_only &&
+      co_await share_placement(*ex.model, out.facts, attempt, at.decision, turn ? turn->get() : nullptr)) {
     ex.model->router().abandon(at.decision);  // another warden placed it first: sent to its home instead
     if (!route(ex, out, attempt, at)) {
       co_return false;

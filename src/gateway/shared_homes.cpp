@@ -29,6 +29,8 @@ constexpr auto kLoadTtl = 3s;
 constexpr auto kLoadForgetAfter = 60s;
 // Homes per pipeline in the background, so a request's lookup never waits behind a long one.
 constexpr std::size_t kBatch = 256;
+// How often a placement tries again for the placement lock another warden holds (share_lookup).
+constexpr auto kLockRetry = 300us;
 
 std::int64_t unix_ms_now() {
   using namespace std::chrono;
@@ -119,6 +121,9 @@ void Gateway::take_peer_loads(ModelRuntime& m, const RedisReply* fields) {
 
 void PlacementTurnEnd::release() {
   if (turn_) {
+    if (turn_->unlock && turn_->shared != nullptr) {
+      turn_->shared->send({std::move(*turn_->unlock)}, {}, true);
+    }
     turn_->done = true;
     turn_->timer.cancel();
     turn_.reset();
@@ -127,9 +132,9 @@ void PlacementTurnEnd::release() {
 
 // New conversations arriving together (a burst) would all read the other wardens' load before any of this
 // warden's claims, and the other wardens' reads would miss those claims too: every warden would send its
-// whole burst to the replica that looked emptiest. One at a time, each placement's lookup reads the load
-// published with the other wardens' claims so far, so only placements in flight at the same moment can
-// miss each other. The wait for the previous one is bounded by a lookup and a claim.
+// whole burst to the replica that looked emptiest. One at a time here, and across the wardens through the
+// placement lock (share_lookup), each placement's lookup reads the load published with every claim so
+// far. The wait for the previous one is bounded by a lookup and a claim.
 asio::awaitable<std::shared_ptr<PlacementTurn>> Gateway::share_turn(ModelRuntime& m) {
   auto turn = std::make_shared<PlacementTurn>(ioc_.get_executor());
   auto previous = std::exchange(last_placement_[&m], turn);
@@ -147,20 +152,59 @@ bool Gateway::unknown_here(ModelRuntime& m, const core::RequestFacts& facts) {
          !m.router().home_of(facts.session->hash, Clock::now().time_since_epoch());
 }
 
-asio::awaitable<void> Gateway::share_lookup(ModelRuntime& m, const core::RequestFacts& facts) {
-  const std::string& prefix = shared_->config().prefix;
-  const std::string& name = m.config().name;
-  // Named, not temporaries: GCC 12 destroys temporaries of a co_await expression twice.
-  std::vector<RedisCommand> commands;
-  commands.push_back({"GET", home_key(prefix, name, facts.session->hash)});
-  commands.push_back({"HGETALL", load_key(prefix, name)});
-  std::string op = "lookup";
-  auto replies = co_await shared_->ask(std::move(commands), std::move(op));
-  if (!replies || replies->size() != 2) {
+// New conversations arriving together at two wardens would be placed at the same moment, each on a load
+// read before the other's claim, and pile onto the replica that looked emptiest. The model's placement
+// lock makes them take turns across the wardens: a placement without its lock tries again every
+// kLockRetry until lookup_timeout is spent, then places on what it read (as it would with Redis slow). A
+// warden that stops while holding it delays the others by lookup_timeout at most (its PX is two).
+asio::awaitable<void> Gateway::share_lookup(ModelRuntime& m, const core::RequestFacts& facts,
+                                            PlacementTurn& turn) {
+  const SharedStateConfig& config = shared_->config();
+  const auto started = Clock::now();
+  const auto deadline = started + config.lookup_timeout;
+  const std::string token = placement_token(shared_->warden_id(), ++placements_);
+  const RedisCommand lookup = placement_lock_command(
+      config.prefix, m.config().name, facts.session->hash, token,
+      std::chrono::milliseconds(2 * config.lookup_timeout).count(), shared_->warden_id());
+  std::optional<RedisReplies> read;  // the last complete answer: its home, or its load to place on
+  const char* result = "down";
+  asio::steady_timer retry(ioc_.get_executor());
+  while (true) {
+    // Named, not temporaries: GCC 12 destroys temporaries of a co_await expression twice.
+    std::vector<RedisCommand> commands{lookup};
+    SharedState::Answer answer = co_await shared_->attempt(std::move(commands), deadline);
+    const RedisReply* reply = answer.replies && answer.replies->size() == 1 ? &(*answer.replies)[0] : nullptr;
+    if (reply == nullptr || reply->type != RedisReply::Type::array || reply->elements.size() != 3) {
+      // After a wait for the lock, whatever ended it: placed without it, on the load read last.
+      result = read ? "locked" : reply != nullptr ? "error" : answer.result;
+      break;
+    }
+    read = std::move(answer.replies);
+    result = "ok";
+    const RedisReply& found = (*read)[0];
+    if (!found.elements[0].nil()) {
+      break;  // placed already: no lock taken
+    }
+    turn.shared = shared_.get();
+    turn.unlock = placement_release_command(config.prefix, m.config().name, token, shared_->warden_id());
+    if (found.elements[1].integer == 1) {
+      break;
+    }
+    if (Clock::now() + kLockRetry >= deadline) {
+      result = "locked";  // another warden's placement (or a stale lock): placed without it
+      break;
+    }
+    retry.expires_after(kLockRetry);
+    boost::system::error_code ec;
+    co_await retry.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+  shared_->record("lookup", result, Clock::now() - started);
+  if (!read) {
     co_return;
   }
-  take_peer_loads(m, &(*replies)[1]);
-  const RedisReply& home = (*replies)[0];
+  const RedisReply& reply = (*read)[0];
+  take_peer_loads(m, &reply.elements[2]);
+  const RedisReply& home = reply.elements[0];
   const auto replica = home.type == RedisReply::Type::string ? parse_home(home.text) : std::nullopt;
   if (replica && *replica < m.replicas().size()) {
     const auto now = Clock::now().time_since_epoch();
@@ -173,7 +217,7 @@ asio::awaitable<void> Gateway::share_lookup(ModelRuntime& m, const core::Request
 // (set, reading what was there). Another warden's home, claimed first or re-homed first to a replica that
 // is healthy here, wins: it is adopted (true: route again) and kept in Redis.
 asio::awaitable<bool> Gateway::share_placement(ModelRuntime& m, const core::RequestFacts& facts, int attempt,
-                                               const core::Decision& d) {
+                                               const core::Decision& d, PlacementTurn* turn) {
   const bool claim = d.route == core::Route::new_conversation;
   if (!facts.session || !d.ok() || (!claim && d.route != core::Route::failover)) {
     co_return false;
@@ -191,6 +235,11 @@ asio::awaitable<bool> Gateway::share_placement(ModelRuntime& m, const core::Requ
   commands.push_back(claim ? RedisCommand{"SET", key, value, "PX", ttl, "NX", "GET"}
                            : RedisCommand{"SET", key, value, "PX", ttl, "GET"});
   commands.push_back(load_command(m));
+  if (turn != nullptr && turn->unlock) {
+    // After the claim and the load it changed: the next placement (at any warden) reads both.
+    commands.push_back(std::move(*turn->unlock));
+    turn->unlock.reset();
+  }
   std::string op = claim ? "claim" : "rehome";
   auto replies = co_await shared_->ask(std::move(commands), std::move(op));
   if (!replies || replies->empty() || (*replies)[0].type != RedisReply::Type::string) {

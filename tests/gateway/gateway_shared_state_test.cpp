@@ -3,6 +3,7 @@
 // new conversations spread over the replicas as one warden would spread them, and Redis going away and
 // coming back never fails a request and ends with both wardens agreeing again.
 #include <gtest/gtest.h>
+#include <hiredis.h>
 #include <signal.h>
 
 #include <map>
@@ -12,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "gateway/shared_keys.hpp"
 #include "gateway_support.hpp"
 
 using namespace gateway_test;
@@ -46,9 +48,61 @@ struct Redis {
   }
 };
 
-std::string shared_state(const Redis& redis) {
-  return "state: { redis: \"redis://127.0.0.1:" + std::to_string(redis.port) + "/0\", prefix: \"t:\" }\n";
+std::string shared_state(const Redis& redis, const std::string& more = "") {
+  return "state: { redis: \"redis://127.0.0.1:" + std::to_string(redis.port) + "/0\", prefix: \"t:\"" +
+         (more.empty() ? "" : ", " + more) + " }\n";
 }
+
+// The test's own connection to the Redis, for what a warden would write (or a dead one left behind).
+struct RedisClient {
+  redisContext* ctx;
+  explicit RedisClient(int port) : ctx(redisConnect("127.0.0.1", port)) {
+    if (ctx == nullptr || ctx->err != 0) {
+      throw std::runtime_error("cannot reach redis-server");
+    }
+  }
+  ~RedisClient() { redisFree(ctx); }
+  RedisClient(const RedisClient&) = delete;
+  RedisClient& operator=(const RedisClient&) = delete;
+
+  // The reply as text: a string, "nil", an integer, or [elements] (a nested load hash as its size).
+  std::string run(const std::vector<std::string>& args) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lengths;
+    for (const std::string& a : args) {
+      argv.push_back(a.data());
+      lengths.push_back(a.size());
+    }
+    auto* r = static_cast<redisReply*>(
+        redisCommandArgv(ctx, static_cast<int>(argv.size()), argv.data(), lengths.data()));
+    if (r == nullptr) {
+      throw std::runtime_error("redis-server did not answer");
+    }
+    const std::string out = text(r, true);
+    freeReplyObject(r);
+    return out;
+  }
+  static std::string text(const redisReply* r, bool top) {
+    switch (r->type) {
+      case REDIS_REPLY_NIL:
+        return "nil";
+      case REDIS_REPLY_INTEGER:
+        return std::to_string(r->integer);
+      case REDIS_REPLY_ARRAY: {
+        if (!top) {
+          return "#" + std::to_string(r->elements);
+        }
+        std::string out = "[";
+        for (std::size_t i = 0; i < r->elements; ++i) {
+          out += (i > 0 ? " " : "") + text(r->element[i], false);
+        }
+        return out + "]";
+      }
+      default:
+        return std::string(r->str, r->len);
+    }
+  }
+};
 
 // One value of the warden's /metrics (-1 if absent); `name` may carry labels.
 double metric(int port, const std::string& name) {
@@ -101,10 +155,12 @@ Turn send_turn(int port, const std::string& session, int turns) {
 struct TwoWardens {
   Redis redis;
   std::unique_ptr<ChildProcess> sim = start_sim(4);
-  Warden a{dp_model(sim->port(), 4), shared_state(redis)};
-  Warden b{dp_model(sim->port(), 4), shared_state(redis)};
+  Warden a;
+  Warden b;
 
-  TwoWardens() {
+  explicit TwoWardens(const std::string& state = "")
+      : a{dp_model(sim->port(), 4), shared_state(redis, state)},
+        b{dp_model(sim->port(), 4), shared_state(redis, state)} {
     // Both have reached Redis and published what they hold (nothing yet) before the test starts.
     EXPECT_TRUE(wait_until([&] { return resyncs(a.port) >= 1 && resyncs(b.port) >= 1; }));
   }
@@ -165,11 +221,11 @@ TEST(GatewaySharedState, TheOtherWardensCardCountsAConversationItNeverSaw) {
   EXPECT_EQ(num(card(w.b.port).at("routing").at("live_sessions")), 0);
 }
 
-// A burst: new conversations arriving together at each warden are placed one at a time there, and none
-// fails or waits on another beyond the lookup bound. Two placements in flight at the same moment, one at
-// each warden, may still miss each other: a replica may get one more or one less than two.
-TEST(GatewaySharedState, EightNewConversationsSentAtOnceFourPerWardenSpreadOverTheReplicas) {
-  TwoWardens w;
+// A burst: new conversations arriving together at both wardens take turns through the placement lock, so
+// each placement reads every earlier claim and they land as one warden would place them. The lookup bound
+// is raised so that a slow test machine cannot make a placement give up its wait for the lock.
+TEST(GatewaySharedState, EightNewConversationsSentAtOnceFourPerWardenLandTwoPerReplica) {
+  TwoWardens w("lookup_timeout: 200ms");
   std::vector<Turn> turns(8);
   std::vector<std::thread> threads;
   for (int i = 0; i < 8; ++i) {
@@ -184,11 +240,78 @@ TEST(GatewaySharedState, EightNewConversationsSentAtOnceFourPerWardenSpreadOverT
     EXPECT_EQ(t.route, "new");
     ++per_replica[t.replica];
   }
-  ASSERT_EQ(per_replica.size(), 4u);
-  for (const auto& [replica, n] : per_replica) {
-    EXPECT_GE(n, 1) << "replica " << replica;
-    EXPECT_LE(n, 3) << "replica " << replica;
+  EXPECT_EQ(per_replica, (std::map<std::string, int>{{"0", 2}, {"1", 2}, {"2", 2}, {"3", 2}}));
+  for (int port : {w.a.port, w.b.port}) {
+    EXPECT_EQ(metric(port, R"(lm_warden_shared_state_requests_total{op="lookup",result="locked"})"), -1);
   }
+}
+
+// A warden that stopped while it held the placement lock: the others wait for it at most lookup_timeout,
+// then place without it; nothing fails.
+TEST(GatewaySharedState, APlacementLockLeftByADeadWardenDelaysAPlacementByTheLookupBoundAtMost) {
+  TwoWardens w;
+  RedisClient c(w.redis.port);
+  using namespace warden::gateway;
+  ASSERT_EQ(c.run({"SET", placement_lock_key("t:", "m"), placement_token("gone", 7), "PX", "60000"}), "OK");
+  for (int i = 0; i < 4; ++i) {
+    const auto started = std::chrono::steady_clock::now();
+    const Turn t = send_turn(w.port(i), "after-a-dead-one-" + std::to_string(i), 1);
+    const auto took = std::chrono::steady_clock::now() - started;
+    EXPECT_EQ(t.status, 200u);
+    EXPECT_EQ(t.route, "new");
+    EXPECT_LT(took, std::chrono::milliseconds(250)) << i;
+  }
+  for (int port : {w.a.port, w.b.port}) {
+    const std::string lookups = R"(lm_warden_shared_state_lookup_seconds_bucket{op="lookup",le=")";
+    EXPECT_EQ(metric(port, R"(lm_warden_shared_state_requests_total{op="lookup",result="locked"})"), 2);
+    // Each waited for the lock (more than half the 5 ms bound), and not much beyond the bound.
+    EXPECT_EQ(metric(port, lookups + "0.0025\"}"), 0);
+    EXPECT_EQ(metric(port, lookups + "0.025\"}"), 2);
+  }
+  EXPECT_EQ(c.run({"GET", placement_lock_key("t:", "m")}), placement_token("gone", 7));
+}
+
+// The placement lock's scripts as Redis runs them: wardens placing at once take turns, a home already
+// there needs no lock, and only the holder's own token gives the lock back.
+TEST(GatewaySharedState, ThePlacementLockLetsWardensTakeTurns) {
+  Redis redis;
+  RedisClient c(redis.port);
+  using namespace warden::gateway;
+  const auto lock = [&](const std::string& warden, int seq, std::uint64_t session) {
+    return c.run(placement_lock_command("t:", "m", session, placement_token(warden, seq), 10000, warden));
+  };
+  const auto release = [&](const std::string& warden, int seq) {
+    return c.run(placement_release_command("t:", "m", placement_token(warden, seq), warden));
+  };
+  const auto holder = [&] { return c.run({"GET", placement_lock_key("t:", "m")}); };
+  const auto next = [&] { return c.run({"GET", placement_next_key("t:", "m")}); };
+  c.run({"HSET", load_key("t:", "m"), "a", "1 0,1,10"});
+  EXPECT_EQ(lock("a", 1, 1), "[nil 1 #2]");  // free: taken, and the load hash (one field) read with it
+  EXPECT_GT(std::stoll(c.run({"PTTL", placement_lock_key("t:", "m")})), 0);
+  EXPECT_EQ(lock("b", 1, 2), "[nil 0 #2]");  // a holds it: b is next
+  EXPECT_EQ(next(), "b");
+  EXPECT_EQ(lock("a", 2, 3), "[nil 0 #2]");  // its own lock, but b waits first
+  release("a", 1);
+  EXPECT_EQ(holder(), "nil");
+  EXPECT_EQ(lock("b", 2, 2), "[nil 1 #2]");  // b's turn, and nobody waits now
+  EXPECT_EQ(next(), "nil");
+  release("a", 2);  // an old token gives nothing back
+  EXPECT_EQ(holder(), placement_token("b", 2));
+  EXPECT_EQ(lock("a", 3, 3), "[nil 0 #2]");
+  EXPECT_EQ(next(), "a");
+  release("b", 2);
+  EXPECT_EQ(lock("b", 3, 4), "[nil 0 #2]");  // free, but a is next
+  EXPECT_EQ(lock("a", 4, 3), "[nil 1 #2]");
+  // Its own earlier placement's release still on its way: a takes the lock again, and that release
+  // leaves the new one be.
+  EXPECT_EQ(lock("a", 5, 6), "[nil 1 #2]");
+  release("a", 4);
+  EXPECT_EQ(holder(), placement_token("a", 5));
+  // A conversation placed already: its home, whoever holds the lock.
+  c.run({"SET", home_key("t:", "m", 9), "2"});
+  EXPECT_EQ(lock("b", 4, 9), "[2 0 #2]");
+  release("a", 5);
+  EXPECT_EQ(holder(), "nil");
 }
 
 TEST(GatewaySharedState, RedisDownFailsNoRequestAndBothWardensAgreeOnceItIsBack) {
