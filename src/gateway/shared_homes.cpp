@@ -155,8 +155,9 @@ bool Gateway::unknown_here(ModelRuntime& m, const core::RequestFacts& facts) {
 // New conversations arriving together at two wardens would be placed at the same moment, each on a load
 // read before the other's claim, and pile onto the replica that looked emptiest. The model's placement
 // lock makes them take turns across the wardens: a placement without its lock tries again every
-// kLockRetry until lookup_timeout is spent, then places on what it read (as it would with Redis slow). A
-// warden that stops while holding it delays the others by lookup_timeout at most (its PX is two).
+// kLockRetry until lookup_timeout is spent, then places on what it read (as it would with Redis slow). The
+// lock expires after two lookup bounds, so a warden that stops while holding it delays the others' next
+// placements by one bound at most.
 asio::awaitable<void> Gateway::share_lookup(ModelRuntime& m, const core::RequestFacts& facts,
                                             PlacementTurn& turn) {
   const SharedStateConfig& config = shared_->config();

@@ -334,10 +334,10 @@ std::string SharedState::render_metrics() const {
                  "Redis came back.\n# TYPE lm_warden_shared_state_resyncs_total counter\n"
                  "lm_warden_shared_state_resyncs_total {}\n",
                  resyncs_);
-  fmt::format_to(
-      out,
-      "# HELP lm_warden_shared_state_requests_total Requests that asked Redis, by step and "
-      "outcome (ok, error, timeout, down).\n# TYPE lm_warden_shared_state_requests_total counter\n");
+  fmt::format_to(out,
+                 "# HELP lm_warden_shared_state_requests_total Requests that asked Redis, by step and "
+                 "outcome (ok, error, timeout, down; locked: a lookup placed without the placement lock).\n# "
+                 "TYPE lm_warden_shared_state_requests_total counter\n");
   for (const auto& [key, n] : asks_) {
     fmt::format_to(out, "lm_warden_shared_state_requests_total{{op=\"{}\",result=\"{}\"}} {}\n", key.first,
                    key.second, n);

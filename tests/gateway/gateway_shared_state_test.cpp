@@ -1,7 +1,8 @@
 // Two wardens in front of one DP sim, sharing conversation homes and load through a real redis-server
 // started on a free port (real processes): turns alternating between the wardens stay on one replica,
-// new conversations spread over the replicas as one warden would spread them, and Redis going away and
-// coming back never fails a request and ends with both wardens agreeing again.
+// new conversations spread over the replicas as one warden would spread them (arriving at once too: they
+// take turns through the placement lock), and Redis going away and coming back, or a lock left behind,
+// never fails a request and ends with both wardens agreeing again.
 #include <gtest/gtest.h>
 #include <hiredis.h>
 #include <signal.h>
