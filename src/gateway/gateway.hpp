@@ -44,7 +44,7 @@ struct PlacementTurn {
   // Set while the lock (or this warden's place as next) is to be given back: sent with the claim, or at
   // the end of the turn on any other way out.
   std::optional<RedisCommand> unlock;
-  SharedState* shared = nullptr;
+  SharedState::Sender send;
 };
 // Ends the turn (lets the next placement go, gives the lock back) when released or destroyed, whichever
 // comes first.

@@ -121,8 +121,8 @@ void Gateway::take_peer_loads(ModelRuntime& m, const RedisReply* fields) {
 
 void PlacementTurnEnd::release() {
   if (turn_) {
-    if (turn_->unlock && turn_->shared != nullptr) {
-      turn_->shared->send({std::move(*turn_->unlock)}, {}, true);
+    if (turn_->unlock && turn_->send) {
+      turn_->send({std::move(*turn_->unlock)});
     }
     turn_->done = true;
     turn_->timer.cancel();
@@ -186,7 +186,7 @@ asio::awaitable<void> Gateway::share_lookup(ModelRuntime& m, const core::Request
     if (!found.elements[0].nil()) {
       break;  // placed already: no lock taken
     }
-    turn.shared = shared_.get();
+    turn.send = shared_->sender();
     turn.unlock = placement_release_command(config.prefix, m.config().name, token, shared_->warden_id());
     if (found.elements[1].integer == 1) {
       break;

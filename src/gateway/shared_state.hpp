@@ -83,6 +83,16 @@ class SharedState {
   // The same in the background: nothing waits; `done` (if any) gets the replies on the I/O thread.
   // `urgent` goes ahead of the other background writes (a lock another warden may be waiting for).
   void send(std::vector<RedisCommand> commands, RedisDone done = {}, bool urgent = false);
+  // An urgent send() for later, safe to call after this object is stopped or destroyed (then it drops
+  // the commands): for a destructor that may run after the gateway's.
+  using Sender = std::function<void(std::vector<RedisCommand>)>;
+  Sender sender() {
+    return [this, alive = alive_](std::vector<RedisCommand> commands) {
+      if (*alive) {
+        send(std::move(commands), {}, true);
+      }
+    };
+  }
 
   // The gateway republished its homes after Redis came back.
   void resynced() { ++resyncs_; }
