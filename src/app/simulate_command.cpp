@@ -48,6 +48,7 @@ struct SimulateOptions {
   std::uint32_t max_queue = core::AdmissionConfig{}.max_queue;
   std::string cost_spill = "on";
   std::string when_waiting = "off";
+  std::string rebalance = "on";
   std::string spill_margin = "2s";
   double resident_gaps = 2.0;
   std::string min_resident = "3s";
@@ -126,7 +127,7 @@ base::Result<engine::EngineConfig> engine_from(const SimulateOptions& o, engine:
   return config;
 }
 
-// The knobs of policy `admission`.
+// The knobs of policy `admission`, and `--rebalance` (policies affinity and admission).
 base::Result<void> admission_from(const SimulateOptions& o, whatif::SimulationConfig& c) {
   const auto wait = base::parse_seconds(o.max_wait);
   const auto margin = base::parse_seconds(o.spill_margin);
@@ -140,6 +141,10 @@ base::Result<void> admission_from(const SimulateOptions& o, whatif::SimulationCo
   if (o.when_waiting != "on" && o.when_waiting != "off") {
     return std::string("--admission-when-waiting is on or off");
   }
+  if (o.rebalance != "on" && o.rebalance != "off") {
+    return std::string("--rebalance is on or off");
+  }
+  c.rebalance = o.rebalance == "on";
   c.admission.only_when_waiting = o.when_waiting == "on";
   const auto to_time = [](double seconds) {
     return core::Time(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
@@ -354,6 +359,10 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--client-rtt", o->client_rtt, "Client <-> warden round trip (counted in TTFB)")
       ->capture_default_str();
   cmd->add_option("--spill-threshold", o->spill_threshold, "auto or a number of requests in flight")
+      ->capture_default_str();
+  cmd->add_option(
+         "--rebalance", o->rebalance,
+         "Policies affinity and admission: a conversation moves off an overloaded home (on) or never")
       ->capture_default_str();
   cmd->add_option(
          "--admission-high", o->admission_high,

@@ -22,6 +22,8 @@ std::uint64_t& route_counter(ReplicaCounters& c, Route route) {
       return c.client_pinned;
     case Route::balanced:
       return c.balanced;
+    case Route::rehomed:
+      return c.rehomed_in;
     case Route::failover:
     case Route::queued:  // never has a replica: counted by ModelCounters::record as queued
       break;
@@ -69,6 +71,7 @@ ReplicaCounters ModelCounters::totals() const {
     sum.new_conversations += c.new_conversations;
     sum.sticky += c.sticky;
     sum.spilled_in += c.spilled_in;
+    sum.rehomed_in += c.rehomed_in;
     sum.client_pinned += c.client_pinned;
     sum.balanced += c.balanced;
     sum.failover += c.failover;

@@ -18,10 +18,11 @@ struct ReplicaCounters {
   std::uint64_t spilled_in = 0;  ///< requests spilled *to* this replica
   std::uint64_t client_pinned = 0;
   std::uint64_t balanced = 0;
-  std::uint64_t failover = 0;  ///< conversations re-homed *to* this replica
+  std::uint64_t failover = 0;    ///< conversations re-homed *to* this replica (their home was unhealthy)
+  std::uint64_t rehomed_in = 0;  ///< conversations moved *to* this replica (their home was overloaded)
 
   [[nodiscard]] std::uint64_t routed() const {
-    return new_conversations + sticky + spilled_in + client_pinned + balanced + failover;
+    return new_conversations + sticky + spilled_in + client_pinned + balanced + failover + rehomed_in;
   }
 };
 

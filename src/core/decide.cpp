@@ -5,6 +5,7 @@
 #include "core/admission.hpp"
 #include "core/cost_spill.hpp"
 #include "core/pick.hpp"
+#include "core/rebalance.hpp"
 
 namespace warden::core {
 
@@ -158,6 +159,11 @@ Decision decide(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng) {
   const ReplicaIndex home = *facts.home;
   if (home >= snapshot.replicas.size() || !snapshot.replicas[home].healthy) {
     return place(snapshot, Route::failover, rng);
+  }
+  if (snapshot.rebalance) {
+    if (const auto moved = rebalance_target(snapshot, facts, home, rng)) {
+      return Decision{moved, Route::rehomed, NoReplicaReason::none};
+    }
   }
   if (snapshot.cost_spill.enabled && predicted_ttft(snapshot.replicas[home], 0)) {
     const auto target = cost_spill_target(snapshot, facts, home, rng);

@@ -15,12 +15,16 @@ namespace warden::core {
 ///  3. No healthy replica → no replica (no_healthy_replica).
 ///  4. Affinity off → vLLM's rule: lowest vllm_lb_score(replica, snapshot.vllm_balancer) among healthy
 ///     replicas, ties by RNG; route `balanced`.
-///  5. Known conversation, healthy home: the home (`sticky`), unless it should spill (`spilled`; the home
-///     is kept). With cost_spill enabled and the home's prefill rate known, by cost (cost_spill.hpp): the
-///     other replica with the lowest predicted time to first token for the whole prompt, if that beats the
-///     home (backlog + uncached part) by more than the margin. Otherwise by count: home.in_flight >
-///     spill_threshold → the healthy non-home replica with the lowest load_score, but only if it is lower
-///     than the home's (a spill never moves a request to a replica at least as loaded as home). Ties by RNG.
+///  5. Known conversation, healthy home: with snapshot.rebalance, first whether it should move for good
+///     (rebalance.hpp: its prefix is gone from the home and the home has more requests in flight than the
+///     least-loaded other replica, or the home's working set overflows and it has 2 more conversations and
+///     2 more requests in flight) → that replica, route `rehomed` (the Router re-homes the conversation).
+///     Otherwise the home (`sticky`), unless it should spill (`spilled`; the home is kept). With cost_spill
+///     enabled and the home's prefill rate known, by cost (cost_spill.hpp): the other replica with the lowest
+///     predicted time to first token for the whole prompt, if that beats the home (backlog + uncached part)
+///     by more than the margin. Otherwise by count: home.in_flight > spill_threshold → the healthy non-home
+///     replica with the lowest load_score, but only if it is lower than the home's (a spill never moves a
+///     request to a replica at least as loaded as home). Ties by RNG.
 ///  6. Known conversation whose home is unhealthy or out of range → least placement_score (`failover`; the
 ///     Router re-homes the conversation there).
 ///  7. New conversation (or no session key) → least placement_score among healthy replicas, ties by RNG

@@ -31,11 +31,13 @@ void Router::build_snapshot(std::span<const ReplicaMetrics> metrics, Time now) {
     scrape_generation_.resize(count, 0);
     prefill_backlog_.resize(count, 0);
   }
+  computed_.resize(count);
   snapshot_.apply(routing_);
   snapshot_.admission_holding = admission_holding_;
   snapshot_.replicas.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
     const ReplicaMetrics& m = metrics[i];
+    computed_[i] = m.computed_tokens;
     if (m.scrape_generation != scrape_generation_[i]) {
       scrape_generation_[i] = m.scrape_generation;
       sent_since_scrape_[i] = 0;
@@ -87,7 +89,12 @@ void Router::commit(const RequestFacts& facts, const Decision& decision, Time no
     case Route::sticky:
     case Route::balanced:
     case Route::failover:
+    case Route::rehomed:
       sessions_.assign(key, chosen, facts.prompt_tokens, now);
+      if (chosen < computed_.size() && computed_[chosen]) {
+        // This turn's own prefill is not what evicts it later.
+        sessions_.mark_computed(key, *computed_[chosen] + decision.prefill_tokens);
+      }
       break;
     case Route::queued:  // never committed: a queued decision has no replica
       break;
@@ -99,10 +106,12 @@ Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metri
   build_snapshot(metrics, now);
   facts.home.reset();
   facts.home_cached_tokens = 0;
+  facts.home_computed_since.reset();
   if (facts.session) {
     if (const auto entry = sessions_.lookup(facts.session->hash, now)) {
       facts.home = entry->home;
       facts.home_cached_tokens = entry->prompt_tokens;
+      facts.home_computed_since = computed_since(*entry);
     }
   }
   Decision decision = policy_->pick(snapshot_, facts, rng);
@@ -118,6 +127,17 @@ Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metri
   }
   commit(facts, decision, now);
   return decision;
+}
+
+std::optional<std::uint64_t> Router::computed_since(const SessionEntry& entry) const {
+  if (entry.home >= computed_.size() || !computed_[entry.home] ||
+      entry.home_computed_at == SessionEntry::unknown) {
+    return std::nullopt;
+  }
+  // The mark includes this conversation's own prefill as estimated, which may exceed what the engine
+  // computed (part of it hit): below the mark nothing is known to have been computed since.
+  const std::uint64_t now = *computed_[entry.home];
+  return now > entry.home_computed_at ? now - entry.home_computed_at : 0;
 }
 
 void Router::note_admission(const RequestFacts& facts, const Decision& decision) {
@@ -177,6 +197,11 @@ void Router::abandon(const Decision& decision) {
 void Router::set_affinity(bool on) {
   std::lock_guard lock(mutex_);
   routing_.affinity = on;
+}
+
+void Router::set_rebalance(bool on) {
+  std::lock_guard lock(mutex_);
+  routing_.rebalance = on;
 }
 
 void Router::set_spill_threshold(SpillThreshold threshold) {

@@ -39,6 +39,9 @@ struct ReplicaMetrics {
   std::uint64_t peer_held_tokens = 0;
   /// Prefill tokens per second, from the replica's counters (a PrefillRate the poller keeps); 0 = unknown.
   double prefill_tokens_per_second = 0.0;
+  /// Prompt tokens the engine computed since it started (`vllm:prefix_cache_queries_total` minus
+  /// `vllm:prefix_cache_hits_total`); nullopt = not reported.
+  std::optional<std::uint64_t> computed_tokens;
 };
 
 struct RouterConfig {
@@ -102,6 +105,7 @@ class Router {
   /// Runtime configuration (admin API). set_policy returns false for an unknown name (nothing changes).
   void set_affinity(bool on);
   void set_spill_threshold(SpillThreshold threshold);
+  void set_rebalance(bool on);
   void set_max_num_seqs(std::uint32_t max_num_seqs);
   bool set_policy(std::string_view name);
   void set_admission(const AdmissionConfig& admission);
@@ -129,6 +133,8 @@ class Router {
  private:
   void build_snapshot(std::span<const ReplicaMetrics> metrics, Time now);
   void commit(const RequestFacts& facts, const Decision& decision, Time now);
+  // Tokens computed at `home` since `entry`'s last turn there (RequestFacts::home_computed_since).
+  std::optional<std::uint64_t> computed_since(const SessionEntry& entry) const;
   void note_admission(const RequestFacts& facts, const Decision& decision);
   void drop_prefill(const Decision& decision);
 
@@ -142,6 +148,8 @@ class Router {
   std::vector<std::uint32_t> sent_since_scrape_;
   std::vector<std::uint64_t> scrape_generation_;
   std::vector<std::uint64_t> prefill_backlog_;
+  // Each replica's computed-token count at the last snapshot (ReplicaMetrics::computed_tokens).
+  std::vector<std::optional<std::uint64_t>> computed_;
   // Admission hysteresis: set when a new conversation is held, cleared when one is admitted with room.
   bool admission_holding_ = false;
 };

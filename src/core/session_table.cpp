@@ -17,7 +17,7 @@ std::optional<SessionEntry> SessionTable::lookup(std::uint64_t key, Time now) co
   if (now - node.last_seen > config_.idle_ttl) {
     return std::nullopt;
   }
-  return SessionEntry{node.home, node.prompt_tokens, node.last_seen};
+  return SessionEntry{node.home, node.prompt_tokens, node.last_seen, node.computed_at};
 }
 
 Time SessionTable::stamp(Time now) {
@@ -167,8 +167,12 @@ void SessionTable::place(std::uint64_t key, ReplicaIndex home, std::uint32_t pro
       nodes_.emplace_back();
     }
     index_.emplace(key, slot);
+    nodes_[slot].computed_at = SessionEntry::unknown;
   }
   Node& node = nodes_[slot];
+  if (node.home != home) {
+    node.computed_at = SessionEntry::unknown;
+  }
   node.key = key;
   node.home = home;
   node.prompt_tokens = prompt_tokens;
@@ -183,6 +187,12 @@ void SessionTable::touch(std::uint64_t key, std::uint32_t prompt_tokens, Time no
     return;
   }
   assign(key, nodes_[it->second].home, prompt_tokens, now);
+}
+
+void SessionTable::mark_computed(std::uint64_t key, std::uint64_t computed_at) {
+  if (const auto it = index_.find(key); it != index_.end()) {
+    nodes_[it->second].computed_at = computed_at;
+  }
 }
 
 bool SessionTable::erase(std::uint64_t key) {

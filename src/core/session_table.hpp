@@ -35,9 +35,13 @@ struct SessionTableConfig {
 
 /// What the table knows about one conversation.
 struct SessionEntry {
+  static constexpr std::uint64_t unknown = ~std::uint64_t{0};
   ReplicaIndex home = 0;
   std::uint32_t prompt_tokens = 0;
   Time last_seen{};
+  /// The home's count of prompt tokens computed (vLLM's prefix-cache queries minus hits) just after this
+  /// conversation's last turn there was prefilled, as the Router estimated it; `unknown` if never marked.
+  std::uint64_t home_computed_at = unknown;
 };
 
 /// One conversation as exported or imported (a state kept across restarts by the caller).
@@ -79,6 +83,10 @@ class SessionTable {
   /// Refreshes last_seen and the prompt size but keeps the home (a spilled or pinned request). No-op if
   /// the key is unknown.
   void touch(std::uint64_t key, std::uint32_t prompt_tokens, Time now);
+
+  /// Sets the entry's home_computed_at (no-op if the key is unknown). assign() keeps it while the home stays
+  /// and resets it to unknown when the home changes.
+  void mark_computed(std::uint64_t key, std::uint64_t computed_at);
 
   /// Forgets one conversation. Returns whether it was known.
   bool erase(std::uint64_t key);
@@ -127,6 +135,7 @@ class SessionTable {
     Time last_seen{};
     std::uint32_t prompt_tokens = 0;
     std::uint32_t home = 0;
+    std::uint64_t computed_at = SessionEntry::unknown;
     std::uint32_t prev = nil;
     std::uint32_t next = nil;
     bool active = false;

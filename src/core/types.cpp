@@ -42,6 +42,7 @@ void Snapshot::apply(const RoutingConfig& config) {
   admission = config.admission;
   vllm_balancer = config.vllm_balancer;
   cost_spill = config.cost_spill;
+  rebalance = config.rebalance;
 }
 
 std::string_view vllm_balancer_model_name(VllmBalancerModel model) {
@@ -60,7 +61,7 @@ std::optional<VllmBalancerModel> parse_vllm_balancer_model(std::string_view name
 
 namespace {
 constexpr std::array<std::string_view, route_count> route_names = {
-    "new", "sticky", "spilled", "pinned", "balanced", "failover", "queued"};
+    "new", "sticky", "spilled", "pinned", "balanced", "failover", "queued", "rehomed"};
 }  // namespace
 
 std::string_view route_name(Route route) {

@@ -130,6 +130,9 @@ struct RoutingConfig {
   /// The score of route `balanced` (affinity off, policy `vllm-lb`).
   VllmBalancerModel vllm_balancer = VllmBalancerModel::current;
   CostSpill cost_spill{};
+  /// Re-home a conversation whose home is overloaded (rebalance.hpp); off = a conversation leaves its home
+  /// only by a spill (one request) or a failover.
+  bool rebalance = true;
 };
 
 /// Immutable copy of everything a decision reads. Cheap to build (one small vector).
@@ -142,12 +145,13 @@ struct Snapshot {
   AdmissionConfig admission{};
   VllmBalancerModel vllm_balancer = VllmBalancerModel::current;
   CostSpill cost_spill{};
+  bool rebalance = true;
   /// Admission state (kept by the Router): a new conversation had to be held and none has been admitted
   /// under the low water mark since.
   bool admission_holding = false;
 
-  /// Fills affinity, spill_threshold (resolved), max_num_seqs, admission, cost_spill and vllm_balancer
-  /// from a RoutingConfig.
+  /// Fills affinity, spill_threshold (resolved), max_num_seqs, admission, cost_spill, rebalance and
+  /// vllm_balancer from a RoutingConfig.
   void apply(const RoutingConfig& config);
 };
 
@@ -175,6 +179,10 @@ struct RequestFacts {
   /// Tokens the home is expected to have cached for this conversation: its previous prompt there (the
   /// Router fills this in itself, with `home`).
   std::uint32_t home_cached_tokens = 0;
+  /// Prompt tokens the home has computed for other requests since this conversation's previous turn there
+  /// (from the engine's own counters; the Router fills it in). Once it reaches the home's KV capacity, LRU
+  /// has evicted that turn's blocks. nullopt = unknown.
+  std::optional<std::uint64_t> home_computed_since;
 };
 
 /// How a request was routed. Names (route_name) go into the X-Warden-Route header and logs.
@@ -186,8 +194,9 @@ enum class Route : std::uint8_t {
   balanced,          ///< "balanced": affinity off (or a load-only baseline policy)
   failover,          ///< "failover": home unhealthy (or gone); the conversation was re-homed
   queued,            ///< "queued": held back by admission (no replica); route it again when room frees
+  rehomed,  ///< "rehomed": home overloaded (rebalance.hpp); the conversation moved to a less loaded one
 };
-inline constexpr std::size_t route_count = 7;
+inline constexpr std::size_t route_count = 8;
 
 [[nodiscard]] std::string_view route_name(Route route);
 [[nodiscard]] std::optional<Route> parse_route(std::string_view name);

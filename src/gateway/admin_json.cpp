@@ -72,6 +72,7 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
     row["client_pinned"] = c.client_pinned;
     row["balanced"] = c.balanced;
     row["failover"] = c.failover;
+    row["rehomed_in"] = c.rehomed_in;
     row["running"] = r.metrics.running;
     row["waiting"] = r.metrics.waiting;
     row["kv_used"] = r.metrics.kv_usage;
@@ -96,6 +97,7 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
   routing["spill_threshold"] = view.spill_threshold;
   routing["spill_threshold_auto"] = view.routing.spill_threshold.is_auto();
   routing["spill_label"] = view.spill_label;
+  routing["rebalance"] = view.routing.rebalance;
   routing["sticky_percent"] = optional_number(view.sticky_percent);
   routing["in_flight"] = in_flight;
   routing["live_sessions"] = view.live_sessions;
@@ -262,6 +264,12 @@ RoutingPatch parse_routing_patch(std::string_view body) {
         return p;
       }
       p.affinity = value.as_bool();
+    } else if (key == "rebalance") {
+      if (!value.is_bool()) {
+        p.error = "rebalance must be true or false";
+        return p;
+      }
+      p.rebalance = value.as_bool();
     } else if (key == "spill_threshold") {
       std::optional<core::SpillThreshold> t;
       if (value.is_string()) {
@@ -281,13 +289,14 @@ RoutingPatch parse_routing_patch(std::string_view body) {
         return p;
       }
     } else {
-      p.error = fmt::format("unknown field '{}'; expected affinity, spill_threshold and/or admission",
-                            std::string_view(key));
+      p.error =
+          fmt::format("unknown field '{}'; expected affinity, spill_threshold, rebalance and/or admission",
+                      std::string_view(key));
       return p;
     }
   }
-  if (!p.affinity && !p.spill_threshold && !p.changes_admission()) {
-    p.error = "nothing to change; expected affinity, spill_threshold and/or admission";
+  if (!p.affinity && !p.spill_threshold && !p.rebalance && !p.changes_admission()) {
+    p.error = "nothing to change; expected affinity, spill_threshold, rebalance and/or admission";
   }
   return p;
 }

@@ -239,9 +239,10 @@ net::Response Gateway::Admin::logs(const Call& c) {
 
 net::Response Gateway::Admin::routing(const Call& c) {
   if (c.req.method() != http::verb::patch && c.req.method() != http::verb::put) {
-    throw AdminError{405,
-                     "use PATCH with {\"affinity\": bool, \"spill_threshold\": \"auto\"|N, \"admission\": "
-                     "\"off\"|\"auto\"|{...}}"};
+    throw AdminError{
+        405,
+        "use PATCH with {\"affinity\": bool, \"spill_threshold\": \"auto\"|N, \"rebalance\": bool, "
+        "\"admission\": \"off\"|\"auto\"|{...}}"};
   }
   if (c.gateway.config_.admin_token.empty()) {
     throw AdminError{403, "admin changes are disabled: no admin_token is configured"};
@@ -261,6 +262,9 @@ net::Response Gateway::Admin::routing(const Call& c) {
   if (p.spill_threshold) {
     m.router().set_spill_threshold(*p.spill_threshold);
   }
+  if (p.rebalance) {
+    m.router().set_rebalance(*p.rebalance);
+  }
   if (p.changes_admission()) {
     const core::AdmissionConfig admission = p.applied_to(m.router().routing_config().admission);
     m.router().set_admission(admission);
@@ -269,8 +273,9 @@ net::Response Gateway::Admin::routing(const Call& c) {
   c.gateway.save_routing(m);
   c.gateway.retry_queued(m);  // a held request may go under the new rules
   const auto rc = m.router().routing_config();
-  spdlog::info("routing changed model={} affinity={} spill_threshold={} admission={}", m.config().name,
-               rc.affinity, rc.spill_threshold.to_string(), rc.admission.enabled ? "auto" : "off");
+  spdlog::info("routing changed model={} affinity={} spill_threshold={} rebalance={} admission={}",
+               m.config().name, rc.affinity, rc.spill_threshold.to_string(), rc.rebalance,
+               rc.admission.enabled ? "auto" : "off");
   return json_response(c.req, 200, card(c.gateway, m, now));
 }
 

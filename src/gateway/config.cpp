@@ -317,7 +317,7 @@ void parse_routing(Validator& v, const YAML::Node& n, const std::string& where, 
   if (!v.expect_map(n, where)) {
     return;
   }
-  v.known_keys(n, where, {"affinity", "spill_threshold", "policy", "admission"});
+  v.known_keys(n, where, {"affinity", "spill_threshold", "rebalance", "policy", "admission"});
   if (auto a = n["admission"]) {
     parse_admission(v, a, where + ".admission", out.admission);
   }
@@ -340,6 +340,11 @@ void parse_routing(Validator& v, const YAML::Node& n, const std::string& where, 
   if (auto a = n["affinity"]) {
     if (auto b = v.boolean(a, where + ".affinity")) {
       out.affinity = *b;
+    }
+  }
+  if (auto r = n["rebalance"]) {
+    if (auto b = v.boolean(r, where + ".rebalance")) {
+      out.rebalance = *b;
     }
   }
   if (auto s = n["spill_threshold"]) {

@@ -83,6 +83,20 @@ std::uint32_t gauge_count(const std::optional<double>& v) {
   return static_cast<std::uint32_t>(std::min(*v, 1e9));
 }
 
+// Prompt tokens the rank computed (queried minus served from its prefix cache); nullopt unless both
+// counters are there and make sense.
+std::optional<std::uint64_t> computed_tokens(const protocol::VllmRank& rank) {
+  if (!rank.prefix_cache_queries_total || !rank.prefix_cache_hits_total) {
+    return std::nullopt;
+  }
+  const double queries = *rank.prefix_cache_queries_total;
+  const double hits = *rank.prefix_cache_hits_total;
+  if (!std::isfinite(queries) || !std::isfinite(hits) || hits < 0 || queries < hits || queries > 1e18) {
+    return std::nullopt;
+  }
+  return static_cast<std::uint64_t>(queries - hits);
+}
+
 }  // namespace
 
 void ModelRuntime::apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank) {
@@ -96,6 +110,7 @@ void ModelRuntime::apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank)
   if (rank.prefix_cache_queries_total) {
     r.prefix_queries.observe(*rank.prefix_cache_queries_total);
   }
+  r.metrics.computed_tokens = computed_tokens(rank);
   if (rank.num_gpu_blocks && *rank.num_gpu_blocks > 0) {
     r.num_gpu_blocks = rank.num_gpu_blocks;
   }

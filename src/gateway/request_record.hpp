@@ -8,10 +8,10 @@
 namespace warden::gateway {
 
 struct RequestRecord {
-  std::string model;           // the client's model name ("" when the request never named a known model)
-  std::string endpoint;        // "/v1/chat/completions", ...
-  int replica = -1;            // -1: no replica was chosen
-  std::string route;           // new|sticky|spilled|pinned|balanced|failover|queued, "" when not routed
+  std::string model;     // the client's model name ("" when the request never named a known model)
+  std::string endpoint;  // "/v1/chat/completions", ...
+  int replica = -1;      // -1: no replica was chosen
+  std::string route;     // new|sticky|spilled|pinned|balanced|failover|queued|rehomed, "" when not routed
   std::string session_source;  // where the session key came from ("header:x-claude-code-session-id", ...)
   int status = 0;              // HTTP status sent to the client (499 = client went away)
   bool stream = false;

@@ -220,14 +220,16 @@ asio::awaitable<void> Gateway::share_lookup(ModelRuntime& m, const core::Request
 asio::awaitable<bool> Gateway::share_placement(ModelRuntime& m, const core::RequestFacts& facts, int attempt,
                                                const core::Decision& d, PlacementTurn* turn) {
   const bool claim = d.route == core::Route::new_conversation;
-  if (!facts.session || !d.ok() || (!claim && d.route != core::Route::failover)) {
+  const bool moved = d.route == core::Route::rehomed;
+  if (!facts.session || !d.ok() || (!claim && !moved && d.route != core::Route::failover)) {
     co_return false;
   }
   const std::string key = home_key(shared_->config().prefix, m.config().name, facts.session->hash);
   const std::string ttl = ms_text(m.router().session_config().idle_ttl);
   const std::string value = std::to_string(*d.replica);
-  if (attempt > 0) {
-    // A retry: the replica that just failed may still look healthy here, so no other home is adopted.
+  if (attempt > 0 || moved) {
+    // A retry: the replica that just failed may still look healthy here; a move off an overloaded home:
+    // what Redis holds is that home. Either way no other home is adopted.
     shared_->send({{"SET", key, value, "PX", ttl}, load_command(m)});
     co_return false;
   }

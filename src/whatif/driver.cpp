@@ -122,6 +122,7 @@ class Driver {
     routing.spill_threshold = config_.spill_threshold;
     routing.max_num_seqs = config_.engine.max_num_seqs;
     routing.vllm_balancer = config_.vllm_balancer;
+    routing.rebalance = config_.rebalance;
     if (admission_policy_) {
       routing.admission = config_.admission;
       routing.admission.enabled = true;
@@ -565,6 +566,8 @@ class Driver {
       rates_[r].observe(to_time(now_), m.prefix_cache_queries_total, m.prefix_cache_hits_total,
                         m.num_waiting);
       s.prefill_tokens_per_second = rates_[r].tokens_per_second();
+      s.computed_tokens =
+          m.prefix_cache_queries_total - std::min(m.prefix_cache_hits_total, m.prefix_cache_queries_total);
       ++s.scrape_generation;
     }
     if (hooks_.on_scrape) {

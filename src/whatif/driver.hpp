@@ -65,6 +65,8 @@ struct SimulationConfig {
   // together in lock-step (all turns arriving in bursts).
   double think_jitter = 0.0;
   core::SpillThreshold spill_threshold{};
+  // Policies `affinity` and `admission`: a conversation moves off an overloaded home (core/rebalance.hpp).
+  bool rebalance = true;
   // Policy `admission` only (affinity with working-set admission and cost-aware spill): the admission
   // bounds and water marks (`enabled` is implied) and the spill rule (cost-aware when enabled).
   core::AdmissionConfig admission{};

@@ -102,6 +102,62 @@ TEST(GatewayRouting, SpillsExactlyWhenHomeIsOverThresholdAndKeepsHome) {
   EXPECT_EQ(num(replica_of(k, spilled_to).at("spilled_in")), 1);
 }
 
+// Two ranks of 128 KV blocks (2,048 tokens each): two conversations of ~1,200 tokens overflow one rank in
+// the warden's estimate (the engine shares their identical text, so both still run).
+// A conversation whose home overflows moves, for good, once the home has 2 requests in flight more than
+// the other rank; with rebalance switched off it stays.
+TEST(GatewayRouting, AConversationLeavesAnOverloadedHomeForGood) {
+  auto sim = start_sim(2, 0.005, 0, {"--num-gpu-blocks", "128"});
+  Warden w(dp_model(sim->port(), 2, "{ affinity: true, spill_threshold: 8 }"));
+  ASSERT_TRUE(wait_until([&] { return num(replica_of(card(w.port), 1).at("kv_capacity_tokens")) > 0; }));
+  std::string text;
+  while (text.size() < 4800) {
+    text += "history ";
+  }
+  const std::string body = chat_body(text, 4);
+  Client c(w.port);
+  const auto a = c.post("/v1/chat/completions", body, {{"X-Warden-Session", "a"}});
+  ASSERT_EQ(a.header("x-warden-route"), "new");
+  const std::string home = a.header("x-warden-replica");
+  const warden::net::Headers b{{"X-Warden-Session", "b"}, {"X-Warden-Replica", home}};
+  ASSERT_EQ(c.post("/v1/chat/completions", body, b).header("x-warden-route"), "pinned");
+
+  HeldStream first(w.port, chat_body(text, 800), {{"X-Warden-Session", "a"}});  // 0 in flight at home
+  ASSERT_TRUE(first.wait_started());
+  HeldStream second(w.port, chat_body(text, 800), b);
+  ASSERT_TRUE(second.wait_started());
+  const auto moved = c.post("/v1/chat/completions", body, {{"X-Warden-Session", "a"}});  // 2 at home, 0 there
+  EXPECT_EQ(first.finish().header("x-warden-route"), "sticky");
+  EXPECT_EQ(second.finish().header("x-warden-route"), "pinned");
+  EXPECT_EQ(moved.header("x-warden-route"), "rehomed");
+  EXPECT_NE(moved.header("x-warden-replica"), home);
+  ASSERT_TRUE(wait_until([&] { return num(card(w.port).at("routing").at("in_flight")) == 0; }));
+  const auto after = c.post("/v1/chat/completions", body, {{"X-Warden-Session", "a"}});
+  EXPECT_EQ(after.header("x-warden-route"), "sticky");
+  EXPECT_EQ(after.header("x-warden-replica"), moved.header("x-warden-replica"));
+  auto k = card(w.port);
+  EXPECT_EQ(num(replica_of(k, std::stoi(moved.header("x-warden-replica"))).at("rehomed_in")), 1);
+  EXPECT_TRUE(k.at("routing").at("rebalance").as_bool());
+
+  // Switched off, the same overload keeps the conversation on its (new) home.
+  namespace http = boost::beast::http;
+  const auto patched = c.raw().request(http::verb::patch, "/api/models/m/routing", R"({"rebalance": false})",
+                                       {{"Authorization", "Bearer secret"}});
+  ASSERT_TRUE(patched);
+  ASSERT_EQ(patched->status, 200u);
+  EXPECT_FALSE(card(w.port).at("routing").at("rebalance").as_bool());
+  const std::string now_home = moved.header("x-warden-replica");
+  const warden::net::Headers d{{"X-Warden-Session", "d"}, {"X-Warden-Replica", now_home}};
+  ASSERT_EQ(c.post("/v1/chat/completions", body, d).header("x-warden-route"), "pinned");
+  HeldStream third(w.port, chat_body(text, 800), {{"X-Warden-Session", "a"}});
+  ASSERT_TRUE(third.wait_started());
+  HeldStream fourth(w.port, chat_body(text, 800), d);
+  ASSERT_TRUE(fourth.wait_started());
+  const auto kept = c.post("/v1/chat/completions", body, {{"X-Warden-Session", "a"}});
+  EXPECT_EQ(kept.header("x-warden-route"), "sticky");
+  EXPECT_EQ(kept.header("x-warden-replica"), now_home);
+}
+
 TEST(GatewayRouting, ClientPinsAreHonoured) {
   auto sim = start_sim(4);
   Warden w(dp_model(sim->port(), 4));

@@ -76,12 +76,25 @@ inline void expect_raw_error(const std::string& raw, int status, bool anthropic)
 }
 
 // `lm-warden sim` with N ranks. `time_scale` < 1 slows the instant preset down so generations stay in
-// flight long enough to observe (0.005 → about 20 ms per output token).
-inline std::unique_ptr<ChildProcess> start_sim(int dp, double time_scale = 1.0, int port = 0) {
-  auto p = std::make_unique<ChildProcess>(std::vector<std::string>{
-      WARDEN_BINARY, "sim", "--port", std::to_string(port), "--data-parallel-size", std::to_string(dp),
-      "--preset", "instant", "--time-scale", std::to_string(time_scale), "--served-model-name", kServed,
-      "--log-level", "warn"});
+// flight long enough to observe (0.005 → about 20 ms per output token). `extra`: more sim options.
+inline std::unique_ptr<ChildProcess> start_sim(int dp, double time_scale = 1.0, int port = 0,
+                                               const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args{WARDEN_BINARY,
+                                "sim",
+                                "--port",
+                                std::to_string(port),
+                                "--data-parallel-size",
+                                std::to_string(dp),
+                                "--preset",
+                                "instant",
+                                "--time-scale",
+                                std::to_string(time_scale),
+                                "--served-model-name",
+                                kServed,
+                                "--log-level",
+                                "warn"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto p = std::make_unique<ChildProcess>(std::move(args));
   p->wait_for_port();
   return p;
 }

@@ -83,6 +83,13 @@ TEST(ModelRuntime, DataParallelScrapeFillsEachRankAndHitRateSinceStart) {
   EXPECT_FALSE(m.replicas()[1].prefix_hit_rate());         // no query since the warden started
   EXPECT_EQ(m.metrics().size(), 2u);
   EXPECT_EQ(m.metrics()[1].running, 1u);
+  // The lifetime count of computed prompt tokens (queries minus hits), for the core's eviction estimate.
+  EXPECT_EQ(r0.metrics.computed_tokens, std::optional<std::uint64_t>(200));
+  EXPECT_EQ(m.metrics()[1].computed_tokens, std::optional<std::uint64_t>(50));
+  auto bad = scrape_for_model(rank_metrics(0, 2, 0, 0.6, 100, 1200), "served");  // more hits than queries
+  ASSERT_TRUE(bad);
+  m.apply_scrape(url, *bad);
+  EXPECT_FALSE(m.replicas()[0].metrics.computed_tokens);
 
   // An engine that does not label series with the configured name: every series counts.
   auto unnamed = scrape_for_model("vllm:num_requests_running{engine=\"1\",model_name=\"x\"} 5\n", "served");

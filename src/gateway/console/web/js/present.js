@@ -93,6 +93,7 @@ export function replicaRow(r, index) {
     prefixHitRate: num(r.prefix_hit_rate),
     balanced: num(r.balanced),
     failover: num(r.failover),
+    rehomed: num(r.rehomed_in),
     heldTokens: num(r.held_tokens),
     peerConversations: num(r.peer_active_conversations),
     kvCapacityTokens: num(r.kv_capacity_tokens),
@@ -143,12 +144,16 @@ export function routingCard(model, nowMs) {
   const sum = (key) => rows.reduce((total, r) => total + (r[key] ?? 0), 0);
   const balanced = sum('balanced');
   const failover = sum('failover');
+  const rehomed = sum('rehomed');
   const other = [];
   if (balanced > 0) {
     other.push(`${formatInt(balanced)} balanced with affinity off`);
   }
   if (failover > 0) {
     other.push(`${formatInt(failover)} retried on another replica (failover)`);
+  }
+  if (rehomed > 0) {
+    other.push(`${formatInt(rehomed)} moved off an overloaded home (rehomed)`);
   }
   return {
     name: model?.name ?? '',

@@ -1,0 +1,50 @@
+#include "core/rebalance.hpp"
+
+#include "core/pick.hpp"
+
+namespace warden::core {
+
+std::uint32_t live_requests(const ReplicaState& replica) {
+  return replica.in_flight + replica.peer_in_flight;
+}
+
+std::uint32_t homed_conversations(const ReplicaState& replica) {
+  return replica.active_conversations + replica.peer_active_conversations;
+}
+
+bool prefix_evicted(const ReplicaState& home, const RequestFacts& facts) {
+  return home.kv_capacity_tokens > 0 && facts.home_computed_since &&
+         *facts.home_computed_since >= home.kv_capacity_tokens;
+}
+
+namespace {
+
+bool overflows(const ReplicaState& home) {
+  return home.kv_capacity_tokens > 0 && home.held_tokens + home.peer_held_tokens > home.kv_capacity_tokens;
+}
+
+}  // namespace
+
+std::optional<ReplicaIndex> rebalance_target(const Snapshot& snapshot, const RequestFacts& facts,
+                                             ReplicaIndex home, Rng& rng) {
+  const ReplicaState& from = snapshot.replicas[home];
+  const bool evicted = prefix_evicted(from, facts);
+  if (!evicted && !overflows(from)) {
+    return std::nullopt;
+  }
+  const auto other = [&](ReplicaIndex i) { return i != home && snapshot.replicas[i].healthy; };
+  const auto load = [](const ReplicaState& r) { return static_cast<double>(live_requests(r)); };
+  const auto target = detail::pick_min(snapshot, other, load, rng);
+  if (!target) {
+    return std::nullopt;
+  }
+  const ReplicaState& to = snapshot.replicas[*target];
+  if (evicted) {
+    return live_requests(to) < live_requests(from) ? target : std::nullopt;
+  }
+  const bool busier = live_requests(to) + 2 <= live_requests(from);
+  const bool holds_more = homed_conversations(to) + 2 <= homed_conversations(from);
+  return busier && holds_more ? target : std::nullopt;
+}
+
+}  // namespace warden::core
