@@ -4,6 +4,7 @@
 #include "core/decide.hpp"
 #include "core/helpers.hpp"
 #include "core/policy.hpp"
+#include "core/rebalance.hpp"
 
 namespace warden::core {
 namespace {
@@ -19,6 +20,7 @@ Case random_case(SplitMixRng& g) {
   RoutingConfig config;
   config.max_num_seqs = static_cast<std::uint32_t>(1 + g.uniform(64));
   config.affinity = g.uniform(4) != 0;
+  config.rebalance = g.uniform(4) != 0;
   if (g.uniform(2) == 0) {
     config.spill_threshold = SpillThreshold{static_cast<std::uint32_t>(1 + g.uniform(16))};
   }
@@ -39,6 +41,9 @@ Case random_case(SplitMixRng& g) {
     c.facts.session = SessionKey{g.next()};
     if (g.uniform(3) != 0) {
       c.facts.home = static_cast<ReplicaIndex>(g.uniform(n + 2));  // sometimes out of range
+      if (g.uniform(2) == 0) {
+        c.facts.home_computed_since = g.uniform(400'000);
+      }
     }
   }
   if (g.uniform(6) == 0) {
@@ -83,10 +88,11 @@ TEST(Properties, InvariantsHoldForEveryPolicy) {
   }
 }
 
-TEST(Properties, AConversationNeverLeavesAHealthyHomeAtOrBelowTheThreshold) {
+TEST(Properties, AConversationLeavesAHealthyHomeOnlyByRebalanceOrAboveTheThreshold) {
   SplitMixRng g(0x5EED);
   SplitMixRng rng(1);
   int checked = 0;
+  int moved = 0;
   for (int i = 0; i < iterations; ++i) {
     const Case c = random_case(g);
     const Snapshot& s = c.snapshot;
@@ -97,6 +103,15 @@ TEST(Properties, AConversationNeverLeavesAHealthyHomeAtOrBelowTheThreshold) {
     const ReplicaState& home = s.replicas[*c.facts.home];
     if (!home.healthy) {
       ASSERT_EQ(d.route, Route::failover);
+      continue;
+    }
+    if (d.route == Route::rehomed) {
+      // A move off an overloaded home goes to a healthy replica with fewer requests in flight.
+      ASSERT_TRUE(s.rebalance);
+      ASSERT_NE(*d.replica, *c.facts.home);
+      ASSERT_TRUE(s.replicas[*d.replica].healthy);
+      ASSERT_LT(live_requests(s.replicas[*d.replica]), live_requests(home));
+      ++moved;
       continue;
     }
     if (home.in_flight <= s.spill_threshold) {
@@ -110,6 +125,7 @@ TEST(Properties, AConversationNeverLeavesAHealthyHomeAtOrBelowTheThreshold) {
     }
   }
   EXPECT_GT(checked, 1000);  // the generator does exercise the rule
+  EXPECT_GT(moved, 0);
 }
 
 TEST(Properties, NewConversationsGoToAMinimalPlacementScore) {

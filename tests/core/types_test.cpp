@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <iterator>
+
 #include "core/types.hpp"
 
 namespace warden::core {
@@ -42,8 +44,10 @@ TEST(SpillThreshold, LabelsForTheConsole) {
 
 TEST(Route, NamesRoundTrip) {
   const Route all[] = {Route::new_conversation, Route::sticky,   Route::spilled, Route::pinned,
-                       Route::balanced,         Route::failover, Route::queued};
-  const char* expected[] = {"new", "sticky", "spilled", "pinned", "balanced", "failover", "queued"};
+                       Route::balanced,         Route::failover, Route::queued,  Route::rehomed};
+  const char* expected[] = {"new",      "sticky",   "spilled", "pinned",
+                            "balanced", "failover", "queued",  "rehomed"};
+  static_assert(std::size(all) == route_count);
   for (std::size_t i = 0; i < route_count; ++i) {
     EXPECT_EQ(route_name(all[i]), expected[i]);
     EXPECT_EQ(parse_route(expected[i]), all[i]);
