@@ -204,6 +204,11 @@ void Router::set_rebalance(bool on) {
   routing_.rebalance = on;
 }
 
+void Router::set_cost_spill(const CostSpill& spill) {
+  std::lock_guard lock(mutex_);
+  routing_.cost_spill = spill;
+}
+
 void Router::set_spill_threshold(SpillThreshold threshold) {
   std::lock_guard lock(mutex_);
   routing_.spill_threshold = threshold;

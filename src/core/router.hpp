@@ -106,6 +106,7 @@ class Router {
   void set_affinity(bool on);
   void set_spill_threshold(SpillThreshold threshold);
   void set_rebalance(bool on);
+  void set_cost_spill(const CostSpill& spill);
   void set_max_num_seqs(std::uint32_t max_num_seqs);
   bool set_policy(std::string_view name);
   void set_admission(const AdmissionConfig& admission);

@@ -73,6 +73,7 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
     row["balanced"] = c.balanced;
     row["failover"] = c.failover;
     row["rehomed_in"] = c.rehomed_in;
+    row["prefill_tokens_per_second"] = r.metrics.prefill_tokens_per_second;
     row["running"] = r.metrics.running;
     row["waiting"] = r.metrics.waiting;
     row["kv_used"] = r.metrics.kv_usage;
@@ -98,6 +99,9 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
   routing["spill_threshold_auto"] = view.routing.spill_threshold.is_auto();
   routing["spill_label"] = view.spill_label;
   routing["rebalance"] = view.routing.rebalance;
+  routing["cost_spill"] = {
+      {"mode", view.routing.cost_spill.enabled ? "on" : "off"},
+      {"margin_s", std::chrono::duration<double>(view.routing.cost_spill.margin).count()}};
   routing["sticky_percent"] = optional_number(view.sticky_percent);
   routing["in_flight"] = in_flight;
   routing["live_sessions"] = view.live_sessions;
@@ -270,6 +274,12 @@ RoutingPatch parse_routing_patch(std::string_view body) {
         return p;
       }
       p.rebalance = value.as_bool();
+    } else if (key == "cost_spill") {
+      if (!value.is_string() || (value.as_string() != "on" && value.as_string() != "off")) {
+        p.error = "cost_spill must be \"on\" or \"off\"";
+        return p;
+      }
+      p.cost_spill = value.as_string() == "on";
     } else if (key == "spill_threshold") {
       std::optional<core::SpillThreshold> t;
       if (value.is_string()) {
@@ -289,14 +299,14 @@ RoutingPatch parse_routing_patch(std::string_view body) {
         return p;
       }
     } else {
-      p.error =
-          fmt::format("unknown field '{}'; expected affinity, spill_threshold, rebalance and/or admission",
-                      std::string_view(key));
+      p.error = fmt::format(
+          "unknown field '{}'; expected affinity, spill_threshold, rebalance, cost_spill and/or admission",
+          std::string_view(key));
       return p;
     }
   }
-  if (!p.affinity && !p.spill_threshold && !p.rebalance && !p.changes_admission()) {
-    p.error = "nothing to change; expected affinity, spill_threshold, rebalance and/or admission";
+  if (!p.affinity && !p.spill_threshold && !p.rebalance && !p.cost_spill && !p.changes_admission()) {
+    p.error = "nothing to change; expected affinity, spill_threshold, rebalance, cost_spill and/or admission";
   }
   return p;
 }

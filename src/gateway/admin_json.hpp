@@ -32,6 +32,7 @@ boost::json::object v1_models_json(const Config& config, std::int64_t created_un
 struct RoutingPatch {
   std::optional<bool> affinity;
   std::optional<bool> rebalance;
+  std::optional<bool> cost_spill;
   std::optional<core::SpillThreshold> spill_threshold;
   std::optional<bool> admission_enabled;
   std::optional<std::uint32_t> admission_max_queue;

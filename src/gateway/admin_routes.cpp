@@ -239,10 +239,10 @@ net::Response Gateway::Admin::logs(const Call& c) {
 
 net::Response Gateway::Admin::routing(const Call& c) {
   if (c.req.method() != http::verb::patch && c.req.method() != http::verb::put) {
-    throw AdminError{
-        405,
-        "use PATCH with {\"affinity\": bool, \"spill_threshold\": \"auto\"|N, \"rebalance\": bool, "
-        "\"admission\": \"off\"|\"auto\"|{...}}"};
+    throw AdminError{405,
+                     "use PATCH with {\"affinity\": bool, \"spill_threshold\": \"auto\"|N, \"rebalance\": "
+                     "bool, \"cost_spill\": \"on\"|\"off\", "
+                     "\"admission\": \"off\"|\"auto\"|{...}}"};
   }
   if (c.gateway.config_.admin_token.empty()) {
     throw AdminError{403, "admin changes are disabled: no admin_token is configured"};
@@ -265,6 +265,11 @@ net::Response Gateway::Admin::routing(const Call& c) {
   if (p.rebalance) {
     m.router().set_rebalance(*p.rebalance);
   }
+  if (p.cost_spill) {
+    core::CostSpill spill = m.router().routing_config().cost_spill;
+    spill.enabled = *p.cost_spill;
+    m.router().set_cost_spill(spill);
+  }
   if (p.changes_admission()) {
     const core::AdmissionConfig admission = p.applied_to(m.router().routing_config().admission);
     m.router().set_admission(admission);
@@ -273,9 +278,10 @@ net::Response Gateway::Admin::routing(const Call& c) {
   c.gateway.save_routing(m);
   c.gateway.retry_queued(m);  // a held request may go under the new rules
   const auto rc = m.router().routing_config();
-  spdlog::info("routing changed model={} affinity={} spill_threshold={} rebalance={} admission={}",
-               m.config().name, rc.affinity, rc.spill_threshold.to_string(), rc.rebalance,
-               rc.admission.enabled ? "auto" : "off");
+  spdlog::info(
+      "routing changed model={} affinity={} spill_threshold={} rebalance={} cost_spill={} admission={}",
+      m.config().name, rc.affinity, rc.spill_threshold.to_string(), rc.rebalance,
+      rc.cost_spill.enabled ? "on" : "off", rc.admission.enabled ? "auto" : "off");
   return json_response(c.req, 200, card(c.gateway, m, now));
 }
 

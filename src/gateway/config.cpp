@@ -313,13 +313,40 @@ void parse_admission(Validator& v, const YAML::Node& n, const std::string& where
   }
 }
 
+// `cost_spill: off | on`, or the map {mode: off|on, margin: 2s}.
+void parse_cost_spill(Validator& v, const YAML::Node& n, const std::string& where, core::CostSpill& out) {
+  auto mode = [&](const YAML::Node& m, const std::string& w) {
+    if (m.IsScalar() && (m.Scalar() == "off" || m.Scalar() == "on")) {
+      out.enabled = m.Scalar() == "on";
+    } else {
+      v.error(m, fmt::format("{} must be off or on", w));
+    }
+  };
+  if (!n.IsMap()) {
+    mode(n, where);
+    return;
+  }
+  v.known_keys(n, where, {"mode", "margin"});
+  if (auto m = n["mode"]) {
+    mode(m, where + ".mode");
+  }
+  if (auto d = n["margin"]) {
+    if (auto w = v.duration(d, where + ".margin", std::chrono::milliseconds(0))) {
+      out.margin = std::chrono::duration_cast<core::Time>(*w);
+    }
+  }
+}
+
 void parse_routing(Validator& v, const YAML::Node& n, const std::string& where, core::RoutingConfig& out) {
   if (!v.expect_map(n, where)) {
     return;
   }
-  v.known_keys(n, where, {"affinity", "spill_threshold", "rebalance", "policy", "admission"});
+  v.known_keys(n, where, {"affinity", "spill_threshold", "rebalance", "cost_spill", "policy", "admission"});
   if (auto a = n["admission"]) {
     parse_admission(v, a, where + ".admission", out.admission);
+  }
+  if (auto c = n["cost_spill"]) {
+    parse_cost_spill(v, c, where + ".cost_spill", out.cost_spill);
   }
   if (auto p = n["policy"]) {
     if (auto name = v.string(p, where + ".policy")) {

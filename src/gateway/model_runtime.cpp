@@ -97,6 +97,16 @@ std::optional<std::uint64_t> computed_tokens(const protocol::VllmRank& rank) {
   return static_cast<std::uint64_t>(queries - hits);
 }
 
+// The rank's prefill rate, from the same counters and its waiting requests (core::PrefillRate).
+void observe_prefill(ReplicaRuntime& r, const protocol::VllmRank& rank, core::Time now) {
+  if (!r.metrics.computed_tokens) {
+    return;
+  }
+  const auto queries = static_cast<std::uint64_t>(*rank.prefix_cache_queries_total);
+  r.prefill_rate.observe(now, queries, queries - *r.metrics.computed_tokens, r.metrics.waiting);
+  r.metrics.prefill_tokens_per_second = r.prefill_rate.tokens_per_second();
+}
+
 }  // namespace
 
 void ModelRuntime::apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank) {
@@ -123,7 +133,7 @@ void ModelRuntime::apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank)
   }
 }
 
-bool ModelRuntime::apply_scrape(const UpstreamUrl& url, const protocol::VllmScrape& scrape) {
+bool ModelRuntime::apply_scrape(const UpstreamUrl& url, const protocol::VllmScrape& scrape, core::Time now) {
   const auto indices = replicas_of(url);
   bool recovered = false;
   for (int i : indices) {
@@ -147,6 +157,7 @@ bool ModelRuntime::apply_scrape(const UpstreamUrl& url, const protocol::VllmScra
     }
     if (rank) {
       apply_rank(r, *rank);
+      observe_prefill(r, *rank, now);
     }
   }
   return recovered;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/prefill_rate.hpp"
 #include "core/router.hpp"
 #include "gateway/config.hpp"
 #include "gateway/prefix_watch.hpp"
@@ -40,6 +41,7 @@ struct ReplicaRuntime {
   CounterDelta prefix_queries;
   std::optional<std::int64_t> num_gpu_blocks;
   std::optional<std::int64_t> block_size;
+  core::PrefillRate prefill_rate;  // fills metrics.prefill_tokens_per_second (cost-aware spill)
 
   // Prefix-cache hit rate since the warden started (nullopt before any query was counted).
   std::optional<double> prefix_hit_rate() const;
@@ -59,7 +61,9 @@ class ModelRuntime {
   // A successful scrape of `url` (one body, already parsed for this model's served name). Updates every
   // replica served by that URL; in DP mode rank r is the series with engine="r".
   // Returns true if a replica was unhealthy and is healthy again.
-  bool apply_scrape(const UpstreamUrl& url, const protocol::VllmScrape& scrape);
+  // `now` (steady clock) times the prefill rate measured from the engines' counters.
+  bool apply_scrape(const UpstreamUrl& url, const protocol::VllmScrape& scrape,
+                    core::Time now = std::chrono::steady_clock::now().time_since_epoch());
   // A failed scrape or a failed connect to `url`: after `unhealthy_after` in a row its replicas are
   // marked unhealthy. A replica recovers on its next successful scrape. Returns true if a replica just
   // became unhealthy.

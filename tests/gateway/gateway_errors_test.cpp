@@ -324,6 +324,10 @@ TEST(GatewayErrors, AdminApiValidatesItsInput) {
   EXPECT_EQ(patch("/api/models/m/routing", R"({"colour": "red"})", token), 400u);
   EXPECT_EQ(patch("/api/models/m/routing", R"({"spill_threshold": 3})", token), 200u);
   EXPECT_EQ(card(w.port).at("routing").at("spill_threshold").to_number<int>(), 3);
+  EXPECT_EQ(patch("/api/models/m/routing", R"({"rebalance": "yes"})", token), 400u);
+  EXPECT_EQ(patch("/api/models/m/routing", R"({"cost_spill": true})", token), 400u);
+  EXPECT_EQ(patch("/api/models/m/routing", R"({"cost_spill": "on"})", token), 200u);
+  EXPECT_EQ(card(w.port).at("routing").at("cost_spill").at("mode").as_string(), "on");
   EXPECT_EQ(c.get("/api/models/nope").status, 404u);
   EXPECT_EQ(c.get("/api/stats?model=m&window=abc").status, 400u);
   EXPECT_EQ(c.get("/api/stats?model=zzz").status, 404u);

@@ -86,6 +86,13 @@ TEST(ModelRuntime, DataParallelScrapeFillsEachRankAndHitRateSinceStart) {
   // The lifetime count of computed prompt tokens (queries minus hits), for the core's eviction estimate.
   EXPECT_EQ(r0.metrics.computed_tokens, std::optional<std::uint64_t>(200));
   EXPECT_EQ(m.metrics()[1].computed_tokens, std::optional<std::uint64_t>(50));
+  // The prefill rate: computed tokens per second over scrape intervals with requests waiting at both ends.
+  EXPECT_EQ(r0.metrics.prefill_tokens_per_second, 0.0);
+  using std::chrono::seconds;
+  m.apply_scrape(url, *scrape_for_model(rank_metrics(0, 2, 3, 0.9, 2000, 1200), "served"), seconds(10));
+  m.apply_scrape(url, *scrape_for_model(rank_metrics(0, 2, 3, 0.9, 6000, 1200), "served"), seconds(12));
+  EXPECT_GT(r0.metrics.prefill_tokens_per_second, 0.0);
+  EXPECT_LE(r0.metrics.prefill_tokens_per_second, 2000.0);  // (6000 - 2000) tokens in 2 s, smoothed
   auto bad = scrape_for_model(rank_metrics(0, 2, 0, 0.6, 100, 1200), "served");  // more hits than queries
   ASSERT_TRUE(bad);
   m.apply_scrape(url, *bad);
