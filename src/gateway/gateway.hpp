@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -150,6 +151,8 @@ class Gateway {
                                              const core::Decision& d, PlacementTurn* turn);
   void share_changes(ModelRuntime& m, const core::SessionChanges& changes);
   void share_resync();
+  void adopt_shared_homes(ModelRuntime& m, std::span<const core::SessionRecord> mine,
+                          const std::optional<RedisReplies>& replies, std::size_t stride);
   void take_peer_loads(ModelRuntime& m, const RedisReply* fields);
   RedisCommand load_command(ModelRuntime& m);
   void finish_request(RequestRecord& record);

@@ -265,8 +265,25 @@ asio::awaitable<bool> Gateway::share_placement(ModelRuntime& m, const core::Requ
   co_return true;
 }
 
+// `replies` to a pipeline that wrote each of `mine` set-if-absent, reading what was there (every
+// `stride`-th reply): where Redis holds another home (another warden placed it first, or moved it since),
+// that one is adopted, unless this warden moved the conversation meanwhile itself.
+void Gateway::adopt_shared_homes(ModelRuntime& m, std::span<const core::SessionRecord> mine,
+                                 const std::optional<RedisReplies>& replies, std::size_t stride) {
+  const auto now = Clock::now().time_since_epoch();
+  for (std::size_t i = 0; replies && i < mine.size() && i * stride < replies->size(); ++i) {
+    const RedisReply& reply = (*replies)[i * stride];
+    const auto theirs = reply.type == RedisReply::Type::string ? parse_home(reply.text) : std::nullopt;
+    const core::SessionRecord& r = mine[i];
+    if (theirs && *theirs != r.entry.home && *theirs < m.replicas().size() &&
+        m.router().home_of(r.key, now) == r.entry.home) {
+      m.router().adopt_home(r.key, *theirs, r.entry.prompt_tokens, now);
+    }
+  }
+}
+
 // Every second (flush()): homes seen since the last flush are kept alive (written if absent, expiry pushed
-// back), this warden's load is published and the others' read.
+// back, and another warden's newer home adopted), this warden's load is published and the others' read.
 void Gateway::share_changes(ModelRuntime& m, const core::SessionChanges& changes) {
   if (!shared_) {
     return;
@@ -275,14 +292,19 @@ void Gateway::share_changes(ModelRuntime& m, const core::SessionChanges& changes
   const std::string& name = m.config().name;
   const std::string ttl = ms_text(m.router().session_config().idle_ttl);
   for (std::size_t at = 0; at < changes.changed.size(); at += kBatch) {
+    const auto records = std::make_shared<std::vector<core::SessionRecord>>(
+        changes.changed.begin() + static_cast<std::ptrdiff_t>(at),
+        changes.changed.begin() + static_cast<std::ptrdiff_t>(std::min(changes.changed.size(), at + kBatch)));
     std::vector<RedisCommand> batch;
-    for (std::size_t i = at; i < std::min(changes.changed.size(), at + kBatch); ++i) {
-      const core::SessionRecord& r = changes.changed[i];
+    for (const core::SessionRecord& r : *records) {
       const std::string key = home_key(prefix, name, r.key);
-      batch.push_back({"SET", key, std::to_string(r.entry.home), "PX", ttl, "NX"});
+      batch.push_back({"SET", key, std::to_string(r.entry.home), "PX", ttl, "NX", "GET"});
       batch.push_back({"PEXPIRE", key, ttl});
     }
-    shared_->send(std::move(batch));
+    // Another warden may have moved one of these conversations since this one last routed it.
+    shared_->send(std::move(batch), [this, &m, records](std::optional<RedisReplies> r) {
+      adopt_shared_homes(m, *records, r, 2);
+    });
   }
   const std::string load = load_key(prefix, name);
   shared_->send({load_command(m), {"PEXPIRE", load, ms_text(kLoadForgetAfter)}, {"HGETALL", load}},
@@ -317,15 +339,7 @@ void Gateway::share_resync() {
       }
       ++*left;
       shared_->send(std::move(batch), [this, &m, records, at, end, finished](std::optional<RedisReplies> r) {
-        for (std::size_t i = at; r && i < end && i - at < r->size(); ++i) {
-          const auto theirs = parse_home((*r)[i - at].text);
-          const core::SessionRecord& mine = (*records)[i];
-          if ((*r)[i - at].type == RedisReply::Type::string && theirs && *theirs != mine.entry.home &&
-              *theirs < m.replicas().size()) {
-            m.router().adopt_home(mine.key, *theirs, mine.entry.prompt_tokens,
-                                  Clock::now().time_since_epoch());
-          }
-        }
+        adopt_shared_homes(m, std::span(*records).subspan(at, end - at), r, 1);
         finished();
       });
     }

@@ -391,6 +391,27 @@ TEST(GatewaySharedState, ARestartedWardenPublishesTheHomesItKeptToAnEmptyRedis) 
   }
 }
 
+// A warden that moved a conversation (rebalance, failover) wrote its new home; a warden that knows the old
+// one follows it once it keeps the conversation alive in Redis (its next flush after a turn there).
+TEST(GatewaySharedState, AHomeAnotherWardenMovedIsFollowedAfterTheNextKeepAlive) {
+  TwoWardens w;
+  const Turn first = send_turn(w.a.port, "moved", 1);
+  ASSERT_EQ(first.status, 200u);
+  ASSERT_EQ(send_turn(w.b.port, "moved", 2).replica, first.replica);  // both know its home
+  RedisClient c(w.redis.port);
+  std::string key = c.run({"KEYS", "t:home:m:*"});
+  ASSERT_GT(key.size(), 2u) << key;
+  key = key.substr(1, key.size() - 2);
+  const std::string other = std::to_string((std::stoi(first.replica) + 1) % 4);
+  ASSERT_EQ(c.run({"SET", key, other, "PX", "600000"}), "OK");  // what a warden moving it writes
+  int turn = 3;
+  for (int port : {w.a.port, w.b.port}) {
+    EXPECT_TRUE(wait_until([&] { return send_turn(port, "moved", turn++).replica == other; })) << port;
+    EXPECT_EQ(send_turn(port, "moved", turn++).route, "sticky");
+  }
+  EXPECT_EQ(c.run({"GET", key}), other);
+}
+
 TEST(GatewaySharedState, TwoWardensFailingOverOneConversationAgreeOnItsNewHome) {
   Redis redis;
   std::vector<std::unique_ptr<ChildProcess>> sims;
