@@ -197,6 +197,8 @@ test('balanced and failover requests, which have no column, are named under the 
   assert.equal(routingCard({ routing: { replicas } }, 0).otherText, '');
   const card = routingCard({ routing: { replicas: [{ index: 0, balanced: 1200 }, { index: 1, balanced: 3, failover: 1 }] } }, 0);
   assert.equal(card.otherText, 'Not in the columns above: 1,203 balanced with affinity off; 1 retried on another replica (failover).');
+  const moved = routingCard({ routing: { replicas: [{ index: 0, sticky: 9 }, { index: 1, rehomed_in: 2 }] } }, 0);
+  assert.equal(moved.otherText, 'Not in the columns above: 2 moved off an overloaded home (rehomed).');
 });
 
 test('launch states read as words with a tone; unknown ones are shown as given', () => {
