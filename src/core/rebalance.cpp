@@ -8,13 +8,11 @@ std::uint32_t live_requests(const ReplicaState& replica) {
   return replica.in_flight + replica.peer_in_flight;
 }
 
-std::uint32_t homed_conversations(const ReplicaState& replica) {
-  return replica.active_conversations + replica.peer_active_conversations;
-}
-
 bool prefix_evicted(const ReplicaState& home, const RequestFacts& facts) {
-  return home.kv_capacity_tokens > 0 && facts.home_computed_since &&
-         *facts.home_computed_since >= home.kv_capacity_tokens;
+  // With N wardens sharing the turns, the previous turn this warden saw may be N turns back, and the count
+  // since then holds the other wardens' turns of the conversation too: the bound is N capacities.
+  const std::uint64_t bound = home.kv_capacity_tokens * (1 + std::uint64_t{home.peer_wardens});
+  return home.kv_capacity_tokens > 0 && facts.home_computed_since && *facts.home_computed_since >= bound;
 }
 
 namespace {
@@ -43,7 +41,8 @@ std::optional<ReplicaIndex> rebalance_target(const Snapshot& snapshot, const Req
     return live_requests(to) < live_requests(from) ? target : std::nullopt;
   }
   const bool busier = live_requests(to) + 2 <= live_requests(from);
-  const bool holds_more = homed_conversations(to) + 2 <= homed_conversations(from);
+  // This warden's own conversations: the other wardens' counts include those both have seen, twice.
+  const bool holds_more = to.active_conversations + 2 <= from.active_conversations;
   return busier && holds_more ? target : std::nullopt;
 }
 

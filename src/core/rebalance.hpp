@@ -11,12 +11,11 @@ namespace warden::core {
 
 /// Requests in flight on `replica` from every warden (this one's and the others' in the shared state).
 [[nodiscard]] std::uint32_t live_requests(const ReplicaState& replica);
-/// Conversations homed on `replica` and active, at every warden.
-[[nodiscard]] std::uint32_t homed_conversations(const ReplicaState& replica);
 
 /// Whether the home has certainly lost this conversation's prefix: it computed at least its KV capacity in
 /// other requests' prompt tokens since the conversation's previous turn there (LRU has reused every block
-/// since), as the engine's own counters say.
+/// since), as the engine's own counters say; with other wardens (peer_wardens), that many capacities more,
+/// as the previous turn this warden saw may be several turns back.
 [[nodiscard]] bool prefix_evicted(const ReplicaState& home, const RequestFacts& facts);
 
 /// Rule 5, first (snapshot.rebalance): whether the conversation leaves its home for good (route `rehomed`)
@@ -24,7 +23,8 @@ namespace warden::core {
 /// - its prefix is gone from the home (prefix_evicted): moving costs nothing, so it moves when the home has
 ///   at least 1 request in flight more (the turn starts sooner, as with vLLM's balancer);
 /// - the home's working set overflows its KV capacity (held tokens of every warden > capacity) and the
-///   home has at least 2 more conversations homed and 2 more requests in flight: a lasting imbalance (homes
+///   home has at least 2 more conversations homed (this warden's: the others' counts hold those both saw
+///   twice) and 2 more requests in flight (every warden's): a lasting imbalance (homes
 ///   kept from an earlier placement), not the moment-to-moment swing of requests in flight, which would
 ///   cost prefixes that are still cached. A move narrows both gaps by 2, so it is never undone.
 /// nullopt = the home keeps it.

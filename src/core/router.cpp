@@ -57,6 +57,7 @@ void Router::build_snapshot(std::span<const ReplicaMetrics> metrics, Time now) {
     state.peer_in_flight = m.peer_in_flight;
     state.peer_active_conversations = m.peer_active_conversations;
     state.peer_held_tokens = m.peer_held_tokens;
+    state.peer_wardens = m.peer_wardens;
     state.prefill_backlog_tokens = prefill_backlog_[i];
     state.prefill_tokens_per_second =
         std::isfinite(m.prefill_tokens_per_second) ? std::max(0.0, m.prefill_tokens_per_second) : 0.0;

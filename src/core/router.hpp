@@ -37,6 +37,7 @@ struct ReplicaMetrics {
   std::uint32_t peer_in_flight = 0;
   std::uint32_t peer_active_conversations = 0;
   std::uint64_t peer_held_tokens = 0;
+  std::uint32_t peer_wardens = 0;  ///< other wardens whose load is fresh
   /// Prefill tokens per second, from the replica's counters (a PrefillRate the poller keeps); 0 = unknown.
   double prefill_tokens_per_second = 0.0;
   /// Prompt tokens the engine computed since it started (`vllm:prefix_cache_queries_total` minus

@@ -45,6 +45,9 @@ struct ReplicaState {
   std::uint32_t peer_in_flight = 0;
   std::uint32_t peer_active_conversations = 0;
   std::uint64_t peer_held_tokens = 0;
+  /// How many other wardens published a fresh load (0 with one warden). Each sees only some of a
+  /// conversation's turns when a load balancer spreads them.
+  std::uint32_t peer_wardens = 0;
   /// Prompt tokens still to prefill for the warden's requests on this replica that have no first token yet
   /// (each counted as its expected uncached part; kept by the Router).
   std::uint64_t prefill_backlog_tokens = 0;

@@ -93,6 +93,7 @@ RedisCommand Gateway::load_command(ModelRuntime& m) {
 void Gateway::take_peer_loads(ModelRuntime& m, const RedisReply* fields) {
   std::vector<ReplicaLoad> sum(m.replicas().size());
   std::vector<std::string> forget;
+  std::uint32_t peers = 0;
   const std::int64_t now = unix_ms_now();
   for (std::size_t i = 0; fields != nullptr && i + 1 < fields->elements.size(); i += 2) {
     const std::string& warden = fields->elements[i].text;
@@ -104,6 +105,7 @@ void Gateway::take_peer_loads(ModelRuntime& m, const RedisReply* fields) {
       forget.push_back(warden);
     } else if (now - load->unix_ms <= std::chrono::milliseconds(kLoadTtl).count()) {
       add_load(sum, load->replicas, sum.size());
+      ++peers;
     }
   }
   for (std::size_t i = 0; i < sum.size(); ++i) {
@@ -111,6 +113,7 @@ void Gateway::take_peer_loads(ModelRuntime& m, const RedisReply* fields) {
     r.peer_in_flight = sum[i].in_flight;
     r.peer_active_conversations = sum[i].active_conversations;
     r.peer_held_tokens = sum[i].held_tokens;
+    r.peer_wardens = peers;
   }
   if (!forget.empty()) {
     RedisCommand hdel{"HDEL", load_key(shared_->config().prefix, m.config().name)};

@@ -51,6 +51,14 @@ TEST(Rebalance, APrefixIsEvictedOnceTheHomeComputedItsCapacitySince) {
   EXPECT_TRUE(prefix_evicted(home, turn(kCapacity)));
 }
 
+TEST(Rebalance, WithOtherWardensEvictionTakesThatManyCapacitiesMore) {
+  ReplicaState home;
+  home.kv_capacity_tokens = kCapacity;
+  home.peer_wardens = 1;  // two wardens: the turn this one saw last may be two turns back
+  EXPECT_FALSE(prefix_evicted(home, turn(2 * kCapacity - 1)));
+  EXPECT_TRUE(prefix_evicted(home, turn(2 * kCapacity)));
+}
+
 TEST(Rebalance, AnEvictedConversationGoesWhereFewerRequestsAreInFlight) {
   ScriptedRng rng;
   const Snapshot s = loads({3, 2, 1}, {1, 1, 1}, 0);
@@ -87,9 +95,12 @@ TEST(Rebalance, CountsTheOtherWardensAndNeverMovesToAnUnhealthyReplica) {
   EXPECT_EQ(decide(s, turn(kCapacity), rng), routed(0, Route::sticky));
   s.replicas[0].peer_in_flight = 1;
   EXPECT_EQ(decide(s, turn(kCapacity), rng), routed(2, Route::rehomed));
-  Snapshot held = loads({4, 2}, {2, 2}, 0);
+  Snapshot held = loads({4, 2}, {4, 2}, 0);
+  EXPECT_EQ(decide(held, turn(), rng), routed(0, Route::sticky));  // fits
   held.replicas[0].peer_held_tokens = kCapacity + 1;  // the other wardens' conversations overflow it
-  held.replicas[0].peer_active_conversations = 2;
+  EXPECT_EQ(decide(held, turn(), rng), routed(1, Route::rehomed));
+  // The conversations homed are this warden's own: the others' counts hold those both saw twice.
+  held.replicas[1].peer_active_conversations = 5;
   EXPECT_EQ(decide(held, turn(), rng), routed(1, Route::rehomed));
 }
 
