@@ -17,8 +17,9 @@ bool prefix_evicted(const ReplicaState& home, const RequestFacts& facts) {
 
 namespace {
 
+// By this warden's own conversations: the other wardens' figures hold those both have seen, twice.
 bool overflows(const ReplicaState& home) {
-  return home.kv_capacity_tokens > 0 && home.held_tokens + home.peer_held_tokens > home.kv_capacity_tokens;
+  return home.kv_capacity_tokens > 0 && home.held_tokens > home.kv_capacity_tokens;
 }
 
 }  // namespace
@@ -41,7 +42,6 @@ std::optional<ReplicaIndex> rebalance_target(const Snapshot& snapshot, const Req
     return live_requests(to) < live_requests(from) ? target : std::nullopt;
   }
   const bool busier = live_requests(to) + 2 <= live_requests(from);
-  // This warden's own conversations: the other wardens' counts include those both have seen, twice.
   const bool holds_more = to.active_conversations + 2 <= from.active_conversations;
   return busier && holds_more ? target : std::nullopt;
 }

@@ -22,11 +22,12 @@ namespace warden::core {
 /// and for which healthy replica, the one with the fewest requests in flight (ties by RNG). Two cases:
 /// - its prefix is gone from the home (prefix_evicted): moving costs nothing, so it moves when the home has
 ///   at least 1 request in flight more (the turn starts sooner, as with vLLM's balancer);
-/// - the home's working set overflows its KV capacity (held tokens of every warden > capacity) and the
-///   home has at least 2 more conversations homed (this warden's: the others' counts hold those both saw
-///   twice) and 2 more requests in flight (every warden's): a lasting imbalance (homes
+/// - the home's working set overflows its KV capacity (held tokens > capacity) and the home has at least 2
+///   more conversations homed and 2 more requests in flight (every warden's): a lasting imbalance (homes
 ///   kept from an earlier placement), not the moment-to-moment swing of requests in flight, which would
 ///   cost prefixes that are still cached. A move narrows both gaps by 2, so it is never undone.
+/// Working sets and conversations are this warden's own (held_tokens, active_conversations): the other
+/// wardens' figures hold the conversations both have seen twice, and would move conversations that fit.
 /// nullopt = the home keeps it.
 [[nodiscard]] std::optional<ReplicaIndex> rebalance_target(const Snapshot& snapshot,
                                                            const RequestFacts& facts, ReplicaIndex home,

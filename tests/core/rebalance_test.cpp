@@ -95,11 +95,12 @@ TEST(Rebalance, CountsTheOtherWardensAndNeverMovesToAnUnhealthyReplica) {
   EXPECT_EQ(decide(s, turn(kCapacity), rng), routed(0, Route::sticky));
   s.replicas[0].peer_in_flight = 1;
   EXPECT_EQ(decide(s, turn(kCapacity), rng), routed(2, Route::rehomed));
-  Snapshot held = loads({4, 2}, {4, 2}, 0);
-  EXPECT_EQ(decide(held, turn(), rng), routed(0, Route::sticky));  // fits
-  held.replicas[0].peer_held_tokens = kCapacity + 1;  // the other wardens' conversations overflow it
-  EXPECT_EQ(decide(held, turn(), rng), routed(1, Route::rehomed));
-  // The conversations homed are this warden's own: the others' counts hold those both saw twice.
+  // Working sets and conversations homed are this warden's own: the others' figures hold those both saw
+  // twice.
+  Snapshot held = loads({4, 2}, {4, 2}, kCapacity);
+  held.replicas[0].peer_held_tokens = kCapacity;
+  EXPECT_EQ(decide(held, turn(), rng), routed(0, Route::sticky));
+  held.replicas[0].held_tokens = kCapacity + 1;
   held.replicas[1].peer_active_conversations = 5;
   EXPECT_EQ(decide(held, turn(), rng), routed(1, Route::rehomed));
 }
