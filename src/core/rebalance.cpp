@@ -9,15 +9,12 @@ std::uint32_t live_requests(const ReplicaState& replica) {
 }
 
 bool prefix_evicted(const ReplicaState& home, const RequestFacts& facts) {
-  // With N wardens sharing the turns, the previous turn this warden saw may be N turns back, and the count
-  // since then holds the other wardens' turns of the conversation too: the bound is N capacities.
-  const std::uint64_t bound = home.kv_capacity_tokens * (1 + std::uint64_t{home.peer_wardens});
-  return home.kv_capacity_tokens > 0 && facts.home_computed_since && *facts.home_computed_since >= bound;
+  return home.kv_capacity_tokens > 0 && facts.home_computed_since &&
+         *facts.home_computed_since >= home.kv_capacity_tokens;
 }
 
 namespace {
 
-// By this warden's own conversations: the other wardens' figures hold those both have seen, twice.
 bool overflows(const ReplicaState& home) {
   return home.kv_capacity_tokens > 0 && home.held_tokens > home.kv_capacity_tokens;
 }
@@ -27,6 +24,11 @@ bool overflows(const ReplicaState& home) {
 std::optional<ReplicaIndex> rebalance_target(const Snapshot& snapshot, const RequestFacts& facts,
                                              ReplicaIndex home, Rng& rng) {
   const ReplicaState& from = snapshot.replicas[home];
+  // Several wardens each see part of a conversation's turns and count the conversations both saw twice:
+  // measured, their moves cost more than they bought, so a warden with peers keeps its conversations home.
+  if (from.peer_wardens > 0) {
+    return std::nullopt;
+  }
   const bool evicted = prefix_evicted(from, facts);
   if (!evicted && !overflows(from)) {
     return std::nullopt;

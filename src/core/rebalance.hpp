@@ -14,8 +14,7 @@ namespace warden::core {
 
 /// Whether the home has certainly lost this conversation's prefix: it computed at least its KV capacity in
 /// other requests' prompt tokens since the conversation's previous turn there (LRU has reused every block
-/// since), as the engine's own counters say; with other wardens (peer_wardens), that many capacities more,
-/// as the previous turn this warden saw may be several turns back.
+/// since), as the engine's own counters say.
 [[nodiscard]] bool prefix_evicted(const ReplicaState& home, const RequestFacts& facts);
 
 /// Rule 5, first (snapshot.rebalance): whether the conversation leaves its home for good (route `rehomed`)
@@ -26,9 +25,9 @@ namespace warden::core {
 ///   more conversations homed and 2 more requests in flight (every warden's): a lasting imbalance (homes
 ///   kept from an earlier placement), not the moment-to-moment swing of requests in flight, which would
 ///   cost prefixes that are still cached. A move narrows both gaps by 2, so it is never undone.
-/// Working sets and conversations are this warden's own (held_tokens, active_conversations): the other
-/// wardens' figures hold the conversations both have seen twice, and would move conversations that fit.
-/// nullopt = the home keeps it.
+/// Only a warden on its own moves conversations (peer_wardens == 0): with several, each sees part of a
+/// conversation's turns and their shared figures count a conversation both saw twice, and the moves
+/// measured cost more prefix hits than they bought (docs/bench.md). nullopt = the home keeps it.
 [[nodiscard]] std::optional<ReplicaIndex> rebalance_target(const Snapshot& snapshot,
                                                            const RequestFacts& facts, ReplicaIndex home,
                                                            Rng& rng);

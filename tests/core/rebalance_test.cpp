@@ -51,12 +51,14 @@ TEST(Rebalance, APrefixIsEvictedOnceTheHomeComputedItsCapacitySince) {
   EXPECT_TRUE(prefix_evicted(home, turn(kCapacity)));
 }
 
-TEST(Rebalance, WithOtherWardensEvictionTakesThatManyCapacitiesMore) {
-  ReplicaState home;
-  home.kv_capacity_tokens = kCapacity;
-  home.peer_wardens = 1;  // two wardens: the turn this one saw last may be two turns back
-  EXPECT_FALSE(prefix_evicted(home, turn(2 * kCapacity - 1)));
-  EXPECT_TRUE(prefix_evicted(home, turn(2 * kCapacity)));
+TEST(Rebalance, AWardenWithPeersKeepsItsConversationsHome) {
+  ScriptedRng rng;
+  Snapshot s = loads({4, 0}, {4, 0}, 2 * kCapacity);
+  ASSERT_EQ(decide(s, turn(kCapacity), rng), routed(1, Route::rehomed));
+  for (auto& r : s.replicas) {
+    r.peer_wardens = 1;
+  }
+  EXPECT_EQ(decide(s, turn(kCapacity), rng), routed(0, Route::sticky));
 }
 
 TEST(Rebalance, AnEvictedConversationGoesWhereFewerRequestsAreInFlight) {
@@ -86,23 +88,13 @@ TEST(Rebalance, AnOverflowingHomeGivesAConversationAwayOnlyWhenItHoldsAndRunsTwo
   EXPECT_EQ(decide(after, back, rng), routed(1, Route::sticky));
 }
 
-TEST(Rebalance, CountsTheOtherWardensAndNeverMovesToAnUnhealthyReplica) {
+TEST(Rebalance, NeverMovesToAnUnhealthyReplica) {
   ScriptedRng rng;
   Snapshot s = loads({3, 0, 1}, {1, 1, 1}, 0);
   s.replicas[1].healthy = false;
   EXPECT_EQ(decide(s, turn(kCapacity), rng), routed(2, Route::rehomed));
-  s.replicas[2].peer_in_flight = 2;  // 1 + 2 there: no fewer than the home's 3
+  s.replicas[2].healthy = false;
   EXPECT_EQ(decide(s, turn(kCapacity), rng), routed(0, Route::sticky));
-  s.replicas[0].peer_in_flight = 1;
-  EXPECT_EQ(decide(s, turn(kCapacity), rng), routed(2, Route::rehomed));
-  // Working sets and conversations homed are this warden's own: the others' figures hold those both saw
-  // twice.
-  Snapshot held = loads({4, 2}, {4, 2}, kCapacity);
-  held.replicas[0].peer_held_tokens = kCapacity;
-  EXPECT_EQ(decide(held, turn(), rng), routed(0, Route::sticky));
-  held.replicas[0].held_tokens = kCapacity + 1;
-  held.replicas[1].peer_active_conversations = 5;
-  EXPECT_EQ(decide(held, turn(), rng), routed(1, Route::rehomed));
 }
 
 TEST(Rebalance, SwitchedOffAConversationStaysOrSpillsByCountOnly) {
