@@ -6,6 +6,7 @@
 # LEVELS (4,8,16), DURATION (3m per level, model time), TIME_SCALE (10), SEED (1) and OUT (the folder for
 # the reports, state/bench-wardens) can be set; at the defaults it takes about three minutes. SHARED_STATE=0
 # runs the two wardens without Redis, each placing conversations on its own: what the shared state prevents.
+# ROUTING='{"rebalance": false}' (an admin PATCH body) changes every warden's routing before each run.
 set -euo pipefail
 bin=${1:-build/lm-warden}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -80,7 +81,18 @@ save_metrics() {
 
 mkdir -p "$out"
 echo "== one warden (${levels} sessions, ${duration} each, time scale ${time_scale})" >&2
+# ROUTING, if set, on every warden of the current setup (the demo's admin token).
+patch_routing() {
+  local url
+  [[ -n "${ROUTING:-}" ]] || return 0
+  for url in ${warden_urls//,/ }; do
+    curl -sf -X PATCH -H 'Authorization: Bearer demo' -d "$ROUTING" "${url}/api/models/qwen3-4b-dp4/routing" \
+      >/dev/null || { echo "PATCH ${ROUTING} failed at ${url}" >&2; return 1; }
+  done
+}
+
 start_demo 1
+patch_routing
 run_bench "one warden" "$out/one.json"
 save_metrics one
 stop_demo
@@ -92,6 +104,7 @@ else
   echo "== two wardens sharing homes through Redis, each conversation's turns alternating between them" >&2
 fi
 start_demo 2
+patch_routing
 run_bench "$two" "$out/two.json" --baseline "$out/one.json" | tee "$out/two.txt"
 save_metrics two
 stop_demo
