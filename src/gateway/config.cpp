@@ -283,23 +283,33 @@ class Validator {
   std::vector<ConfigError> errors_;
 };
 
-// `admission: off | auto`, or the map {mode: off|auto, max_queue: N, max_wait: 30s}.
-void parse_admission(Validator& v, const YAML::Node& n, const std::string& where,
-                     core::AdmissionConfig& out) {
+// A switch written as a word (`off` or `on_word`) or as a map with that word under `mode` and the further
+// `keys`: sets `enabled` from the word; true when `n` is a map, whose other keys the caller reads.
+bool parse_switch(Validator& v, const YAML::Node& n, const std::string& where, std::string_view on_word,
+                  std::initializer_list<std::string_view> keys, bool& enabled) {
   auto mode = [&](const YAML::Node& m, const std::string& w) {
-    if (m.IsScalar() && (m.Scalar() == "off" || m.Scalar() == "auto")) {
-      out.enabled = m.Scalar() == "auto";
+    if (m.IsScalar() && (m.Scalar() == "off" || m.Scalar() == on_word)) {
+      enabled = m.Scalar() == on_word;
     } else {
-      v.error(m, fmt::format("{} must be off or auto", w));
+      v.error(m, fmt::format("{} must be off or {}", w, on_word));
     }
   };
   if (!n.IsMap()) {
     mode(n, where);
-    return;
+    return false;
   }
-  v.known_keys(n, where, {"mode", "max_queue", "max_wait"});
+  v.known_keys(n, where, keys);
   if (auto m = n["mode"]) {
     mode(m, where + ".mode");
+  }
+  return true;
+}
+
+// `admission: off | auto`, or the map {mode: off|auto, max_queue: N, max_wait: 30s}.
+void parse_admission(Validator& v, const YAML::Node& n, const std::string& where,
+                     core::AdmissionConfig& out) {
+  if (!parse_switch(v, n, where, "auto", {"mode", "max_queue", "max_wait"}, out.enabled)) {
+    return;
   }
   if (auto q = n["max_queue"]) {
     if (auto i = v.integer(q, where + ".max_queue", 0, 1'000'000)) {
@@ -315,20 +325,8 @@ void parse_admission(Validator& v, const YAML::Node& n, const std::string& where
 
 // `cost_spill: off | on`, or the map {mode: off|on, margin: 2s}.
 void parse_cost_spill(Validator& v, const YAML::Node& n, const std::string& where, core::CostSpill& out) {
-  auto mode = [&](const YAML::Node& m, const std::string& w) {
-    if (m.IsScalar() && (m.Scalar() == "off" || m.Scalar() == "on")) {
-      out.enabled = m.Scalar() == "on";
-    } else {
-      v.error(m, fmt::format("{} must be off or on", w));
-    }
-  };
-  if (!n.IsMap()) {
-    mode(n, where);
+  if (!parse_switch(v, n, where, "on", {"mode", "margin"}, out.enabled)) {
     return;
-  }
-  v.known_keys(n, where, {"mode", "margin"});
-  if (auto m = n["mode"]) {
-    mode(m, where + ".mode");
   }
   if (auto d = n["margin"]) {
     if (auto w = v.duration(d, where + ".margin", std::chrono::milliseconds(0))) {
