@@ -31,13 +31,11 @@ void Router::build_snapshot(std::span<const ReplicaMetrics> metrics, Time now) {
     scrape_generation_.resize(count, 0);
     prefill_backlog_.resize(count, 0);
   }
-  computed_.resize(count);
   snapshot_.apply(routing_);
   snapshot_.admission_holding = admission_holding_;
   snapshot_.replicas.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
     const ReplicaMetrics& m = metrics[i];
-    computed_[i] = m.computed_tokens;
     if (m.scrape_generation != scrape_generation_[i]) {
       scrape_generation_[i] = m.scrape_generation;
       sent_since_scrape_[i] = 0;
@@ -64,7 +62,8 @@ void Router::build_snapshot(std::span<const ReplicaMetrics> metrics, Time now) {
   }
 }
 
-void Router::commit(const RequestFacts& facts, const Decision& decision, Time now) {
+void Router::commit(const RequestFacts& facts, const Decision& decision,
+                    std::span<const ReplicaMetrics> metrics, Time now) {
   const ReplicaIndex chosen = *decision.replica;
   counters_.record(decision);
   if (chosen < sent_since_scrape_.size()) {
@@ -92,9 +91,9 @@ void Router::commit(const RequestFacts& facts, const Decision& decision, Time no
     case Route::failover:
     case Route::rehomed:
       sessions_.assign(key, chosen, facts.prompt_tokens, now);
-      if (chosen < computed_.size() && computed_[chosen]) {
+      if (chosen < metrics.size() && metrics[chosen].computed_tokens) {
         // This turn's own prefill is not what evicts it later.
-        sessions_.mark_computed(key, *computed_[chosen] + decision.prefill_tokens);
+        sessions_.mark_computed(key, *metrics[chosen].computed_tokens + decision.prefill_tokens);
       }
       break;
     case Route::queued:  // never committed: a queued decision has no replica
@@ -112,7 +111,7 @@ Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metri
     if (const auto entry = sessions_.lookup(facts.session->hash, now)) {
       facts.home = entry->home;
       facts.home_cached_tokens = entry->prompt_tokens;
-      facts.home_computed_since = computed_since(*entry);
+      facts.home_computed_since = computed_since(*entry, metrics);
     }
   }
   Decision decision = policy_->pick(snapshot_, facts, rng);
@@ -126,18 +125,19 @@ Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metri
   if (*decision.replica < prefill_backlog_.size()) {
     prefill_backlog_[*decision.replica] += decision.prefill_tokens;
   }
-  commit(facts, decision, now);
+  commit(facts, decision, metrics, now);
   return decision;
 }
 
-std::optional<std::uint64_t> Router::computed_since(const SessionEntry& entry) const {
-  if (entry.home >= computed_.size() || !computed_[entry.home] ||
+std::optional<std::uint64_t> Router::computed_since(const SessionEntry& entry,
+                                                    std::span<const ReplicaMetrics> metrics) {
+  if (entry.home >= metrics.size() || !metrics[entry.home].computed_tokens ||
       entry.home_computed_at == SessionEntry::unknown) {
     return std::nullopt;
   }
   // The mark includes this conversation's own prefill as estimated, which may exceed what the engine
   // computed (part of it hit): below the mark nothing is known to have been computed since.
-  const std::uint64_t now = *computed_[entry.home];
+  const std::uint64_t now = *metrics[entry.home].computed_tokens;
   return now > entry.home_computed_at ? now - entry.home_computed_at : 0;
 }
 

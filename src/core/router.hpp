@@ -134,9 +134,11 @@ class Router {
 
  private:
   void build_snapshot(std::span<const ReplicaMetrics> metrics, Time now);
-  void commit(const RequestFacts& facts, const Decision& decision, Time now);
-  // Tokens computed at `home` since `entry`'s last turn there (RequestFacts::home_computed_since).
-  std::optional<std::uint64_t> computed_since(const SessionEntry& entry) const;
+  void commit(const RequestFacts& facts, const Decision& decision, std::span<const ReplicaMetrics> metrics,
+              Time now);
+  // Tokens computed at `entry`'s home since its last turn there (RequestFacts::home_computed_since).
+  static std::optional<std::uint64_t> computed_since(const SessionEntry& entry,
+                                                     std::span<const ReplicaMetrics> metrics);
   void note_admission(const RequestFacts& facts, const Decision& decision);
   void drop_prefill(const Decision& decision);
 
@@ -150,8 +152,6 @@ class Router {
   std::vector<std::uint32_t> sent_since_scrape_;
   std::vector<std::uint64_t> scrape_generation_;
   std::vector<std::uint64_t> prefill_backlog_;
-  // Each replica's computed-token count at the last snapshot (ReplicaMetrics::computed_tokens).
-  std::vector<std::optional<std::uint64_t>> computed_;
   // Admission hysteresis: set when a new conversation is held, cleared when one is admitted with room.
   bool admission_holding_ = false;
 };
