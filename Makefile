@@ -66,7 +66,8 @@ bench: build
 	@for b in $(BUILD)/bench/*_bench; do echo "== $$b"; $$b; done
 
 # `lm-warden bench` against one warden, then over two sharing homes through Redis, side by side (a few
-# minutes: LEVELS, DURATION, TIME_SCALE, SEED, OUT as in scripts/bench-wardens.sh).
+# minutes: LEVELS, DURATION, TIME_SCALE, SEED or SEEDS (medians over several seeds), OUT as in
+# scripts/bench-wardens.sh).
 bench-wardens: build
 	@bash scripts/bench-wardens.sh $(BUILD)/lm-warden
 
