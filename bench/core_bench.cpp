@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <new>
+#include <span>
 #include <vector>
 
 #include "core/decide.hpp"
@@ -199,6 +200,26 @@ void BM_RouterRouteNewAtCapacity(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_RouterRouteNewAtCapacity);
+
+// Another warden's conversation found before its first request here, put into a table of 100,000 live
+// conversations: learn_home (one insert) beside the import that did it before (a rebuild of the table).
+void BM_LearnSharedHome(benchmark::State& state, bool by_import) {
+  LoadedRouter loaded;
+  std::uint64_t i = live_sessions;
+  for (auto _ : state) {
+    loaded.now += std::chrono::microseconds(1);
+    const warden::core::ReplicaIndex home = i % replicas;
+    if (by_import) {
+      const warden::core::SessionRecord record{session_key(i), {home, 8000, loaded.now}};
+      loaded.router.import_sessions(std::span(&record, 1), loaded.now);
+    } else {
+      loaded.router.learn_home(session_key(i), home, 8000, loaded.now);
+    }
+    ++i;
+  }
+}
+BENCHMARK_CAPTURE(BM_LearnSharedHome, learn_home, false);
+BENCHMARK_CAPTURE(BM_LearnSharedHome, import_one, true)->Iterations(50);
 
 // Memory per live session, by allocation counting (bytes handed out by malloc) and by mallinfo2.
 struct MemoryFigures {

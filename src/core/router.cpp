@@ -289,6 +289,18 @@ void Router::import_sessions(std::span<const SessionRecord> entries, Time now) {
   sessions_.import_entries(entries, now);
 }
 
+void Router::learn_home(std::uint64_t session_hash, ReplicaIndex home, std::uint32_t prompt_tokens,
+                        Time now) {
+  std::lock_guard lock(mutex_);
+  sessions_.learn(session_hash, home, prompt_tokens, now);
+}
+
+bool Router::seen_elsewhere(std::uint64_t session_hash, ReplicaIndex home, std::uint64_t computed_at,
+                            Time now) {
+  std::lock_guard lock(mutex_);
+  return sessions_.seen_elsewhere(session_hash, home, computed_at, now);
+}
+
 void Router::adopt_home(std::uint64_t session_hash, ReplicaIndex home, std::uint32_t prompt_tokens,
                         Time now) {
   std::lock_guard lock(mutex_);

@@ -126,6 +126,11 @@ class Router {
   /// track_changes and take_changes, under the lock).
   [[nodiscard]] std::vector<SessionRecord> export_sessions(Time now) const;
   void import_sessions(std::span<const SessionRecord> entries, Time now);
+  /// A conversation another warden placed, found before its first request here: its home unless this
+  /// table knows the conversation already (SessionTable::learn, O(1)).
+  void learn_home(std::uint64_t session_hash, ReplicaIndex home, std::uint32_t prompt_tokens, Time now);
+  /// Another warden had the conversation's latest turn (SessionTable::seen_elsewhere).
+  bool seen_elsewhere(std::uint64_t session_hash, ReplicaIndex home, std::uint64_t computed_at, Time now);
   /// Makes `home` the conversation's home whatever the table held (another warden placed it first).
   void adopt_home(std::uint64_t session_hash, ReplicaIndex home, std::uint32_t prompt_tokens, Time now);
   void track_session_changes(bool on);

@@ -35,8 +35,8 @@ ReplicaSessions& SessionTable::aggregate(ReplicaIndex index) {
 void SessionTable::activate(Node& node) {
   node.active = true;
   ++active_count_;
-  if (node.home >= max_tracked_replicas) {
-    return;  // not a real replica index: never let it size the aggregate vector
+  if (node.home >= max_tracked_replicas || !node.here) {
+    return;  // not a real replica index (never let it size the aggregate vector), or counted elsewhere
   }
   auto& agg = aggregate(node.home);
   ++agg.active_conversations;
@@ -46,7 +46,7 @@ void SessionTable::activate(Node& node) {
 void SessionTable::deactivate(Node& node) {
   node.active = false;
   --active_count_;
-  if (node.home >= max_tracked_replicas) {
+  if (node.home >= max_tracked_replicas || !node.here) {
     return;
   }
   auto& agg = aggregate(node.home);
@@ -148,7 +148,8 @@ void SessionTable::assign(std::uint64_t key, ReplicaIndex home, std::uint32_t pr
 }
 
 // Inserts, moves or refreshes the entry as seen at `seen` (not before any entry in the table).
-void SessionTable::place(std::uint64_t key, ReplicaIndex home, std::uint32_t prompt_tokens, Time seen) {
+void SessionTable::place(std::uint64_t key, ReplicaIndex home, std::uint32_t prompt_tokens, Time seen,
+                         bool here) {
   std::uint32_t slot = nil;
   if (const auto it = index_.find(key); it != index_.end()) {
     slot = it->second;
@@ -177,6 +178,7 @@ void SessionTable::place(std::uint64_t key, ReplicaIndex home, std::uint32_t pro
   node.home = home;
   node.prompt_tokens = prompt_tokens;
   node.last_seen = seen;
+  node.here = here;
   activate(node);
   push_front(active_, slot);
 }
@@ -193,6 +195,28 @@ void SessionTable::mark_computed(std::uint64_t key, std::uint64_t computed_at) {
   if (const auto it = index_.find(key); it != index_.end()) {
     nodes_[it->second].computed_at = computed_at;
   }
+}
+
+bool SessionTable::learn(std::uint64_t key, ReplicaIndex home, std::uint32_t prompt_tokens, Time now) {
+  if (index_.contains(key)) {
+    return false;
+  }
+  place(key, home, prompt_tokens, stamp(now));
+  return true;
+}
+
+bool SessionTable::seen_elsewhere(std::uint64_t key, ReplicaIndex home, std::uint64_t computed_at, Time now) {
+  const auto it = index_.find(key);
+  if (it == index_.end() || nodes_[it->second].home != home) {
+    return false;
+  }
+  Node& node = nodes_[it->second];
+  const std::uint64_t mark = node.computed_at == SessionEntry::unknown ? computed_at
+                             : computed_at == SessionEntry::unknown    ? node.computed_at
+                                                                    : std::max(node.computed_at, computed_at);
+  place(key, home, node.prompt_tokens, stamp(now), false);
+  node.computed_at = mark;
+  return true;
 }
 
 bool SessionTable::erase(std::uint64_t key) {
@@ -252,7 +276,7 @@ std::vector<SessionRecord> SessionTable::export_entries(Time now) const {
     for (std::uint32_t slot = list->tail; slot != nil; slot = nodes_[slot].prev) {
       const Node& node = nodes_[slot];
       if (now - node.last_seen <= config_.idle_ttl) {
-        out.push_back({node.key, {node.home, node.prompt_tokens, node.last_seen}});
+        out.push_back({node.key, {node.home, node.prompt_tokens, node.last_seen, node.computed_at}});
       }
     }
   }
@@ -281,6 +305,7 @@ void SessionTable::import_entries(std::span<const SessionRecord> entries, Time n
   latest_ = Time{};
   for (const SessionRecord& r : all) {
     place(r.key, r.entry.home, r.entry.prompt_tokens, stamp(r.entry.last_seen));  // a later duplicate wins
+    nodes_[index_.at(r.key)].computed_at = r.entry.home_computed_at;
   }
   expire(now);
 }
@@ -303,7 +328,7 @@ SessionChanges SessionTable::take_changes() {
       continue;
     }
     const Node& node = nodes_[it->second];
-    out.changed.push_back({key, {node.home, node.prompt_tokens, node.last_seen}});
+    out.changed.push_back({key, {node.home, node.prompt_tokens, node.last_seen, node.computed_at}});
   }
   out.removed.insert(out.removed.end(), removed_.begin(), removed_.end());
   changed_.clear();

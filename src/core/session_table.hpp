@@ -88,6 +88,17 @@ class SessionTable {
   /// and resets it to unknown when the home changes.
   void mark_computed(std::uint64_t key, std::uint64_t computed_at);
 
+  /// Inserts a conversation this table does not know as seen now with home `home` (another warden's
+  /// conversation, looked up before its first request here): O(1), not reported as a change, and a no-op
+  /// for a key already known (a home placed here meanwhile stays). Returns whether it was inserted.
+  bool learn(std::uint64_t key, ReplicaIndex home, std::uint32_t prompt_tokens, Time now);
+
+  /// Another warden has had this conversation's latest turn (several wardens sharing homes): the entry is
+  /// refreshed as seen now, takes the newer of both computed marks, and leaves the aggregates, since that
+  /// warden's load counts it; this table's next turn of it (assign, touch) counts it here again. No-op
+  /// (false) unless known with home `home`; not reported as a change.
+  bool seen_elsewhere(std::uint64_t key, ReplicaIndex home, std::uint64_t computed_at, Time now);
+
   /// Forgets one conversation. Returns whether it was known.
   bool erase(std::uint64_t key);
 
@@ -139,6 +150,7 @@ class SessionTable {
     std::uint32_t prev = nil;
     std::uint32_t next = nil;
     bool active = false;
+    bool here = true;  // counted in the aggregates (false: another warden had its latest turn)
   };
   struct List {
     std::uint32_t head = nil;
@@ -153,7 +165,7 @@ class SessionTable {
   void deactivate(Node& node);
   void remove(std::uint32_t slot);
   void evict_to(std::size_t limit);
-  void place(std::uint64_t key, ReplicaIndex home, std::uint32_t prompt_tokens, Time seen);
+  void place(std::uint64_t key, ReplicaIndex home, std::uint32_t prompt_tokens, Time seen, bool here = true);
   ReplicaSessions& aggregate(ReplicaIndex index);
   Time stamp(Time now);
 

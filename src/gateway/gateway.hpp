@@ -152,8 +152,9 @@ class Gateway {
   void share_changes(ModelRuntime& m, const core::SessionChanges& changes);
   void share_resync();
   void adopt_shared_homes(ModelRuntime& m, std::span<const core::SessionRecord> mine,
-                          const std::optional<RedisReplies>& replies, std::size_t stride);
+                          const std::optional<RedisReplies>& replies);
   void take_peer_loads(ModelRuntime& m, const RedisReply* fields);
+  void take_elsewhere(ModelRuntime& m, const RedisReply* entries, const std::vector<std::uint64_t>& routed);
   RedisCommand load_command(ModelRuntime& m);
   void finish_request(RequestRecord& record);
   std::vector<ReplicaGauges> replica_gauges();

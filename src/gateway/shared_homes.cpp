@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <chrono>
@@ -211,9 +212,8 @@ asio::awaitable<void> Gateway::share_lookup(ModelRuntime& m, const core::Request
   const RedisReply& home = reply.elements[0];
   const auto replica = home.type == RedisReply::Type::string ? parse_home(home.text) : std::nullopt;
   if (replica && *replica < m.replicas().size()) {
-    const auto now = Clock::now().time_since_epoch();
-    const core::SessionRecord record{facts.session->hash, {*replica, facts.prompt_tokens, now}};
-    m.router().import_sessions(std::span(&record, 1), now);  // a home placed here meanwhile stays
+    m.router().learn_home(facts.session->hash, *replica, facts.prompt_tokens,
+                          Clock::now().time_since_epoch());
   }
 }
 
@@ -268,14 +268,14 @@ asio::awaitable<bool> Gateway::share_placement(ModelRuntime& m, const core::Requ
   co_return true;
 }
 
-// `replies` to a pipeline that wrote each of `mine` set-if-absent, reading what was there (every
-// `stride`-th reply): where Redis holds another home (another warden placed it first, or moved it since),
-// that one is adopted, unless this warden moved the conversation meanwhile itself.
+// `replies` to a pipeline that wrote each of `mine` set-if-absent, reading what was there: where Redis
+// holds another home (another warden placed it first, or moved it since), that one is adopted, unless this
+// warden moved the conversation meanwhile itself.
 void Gateway::adopt_shared_homes(ModelRuntime& m, std::span<const core::SessionRecord> mine,
-                                 const std::optional<RedisReplies>& replies, std::size_t stride) {
+                                 const std::optional<RedisReplies>& replies) {
   const auto now = Clock::now().time_since_epoch();
-  for (std::size_t i = 0; replies && i < mine.size() && i * stride < replies->size(); ++i) {
-    const RedisReply& reply = (*replies)[i * stride];
+  for (std::size_t i = 0; replies && i < mine.size() && i < replies->size(); ++i) {
+    const RedisReply& reply = (*replies)[i];
     const auto theirs = reply.type == RedisReply::Type::string ? parse_home(reply.text) : std::nullopt;
     const core::SessionRecord& r = mine[i];
     if (theirs && *theirs != r.entry.home && *theirs < m.replicas().size() &&
@@ -285,34 +285,61 @@ void Gateway::adopt_shared_homes(ModelRuntime& m, std::span<const core::SessionR
   }
 }
 
+// This warden's elsewhere list, popped: conversations whose latest turn another warden has had since this
+// one routed them. They leave this warden's load (the other counts them) and take the other's computed
+// mark. One this warden routed again in the same flush (`routed`) is its own again: the entry is stale.
+void Gateway::take_elsewhere(ModelRuntime& m, const RedisReply* entries,
+                             const std::vector<std::uint64_t>& routed) {
+  if (entries == nullptr || entries->type != RedisReply::Type::array) {
+    return;  // nil: the list is empty
+  }
+  const auto now = Clock::now().time_since_epoch();
+  for (const RedisReply& e : entries->elements) {
+    const auto entry = e.type == RedisReply::Type::string ? parse_elsewhere(e.text) : std::nullopt;
+    if (entry && !std::binary_search(routed.begin(), routed.end(), entry->session_hash)) {
+      m.router().seen_elsewhere(entry->session_hash, entry->home, entry->computed_at, now);
+    }
+  }
+}
+
 // Every second (flush()): homes seen since the last flush are kept alive (written if absent, expiry pushed
-// back, and another warden's newer home adopted), this warden's load is published and the others' read.
+// back, another warden's newer home adopted, and this warden made the owner of their latest turn), this
+// warden's load is published and the others' read, and the conversations another warden took over popped.
 void Gateway::share_changes(ModelRuntime& m, const core::SessionChanges& changes) {
   if (!shared_) {
     return;
   }
   const std::string& prefix = shared_->config().prefix;
   const std::string& name = m.config().name;
-  const std::string ttl = ms_text(m.router().session_config().idle_ttl);
+  const auto ttl =
+      std::chrono::duration_cast<std::chrono::milliseconds>(m.router().session_config().idle_ttl);
+  const auto list_ttl = std::chrono::duration_cast<std::chrono::milliseconds>(kLoadForgetAfter);
+  auto routed = std::make_shared<std::vector<std::uint64_t>>();
+  routed->reserve(changes.changed.size());
   for (std::size_t at = 0; at < changes.changed.size(); at += kBatch) {
     const auto records = std::make_shared<std::vector<core::SessionRecord>>(
         changes.changed.begin() + static_cast<std::ptrdiff_t>(at),
         changes.changed.begin() + static_cast<std::ptrdiff_t>(std::min(changes.changed.size(), at + kBatch)));
     std::vector<RedisCommand> batch;
     for (const core::SessionRecord& r : *records) {
-      const std::string key = home_key(prefix, name, r.key);
-      batch.push_back({"SET", key, std::to_string(r.entry.home), "PX", ttl, "NX", "GET"});
-      batch.push_back({"PEXPIRE", key, ttl});
+      routed->push_back(r.key);
+      batch.push_back(keep_alive_command(prefix, name, {r.key, r.entry.home, r.entry.home_computed_at},
+                                         std::max<std::int64_t>(1, ttl.count()), shared_->warden_id(),
+                                         list_ttl.count()));
     }
     // Another warden may have moved one of these conversations since this one last routed it.
-    shared_->send(std::move(batch), [this, &m, records](std::optional<RedisReplies> r) {
-      adopt_shared_homes(m, *records, r, 2);
-    });
+    shared_->send(std::move(batch),
+                  [this, &m, records](std::optional<RedisReplies> r) { adopt_shared_homes(m, *records, r); });
   }
+  std::sort(routed->begin(), routed->end());
   const std::string load = load_key(prefix, name);
-  shared_->send({load_command(m), {"PEXPIRE", load, ms_text(kLoadForgetAfter)}, {"HGETALL", load}},
-                [this, &m](std::optional<RedisReplies> r) {
-                  take_peer_loads(m, r && r->size() == 3 ? &(*r)[2] : nullptr);
+  shared_->send({load_command(m),
+                 {"PEXPIRE", load, ms_text(kLoadForgetAfter)},
+                 {"HGETALL", load},
+                 {"LPOP", elsewhere_key(prefix, name, shared_->warden_id()), std::to_string(kBatch * 16)}},
+                [this, &m, routed](std::optional<RedisReplies> r) {
+                  take_peer_loads(m, r && r->size() == 4 ? &(*r)[2] : nullptr);
+                  take_elsewhere(m, r && r->size() == 4 ? &(*r)[3] : nullptr, *routed);
                 });
 }
 
@@ -342,7 +369,7 @@ void Gateway::share_resync() {
       }
       ++*left;
       shared_->send(std::move(batch), [this, &m, records, at, end, finished](std::optional<RedisReplies> r) {
-        adopt_shared_homes(m, std::span(*records).subspan(at, end - at), r, 1);
+        adopt_shared_homes(m, std::span(*records).subspan(at, end - at), r);
         finished();
       });
     }

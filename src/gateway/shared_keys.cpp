@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include "base/parse.hpp"
 
@@ -14,6 +15,71 @@ std::string home_key(std::string_view prefix, std::string_view model, std::uint6
 
 std::string load_key(std::string_view prefix, std::string_view model) {
   return fmt::format("{}load:{}", prefix, model);
+}
+
+std::string turn_key(std::string_view prefix, std::string_view model, std::uint64_t session_hash) {
+  return fmt::format("{}turn:{}:{:016x}", prefix, model, session_hash);
+}
+
+std::string elsewhere_key(std::string_view prefix, std::string_view model, std::string_view warden_id) {
+  return fmt::format("{}elsewhere:{}:{}", prefix, model, warden_id);
+}
+
+std::string format_elsewhere(const ElsewhereEntry& entry) {
+  if (entry.computed_at == core::SessionEntry::unknown) {
+    return fmt::format("{:016x} {} -", entry.session_hash, entry.home);
+  }
+  return fmt::format("{:016x} {} {}", entry.session_hash, entry.home, entry.computed_at);
+}
+
+std::optional<ElsewhereEntry> parse_elsewhere(std::string_view text) {
+  const std::size_t a = text.find(' ');
+  const std::size_t b = a == std::string_view::npos ? a : text.find(' ', a + 1);
+  if (a != 16 || b == std::string_view::npos) {
+    return std::nullopt;
+  }
+  ElsewhereEntry out;
+  const auto* end = text.data() + a;
+  if (std::from_chars(text.data(), end, out.session_hash, 16).ptr != end) {
+    return std::nullopt;
+  }
+  const auto home = parse_home(text.substr(a + 1, b - a - 1));
+  const std::string_view mark = text.substr(b + 1);
+  const auto computed = mark == "-" ? std::optional<std::uint64_t>(core::SessionEntry::unknown)
+                                    : base::parse_integer<std::uint64_t>(mark);
+  if (!home || !computed) {
+    return std::nullopt;
+  }
+  out.home = *home;
+  out.computed_at = *computed;
+  return out;
+}
+
+const std::string_view keep_alive_script = R"lua(
+local home = redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX', 'GET')
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+local owner = redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[2], 'GET')
+if owner and owner ~= ARGV[3] and (not home or home == ARGV[1]) then
+  local list = ARGV[5] .. owner
+  redis.call('RPUSH', list, ARGV[4])
+  redis.call('PEXPIRE', list, ARGV[6])
+end
+return home
+)lua";
+
+RedisCommand keep_alive_command(std::string_view prefix, std::string_view model, const ElsewhereEntry& entry,
+                                std::int64_t px_ms, std::string_view warden_id, std::int64_t list_px_ms) {
+  return {"EVAL",
+          std::string(keep_alive_script),
+          "2",
+          home_key(prefix, model, entry.session_hash),
+          turn_key(prefix, model, entry.session_hash),
+          std::to_string(entry.home),
+          std::to_string(std::max<std::int64_t>(1, px_ms)),
+          std::string(warden_id),
+          format_elsewhere(entry),
+          elsewhere_key(prefix, model, ""),
+          std::to_string(std::max<std::int64_t>(1, list_px_ms))};
 }
 
 std::string placement_lock_key(std::string_view prefix, std::string_view model) {

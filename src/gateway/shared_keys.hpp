@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/session_table.hpp"
+
 namespace warden::gateway {
 
 // One Redis command, its arguments as text (sent by shared_state.hpp).
@@ -40,6 +42,35 @@ RedisCommand placement_lock_command(std::string_view prefix, std::string_view mo
                                     std::string_view warden_id);
 RedisCommand placement_release_command(std::string_view prefix, std::string_view model,
                                        std::string_view token, std::string_view warden_id);
+
+// Which warden had a conversation's latest turn, so that each conversation counts in one warden's load
+// only: `{prefix}turn:{model}:{16 hex digits}` holds that warden's id, and `{prefix}elsewhere:{model}:{id}`
+// is the list of conversations whose latest turn another warden has had since (one
+// format_elsewhere entry each), which warden `id` pops every second.
+std::string turn_key(std::string_view prefix, std::string_view model, std::uint64_t session_hash);
+std::string elsewhere_key(std::string_view prefix, std::string_view model, std::string_view warden_id);
+
+// A conversation whose latest turn was at another warden: its key, its home and that home's computed-token
+// mark after the turn (core::SessionEntry::home_computed_at; `unknown` as "-"). "HASH16 HOME MARK".
+struct ElsewhereEntry {
+  std::uint64_t session_hash = 0;
+  std::uint32_t home = 0;
+  std::uint64_t computed_at = 0;
+
+  friend bool operator==(const ElsewhereEntry&, const ElsewhereEntry&) = default;
+};
+std::string format_elsewhere(const ElsewhereEntry& entry);
+std::optional<ElsewhereEntry> parse_elsewhere(std::string_view text);
+
+// The keep-alive of one conversation this warden routed since its last flush. EVAL with KEYS home, turn
+// and ARGV home, PX (ms), warden id, this entry (format_elsewhere), the elsewhere list's key without the
+// warden id, that list's PX: writes the home if absent (pushing its expiry back either way), makes this
+// warden the turn's owner, and if another warden owned it and agrees on the home, pushes the entry onto
+// that warden's elsewhere list. Replies with the home Redis held before (nil if none). The list's key is
+// built in the script (the previous owner is known only there): one Redis server, not a Cluster.
+extern const std::string_view keep_alive_script;
+RedisCommand keep_alive_command(std::string_view prefix, std::string_view model, const ElsewhereEntry& entry,
+                                std::int64_t px_ms, std::string_view warden_id, std::int64_t list_px_ms);
 
 // A home's value is the replica index in decimal; nullopt for anything else.
 std::optional<std::uint32_t> parse_home(std::string_view value);

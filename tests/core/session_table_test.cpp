@@ -376,6 +376,74 @@ TEST(SessionTable, AChangedEntryAnImportDropsIsReportedRemoved) {
   EXPECT_EQ(c.removed, (std::vector<std::uint64_t>{1}));
 }
 
+// Another warden's conversation, found in the shared state before its first request here, goes in
+// without rebuilding the table (an import rebuilt it for every such lookup, and lost every computed mark).
+TEST(SessionTable, ALearnedHomeGoesInAloneKeepingEveryOtherEntry) {
+  SessionTableConfig config;
+  config.idle_ttl = seconds(100);
+  config.active_window = seconds(60);
+  config.adaptive_gap_factor = 0;
+  SessionTable t(config);
+  t.track_changes(true);
+  t.assign(1, 0, 10, at(0));
+  t.mark_computed(1, 5000);
+  (void)t.take_changes();
+  EXPECT_TRUE(t.learn(2, 3, 20, at(5)));
+  EXPECT_EQ(t.lookup(2, at(5))->home, 3u);
+  EXPECT_EQ(t.lookup(2, at(5))->last_seen, at(5));
+  EXPECT_EQ(t.replica(3).active_conversations, 1u);
+  EXPECT_EQ(t.replica(3).held_tokens, 20u);
+  EXPECT_EQ(t.lookup(1, at(5))->home_computed_at, 5000u) << "the other entries keep their marks";
+  EXPECT_TRUE(t.take_changes().changed.empty()) << "learned from the shared state: nothing to publish";
+  EXPECT_FALSE(t.learn(1, 2, 99, at(6))) << "a conversation known here keeps its own home";
+  EXPECT_EQ(t.lookup(1, at(6))->home, 0u);
+  EXPECT_EQ(t.lookup(1, at(6))->prompt_tokens, 10u);
+}
+
+// Several wardens: a conversation whose latest turn another warden had counts in that warden's load, not
+// in this one's, until this warden routes it again.
+TEST(SessionTable, AConversationSeenElsewhereLeavesTheAggregatesUntilItsNextTurnHere) {
+  SessionTableConfig config;
+  config.active_window = seconds(60);
+  config.adaptive_gap_factor = 0;
+  SessionTable t(config);
+  t.track_changes(true);
+  t.assign(1, 2, 1000, at(0));
+  t.mark_computed(1, 700);
+  t.assign(2, 2, 500, at(1));
+  (void)t.take_changes();
+  EXPECT_FALSE(t.seen_elsewhere(1, 3, 900, at(5))) << "another home: the keep-alive adopts it instead";
+  EXPECT_FALSE(t.seen_elsewhere(9, 2, 900, at(5))) << "unknown here";
+  ASSERT_TRUE(t.seen_elsewhere(1, 2, 900, at(5)));
+  EXPECT_EQ(t.replica(2).active_conversations, 1u);
+  EXPECT_EQ(t.replica(2).held_tokens, 500u);
+  EXPECT_EQ(t.active_size(), 2u) << "still live, counted by the other warden";
+  EXPECT_EQ(t.lookup(1, at(5))->last_seen, at(5));
+  EXPECT_EQ(t.lookup(1, at(5))->home_computed_at, 900u) << "the newer mark";
+  EXPECT_TRUE(t.take_changes().changed.empty()) << "nothing of this warden's to publish";
+  t.seen_elsewhere(1, 2, 800, at(6));
+  EXPECT_EQ(t.lookup(1, at(6))->home_computed_at, 900u) << "an older mark does not win";
+
+  t.expire(at(100));  // out of the active window and back: still not counted here
+  EXPECT_EQ(t.replica(2).active_conversations, 0u);
+  t.touch(1, 1200, at(101));
+  EXPECT_EQ(t.replica(2).active_conversations, 1u) << "its turn here: counted here again";
+  EXPECT_EQ(t.replica(2).held_tokens, 1200u);
+  EXPECT_EQ(t.lookup(1, at(101))->home_computed_at, 900u);
+}
+
+TEST(SessionTable, AnImportKeepsTheComputedMarks) {
+  SessionTable t;
+  t.assign(1, 0, 10, at(0));
+  t.mark_computed(1, 1234);
+  const std::vector<SessionRecord> stored{{2, {1, 20, at(1)}}};
+  t.import_entries(stored, at(2));
+  EXPECT_EQ(t.lookup(1, at(2))->home_computed_at, 1234u);
+  EXPECT_EQ(t.lookup(2, at(2))->home_computed_at, SessionEntry::unknown);
+  EXPECT_EQ(t.export_entries(at(2)).back().entry.home_computed_at, SessionEntry::unknown);
+  EXPECT_EQ(t.export_entries(at(2)).front().entry.home_computed_at, 1234u);
+}
+
 TEST(SessionTable, MemoryPerLiveSessionIsSmall) {
   SessionTable t;
   constexpr std::uint64_t sessions = 100'000;

@@ -190,6 +190,58 @@ TEST(GatewaySharedState, TurnsAlternatingBetweenWardensStayOnOneReplicaAndHitIts
   EXPECT_EQ(num(card(w.b.port).at("routing").at("live_sessions")), 1);
 }
 
+// A conversation whose turns alternate between the wardens counts once in the load they share: at the
+// warden that had its latest turn (each counting it as its own made every such conversation weigh double
+// in placement, admission and rebalancing).
+TEST(GatewaySharedState, AConversationAlternatingBetweenWardensCountsOnceInTheirLoads) {
+  TwoWardens w;
+  const Turn first = send_turn(w.a.port, "counted-once", 1);
+  ASSERT_EQ(first.status, 200u);
+  const std::size_t home = std::stoul(first.replica);
+  const auto counts = [&](int port) {
+    const auto row = card(port).at("routing").at("replicas").as_array().at(home);
+    return std::pair{num(row.at("active_conversations")), num(row.at("peer_active_conversations"))};
+  };
+  for (int turn = 2; turn <= 3; ++turn) {
+    const int latest = w.port(turn - 1);
+    const int other = w.port(turn);
+    ASSERT_EQ(send_turn(latest, "counted-once", turn).replica, first.replica);
+    EXPECT_TRUE(wait_until([&] {
+      return counts(latest) == std::pair<std::int64_t, std::int64_t>{1, 0} &&
+             counts(other) == std::pair<std::int64_t, std::int64_t>{0, 1};
+    })) << "turn "
+        << turn << ": " << counts(latest).first << "+" << counts(latest).second << " at the latest, "
+        << counts(other).first << "+" << counts(other).second << " at the other";
+  }
+}
+
+// The keep-alive script: the warden of a conversation's latest turn owns it, and the one it took it from
+// finds the conversation (with its home's computed mark) on its elsewhere list.
+TEST(GatewaySharedState, TheKeepAliveTellsTheWardenOfTheEarlierTurnThatAnotherHadTheLatest) {
+  Redis redis;
+  RedisClient c(redis.port);
+  using namespace warden::gateway;
+  const auto keep_alive = [&](const std::string& warden, std::uint32_t home, std::uint64_t mark) {
+    return c.run(keep_alive_command("t:", "m", {0xabcULL, home, mark}, 60000, warden, 60000));
+  };
+  const auto list = [&](const std::string& warden) {
+    return c.run({"LRANGE", elsewhere_key("t:", "m", warden), "0", "-1"});
+  };
+  EXPECT_EQ(keep_alive("a", 2, 100), "nil");  // no home yet: written
+  EXPECT_EQ(c.run({"GET", home_key("t:", "m", 0xabcULL)}), "2");
+  EXPECT_EQ(c.run({"GET", turn_key("t:", "m", 0xabcULL)}), "a");
+  EXPECT_EQ(keep_alive("a", 2, 150), "2");
+  EXPECT_EQ(list("a"), "[]") << "its own turn again";
+  EXPECT_EQ(keep_alive("b", 2, 200), "2");
+  EXPECT_EQ(list("a"), "[0000000000000abc 2 200]");
+  EXPECT_GT(std::stoll(c.run({"PTTL", elsewhere_key("t:", "m", "a")})), 0) << "a dead warden's list expires";
+  EXPECT_EQ(list("b"), "[]");
+  EXPECT_EQ(keep_alive("a", 3, warden::core::SessionEntry::unknown), "2") << "Redis holds another home";
+  EXPECT_EQ(list("b"), "[]") << "that home is adopted, not counted elsewhere";
+  EXPECT_EQ(keep_alive("b", 2, warden::core::SessionEntry::unknown), "2");
+  EXPECT_EQ(list("a"), "[0000000000000abc 2 200 0000000000000abc 2 -]");
+}
+
 TEST(GatewaySharedState, EightNewConversationsFourPerWardenLandTwoPerReplica) {
   TwoWardens w;
   std::map<std::string, int> per_replica;

@@ -106,3 +106,25 @@ TEST(SharedKeys, PlacementLockKeysTokensAndCommands) {
   EXPECT_EQ(std::vector<std::string>(release.begin() + 2, release.end()),
             (std::vector<std::string>{"2", "p:place:m", "p:place-next:m", "w#3", "w"}));
 }
+
+TEST(SharedKeys, ElsewhereEntriesRoundTripAndBadTextIsRefused) {
+  EXPECT_EQ(turn_key("p:", "m", 0xabcULL), "p:turn:m:0000000000000abc");
+  EXPECT_EQ(elsewhere_key("p:", "m", "host-1-ab01"), "p:elsewhere:m:host-1-ab01");
+  const ElsewhereEntry e{0xfedcba9876543210ULL, 3, 123456};
+  EXPECT_EQ(format_elsewhere(e), "fedcba9876543210 3 123456");
+  EXPECT_EQ(parse_elsewhere(format_elsewhere(e)), e);
+  const ElsewhereEntry unmarked{1, 0, warden::core::SessionEntry::unknown};
+  EXPECT_EQ(format_elsewhere(unmarked), "0000000000000001 0 -");
+  EXPECT_EQ(parse_elsewhere("0000000000000001 0 -"), unmarked);
+  for (const char* bad : {"", "abc 1 2", "000000000000000g 1 2", "0000000000000001 x 2", "0000000000000001 1",
+                          "0000000000000001 1 2 3", "0000000000000001 70000 2", "0000000000000001 1 -5"}) {
+    EXPECT_FALSE(parse_elsewhere(bad)) << bad;
+  }
+  const RedisCommand k = keep_alive_command("p:", "m", e, 600000, "w", 60000);
+  ASSERT_EQ(k.size(), 11u);
+  EXPECT_EQ(k[1], keep_alive_script);
+  EXPECT_EQ(
+      std::vector<std::string>(k.begin() + 2, k.end()),
+      (std::vector<std::string>{"2", "p:home:m:fedcba9876543210", "p:turn:m:fedcba9876543210", "3", "600000",
+                                "w", "fedcba9876543210 3 123456", "p:elsewhere:m:", "60000"}));
+}
