@@ -24,7 +24,7 @@ bool overflows(const ReplicaState& home) {
 std::optional<ReplicaIndex> rebalance_target(const Snapshot& snapshot, const RequestFacts& facts,
                                              ReplicaIndex home, Rng& rng) {
   const ReplicaState& from = snapshot.replicas[home];
-  // Several wardens each see part of a conversation's turns and count the conversations both saw twice:
+  // Several wardens learn of each other's turns a second or two late, so the mark is often two turns old:
   // measured, their moves cost more than they bought, so a warden with peers keeps its conversations home.
   if (from.peer_wardens > 0) {
     return std::nullopt;

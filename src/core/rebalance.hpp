@@ -25,9 +25,10 @@ namespace warden::core {
 ///   more conversations homed and 2 more requests in flight (every warden's): a lasting imbalance (homes
 ///   kept from an earlier placement), not the moment-to-moment swing of requests in flight, which would
 ///   cost prefixes that are still cached. A move narrows both gaps by 2, so it is never undone.
-/// Only a warden on its own moves conversations (peer_wardens == 0): with several, each sees part of a
-/// conversation's turns and their shared figures count a conversation both saw twice, and the moves
-/// measured cost more prefix hits than they bought (docs/bench.md). nullopt = the home keeps it.
+/// Only a warden on its own moves conversations (peer_wardens == 0): with several, the computed mark of a
+/// turn another warden routed arrives a second or two late, so a warden often judges by the mark of the
+/// turn before last, and the moves measured cost far more prefix hits than they bought (routing.md).
+/// nullopt = the home keeps it.
 [[nodiscard]] std::optional<ReplicaIndex> rebalance_target(const Snapshot& snapshot,
                                                            const RequestFacts& facts, ReplicaIndex home,
                                                            Rng& rng);

@@ -324,8 +324,7 @@ void Gateway::share_changes(ModelRuntime& m, const core::SessionChanges& changes
     for (const core::SessionRecord& r : *records) {
       routed->push_back(r.key);
       batch.push_back(keep_alive_command(prefix, name, {r.key, r.entry.home, r.entry.home_computed_at},
-                                         std::max<std::int64_t>(1, ttl.count()), shared_->warden_id(),
-                                         list_ttl.count()));
+                                         ttl.count(), shared_->warden_id(), list_ttl.count()));
     }
     // Another warden may have moved one of these conversations since this one last routed it.
     shared_->send(std::move(batch),
