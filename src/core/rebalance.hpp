@@ -26,8 +26,8 @@ namespace warden::core {
 ///   kept from an earlier placement), not the moment-to-moment swing of requests in flight, which would
 ///   cost prefixes that are still cached. A move narrows both gaps by 2, so it is never undone.
 /// Only a warden on its own moves conversations (peer_wardens == 0): with several, the computed mark of a
-/// turn another warden routed arrives a second or two late, so a warden often judges by the mark of the
-/// turn before last, and the moves measured cost far more prefix hits than they bought (routing.md).
+/// turn another warden routed arrives a second or two late, so a warden may judge by the mark of the turn
+/// before last, and the moves measured cost far more prefix hits than they bought (routing.md).
 /// nullopt = the home keeps it.
 [[nodiscard]] std::optional<ReplicaIndex> rebalance_target(const Snapshot& snapshot,
                                                            const RequestFacts& facts, ReplicaIndex home,
