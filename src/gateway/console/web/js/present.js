@@ -197,7 +197,8 @@ export function queuedLabel(admission) {
 
 // The tokens of the conversations resident on a replica against its KV cache: "9,800 of 33,600 tokens",
 // '–' until the engine reported its capacity. With shared state, the conversations the other wardens
-// report there follow: "… · 2 at other wardens" (they may include some of this warden's own).
+// report there follow: "… · 2 at other wardens" (each conversation counts at the warden of its latest
+// turn).
 export function workingSetText(row) {
   if (!isNumber(row.kvCapacityTokens) || row.kvCapacityTokens <= 0) {
     return '–';
