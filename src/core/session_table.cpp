@@ -211,11 +211,11 @@ bool SessionTable::seen_elsewhere(std::uint64_t key, ReplicaIndex home, std::uin
     return false;
   }
   Node& node = nodes_[it->second];
-  const std::uint64_t mark = node.computed_at == SessionEntry::unknown ? computed_at
-                             : computed_at == SessionEntry::unknown    ? node.computed_at
-                                                                    : std::max(node.computed_at, computed_at);
-  place(key, home, node.prompt_tokens, stamp(now), false);
-  node.computed_at = mark;
+  place(key, home, node.prompt_tokens, stamp(now), false);  // the same home: the mark stays
+  if (computed_at != SessionEntry::unknown &&
+      (node.computed_at == SessionEntry::unknown || computed_at > node.computed_at)) {
+    node.computed_at = computed_at;
+  }
   return true;
 }
 

@@ -100,10 +100,10 @@ std::optional<std::uint64_t> computed_tokens(const protocol::VllmRank& rank) {
 // The rank's prefill rate, from the same counters and its waiting requests (core::PrefillRate).
 void observe_prefill(ReplicaRuntime& r, const protocol::VllmRank& rank, core::Time now) {
   if (!r.metrics.computed_tokens) {
-    return;
+    return;  // the counters are missing or make no sense (computed_tokens checked them)
   }
-  const auto queries = static_cast<std::uint64_t>(*rank.prefix_cache_queries_total);
-  r.prefill_rate.observe(now, queries, queries - *r.metrics.computed_tokens, r.metrics.waiting);
+  r.prefill_rate.observe(now, static_cast<std::uint64_t>(*rank.prefix_cache_queries_total),
+                         static_cast<std::uint64_t>(*rank.prefix_cache_hits_total), r.metrics.waiting);
   r.metrics.prefill_tokens_per_second = r.prefill_rate.tokens_per_second();
 }
 

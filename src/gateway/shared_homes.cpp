@@ -203,7 +203,7 @@ asio::awaitable<void> Gateway::share_lookup(ModelRuntime& m, const core::Request
     boost::system::error_code ec;
     co_await retry.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
-  shared_->record("lookup", result, Clock::now() - started);
+  shared_->observe("lookup", result, Clock::now() - started);
   if (!read) {
     co_return;
   }

@@ -71,16 +71,15 @@ class SharedState {
   // was slower. `op` labels the latency histogram ("claim", "rehome").
   net::asio::awaitable<std::optional<RedisReplies>> ask(std::vector<RedisCommand> commands, std::string op);
   // One of several tries that together wait at most until `deadline` (counted once by the caller, with
-  // record()): the replies, and "ok", "error", "timeout" or "down".
+  // observe()): the replies, and "ok", "error", "timeout" or "down".
   struct Answer {
     std::optional<RedisReplies> replies;
     const char* result = "down";
   };
   net::asio::awaitable<Answer> attempt(std::vector<RedisCommand> commands, Clock::time_point deadline);
-  void record(const std::string& op, const std::string& result, Clock::duration took) {
-    observe(op, result, took);
-  }
-  // The same in the background: nothing waits; `done` (if any) gets the replies on the I/O thread.
+  // Counts one request's outcome and latency (lm_warden_shared_state_*): ask() does it itself.
+  void observe(const std::string& op, const std::string& result, Clock::duration took);
+  // ask() in the background: nothing waits; `done` (if any) gets the replies on the I/O thread.
   // `urgent` goes ahead of the other background writes (a lock another warden may be waiting for).
   void send(std::vector<RedisCommand> commands, RedisDone done = {}, bool urgent = false);
   // An urgent send() for later, safe to call after this object is stopped or destroyed (then it drops
@@ -118,7 +117,6 @@ class SharedState {
   std::optional<RedisReplies> execute(const std::vector<RedisCommand>& commands, std::string* error);
   void set_up(bool up, const std::string& why);
   void fail_queued();
-  void observe(const std::string& op, const std::string& result, Clock::duration took);
 
   net::asio::any_io_executor io_;
   SharedStateConfig config_;

@@ -15,6 +15,14 @@ Time at(std::int64_t s) {
   return seconds(s);
 }
 
+// A table whose active window is a fixed minute (no adaptation to the turn gaps).
+SessionTableConfig fixed_minute_window() {
+  SessionTableConfig config;
+  config.active_window = seconds(60);
+  config.adaptive_gap_factor = 0;
+  return config;
+}
+
 TEST(SessionTable, AssignLookupAndMoveHome) {
   SessionTable t;
   EXPECT_FALSE(t.lookup(1, at(0)));
@@ -272,9 +280,7 @@ TEST(SessionTable, AWindowThatGrowsAgainReactivatesRecentConversations) {
 }
 
 TEST(SessionTable, ExportThenImportRestoresHomesAndAggregates) {
-  SessionTableConfig config;
-  config.active_window = seconds(60);
-  config.adaptive_gap_factor = 0;
+  SessionTableConfig config = fixed_minute_window();
   config.idle_ttl = minutes(10);
   SessionTable t(config);
   t.assign(1, 0, 1000, at(0));  // past the TTL at 700: not exported
@@ -379,11 +385,7 @@ TEST(SessionTable, AChangedEntryAnImportDropsIsReportedRemoved) {
 // Another warden's conversation, found in the shared state before its first request here, goes in
 // without rebuilding the table (an import rebuilt it for every such lookup, and lost every computed mark).
 TEST(SessionTable, ALearnedHomeGoesInAloneKeepingEveryOtherEntry) {
-  SessionTableConfig config;
-  config.idle_ttl = seconds(100);
-  config.active_window = seconds(60);
-  config.adaptive_gap_factor = 0;
-  SessionTable t(config);
+  SessionTable t(fixed_minute_window());
   t.track_changes(true);
   t.assign(1, 0, 10, at(0));
   t.mark_computed(1, 5000);
@@ -403,10 +405,7 @@ TEST(SessionTable, ALearnedHomeGoesInAloneKeepingEveryOtherEntry) {
 // Several wardens: a conversation whose latest turn another warden had counts in that warden's load, not
 // in this one's, until this warden routes it again.
 TEST(SessionTable, AConversationSeenElsewhereLeavesTheAggregatesUntilItsNextTurnHere) {
-  SessionTableConfig config;
-  config.active_window = seconds(60);
-  config.adaptive_gap_factor = 0;
-  SessionTable t(config);
+  SessionTable t(fixed_minute_window());
   t.track_changes(true);
   t.assign(1, 2, 1000, at(0));
   t.mark_computed(1, 700);
