@@ -11,7 +11,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <random>
 
-#include "gateway/http_util.hpp"
+#include "gateway/proxy/http_util.hpp"
 #include "protocol/api.hpp"
 #include "protocol/context_limit.hpp"
 #include "protocol/error_body.hpp"

@@ -15,13 +15,13 @@
 #include <vector>
 
 #include "core/rng.hpp"
-#include "gateway/admission_queue.hpp"
 #include "gateway/config.hpp"
 #include "gateway/model_runtime.hpp"
-#include "gateway/request_record.hpp"
-#include "gateway/routing_state.hpp"
-#include "gateway/shared_state.hpp"
-#include "gateway/stats_store.hpp"
+#include "gateway/proxy/admission_queue.hpp"
+#include "gateway/proxy/request_record.hpp"
+#include "gateway/shared/shared_state.hpp"
+#include "gateway/stores/routing_state.hpp"
+#include "gateway/stores/stats_store.hpp"
 #include "gateway/warden_metrics.hpp"
 #include "net/client.hpp"
 #include "net/server.hpp"

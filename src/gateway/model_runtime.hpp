@@ -14,7 +14,7 @@
 #include "core/prefill_rate.hpp"
 #include "core/router.hpp"
 #include "gateway/config.hpp"
-#include "gateway/prefix_watch.hpp"
+#include "gateway/proxy/prefix_watch.hpp"
 #include "protocol/prometheus.hpp"
 
 namespace warden::gateway {

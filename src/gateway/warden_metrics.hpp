@@ -10,7 +10,7 @@
 #include <tuple>
 #include <vector>
 
-#include "gateway/request_record.hpp"
+#include "gateway/proxy/request_record.hpp"
 
 namespace warden::gateway {
 

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "gateway/shared_keys.hpp"
+#include "gateway/shared/shared_keys.hpp"
 #include "gateway_support.hpp"
 
 using namespace gateway_test;

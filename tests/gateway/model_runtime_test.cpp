@@ -4,7 +4,7 @@
 
 #include <limits>
 
-#include "gateway/admin_json.hpp"
+#include "gateway/admin/admin_json.hpp"
 
 using namespace warden::gateway;
 using warden::protocol::parse_vllm_metrics;

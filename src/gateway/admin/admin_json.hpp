@@ -11,7 +11,7 @@
 #include "core/types.hpp"
 #include "gateway/config.hpp"
 #include "gateway/model_runtime.hpp"
-#include "gateway/stats_store.hpp"
+#include "gateway/stores/stats_store.hpp"
 
 namespace warden::gateway {
 

@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "gateway/gateway.hpp"
-#include "gateway/shared_keys.hpp"
+#include "gateway/shared/shared_keys.hpp"
 
 namespace warden::gateway {
 

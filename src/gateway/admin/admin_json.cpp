@@ -1,4 +1,4 @@
-#include "gateway/admin_json.hpp"
+#include "gateway/admin/admin_json.hpp"
 
 #include <fmt/format.h>
 

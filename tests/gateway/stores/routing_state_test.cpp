@@ -1,8 +1,8 @@
-#include "gateway/routing_state.hpp"
+#include "gateway/stores/routing_state.hpp"
 
 #include <gtest/gtest.h>
 
-#include "gateway/stats_store.hpp"
+#include "gateway/stores/stats_store.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace warden::gateway;

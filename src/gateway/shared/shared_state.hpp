@@ -23,7 +23,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include "gateway/config.hpp"
-#include "gateway/shared_keys.hpp"
+#include "gateway/shared/shared_keys.hpp"
 
 #include "net/http.hpp"
 

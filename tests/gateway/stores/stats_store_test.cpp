@@ -1,4 +1,4 @@
-#include "gateway/stats_store.hpp"
+#include "gateway/stores/stats_store.hpp"
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>

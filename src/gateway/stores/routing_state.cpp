@@ -1,4 +1,4 @@
-#include "gateway/routing_state.hpp"
+#include "gateway/stores/routing_state.hpp"
 
 #include <sqlite3.h>
 
@@ -6,7 +6,7 @@
 #include <bit>
 #include <chrono>
 
-#include "gateway/sqlite_util.hpp"
+#include "gateway/stores/sqlite_util.hpp"
 
 namespace warden::gateway {
 

@@ -1,4 +1,4 @@
-#include "gateway/http_util.hpp"
+#include "gateway/proxy/http_util.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "gateway/admission_queue.hpp"
+#include "gateway/proxy/admission_queue.hpp"
 
 #include <algorithm>
 #include <boost/asio/error.hpp>

@@ -1,6 +1,6 @@
 // The admission queue on its own: first come first served, a round stops at the first request still held,
 // bounded length, a cancelled waiter leaves, the head goes at its max_wait, stop() refuses everyone.
-#include "gateway/admission_queue.hpp"
+#include "gateway/proxy/admission_queue.hpp"
 
 #include <gtest/gtest.h>
 

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gateway/request_record.hpp"
+#include "gateway/proxy/request_record.hpp"
 
 struct sqlite3;
 

@@ -1,5 +1,5 @@
 // The text shared with other wardens through Redis: the server's URL, key names and published loads.
-#include "gateway/shared_keys.hpp"
+#include "gateway/shared/shared_keys.hpp"
 #include "gateway/config.hpp"
 
 #include <gtest/gtest.h>

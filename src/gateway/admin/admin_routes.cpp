@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "base/parse.hpp"
-#include "gateway/admin_json.hpp"
+#include "gateway/admin/admin_json.hpp"
 #include "gateway/console/assets.hpp"
 #include "gateway/gateway.hpp"
-#include "gateway/http_util.hpp"
+#include "gateway/proxy/http_util.hpp"
 #include "protocol/error_body.hpp"
 
 namespace warden::gateway {

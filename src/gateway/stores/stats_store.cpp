@@ -1,11 +1,11 @@
-#include "gateway/stats_store.hpp"
+#include "gateway/stores/stats_store.hpp"
 
 #include <fmt/format.h>
 #include <sqlite3.h>
 
 #include <filesystem>
 
-#include "gateway/sqlite_util.hpp"
+#include "gateway/stores/sqlite_util.hpp"
 
 namespace warden::gateway {
 

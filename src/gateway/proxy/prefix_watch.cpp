@@ -1,4 +1,4 @@
-#include "gateway/prefix_watch.hpp"
+#include "gateway/proxy/prefix_watch.hpp"
 
 namespace warden::gateway {
 

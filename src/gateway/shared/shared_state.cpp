@@ -1,4 +1,4 @@
-#include "gateway/shared_state.hpp"
+#include "gateway/shared/shared_state.hpp"
 
 #include <fmt/format.h>
 #include <hiredis.h>

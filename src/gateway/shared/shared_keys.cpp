@@ -1,4 +1,4 @@
-#include "gateway/shared_keys.hpp"
+#include "gateway/shared/shared_keys.hpp"
 
 #include <fmt/format.h>
 

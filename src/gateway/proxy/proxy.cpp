@@ -6,7 +6,7 @@
 
 #include "core/router.hpp"
 #include "gateway/gateway.hpp"
-#include "gateway/http_util.hpp"
+#include "gateway/proxy/http_util.hpp"
 #include "protocol/api.hpp"
 #include "protocol/context_limit.hpp"
 #include "protocol/error_body.hpp"
