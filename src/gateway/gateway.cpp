@@ -210,7 +210,10 @@ bool Gateway::start(std::string* error) {
     spdlog::warn("stats history could not be read ({}); starting empty", err);
   }
   restore_state();
-  start_shared_state();
+  if (config_.shared_state) {
+    shared_ = std::make_unique<SharedHomes>(ioc_.get_executor(), *config_.shared_state, models_);
+    shared_->start();
+  }
   for (auto& up : upstreams_) {
     asio::co_spawn(ioc_, poll_loop(up), asio::bind_cancellation_slot(up->cancel.slot(), asio::detached));
   }
@@ -235,7 +238,9 @@ void Gateway::stop() {
   pool_.close_idle();
   scrape_pool_.close_idle();
   flush();
-  stop_shared_state();
+  if (shared_) {
+    shared_->stop();
+  }
 }
 
 asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {

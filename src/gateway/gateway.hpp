@@ -19,7 +19,7 @@
 #include "gateway/model_runtime.hpp"
 #include "gateway/proxy/admission_queue.hpp"
 #include "gateway/proxy/request_record.hpp"
-#include "gateway/shared/shared_state.hpp"
+#include "gateway/shared/shared_homes.hpp"
 #include "gateway/stores/routing_state.hpp"
 #include "gateway/stores/stats_store.hpp"
 #include "gateway/warden_metrics.hpp"
@@ -34,33 +34,6 @@ struct RewriteOptions;
 }  // namespace warden::protocol
 
 namespace warden::gateway {
-
-// One new conversation's placement with shared state (shared_homes.cpp): the next one at this warden waits
-// for it, and while it holds the model's placement lock in Redis the other wardens' wait too, so that each
-// placement reads the load published with every earlier claim.
-struct PlacementTurn {
-  explicit PlacementTurn(net::asio::any_io_executor io) : timer(std::move(io)) {}
-  net::asio::steady_timer timer;
-  bool done = false;
-  // Set while the lock (or this warden's place as next) is to be given back: sent with the claim, or at
-  // the end of the turn on any other way out.
-  std::optional<RedisCommand> unlock;
-  SharedState::Sender send;
-};
-// Ends the turn (lets the next placement go, gives the lock back) when released or destroyed, whichever
-// comes first.
-class PlacementTurnEnd {
- public:
-  explicit PlacementTurnEnd(std::shared_ptr<PlacementTurn> turn) : turn_(std::move(turn)) {}
-  ~PlacementTurnEnd() { release(); }
-  PlacementTurnEnd(const PlacementTurnEnd&) = delete;
-  PlacementTurnEnd& operator=(const PlacementTurnEnd&) = delete;
-  void release();
-  PlacementTurn* get() const { return turn_.get(); }
-
- private:
-  std::shared_ptr<PlacementTurn> turn_;
-};
 
 class Gateway {
  public:
@@ -135,27 +108,6 @@ class Gateway {
   void restore_state();
   void restore_routing(ModelRuntime& m);
   void save_routing(ModelRuntime& m);
-  // The state shared with other wardens through Redis (shared_homes.cpp); nothing without `state:`.
-  void start_shared_state();
-  void stop_shared_state();
-  // A conversation with an identity, not pinned, that this warden has no home for (the usual case is
-  // known: then Redis is not asked and nothing waits).
-  [[nodiscard]] bool unknown_here(ModelRuntime& m, const core::RequestFacts& facts);
-  // For a conversation unknown_here(): its home and the other wardens' load, from Redis, with the model's
-  // placement lock when it has no home yet (tried again until lookup_timeout is spent).
-  net::asio::awaitable<void> share_lookup(ModelRuntime& m, const core::RequestFacts& facts,
-                                          PlacementTurn& turn);
-  // A conversation unknown_here() waits (a bounded time) for the previous one's placement.
-  net::asio::awaitable<std::shared_ptr<PlacementTurn>> share_turn(ModelRuntime& m);
-  net::asio::awaitable<bool> share_placement(ModelRuntime& m, const core::RequestFacts& facts, int attempt,
-                                             const core::Decision& d, PlacementTurn* turn);
-  void share_changes(ModelRuntime& m, const core::SessionChanges& changes);
-  void share_resync();
-  void adopt_shared_homes(ModelRuntime& m, std::span<const core::SessionRecord> mine,
-                          const std::optional<RedisReplies>& replies);
-  void take_peer_loads(ModelRuntime& m, const RedisReply* fields);
-  void take_elsewhere(ModelRuntime& m, const RedisReply* entries, const std::vector<std::uint64_t>& routed);
-  RedisCommand load_command(ModelRuntime& m);
   void finish_request(RequestRecord& record);
   std::vector<ReplicaGauges> replica_gauges();
   std::vector<ModelGauges> model_gauges() const;
@@ -180,10 +132,8 @@ class Gateway {
   std::unique_ptr<StatsDb> stats_db_;
   std::optional<RoutingStateDb> routing_db_;  // statements over stats_db_'s database
   WardenMetrics metrics_;
-  std::unique_ptr<SharedState> shared_;  // with `state: { redis: ... }` only
-  std::map<const ModelRuntime*, std::shared_ptr<PlacementTurn>> last_placement_;  // share_turn()
-  std::uint64_t placements_ = 0;  // placement_token()s handed out
-  std::shared_ptr<bool> alive_;   // background loops stop when this is false
+  std::unique_ptr<SharedHomes> shared_;  // with `state: { redis: ... }` only
+  std::shared_ptr<bool> alive_;          // background loops stop when this is false
   net::asio::cancellation_signal flush_cancel_;
   bool stopped_ = false;
 };

@@ -192,7 +192,7 @@ net::Response Gateway::Admin::health(const Call& c) {
 net::Response Gateway::Admin::metrics(const Call& c) {
   std::string body = c.gateway.metrics_.render(c.gateway.replica_gauges(), c.gateway.model_gauges());
   if (c.gateway.shared_) {
-    body += c.gateway.shared_->render_metrics();
+    body += c.gateway.shared_->state().render_metrics();
   }
   return net::make_response(c.req, 200, std::move(body), "text/plain; version=0.0.4");
 }
@@ -317,9 +317,10 @@ boost::json::object Gateway::Admin::card(Gateway& gateway, ModelRuntime& model, 
   auto c = model_card(model, now, gateway.started_unix_, gateway.queue_of(model).size());
   c["launch"] = gateway.launcher_.status_json(model.config().name);
   c["shared_state"] = nullptr;
-  if (const auto& shared = gateway.shared_) {
+  if (gateway.shared_) {
+    const SharedState& shared = gateway.shared_->state();
     c["shared_state"] = {
-        {"redis", shared->config().redis.text}, {"up", shared->up()}, {"warden", shared->warden_id()}};
+        {"redis", shared.config().redis.text}, {"up", shared.up()}, {"warden", shared.warden_id()}};
   }
   return c;
 }

@@ -445,10 +445,10 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
                                        int attempt, Attempt& at) {
   // With shared state: what the other wardens know of the conversation, before and after routing it.
   std::optional<PlacementTurnEnd> turn;  // ends after the claim (or on any way out before it)
-  if (shared_ && !out.counting_only && attempt == 0 && unknown_here(*ex.model, out.facts)) {
-    auto placing = co_await share_turn(*ex.model);
+  if (shared_ && !out.counting_only && attempt == 0 && shared_->unknown_here(*ex.model, out.facts)) {
+    auto placing = co_await shared_->turn(*ex.model);
     turn.emplace(std::move(placing));
-    co_await share_lookup(*ex.model, out.facts, *turn->get());
+    co_await shared_->lookup(*ex.model, out.facts, *turn->get());
   }
   if (!route(ex, out, attempt, at)) {
     turn.reset();  // a held request does not keep the next placement waiting
@@ -457,7 +457,7 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
     }
   }
   if (shared_ && !out.counting_only &&
-      co_await share_placement(*ex.model, out.facts, attempt, at.decision, turn ? turn->get() : nullptr)) {
+      co_await shared_->placement(*ex.model, out.facts, attempt, at.decision, turn ? turn->get() : nullptr)) {
     ex.model->router().abandon(at.decision);  // another warden placed it first: sent to its home instead
     if (!route(ex, out, attempt, at)) {
       co_return false;

@@ -1,8 +1,6 @@
-// What the gateway shares with the other wardens through Redis (shared_state.hpp, docs/deployment.md):
-// a conversation this warden does not know is looked up before it is routed, a new conversation's home is
-// claimed (set if absent) and a re-home written before the request is sent, the homes seen are kept
-// alive in the background, and every second each warden publishes its load per replica and reads the
-// others'.
+// The state shared with the other wardens (shared_homes.hpp).
+#include "gateway/shared/shared_homes.hpp"
+
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -13,7 +11,6 @@
 #include <random>
 #include <utility>
 
-#include "gateway/gateway.hpp"
 #include "gateway/shared/shared_keys.hpp"
 
 namespace warden::gateway {
@@ -30,7 +27,7 @@ constexpr auto kLoadTtl = 3s;
 constexpr auto kLoadForgetAfter = 60s;
 // Homes per pipeline in the background, so a request's lookup never waits behind a long one.
 constexpr std::size_t kBatch = 256;
-// How often a placement tries again for the placement lock another warden holds (share_lookup).
+// How often a placement tries again for the placement lock another warden holds (lookup).
 constexpr auto kLockRetry = 300us;
 
 std::int64_t unix_ms_now() {
@@ -53,32 +50,30 @@ std::string shared_warden_id() {
 
 }  // namespace
 
-void Gateway::start_shared_state() {
-  if (!config_.shared_state) {
-    return;
-  }
-  shared_ = std::make_unique<SharedState>(ioc_.get_executor(), *config_.shared_state, shared_warden_id());
+SharedHomes::SharedHomes(asio::any_io_executor io, const SharedStateConfig& config, ModelRuntimes& models)
+    : io_(std::move(io)),
+      models_(models),
+      state_(std::make_unique<SharedState>(io_, config, shared_warden_id())) {}
+
+void SharedHomes::start() {
   for (auto& m : models_) {
     m->router().track_session_changes(true);
   }
-  spdlog::info("shared state: redis {} prefix '{}' as warden {}", config_.shared_state->redis.text,
-               config_.shared_state->prefix, shared_->warden_id());
-  shared_->start([this] { share_resync(); });
+  spdlog::info("shared state: redis {} prefix '{}' as warden {}", state_->config().redis.text,
+               state_->config().prefix, state_->warden_id());
+  state_->start([this] { resync(); });
 }
 
-void Gateway::stop_shared_state() {
-  if (!shared_) {
-    return;
-  }
+void SharedHomes::stop() {
   std::vector<RedisCommand> gone;
   for (auto& m : models_) {
-    gone.push_back({"HDEL", load_key(shared_->config().prefix, m->config().name), shared_->warden_id()});
+    gone.push_back({"HDEL", load_key(state_->config().prefix, m->config().name), state_->warden_id()});
   }
-  shared_->send(std::move(gone));
-  shared_->stop();
+  state_->send(std::move(gone));
+  state_->stop();
 }
 
-RedisCommand Gateway::load_command(ModelRuntime& m) {
+RedisCommand SharedHomes::load_command(ModelRuntime& m) {
   const auto view = m.router().view(Clock::now().time_since_epoch());
   std::vector<ReplicaLoad> load(m.replicas().size());
   for (std::size_t i = 0; i < load.size(); ++i) {
@@ -86,12 +81,12 @@ RedisCommand Gateway::load_command(ModelRuntime& m) {
     load[i].active_conversations = i < view.sessions.size() ? view.sessions[i].active_conversations : 0;
     load[i].held_tokens = i < view.sessions.size() ? view.sessions[i].held_tokens : 0;
   }
-  return {"HSET", load_key(shared_->config().prefix, m.config().name), shared_->warden_id(),
+  return {"HSET", load_key(state_->config().prefix, m.config().name), state_->warden_id(),
           format_load(unix_ms_now(), load)};
 }
 
 // HGETALL of the model's load hash: the other wardens' fresh loads summed into the replicas' metrics.
-void Gateway::take_peer_loads(ModelRuntime& m, const RedisReply* fields) {
+void SharedHomes::take_peer_loads(ModelRuntime& m, const RedisReply* fields) {
   std::vector<ReplicaLoad> sum(m.replicas().size());
   std::vector<std::string> forget;
   std::uint32_t peers = 0;
@@ -99,7 +94,7 @@ void Gateway::take_peer_loads(ModelRuntime& m, const RedisReply* fields) {
   for (std::size_t i = 0; fields != nullptr && i + 1 < fields->elements.size(); i += 2) {
     const std::string& warden = fields->elements[i].text;
     const auto load = parse_load(fields->elements[i + 1].text);
-    if (warden == shared_->warden_id()) {
+    if (warden == state_->warden_id()) {
       continue;
     }
     if (!load || now - load->unix_ms > std::chrono::milliseconds(kLoadForgetAfter).count()) {
@@ -117,9 +112,9 @@ void Gateway::take_peer_loads(ModelRuntime& m, const RedisReply* fields) {
     r.peer_wardens = peers;
   }
   if (!forget.empty()) {
-    RedisCommand hdel{"HDEL", load_key(shared_->config().prefix, m.config().name)};
+    RedisCommand hdel{"HDEL", load_key(state_->config().prefix, m.config().name)};
     hdel.insert(hdel.end(), forget.begin(), forget.end());
-    shared_->send({std::move(hdel)});
+    state_->send({std::move(hdel)});
   }
 }
 
@@ -137,13 +132,13 @@ void PlacementTurnEnd::release() {
 // New conversations arriving together (a burst) would all read the other wardens' load before any of this
 // warden's claims, and the other wardens' reads would miss those claims too: every warden would send its
 // whole burst to the replica that looked emptiest. One at a time here, and across the wardens through the
-// placement lock (share_lookup), each placement's lookup reads the load published with every claim so
+// placement lock (lookup), each placement's lookup reads the load published with every claim so
 // far. The wait for the previous one is bounded by a lookup and a claim.
-asio::awaitable<std::shared_ptr<PlacementTurn>> Gateway::share_turn(ModelRuntime& m) {
-  auto turn = std::make_shared<PlacementTurn>(ioc_.get_executor());
+asio::awaitable<std::shared_ptr<PlacementTurn>> SharedHomes::turn(ModelRuntime& m) {
+  auto turn = std::make_shared<PlacementTurn>(io_);
   auto previous = std::exchange(last_placement_[&m], turn);
-  if (previous && !previous->done && shared_->up()) {
-    previous->timer.expires_after(2 * shared_->config().lookup_timeout);
+  if (previous && !previous->done && state_->up()) {
+    previous->timer.expires_after(2 * state_->config().lookup_timeout);
     boost::system::error_code ec;
     co_await previous->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
@@ -151,7 +146,7 @@ asio::awaitable<std::shared_ptr<PlacementTurn>> Gateway::share_turn(ModelRuntime
 }
 
 // A conversation this warden does not know: the home another warden gave it becomes a local home.
-bool Gateway::unknown_here(ModelRuntime& m, const core::RequestFacts& facts) {
+bool SharedHomes::unknown_here(ModelRuntime& m, const core::RequestFacts& facts) const {
   return facts.session && !facts.pin &&
          !m.router().home_of(facts.session->hash, Clock::now().time_since_epoch());
 }
@@ -162,22 +157,22 @@ bool Gateway::unknown_here(ModelRuntime& m, const core::RequestFacts& facts) {
 // kLockRetry until lookup_timeout is spent, then places on what it read (as it would with Redis slow). The
 // lock expires after two lookup bounds, so a warden that stops while holding it delays the others' next
 // placements by one bound at most.
-asio::awaitable<void> Gateway::share_lookup(ModelRuntime& m, const core::RequestFacts& facts,
-                                            PlacementTurn& turn) {
-  const SharedStateConfig& config = shared_->config();
+asio::awaitable<void> SharedHomes::lookup(ModelRuntime& m, const core::RequestFacts& facts,
+                                          PlacementTurn& turn) {
+  const SharedStateConfig& config = state_->config();
   const auto started = Clock::now();
   const auto deadline = started + config.lookup_timeout;
-  const std::string token = placement_token(shared_->warden_id(), ++placements_);
+  const std::string token = placement_token(state_->warden_id(), ++placements_);
   const RedisCommand lookup = placement_lock_command(
       config.prefix, m.config().name, facts.session->hash, token,
-      std::chrono::milliseconds(2 * config.lookup_timeout).count(), shared_->warden_id());
+      std::chrono::milliseconds(2 * config.lookup_timeout).count(), state_->warden_id());
   std::optional<RedisReplies> read;  // the last complete answer: its home, or its load to place on
   const char* result = "down";
-  asio::steady_timer retry(ioc_.get_executor());
+  asio::steady_timer retry(io_);
   while (true) {
     // Named, not temporaries: GCC 12 destroys temporaries of a co_await expression twice.
     std::vector<RedisCommand> commands{lookup};
-    SharedState::Answer answer = co_await shared_->attempt(std::move(commands), deadline);
+    SharedState::Answer answer = co_await state_->attempt(std::move(commands), deadline);
     const RedisReply* reply = answer.replies && answer.replies->size() == 1 ? &(*answer.replies)[0] : nullptr;
     if (reply == nullptr || reply->type != RedisReply::Type::array || reply->elements.size() != 3) {
       // After a wait for the lock, whatever ended it: placed without it, on the load read last.
@@ -190,8 +185,8 @@ asio::awaitable<void> Gateway::share_lookup(ModelRuntime& m, const core::Request
     if (!found.elements[0].nil()) {
       break;  // placed already: no lock taken
     }
-    turn.send = shared_->sender();
-    turn.unlock = placement_release_command(config.prefix, m.config().name, token, shared_->warden_id());
+    turn.send = state_->sender();
+    turn.unlock = placement_release_command(config.prefix, m.config().name, token, state_->warden_id());
     if (found.elements[1].integer == 1) {
       break;
     }
@@ -203,7 +198,7 @@ asio::awaitable<void> Gateway::share_lookup(ModelRuntime& m, const core::Request
     boost::system::error_code ec;
     co_await retry.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
-  shared_->observe("lookup", result, Clock::now() - started);
+  state_->observe("lookup", result, Clock::now() - started);
   if (!read) {
     co_return;
   }
@@ -220,20 +215,20 @@ asio::awaitable<void> Gateway::share_lookup(ModelRuntime& m, const core::Request
 // After routing, before sending: a new conversation's home is claimed (set if absent), a re-home written
 // (set, reading what was there). Another warden's home, claimed first or re-homed first to a replica that
 // is healthy here, wins: it is adopted (true: route again) and kept in Redis.
-asio::awaitable<bool> Gateway::share_placement(ModelRuntime& m, const core::RequestFacts& facts, int attempt,
-                                               const core::Decision& d, PlacementTurn* turn) {
+asio::awaitable<bool> SharedHomes::placement(ModelRuntime& m, const core::RequestFacts& facts, int attempt,
+                                             const core::Decision& d, PlacementTurn* turn) {
   const bool claim = d.route == core::Route::new_conversation;
   const bool moved = d.route == core::Route::rehomed;
   if (!facts.session || !d.ok() || (!claim && !moved && d.route != core::Route::failover)) {
     co_return false;
   }
-  const std::string key = home_key(shared_->config().prefix, m.config().name, facts.session->hash);
+  const std::string key = home_key(state_->config().prefix, m.config().name, facts.session->hash);
   const std::string ttl = ms_text(m.router().session_config().idle_ttl);
   const std::string value = std::to_string(*d.replica);
   if (attempt > 0 || moved) {
     // A retry: the replica that just failed may still look healthy here; a move off an overloaded home:
     // what Redis holds is that home. Either way no other home is adopted.
-    shared_->send({{"SET", key, value, "PX", ttl}, load_command(m)});
+    state_->send({{"SET", key, value, "PX", ttl}, load_command(m)});
     co_return false;
   }
   // Named, not temporaries: GCC 12 destroys temporaries of a co_await expression twice.
@@ -247,7 +242,7 @@ asio::awaitable<bool> Gateway::share_placement(ModelRuntime& m, const core::Requ
     turn->unlock.reset();
   }
   std::string op = claim ? "claim" : "rehome";
-  auto replies = co_await shared_->ask(std::move(commands), std::move(op));
+  auto replies = co_await state_->ask(std::move(commands), std::move(op));
   if (!replies || replies->empty() || (*replies)[0].type != RedisReply::Type::string) {
     co_return false;  // placed here first (or Redis unavailable): this warden's placement stands
   }
@@ -257,12 +252,12 @@ asio::awaitable<bool> Gateway::share_placement(ModelRuntime& m, const core::Requ
   }
   if (*winner >= m.replicas().size() || !m.replicas()[*winner].metrics.healthy) {
     if (claim) {
-      shared_->send({{"SET", key, value, "PX", ttl}});  // its home is gone: this placement replaces it
+      state_->send({{"SET", key, value, "PX", ttl}});  // its home is gone: this placement replaces it
     }
     co_return false;  // a re-home replaced the failed home: this one stands
   }
   if (!claim) {
-    shared_->send({{"SET", key, std::to_string(*winner), "PX", ttl}});  // put the earlier re-home back
+    state_->send({{"SET", key, std::to_string(*winner), "PX", ttl}});  // put the earlier re-home back
   }
   m.router().adopt_home(facts.session->hash, *winner, facts.prompt_tokens, Clock::now().time_since_epoch());
   co_return true;
@@ -271,8 +266,8 @@ asio::awaitable<bool> Gateway::share_placement(ModelRuntime& m, const core::Requ
 // `replies` to a pipeline that wrote each of `mine` set-if-absent, reading what was there: where Redis
 // holds another home (another warden placed it first, or moved it since), that one is adopted, unless this
 // warden moved the conversation meanwhile itself.
-void Gateway::adopt_shared_homes(ModelRuntime& m, std::span<const core::SessionRecord> mine,
-                                 const std::optional<RedisReplies>& replies) {
+void SharedHomes::adopt(ModelRuntime& m, std::span<const core::SessionRecord> mine,
+                        const std::optional<RedisReplies>& replies) {
   const auto now = Clock::now().time_since_epoch();
   for (std::size_t i = 0; replies && i < mine.size() && i < replies->size(); ++i) {
     const RedisReply& reply = (*replies)[i];
@@ -288,8 +283,8 @@ void Gateway::adopt_shared_homes(ModelRuntime& m, std::span<const core::SessionR
 // This warden's elsewhere list, popped: conversations whose latest turn another warden has had since this
 // one routed them. They leave this warden's load (the other counts them) and take the other's computed
 // mark. One this warden routed again in the same flush (`routed`) is its own again: the entry is stale.
-void Gateway::take_elsewhere(ModelRuntime& m, const RedisReply* entries,
-                             const std::vector<std::uint64_t>& routed) {
+void SharedHomes::take_elsewhere(ModelRuntime& m, const RedisReply* entries,
+                                 const std::vector<std::uint64_t>& routed) {
   if (entries == nullptr || entries->type != RedisReply::Type::array) {
     return;  // nil: the list is empty
   }
@@ -305,11 +300,8 @@ void Gateway::take_elsewhere(ModelRuntime& m, const RedisReply* entries,
 // Every second (flush()): homes seen since the last flush are kept alive (written if absent, expiry pushed
 // back, another warden's newer home adopted, and this warden made the owner of their latest turn), this
 // warden's load is published and the others' read, and the conversations another warden took over popped.
-void Gateway::share_changes(ModelRuntime& m, const core::SessionChanges& changes) {
-  if (!shared_) {
-    return;
-  }
-  const std::string& prefix = shared_->config().prefix;
+void SharedHomes::changes(ModelRuntime& m, const core::SessionChanges& changes) {
+  const std::string& prefix = state_->config().prefix;
   const std::string& name = m.config().name;
   const auto ttl =
       std::chrono::duration_cast<std::chrono::milliseconds>(m.router().session_config().idle_ttl);
@@ -324,31 +316,31 @@ void Gateway::share_changes(ModelRuntime& m, const core::SessionChanges& changes
     for (const core::SessionRecord& r : *records) {
       routed->push_back(r.key);
       batch.push_back(keep_alive_command(prefix, name, {r.key, r.entry.home, r.entry.home_computed_at},
-                                         ttl.count(), shared_->warden_id(), list_ttl.count()));
+                                         ttl.count(), state_->warden_id(), list_ttl.count()));
     }
     // Another warden may have moved one of these conversations since this one last routed it.
-    shared_->send(std::move(batch),
-                  [this, &m, records](std::optional<RedisReplies> r) { adopt_shared_homes(m, *records, r); });
+    state_->send(std::move(batch),
+                 [this, &m, records](std::optional<RedisReplies> r) { adopt(m, *records, r); });
   }
   std::sort(routed->begin(), routed->end());
   const std::string load = load_key(prefix, name);
-  shared_->send({load_command(m),
-                 {"PEXPIRE", load, ms_text(kLoadForgetAfter)},
-                 {"HGETALL", load},
-                 {"LPOP", elsewhere_key(prefix, name, shared_->warden_id()), std::to_string(kBatch * 16)}},
-                [this, &m, routed](std::optional<RedisReplies> r) {
-                  take_peer_loads(m, r && r->size() == 4 ? &(*r)[2] : nullptr);
-                  take_elsewhere(m, r && r->size() == 4 ? &(*r)[3] : nullptr, *routed);
-                });
+  state_->send({load_command(m),
+                {"PEXPIRE", load, ms_text(kLoadForgetAfter)},
+                {"HGETALL", load},
+                {"LPOP", elsewhere_key(prefix, name, state_->warden_id()), std::to_string(kBatch * 16)}},
+               [this, &m, routed](std::optional<RedisReplies> r) {
+                 take_peer_loads(m, r && r->size() == 4 ? &(*r)[2] : nullptr);
+                 take_elsewhere(m, r && r->size() == 4 ? &(*r)[3] : nullptr, *routed);
+               });
 }
 
 // Redis is (back) up: every live home is published again, set if absent; where another warden's home is
 // there already, it is adopted, so both wardens agree again after an outage.
-void Gateway::share_resync() {
+void SharedHomes::resync() {
   auto left = std::make_shared<std::size_t>(1);
   auto finished = [this, left] {
     if (--*left == 0) {
-      shared_->resynced();
+      state_->resynced();
       spdlog::info("shared state: conversation homes published again");
     }
   };
@@ -362,13 +354,13 @@ void Gateway::share_resync() {
       std::vector<RedisCommand> batch;
       for (std::size_t i = at; i < end; ++i) {
         const core::SessionRecord& r = (*records)[i];
-        batch.push_back({"SET", home_key(shared_->config().prefix, m.config().name, r.key),
+        batch.push_back({"SET", home_key(state_->config().prefix, m.config().name, r.key),
                          std::to_string(r.entry.home), "PX", ms_text(idle_ttl - (now - r.entry.last_seen)),
                          "NX", "GET"});
       }
       ++*left;
-      shared_->send(std::move(batch), [this, &m, records, at, end, finished](std::optional<RedisReplies> r) {
-        adopt_shared_homes(m, std::span(*records).subspan(at, end - at), r);
+      state_->send(std::move(batch), [this, &m, records, at, end, finished](std::optional<RedisReplies> r) {
+        adopt(m, std::span(*records).subspan(at, end - at), r);
         finished();
       });
     }

@@ -94,7 +94,9 @@ void Gateway::flush() {
   std::vector<HomeChanges> all;
   for (auto& m : models_) {
     auto taken = m->router().take_session_changes();
-    share_changes(*m, taken);
+    if (shared_) {
+      shared_->changes(*m, taken);
+    }
     const auto ttl =
         std::chrono::duration_cast<std::chrono::milliseconds>(m->router().session_config().idle_ttl).count();
     HomeChanges c{m->config().name, {}, std::move(taken.removed), now.unix_ms - ttl};
