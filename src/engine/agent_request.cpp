@@ -29,8 +29,9 @@ std::string_view type_of(const json::value& v) {
   return v.is_object() ? string_at(v.as_object(), "type") : std::string_view{};
 }
 
-// The text of a content value: a string, or the text of its text-like blocks/parts, one per line.
-std::string text_of(const json::value* content) {
+// The text of a content value: a string, or the text of its text-like blocks/parts, one per line, and
+// of the tool results it holds unless `results` is false.
+std::string text_of(const json::value* content, bool results = true) {
   if (content == nullptr) {
     return {};
   }
@@ -46,7 +47,7 @@ std::string text_of(const json::value* content) {
     if (type == "text" || type == "input_text" || type == "output_text") {
       text.append(string_at(part.as_object(), "text"));
       text.push_back('\n');
-    } else if (type == "tool_result") {
+    } else if (type == "tool_result" && results) {
       text.append(text_of(part.as_object().if_contains("content")));
       text.push_back('\n');  // results of parallel calls: one per line, never run together
     }
@@ -186,11 +187,13 @@ class Reader {
   void add(Step step, std::string text) {
     context(text);
     ++out_.position;
+    out_.last_text.clear();
     if (step == Step::user_text) {
       text = without_reminders(std::move(text));
       if (text.empty()) {
         return;  // only a client's notes: the task goes on
       }
+      out_.last_text = text;
     }
     if (step == Step::tool_calls && !entries_.empty() && entries_.back().step == Step::tool_calls) {
       entries_.back().text += text;  // parallel calls sent as separate items: one round
@@ -205,6 +208,8 @@ class Reader {
                            [](const Entry& e) { return e.step == Step::user_text; });
     if (it != entries_.rend()) {
       out_.task = it->text;
+      out_.first_task = std::none_of(std::next(it), entries_.rend(),
+                                     [](const Entry& e) { return e.step == Step::user_text; });
     }
     for (auto e = it.base(); e != entries_.end(); ++e) {
       if (e->step == Step::tool_calls) {
@@ -228,8 +233,11 @@ class Reader {
       return blocks && std::any_of(content->as_array().begin(), content->as_array().end(),
                                    [&](const json::value& b) { return type_of(b) == type; });
     };
-    if (role == "user") {
-      add(has_block("tool_result") ? Step::tool_result : Step::user_text, text_of(content));
+    if (role == "user" && has_block("tool_result")) {
+      add(Step::tool_result, text_of(content));
+      out_.last_text = without_reminders(text_of(content, false));  // words sent along with the results
+    } else if (role == "user") {
+      add(Step::user_text, text_of(content));
     } else if (has_block("tool_use")) {
       std::string calls;
       for (const auto& b : content->as_array()) {

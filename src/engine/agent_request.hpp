@@ -34,10 +34,12 @@ struct AgentRequest {
   std::vector<OfferedTool> tools;
   std::uint32_t rounds = 0;        // tool rounds since the task started
   std::string task;                // the text of the user message that started the task
+  bool first_task = false;         // ... the conversation's first user text
   std::size_t position = 0;        // messages (items) in the request: tells replies of one task apart
   std::string cwd;                 // working directory the prompt names, if any
   std::vector<std::string> files;  // file names seen in this task's tool results, first seen first
   std::string earlier_calls;       // this task's earlier tool calls (names and arguments), concatenated
+  std::string last_text;           // the last message's own words when it is the user's (not tool results)
   const OfferedTool* find(std::string_view name) const;
 };
 

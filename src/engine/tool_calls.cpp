@@ -27,6 +27,8 @@ constexpr std::size_t kMaxCalls = 4;
 constexpr double kMoreCalls = 0.4;
 constexpr std::array<std::string_view, 4> kShellTools{"Bash", "exec_command", "shell_command", "shell"};
 constexpr std::array<std::string_view, 2> kSubagentTools{"Agent", "Task"};
+// Tools a subagent ends its run with, its report as `message` (Claude Code's interactive subagents).
+constexpr std::array<std::string_view, 1> kReportTools{"SubagentHandback"};
 constexpr std::array<std::string_view, 2> kSubagentDescriptions{"Survey the project files",
                                                                 "Summarise the project files"};
 
@@ -58,6 +60,33 @@ std::string lowercase(std::string_view text) {
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return lower;
+}
+
+// "subagent(s)" or "sub-agent(s)" as a word: not a tool name such as SubagentHandback.
+bool asks_for_subagent(std::string_view text) {
+  const std::string lower = lowercase(text);
+  auto letter = [&](std::size_t i) { return std::isalnum(static_cast<unsigned char>(lower[i])) != 0; };
+  for (std::string_view word : {"subagent", "sub-agent"}) {
+    for (auto at = lower.find(word); at != std::string::npos; at = lower.find(word, at + 1)) {
+      std::size_t end = at + word.size();
+      if (end < lower.size() && lower[end] == 's') {
+        ++end;
+      }
+      if ((at == 0 || !letter(at - 1)) && (end == lower.size() || !letter(end))) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// What a subagent hands back to its caller: what it looked at.
+std::string report_text(const AgentRequest& r) {
+  std::string text = "Looked through the working directory";
+  for (std::size_t i = 0; i < r.files.size(); ++i) {
+    text += (i == 0 ? ": " : ", ") + r.files[i];
+  }
+  return text + ".";
 }
 
 const OfferedTool* first_offered(const AgentRequest& r, std::span<const std::string_view> names) {
@@ -193,29 +222,36 @@ std::vector<ToolCall> decide_tool_calls(const ToolCallModel& model, const AgentR
   if (!(model.rounds > 0) || r.tools.empty()) {
     return {};
   }
-  const std::string task = lowercase(r.task);
-  if (task.find("text only") != std::string::npos) {
-    return {};  // a prompt that forbids tools (Claude Code's compaction: "Respond with TEXT ONLY")
+  if (lowercase(r.last_text).find("text only") != std::string::npos) {
+    return {};  // words that forbid tools (Claude Code's compaction: "Respond with TEXT ONLY")
   }
   const std::uint64_t task_seed = stable_hash(r.task, seed);
   Draws draws(task_seed ^ base::splitmix64(r.rounds + 1));
   const bool delegated = r.task.find(kDelegatedTask) != std::string::npos;
-  const bool asked =
-      task.find("subagent") != std::string::npos || task.find("sub-agent") != std::string::npos;
+  // An explicit ask counts in the conversation's opening prompt only: later user-role messages are often
+  // the client's own (a subagent's report that mentions "this subagent's work").
+  const bool asked = r.first_task && asks_for_subagent(r.task);
   const bool subagent = !delegated && r.rounds == 0 && (asked || Draws(task_seed).uniform() < model.subagent);
+  // A subagent always does some work before it reports: at least one round.
+  const std::uint32_t rounds = std::max<std::uint32_t>(draw_tool_rounds(model, task_seed), delegated ? 1 : 0);
   std::vector<ToolCall> calls;
   if (subagent) {
     calls = subagent_calls(r, draw_count(model, draws));
   }
-  if (calls.empty() && r.rounds >= draw_tool_rounds(model, task_seed)) {
-    return {};
-  }
-  if (calls.empty()) {
+  if (calls.empty() && r.rounds < rounds) {
     calls = read_calls(r, draw_count(model, draws), draws);
+    if (calls.empty()) {
+      calls = explore_calls(r);
+      calls.resize(std::min(calls.size(), draw_count(model, draws)), ToolCall{});
+    }
   }
   if (calls.empty()) {
-    calls = explore_calls(r);
-    calls.resize(std::min(calls.size(), draw_count(model, draws)), ToolCall{});
+    // The text reply, unless the client wants the report through a tool (a subagent's hand-back).
+    auto report = call(first_offered(r, kReportTools), json::object{{"message", report_text(r)}});
+    if (!report) {
+      return {};
+    }
+    calls.push_back(std::move(*report));
   }
   for (std::size_t i = 0; i < calls.size(); ++i) {
     calls[i].id =

@@ -8,13 +8,15 @@
 // - the first round may start a subagent (Claude Code's `Agent` / `Task`): with probability `subagent`,
 //   and always when the task asks for one ("subagent" in its text); never inside a subagent the stand-in
 //   started itself (its task is the stand-in's own delegated task);
-// - a task whose text asks for "text only" (Claude Code's compaction prompt) or a request with tool_choice
-//   "none" gets text;
+// - a request whose last user words ask for "text only" (Claude Code's compaction prompt) or whose
+//   tool_choice is "none" gets text;
+// - where the client wants a subagent's report through a tool (Claude Code's SubagentHandback), the text
+//   reply is that call instead, naming the files it saw;
 // - otherwise it lists the working directory, then reads the files that listing showed, then searches;
 // - a round holds more than one call with probability `parallel` (more reads, or two subagents at once).
 // Only tools that read: Read, Glob, Grep, LS, a shell tool (Claude Code's Bash, Codex's exec_command /
-// shell / shell_command) with a read-only command (ls, pwd, head), and the subagent tool. Never a write,
-// an edit, a deletion or a network command; unknown tools are never called.
+// shell / shell_command) with a read-only command (ls, pwd, head), the subagent tool and its hand-back. Never
+// a write, an edit, a deletion or a network command; unknown tools are never called.
 #pragma once
 
 #include <boost/json/value.hpp>

@@ -284,6 +284,13 @@ TEST(ToolCalls, NotificationsContinueTheTaskAndTextOnlyPromptsGetText) {
   ASSERT_FALSE(calls.empty());
   EXPECT_EQ(calls[0].name, "Read");
 
+  // Words sent along with tool results count too (a compaction forked off a tool round).
+  json::object forked = body;
+  run_tools(forked, {ToolCall{"b", "Bash", R"({"command":"pwd"})"}}, "/w");
+  forked["messages"].as_array().back().as_object()["content"].as_array().push_back(
+      json::object{{"type", "text"}, {"text", "CRITICAL: Respond with TEXT ONLY. Do NOT call any tools."}});
+  EXPECT_TRUE(decide(m, forked).empty());
+
   json::object compact = claude_body(
       "CRITICAL: Respond with TEXT ONLY. Do NOT call any tools.\n\nYour task is to create a detailed "
       "summary.");
@@ -292,6 +299,48 @@ TEST(ToolCalls, NotificationsContinueTheTaskAndTextOnlyPromptsGetText) {
   ASSERT_FALSE(decide(m, none).empty());
   none["tool_choice"] = json::object{{"type", "none"}};
   EXPECT_TRUE(decide(m, none).empty());
+}
+
+// Claude Code's interactive subagents deliver their report with a SubagentHandback call, and it asks
+// again ("[handback-send-enforce] ... Call SubagentHandback") when a run ends in plain text.
+TEST(ToolCalls, SubagentsHandTheirReportBackThroughTheToolTheClientOffers) {
+  ToolCallModel m{3.5, 0.0, 0.0};
+  json::object body = claude_body(std::string(kDelegatedTask));
+  body["tools"].as_array().push_back(
+      tool("SubagentHandback", {{"message", json::object{{"type", "string"}}}}, {"message"}));
+  std::vector<ToolCall> calls;
+  for (int round = 0; round < 10; ++round) {
+    calls = decide(m, body);
+    ASSERT_FALSE(calls.empty());
+    if (calls[0].name == "SubagentHandback") {
+      break;
+    }
+    run_tools(body, calls, "notes.txt\nmain.py");
+  }
+  ASSERT_EQ(calls.size(), 1U);
+  EXPECT_EQ(calls[0].name, "SubagentHandback");
+  const std::string report(json::parse(calls[0].arguments).at("message").as_string());
+  EXPECT_NE(report.find("notes.txt"), std::string::npos) << report;
+
+  // Even when its task draws no rounds, a subagent works one round before it reports.
+  json::object fresh = claude_body(std::string(kDelegatedTask));
+  fresh["tools"] = body["tools"];
+  EXPECT_EQ(decide(ToolCallModel{0.01, 0.0, 0.0}, fresh)[0].name, "Bash");
+
+  // A tool name is not a request for a subagent; the word is, in the conversation's opening prompt.
+  m.rounds = 50;
+  const auto enforce =
+      decide(m, claude_body("[handback-send-enforce] Your report has not been delivered. Call "
+                            "SubagentHandback({message: <your full report>}) now"));
+  ASSERT_FALSE(enforce.empty());
+  EXPECT_NE(enforce[0].name, "Agent");
+  EXPECT_EQ(decide(m, claude_body("Use two sub-agents for this."))[0].name, "Agent");
+  json::object later = claude_body("hello");
+  later["messages"].as_array().push_back(json::object{{"role", "assistant"}, {"content", "Hi."}});
+  later["messages"].as_array().push_back(
+      json::object{{"role", "user"},
+                   {"content", "Another Claude session sent a message: please verify this subagent's work"}});
+  EXPECT_NE(decide(m, later)[0].name, "Agent");
 }
 
 TEST(AgentRequest, RoundsCountFromTheLastUserTextInEachApi) {
