@@ -204,6 +204,16 @@ std::size_t draw_count(const ToolCallModel& model, Draws& draws) {
   return n;
 }
 
+// A round of work: read what a listing showed, else list or search.
+std::vector<ToolCall> work_calls(const ToolCallModel& model, const AgentRequest& r, Draws& draws) {
+  auto calls = read_calls(r, draw_count(model, draws), draws);
+  if (calls.empty()) {
+    calls = explore_calls(r);
+    calls.resize(std::min(calls.size(), draw_count(model, draws)), ToolCall{});
+  }
+  return calls;
+}
+
 }  // namespace
 
 std::uint32_t draw_tool_rounds(const ToolCallModel& model, std::uint64_t task_seed) {
@@ -239,11 +249,7 @@ std::vector<ToolCall> decide_tool_calls(const ToolCallModel& model, const AgentR
     calls = subagent_calls(r, draw_count(model, draws));
   }
   if (calls.empty() && r.rounds < rounds) {
-    calls = read_calls(r, draw_count(model, draws), draws);
-    if (calls.empty()) {
-      calls = explore_calls(r);
-      calls.resize(std::min(calls.size(), draw_count(model, draws)), ToolCall{});
-    }
+    calls = work_calls(model, r, draws);
   }
   if (calls.empty()) {
     // The text reply, unless the client wants the report through a tool (a subagent's hand-back).
