@@ -29,6 +29,9 @@ struct SimArgs {
   std::uint32_t max_model_len = 0;
   std::string reply_median;  // empty: the preset's
   std::string reply_sigma;
+  std::string tool_rounds;  // empty: the preset's (off)
+  std::string tool_parallel;
+  std::string tool_subagent;
   std::string log_level = "info";
 };
 
@@ -74,8 +77,11 @@ engine::EngineConfig build_config(const SimArgs& a) {
   set("block-size", a.block_size);
   set("max-num-batched-tokens", a.max_num_batched_tokens);
   set("max-model-len", a.max_model_len);
-  for (const auto& [key, text] :
-       {std::pair{"reply-median", &a.reply_median}, {"reply-sigma", &a.reply_sigma}}) {
+  for (const auto& [key, text] : {std::pair{"reply-median", &a.reply_median},
+                                  {"reply-sigma", &a.reply_sigma},
+                                  {"tool-rounds", &a.tool_rounds},
+                                  {"tool-parallel", &a.tool_parallel},
+                                  {"tool-subagent", &a.tool_subagent}}) {
     if (text->empty()) {
       continue;
     }
@@ -119,6 +125,11 @@ void add_sim_command(CLI::App& app) {
   cmd->add_option("--reply-median", args->reply_median,
                   "Median reply length in tokens, where replies end by themselves (0 = always max_tokens)");
   cmd->add_option("--reply-sigma", args->reply_sigma, "Spread of reply lengths: sigma of ln(length)");
+  cmd->add_option("--tool-rounds", args->tool_rounds,
+                  "Answer requests that offer tools with tool calls: mean tool rounds per prompt (0 = off)");
+  cmd->add_option("--tool-parallel", args->tool_parallel,
+                  "Probability that a round holds several tool calls");
+  cmd->add_option("--tool-subagent", args->tool_subagent, "Probability that a prompt starts with a subagent");
   cmd->add_option("--seed", o.seed, "Seed for output text, ids and balancer choices")->default_val(0);
   cmd->add_option("--api-server-count", o.api_server_count,
                   "Balancer instances (vLLM API server processes); default = data-parallel size")

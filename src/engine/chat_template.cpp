@@ -53,15 +53,6 @@ void join(std::string& text, std::string_view piece) {
   text.append(piece);
 }
 
-std::string tool_call_text(std::string_view name, std::string_view arguments_json) {
-  std::string s = "<tool_call>\n{\"name\": \"";
-  s.append(name);
-  s.append("\", \"arguments\": ");
-  s.append(arguments_json.empty() ? "{}" : arguments_json);
-  s.append("}\n</tool_call>");
-  return s;
-}
-
 std::string tool_response_text(std::string_view content) {
   std::string s = "<tool_response>\n";
   s.append(content);
@@ -301,7 +292,16 @@ bool valid_role(std::string_view role) {
   return role == "system" || role == "developer" || role == "user" || role == "assistant";
 }
 
+// Consecutive function calls are one assistant turn (parallel calls), rendered as one block with the
+// calls joined by newlines, as the chat API's assistant message with several tool_calls is.
 Result<Tokens> render_responses_items(const json::array& items, Tokens out) {
+  std::string calls;  // the pending assistant block of consecutive calls
+  auto flush_calls = [&] {
+    if (!calls.empty()) {
+      add_block(out, "assistant", calls);
+      calls.clear();
+    }
+  };
   for (std::size_t i = 0; i < items.size(); ++i) {
     const std::string param = "input[" + std::to_string(i) + "]";
     if (!items[i].is_object()) {
@@ -310,6 +310,9 @@ Result<Tokens> render_responses_items(const json::array& items, Tokens out) {
     const auto& item = items[i].as_object();
     const std::string_view type = string_or_empty(item, "type");
     const auto* role_v = field(item, "role");
+    if (type != "function_call" && type != "custom_tool_call") {
+      flush_calls();
+    }
     if (type == "message" || (type.empty() && role_v != nullptr)) {
       if (role_v == nullptr || !role_v->is_string() || !valid_role(role_v->as_string())) {
         return make_error("message item needs a 'role' of user, assistant, system or developer", param);
@@ -327,7 +330,8 @@ Result<Tokens> render_responses_items(const json::array& items, Tokens out) {
       std::string args_text =
           args == nullptr ? ""
                           : (args->is_string() ? std::string(args->as_string()) : json::serialize(*args));
-      add_block(out, "assistant", tool_call_text(string_or_empty(item, "name"), args_text));
+      join(calls, tool_call_text(string_or_empty(item, "name"), args_text));
+      continue;
     } else if (type == "function_call_output" || type == "custom_tool_call_output") {
       const auto* output = field(item, "output");
       std::string text = output == nullptr ? ""
@@ -343,6 +347,7 @@ Result<Tokens> render_responses_items(const json::array& items, Tokens out) {
     }
     // reasoning and other item types carry no prompt text for the model.
   }
+  flush_calls();
   return out;
 }
 
@@ -366,6 +371,15 @@ Result<Tokens> token_ids(const json::array& arr, std::string_view param) {
 }
 
 }  // namespace
+
+std::string tool_call_text(std::string_view name, std::string_view arguments_json) {
+  std::string s = "<tool_call>\n{\"name\": \"";
+  s.append(name);
+  s.append("\", \"arguments\": ");
+  s.append(arguments_json.empty() ? "{}" : arguments_json);
+  s.append("}\n</tool_call>");
+  return s;
+}
 
 Tokens generation_prompt() {
   Tokens out;

@@ -23,7 +23,8 @@
 //   refuses more than one (the simulator serves n=1, one prompt per request).
 // - Responses: `instructions`? (system), `input` string or items: messages ({role, content: string |
 //   [input_text | output_text | refusal | input_image ...]}, with or without type "message"),
-//   function_call, function_call_output; reasoning items are skipped; `tools`?
+//   function_call, function_call_output; reasoning items are skipped; `tools`? Consecutive function calls
+//   render as one assistant block, like the calls of one chat assistant message.
 #pragma once
 
 #include <boost/json/value.hpp>
@@ -57,6 +58,10 @@ Result<Tokens> render_prompt(ApiKind kind, std::string_view body_text);
 // Tokens of one chat message as the template renders it (header, content, <|im_end|>, "\n"); used by
 // tests and by the workload generator to size turns.
 Tokens render_message(std::string_view role, std::string_view content);
+
+// A tool call as the template renders it inside an assistant block (Qwen's <tool_call> JSON); several calls
+// of one reply are joined by newlines.
+std::string tool_call_text(std::string_view name, std::string_view arguments_json);
 
 // The generation prompt appended at the end of every chat-style prompt: <|im_start|>assistant\n.
 Tokens generation_prompt();

@@ -39,6 +39,13 @@ Result<void> validate(const EngineConfig& c) {
   if (!(c.reply.sigma >= 0 && c.reply.sigma <= 10)) {
     return make_error("reply_sigma must be in [0, 10]", "reply_sigma");
   }
+  if (!(c.tools.rounds >= 0 && c.tools.rounds <= 50)) {
+    return make_error("tool_rounds must be in [0, 50]", "tool_rounds");
+  }
+  if (!(c.tools.parallel >= 0 && c.tools.parallel <= 1) ||
+      !(c.tools.subagent >= 0 && c.tools.subagent <= 1)) {
+    return make_error("tool_parallel and tool_subagent are probabilities in [0, 1]", "tool_parallel");
+  }
   const auto& t = c.time;
   if (!(t.num_params >= 0) || t.num_layers < 1 || t.num_q_heads < 1 || t.num_kv_heads < 1 || t.head_dim < 1 ||
       !positive(t.dtype_bytes)) {

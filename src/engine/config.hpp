@@ -18,6 +18,16 @@ struct ReplyLength {
   double sigma = 0;   // ln(p84 / median); 0 = every reply exactly `median` tokens
 };
 
+// When a request offers tools, the engine may answer with tool calls instead of text, as an agent's model
+// does (engine/tool_calls.hpp). A task (a user prompt) gets a number of tool rounds drawn from a geometric
+// distribution of mean `rounds`, then a text reply. Defaults from real agent sessions (docs/sim.md).
+// rounds 0: never a tool call (the default: the reference workload offers none anyway).
+struct ToolCallModel {
+  double rounds = 0;       // mean tool rounds per task; 0 = off
+  double parallel = 0.36;  // probability that a round holds more than one call
+  double subagent = 0.05;  // probability that a task starts with a subagent (when one can be started)
+};
+
 struct EngineConfig {
   std::string preset = "custom";                // name shown in logs / what-if reports
   std::uint32_t block_size = 16;                // tokens per KV block (vLLM default 16)
@@ -27,6 +37,7 @@ struct EngineConfig {
   std::uint32_t max_model_len = 32768;          // prompt + output limit per request
   double gpu_memory_utilization = 0.9;          // informational: reported in vllm:cache_config_info
   ReplyLength reply;                            // off unless set (a4000 and h200 set agent-like replies)
+  ToolCallModel tools;                          // off unless tools.rounds > 0
   StepTimeModel time;
 };
 

@@ -94,6 +94,7 @@ struct Engine::Impl {
     std::int64_t cached_tokens = -1;  // set at first scheduling
     std::uint64_t sample_seed = 0;
     double arrival = 0;
+    Tokens fixed_reply;  // when not empty: the reply's tokens (a tool call)
   };
 
   struct Scheduled {
@@ -295,7 +296,10 @@ struct Engine::Impl {
     e.request = r.id;
     e.index = r.num_output;
     e.first_token = r.num_output == 0;
-    e.token = output_token(base::splitmix64(r.sample_seed ^ base::splitmix64(r.num_output)), r.num_output);
+    e.token =
+        r.num_output < r.fixed_reply.size()
+            ? r.fixed_reply[r.num_output]
+            : output_token(base::splitmix64(r.sample_seed ^ base::splitmix64(r.num_output)), r.num_output);
     r.tokens.push_back(e.token);
     ++r.num_output;
     ++m.generation_tokens_total;
@@ -365,7 +369,11 @@ Result<void> Engine::add_request(RequestSpec spec) {
   r.tokens.reserve(r.tokens.size() + max_output);
   r.prompt_len = static_cast<std::uint32_t>(prompt_len);
   r.max_output = max_output;
-  const std::uint32_t drawn = draw_reply_length(c.reply, r.sample_seed);
+  if (spec.reply && !spec.reply->empty()) {
+    r.fixed_reply = std::move(*spec.reply);
+  }
+  const std::uint32_t drawn = r.fixed_reply.empty() ? draw_reply_length(c.reply, r.sample_seed)
+                                                    : static_cast<std::uint32_t>(r.fixed_reply.size());
   r.reply_len = drawn > 0 && drawn < max_output ? drawn : max_output;
   r.ends_by = drawn > 0 && drawn < max_output ? FinishReason::stop : FinishReason::length;
   r.arrival = spec.arrival_time;

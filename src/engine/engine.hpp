@@ -57,6 +57,9 @@ struct RequestSpec {
   int max_tokens = 16;
   double arrival_time = 0;  // for the TTFT histogram (TTFT = first token time - arrival_time)
   std::optional<std::uint64_t> sample_seed;  // overrides the prompt-derived output seed
+  // The reply's tokens, fixed in advance (a tool call, engine/tool_calls.hpp): generated one per step like
+  // any reply, ending with "stop" after the last one unless max_tokens or the context cuts them first.
+  std::optional<Tokens> reply;
 };
 
 struct Usage {

@@ -15,10 +15,23 @@
 //                response.completed (with usage), or response.incomplete (status "incomplete",
 //                incomplete_details.reason "max_output_tokens") when the reply was capped.
 //   Finish reasons: chat/completions "stop" or "length"; messages stop_reason "end_turn" or "max_tokens".
+//
+// A reply of tool calls (engine::ToolReply, not for completions) streams each call as its tokens come, the
+// arguments' JSON cut in proportion to the call's tokens:
+//   chat:      delta.tool_calls [{index, id "call_…", type "function", function {name, arguments ""}}], then
+//              delta.tool_calls [{index, function {arguments: part}}]; a last chunk with finish_reason
+//              "tool_calls".
+//   messages:  per call content_block_start (tool_use {id "toolu_…", name, input {}}), content_block_delta
+//              (input_json_delta {partial_json}), content_block_stop; stop_reason "tool_use".
+//   responses: per call response.output_item.added (function_call {id "fc_…", call_id "call_…", name,
+//              arguments ""}), response.function_call_arguments.delta, .done, response.output_item.done.
+// A capped tool reply ends with its arguments cut where the cap fell, with the capped finish reason.
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "engine/tool_calls.hpp"
 
 namespace warden::sim {
 
@@ -38,13 +51,15 @@ struct UsageOut {
   bool length = true;  // capped by max_tokens / model length; false: the reply ended by itself (EOS)
 };
 
-/// The full (non-streaming) response body.
-std::string full_body(Api api, const ReplyMeta& meta, std::string_view text, const UsageOut& usage);
+/// The full (non-streaming) response body: `text`, or the calls of `tools` when it holds any.
+std::string full_body(Api api, const ReplyMeta& meta, std::string_view text, const UsageOut& usage,
+                      const engine::ToolReply& tools = {});
 
 /// Builds a stream's SSE events step by step.
 class StreamEncoder {
  public:
-  StreamEncoder(Api api, ReplyMeta meta) : api_(api), meta_(std::move(meta)) {}
+  StreamEncoder(Api api, ReplyMeta meta, engine::ToolReply tools = {})
+      : api_(api), meta_(std::move(meta)), tools_(std::move(tools)) {}
   /// Events sent once, right before the first token's (usage: prompt/cached as known at that point).
   std::string start(const UsageOut& usage);
   /// Events for one generated token; `last` marks the final token (finish reason goes with it).
@@ -54,10 +69,20 @@ class StreamEncoder {
 
  private:
   std::string event(std::string_view type, std::string json);
+  // Tool replies: the events of one more token, and those closing the call in progress.
+  std::string tool_token(bool last, const UsageOut& usage);
+  std::string open_call(std::size_t index);
+  std::string call_delta(std::size_t index, std::string_view part);
+  std::string close_call();
+  std::string responses_end(const UsageOut& usage);
   Api api_;
   ReplyMeta meta_;
+  engine::ToolReply tools_;
   std::string text_;  // accumulated (responses' done events repeat the whole text)
   std::uint64_t sequence_ = 0;
+  std::uint32_t tokens_ = 0;                         // tool replies: tokens seen
+  std::size_t open_ = static_cast<std::size_t>(-1);  // the call being streamed
+  std::size_t sent_ = 0;                             // ... and the characters of its arguments sent
 };
 
 /// "chatcmpl-" / "cmpl-" / "resp_" / "msg_" followed by 32 hex digits of `random`.

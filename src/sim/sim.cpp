@@ -27,6 +27,7 @@
 #include "engine/chat_template.hpp"
 #include "engine/engine.hpp"
 #include "engine/tokenizer.hpp"
+#include "engine/tool_calls.hpp"
 #include "net/notifier.hpp"
 #include "protocol/error_body.hpp"
 #include "sim/formats.hpp"
@@ -65,6 +66,7 @@ struct Parsed {
   int max_tokens = 16;
   bool stream = false;
   bool include_usage = false;
+  engine::ToolReply tools;  // the reply's tool calls, when the engine answers with some
 };
 
 std::optional<Api> api_for(std::string_view path, bool& count_tokens) {
@@ -281,9 +283,9 @@ struct Sim::Impl {
                                                                 asio::any_io_executor executor);
   ReplyMeta reply_meta(const Parsed& p);
   static asio::awaitable<net::Reply> reply_whole(const net::Request& req, Api api, Job& job,
-                                                 const ReplyMeta& meta);
+                                                 const ReplyMeta& meta, engine::ToolReply tools);
   static net::StreamReply reply_stream(const net::Request& req, Api api, std::shared_ptr<Job> job,
-                                       const ReplyMeta& meta);
+                                       const ReplyMeta& meta, engine::ToolReply tools);
   boost::system::result<Parsed, HttpError> parse(Api api, bool count_tokens, std::string_view body) const;
   std::optional<HttpError> check_model(Api api, const json::object& o) const;
   boost::system::result<int, HttpError> output_limit(Api api, const json::object& o,
@@ -417,6 +419,7 @@ boost::system::result<Parsed, HttpError> Sim::Impl::parse(Api api, bool count_to
   if (count_tokens) {
     return p;
   }
+  p.tools = engine::tool_reply_for(opts.engine.tools, engine_kind(api), doc, opts.seed);
   if (auto bad = parse_stream(o, p)) {
     return *bad;
   }
@@ -566,9 +569,9 @@ asio::awaitable<net::Reply> Sim::Impl::generate(net::Request& req, const net::Co
   }
   const ReplyMeta meta = reply_meta(p);
   if (!p.stream) {
-    co_return co_await reply_whole(req, p.api, **job, meta);
+    co_return co_await reply_whole(req, p.api, **job, meta, std::move(p.tools));
   }
-  co_return reply_stream(req, p.api, *job, meta);
+  co_return reply_stream(req, p.api, *job, meta, std::move(p.tools));
 }
 
 boost::system::result<std::shared_ptr<Job>, HttpError> Sim::Impl::submit(Rank& r, Parsed& p,
@@ -580,6 +583,9 @@ boost::system::result<std::shared_ptr<Job>, HttpError> Sim::Impl::submit(Rank& r
   spec.id = job->id;
   spec.prompt = std::move(p.prompt);
   spec.max_tokens = p.max_tokens;
+  if (!p.tools.calls.empty()) {
+    spec.reply = p.tools.tokens;  // generated like any reply: same steps, same usage
+  }
   const double now = model_now();
   spec.arrival_time = r.busy ? std::min(now, r.step_end) : std::max(now, r.clock);
   auto added = r.engine.add_request(std::move(spec));
@@ -618,7 +624,7 @@ void Job::take(const engine::Event& ev) {
 }
 
 asio::awaitable<net::Reply> Sim::Impl::reply_whole(const net::Request& req, Api api, Job& job,
-                                                   const ReplyMeta& meta) {
+                                                   const ReplyMeta& meta, engine::ToolReply tools) {
   std::string text;
   while (!job.finished) {
     while (job.events.empty()) {
@@ -631,13 +637,13 @@ asio::awaitable<net::Reply> Sim::Impl::reply_whole(const net::Request& req, Api 
       job.take(ev);
     }
   }
-  co_return net::make_response(req, 200, full_body(api, meta, text, job.usage));
+  co_return net::make_response(req, 200, full_body(api, meta, text, job.usage, tools));
 }
 
 net::StreamReply Sim::Impl::reply_stream(const net::Request& req, Api api, std::shared_ptr<Job> job,
-                                         const ReplyMeta& meta) {
+                                         const ReplyMeta& meta, engine::ToolReply tools) {
   net::StreamReply reply = net::sse_reply(req);
-  auto encoder = std::make_shared<StreamEncoder>(api, meta);
+  auto encoder = std::make_shared<StreamEncoder>(api, meta, std::move(tools));
   reply.body = [job, encoder](net::StreamWriter& w) -> asio::awaitable<void> {
     bool started = false;
     std::string out;

@@ -7,6 +7,7 @@
 
 #include "engine/engine.hpp"
 #include "engine/presets.hpp"
+#include "run_one.hpp"
 
 namespace warden::engine {
 namespace {
@@ -34,22 +35,11 @@ bool starts_with(const Tokens& a, const Tokens& prefix) {
 Tokens reply_for(const Tokens& prompt, int n) {
   EngineConfig c;
   c.num_gpu_blocks = 4096;
-  Engine engine(c, 17);
   RequestSpec spec;
   spec.id = 1;
   spec.prompt = prompt;
   spec.max_tokens = n;
-  EXPECT_TRUE(engine.add_request(spec));
-  Tokens out;
-  double now = 0;
-  while (engine.has_work()) {
-    const auto r = engine.step(now);
-    now += r.duration;
-    for (const auto& e : r.events) {
-      out.push_back(e.token);
-    }
-  }
-  return out;
+  return test::run_one(c, 17, std::move(spec)).tokens;
 }
 
 TEST(ChatTemplate, OpenAiChatExactLayout) {

@@ -39,7 +39,7 @@ TEST(Presets, SetParamAcceptsFlagAndYamlSpellings) {
   EXPECT_FALSE(set_param(c, "max_num_seqs", "99999999999"));
   EXPECT_FALSE(set_param(c, "mem_efficiency", "fast"));
   EXPECT_FALSE(set_param(c, "mem_efficiency", ""));
-  EXPECT_EQ(param_names().size(), 20U);
+  EXPECT_EQ(param_names().size(), 23U);
 }
 
 TEST(Presets, YamlOverridesOnABase) {
