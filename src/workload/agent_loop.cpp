@@ -19,6 +19,8 @@ namespace {
 constexpr double kNever = std::numeric_limits<double>::infinity();
 // Tokens a tool_use block adds to the prompt besides its arguments (name, id, template markers).
 constexpr std::size_t kCallTokens = 40;
+// Tokens of a thread's window kept free of tool results: the estimate leaves out template markers.
+constexpr std::size_t kWindowMargin = 1024;
 // Tokens of the instruction a compaction request ends with.
 constexpr std::size_t kCompactTokens = 150;
 
@@ -193,6 +195,13 @@ std::vector<ToolCall> AgentLoop::draw_calls(Thread& t) {
   return calls;
 }
 
+std::size_t AgentLoop::results_room(const Thread& t, std::size_t results_left) const {
+  // Room for the reply, and for what the estimate misses (message markers, tool JSON).
+  const std::size_t reserved = t.tokens + workload_.config().max_output + kWindowMargin;
+  const std::size_t room = config_.context_window > reserved ? config_.context_window - reserved : 0;
+  return std::max<std::size_t>(room / std::max<std::size_t>(results_left, 1), 1);
+}
+
 void AgentLoop::tool_round(Thread& t, std::string reply, std::vector<ToolCall> calls, double now) {
   Conversation& c = t.conversation;
   Message results{Role::user, {}, {}, {}};
@@ -203,8 +212,12 @@ void AgentLoop::tool_round(Thread& t, std::string reply, std::vector<ToolCall> c
       results.results.push_back({call.id, "Async agent launched successfully. It runs in the background."});
       continue;
     }
-    const auto tokens = static_cast<std::size_t>(std::lround(draw_lognormal(
-        t.rng, static_cast<double>(config_.result_tokens), static_cast<double>(config_.result_tokens_max))));
+    // The client cuts a tool's output that would not fit the window (the thread compacts before its next
+    // request, but that request must still fit): a result gets at most what is left, shared by the calls.
+    const std::size_t room = results_room(t, calls.size() - results.results.size());
+    const auto tokens = std::min(room, static_cast<std::size_t>(std::lround(
+                                           draw_lognormal(t.rng, static_cast<double>(config_.result_tokens),
+                                                          static_cast<double>(config_.result_tokens_max)))));
     results.results.push_back({call.id, text(kResultTag, t, t.results++, std::max<std::size_t>(tokens, 1))});
     t.tokens += tokens;
     // Parallel calls run at once: the round waits for the slowest.

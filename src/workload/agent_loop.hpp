@@ -90,6 +90,8 @@ class AgentLoop : public Loop {
   // One tool round of a thread: its reply with `calls`, then the results the agent sends back.
   void tool_round(Thread& t, std::string reply, std::vector<ToolCall> calls, double now);
   std::vector<ToolCall> draw_calls(Thread& t);
+  // Tokens each of `results_left` tool results may take so that the thread's next request fits the window.
+  std::size_t results_room(const Thread& t, std::size_t results_left) const;
   void deliver_reports(std::size_t agent);
   void compact(Thread& t);
   bool needs_compaction(const Thread& t) const;

@@ -43,6 +43,7 @@ struct Sent {
   HttpRequestSpec spec;
   TurnEnd end;
   double ended = 0;
+  std::size_t tokens = 0;  // the thread's prompt as the loop estimates it, when sent
 };
 
 // Every request takes `latency` and is answered with the same short text: a deterministic stand-in for
@@ -57,6 +58,7 @@ std::vector<Sent> run(const Workload& w, AgentLoop& loop, double until, double l
       s.at = now;
       s.slot = slot;
       s.conversation = loop.conversation(slot);
+      s.tokens = loop.history_tokens(slot);
       s.spec = render_anthropic(w, s.conversation, "m");
       sent.push_back(std::move(s));
       done.emplace(now + latency, sent.size() - 1);
@@ -205,6 +207,10 @@ TEST(AgentLoop, CompactionReplacesTheHistoryAndKeepsThePrefix) {
   AgentLoop loop(w, 1, 0.0, 0);
   const auto sent = run(w, loop, 300);
   ASSERT_GT(loop.compactions(), 0U);
+  for (const Sent& s : sent) {
+    // Tool results are cut so that every request fits the window with room for its reply.
+    EXPECT_LE(s.tokens + c.max_output, c.agentic.context_window);
+  }
   bool seen = false;
   for (std::size_t i = 1; i < sent.size(); ++i) {
     const Sent& before = sent[i - 1];
