@@ -9,6 +9,8 @@
 #include <regex>
 #include <set>
 
+#include "engine/chat_template.hpp"
+
 namespace warden::workload {
 namespace {
 
@@ -286,6 +288,43 @@ TEST(AgentLoop, AFailureAbandonsTheSessionOnceItsRequestsAreBack) {
   ASSERT_EQ(ready.size(), 1U);
   EXPECT_NE(loop.conversation(0).session_id, first);
   EXPECT_EQ(loop.sessions_started(), 2U);
+}
+
+TEST(AgentLoop, OpenAiRequestsCarryToolCallsAndToolMessages) {
+  const Workload w(agentic());
+  AgentLoop loop(w, 2, 0.0, 0);
+  const auto sent = run(w, loop, 100);
+  bool checked = false;
+  for (const Sent& s : sent) {
+    const auto& msgs = s.conversation.messages;
+    // (A results message that also carries subagent reports ends with a user text message after them.)
+    if (msgs.size() < 3 || msgs[msgs.size() - 2].calls.empty() || !msgs.back().text.empty()) {
+      continue;
+    }
+    const std::string text = render_openai(w, s.conversation, "m").body;
+    // The engine stand-in renders it as vLLM would (the sim answers 400 to what it cannot).
+    EXPECT_TRUE(engine::render_prompt(engine::ApiKind::chat_completions, text).has_value());
+    EXPECT_TRUE(engine::render_prompt(engine::ApiKind::anthropic_messages, s.spec.body).has_value());
+    const auto body = boost::json::parse(text).as_object();
+    EXPECT_EQ(body.at("tools").as_array().size(), s.slot % 3 == 0 ? 14U : 10U);
+    const auto& out = body.at("messages").as_array();
+    // The last assistant message carries the calls; a `tool` message answers each, in order.
+    const Message& asked = msgs[msgs.size() - 2];
+    const std::size_t n = asked.calls.size();
+    ASSERT_GE(out.size(), n + 1);
+    const auto& assistant = out[out.size() - n - 1].as_object();
+    ASSERT_EQ(assistant.at("role").as_string(), "assistant");
+    ASSERT_EQ(assistant.at("tool_calls").as_array().size(), n);
+    for (std::size_t k = 0; k < n; ++k) {
+      const auto& tool = out[out.size() - n + k].as_object();
+      EXPECT_EQ(tool.at("role").as_string(), "tool");
+      EXPECT_EQ(tool.at("tool_call_id").as_string(), asked.calls[k].id);
+      EXPECT_EQ(assistant.at("tool_calls").as_array()[k].at("function").at("name").as_string(),
+                asked.calls[k].name);
+    }
+    checked = true;
+  }
+  EXPECT_TRUE(checked);
 }
 
 TEST(AgentLoop, ThePresetIsValidAndTheReferenceIsUnchanged) {
