@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "app/agentic_options.hpp"
 #include "app/cli.hpp"
 #include "app/version.hpp"
 #include "bench/runner.hpp"
@@ -22,6 +23,7 @@ struct BenchArgs {
   std::optional<double> think_time;
   std::optional<double> stagger;
   std::optional<std::size_t> context_window;
+  AgenticFlags agentic;
   std::uint64_t seed = 1;
   bool no_billing_header = false;
   std::vector<std::string> urls;
@@ -88,6 +90,7 @@ bool finish_options(BenchArgs& a) {
   w.think_time = a.think_time.value_or(w.think_time);
   w.stagger = a.stagger.value_or(w.stagger);
   w.agentic.context_window = a.context_window.value_or(w.agentic.context_window);
+  apply_agentic_options(a.agentic, w.agentic);
   w.seed = a.seed;
   // Anthropic requests carry Claude Code's billing line as the real client sends it (render_openai has none).
   w.billing_header = !a.no_billing_header;
@@ -155,6 +158,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--context-window", args->context_window,
                   "Workload agentic: the model's context window in tokens; a thread compacts past 80 % of it "
                   "(default 32768)");
+  add_agentic_options(*cmd, args->agentic);
   cmd->add_option("--system-tokens", args->system_tokens, "Shared system prompt size (default 3500)");
   cmd->add_option("--first-tokens", args->first_tokens,
                   "First user message size, unique per session (default 7300)");

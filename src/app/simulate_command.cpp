@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "app/agentic_options.hpp"
 #include "app/cli.hpp"
 #include "base/parse.hpp"
 #include "base/result.hpp"
@@ -60,6 +61,7 @@ struct SimulateOptions {
   std::string workload = "claude-code";
   // Unset: the workload preset's.
   std::optional<std::size_t> system_tokens, first_tokens, turn_tokens, turns, max_output;
+  AgenticFlags agentic;
   std::map<std::string, std::string> engine_params;  // flag name -> value, only those given
 };
 
@@ -234,6 +236,7 @@ base::Result<whatif::SimulationConfig> simulation_from(const SimulateOptions& o)
   c.workload.max_output = o.max_output.value_or(c.workload.max_output);
   // Agents compact their history as it nears the window of the model they talk to.
   c.workload.agentic.context_window = c.engine.max_model_len;
+  apply_agentic_options(o.agentic, c.workload.agentic);
   if (auto ok = timing_from(o, c); !ok) {
     return base::Failure{ok.error()};
   }
@@ -409,6 +412,7 @@ void add_simulate_command(CLI::App& app) {
                   "Workload preset: claude-code (chat turns, the reference) or agentic (coding agents: tool "
                   "rounds, subagents, compaction, tasks)")
       ->capture_default_str();
+  add_agentic_options(*cmd, o->agentic);
   cmd->add_option("--system-tokens", o->system_tokens,
                   "Shared system prompt (claude-code 3500, agentic 1400)");
   cmd->add_option("--first-tokens", o->first_tokens, "First user message (claude-code 7300, agentic 1200)");
