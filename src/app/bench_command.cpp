@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "app/agentic_options.hpp"
 #include "app/cli.hpp"
 #include "app/version.hpp"
 #include "bench/runner.hpp"
@@ -21,6 +22,8 @@ struct BenchArgs {
   std::optional<std::size_t> system_tokens, first_tokens, turn_tokens, turns, max_output;
   std::optional<double> think_time;
   std::optional<double> stagger;
+  std::optional<std::size_t> context_window;
+  AgenticFlags agentic;
   std::uint64_t seed = 1;
   bool no_billing_header = false;
   std::vector<std::string> urls;
@@ -86,6 +89,8 @@ bool finish_options(BenchArgs& a) {
   w.max_output = a.max_output.value_or(w.max_output);
   w.think_time = a.think_time.value_or(w.think_time);
   w.stagger = a.stagger.value_or(w.stagger);
+  w.agentic.context_window = a.context_window.value_or(w.agentic.context_window);
+  apply_agentic_options(a.agentic, w.agentic);
   w.seed = a.seed;
   // Anthropic requests carry Claude Code's billing line as the real client sends it (render_openai has none).
   w.billing_header = !a.no_billing_header;
@@ -146,7 +151,14 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--label", o.label, "Policy label of the rows of a single pass")->capture_default_str();
   cmd->add_option("--admin-token", o.admin_token, "Bearer token of the warden's admin API")
       ->envname("WARDEN_ADMIN_TOKEN");
-  cmd->add_option("--preset", args->preset, "Workload preset")->capture_default_str();
+  cmd->add_option("--preset,--workload", args->preset,
+                  "Workload preset: claude-code (chat turns, the reference) or agentic (coding agents: tool "
+                  "rounds, background subagents, compaction, tasks)")
+      ->capture_default_str();
+  cmd->add_option("--context-window", args->context_window,
+                  "Workload agentic: the model's context window in tokens; a thread compacts past 80 % of it "
+                  "(default 32768)");
+  add_agentic_options(*cmd, args->agentic);
   cmd->add_option("--system-tokens", args->system_tokens, "Shared system prompt size (default 3500)");
   cmd->add_option("--first-tokens", args->first_tokens,
                   "First user message size, unique per session (default 7300)");

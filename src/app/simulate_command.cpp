@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "app/agentic_options.hpp"
 #include "app/cli.hpp"
 #include "base/parse.hpp"
 #include "base/result.hpp"
@@ -57,11 +58,10 @@ struct SimulateOptions {
   std::string out;
   std::string svg;
   bool vs_reference = false;
-  std::size_t system_tokens = 3500;
-  std::size_t first_tokens = 7300;
-  std::size_t turn_tokens = 400;
-  std::size_t turns = 6;
-  std::size_t max_output = 256;
+  std::string workload = "claude-code";
+  // Unset: the workload preset's.
+  std::optional<std::size_t> system_tokens, first_tokens, turn_tokens, turns, max_output;
+  AgenticFlags agentic;
   std::map<std::string, std::string> engine_params;  // flag name -> value, only those given
 };
 
@@ -223,12 +223,20 @@ base::Result<whatif::SimulationConfig> simulation_from(const SimulateOptions& o)
   c.vllm_balancer = o.vllm_balancer;
   c.seed = o.seed;
   c.warm_start = o.warm_start;
+  auto preset = workload::preset(o.workload);
+  if (!preset) {
+    return base::Failure{preset.error()};
+  }
+  c.workload = *preset;
   c.workload.seed = o.seed;
-  c.workload.system_tokens = o.system_tokens;
-  c.workload.first_tokens = o.first_tokens;
-  c.workload.turn_tokens = o.turn_tokens;
-  c.workload.turns = o.turns;
-  c.workload.max_output = o.max_output;
+  c.workload.system_tokens = o.system_tokens.value_or(c.workload.system_tokens);
+  c.workload.first_tokens = o.first_tokens.value_or(c.workload.first_tokens);
+  c.workload.turn_tokens = o.turn_tokens.value_or(c.workload.turn_tokens);
+  c.workload.turns = o.turns.value_or(c.workload.turns);
+  c.workload.max_output = o.max_output.value_or(c.workload.max_output);
+  // Agents compact their history as it nears the window of the model they talk to.
+  c.workload.agentic.context_window = c.engine.max_model_len;
+  apply_agentic_options(o.agentic, c.workload.agentic);
   if (auto ok = timing_from(o, c); !ok) {
     return base::Failure{ok.error()};
   }
@@ -284,6 +292,7 @@ report::Report report_of(const whatif::SimulationConfig& c, const whatif::Outcom
   rep.meta["replicas"] = c.replicas;
   rep.meta["duration_s"] = c.duration;
   rep.meta["seed"] = c.seed;
+  rep.meta["workload"] = c.workload.agentic.enabled ? "agentic" : "claude-code";
   rep.meta["think_time_s"] = c.workload.think_time;
   rep.meta["client_rtt_s"] = c.client_rtt;
   rep.meta["scrape_interval_s"] = c.scrape_interval;
@@ -399,11 +408,17 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--out", o->out, "Write the rows to FILE (.json, .csv, .md)");
   cmd->add_option("--svg", o->svg, "Write the TTFB chart to FILE");
   cmd->add_flag("--vs-reference", o->vs_reference, "Print the reference table side by side with residuals");
-  cmd->add_option("--system-tokens", o->system_tokens, "Shared system prompt")->capture_default_str();
-  cmd->add_option("--first-tokens", o->first_tokens, "First user message")->capture_default_str();
-  cmd->add_option("--turn-tokens", o->turn_tokens, "New user text per follow-up turn")->capture_default_str();
-  cmd->add_option("--turns", o->turns, "User turns per session")->capture_default_str();
-  cmd->add_option("--max-output", o->max_output, "max_tokens of every request")->capture_default_str();
+  cmd->add_option("--workload", o->workload,
+                  "Workload preset: claude-code (chat turns, the reference) or agentic (coding agents: tool "
+                  "rounds, subagents, compaction, tasks)")
+      ->capture_default_str();
+  add_agentic_options(*cmd, o->agentic);
+  cmd->add_option("--system-tokens", o->system_tokens,
+                  "Shared system prompt (claude-code 3500, agentic 1400)");
+  cmd->add_option("--first-tokens", o->first_tokens, "First user message (claude-code 7300, agentic 1200)");
+  cmd->add_option("--turn-tokens", o->turn_tokens, "New user text per follow-up turn (claude-code: 400)");
+  cmd->add_option("--turns", o->turns, "User turns per session (claude-code: 6)");
+  cmd->add_option("--max-output", o->max_output, "max_tokens of every request (default 256)");
   cmd->add_option("--think-time", o->think_time, "Client time between a turn's end and the next turn")
       ->capture_default_str();
   for (const std::string& name : engine::param_names()) {

@@ -28,7 +28,7 @@
 #include "protocol/prometheus.hpp"
 #include "report/side_by_side.hpp"
 #include "report/svg.hpp"
-#include "workload/closed_loop.hpp"
+#include "workload/loop.hpp"
 
 namespace warden::bench {
 
@@ -49,9 +49,9 @@ struct Level {
         std::uint64_t first_index, StayedBy stayed_by, std::size_t targets, asio::any_io_executor ex)
       : policy(policy_label),
         recorder(policy_label, sessions, stayed_by),
-        loop(w, static_cast<std::size_t>(sessions), now, first_index),
+        loop(workload::make_loop(w, static_cast<std::size_t>(sessions), now, first_index)),
         wake(ex),
-        cancel(static_cast<std::size_t>(sessions)),
+        cancel(loop->slots()),
         sent(targets, 0) {
     for (auto& c : cancel) {
       c = std::make_unique<asio::cancellation_signal>();
@@ -60,7 +60,7 @@ struct Level {
 
   std::string policy;
   report::LevelRecorder recorder;
-  workload::ClosedLoop loop;
+  std::unique_ptr<workload::Loop> loop;
   asio::steady_timer wake;  // the driver sleeps on it; a finished turn cancels it to wake the driver
   std::vector<std::unique_ptr<asio::cancellation_signal>> cancel;  // per slot, for the drain timeout
   std::size_t active = 0;                                          // turn coroutines still running
@@ -212,7 +212,7 @@ asio::awaitable<std::optional<MetricsSample>> Runner::scrape() {
 
 asio::awaitable<void> Runner::turn(Level& level, std::size_t slot) {
   ++level.active;
-  const workload::Conversation& conversation = level.loop.conversation(slot);
+  const workload::Conversation& conversation = level.loop->conversation(slot);
   const workload::HttpRequestSpec spec =
       api_ == protocol::ApiKind::anthropic_messages
           ? workload::render_anthropic(workload_, conversation, options_.model)
@@ -226,7 +226,6 @@ asio::awaitable<void> Runner::turn(Level& level, std::size_t slot) {
     rec.target = target;
   }
   ++level.sent[target];
-  const bool last_turn = workload_.is_last_turn(conversation);
   StreamReader reader(api_);
   std::string problem;
   bool ok = false;
@@ -288,23 +287,26 @@ asio::awaitable<void> Runner::turn(Level& level, std::size_t slot) {
   rec.ended_at = end;
   rec.ok = ok;
   rec.output_tokens = ok ? reader.output_tokens() : 0;
-  rec.session_finished = ok && last_turn;
   if (!ok) {
     rec.ttfb.reset();
+  }
+  // The loop says what the reply ended (a session, a task); it may replace the conversation, so what the
+  // log needs is read first.
+  const std::uint64_t session_index = conversation.session_index;
+  const workload::TurnEnd turn_end = ok ? level.loop->complete(slot, end, reader.reply())
+                                        : level.loop->fail(slot, end, options_.retry_delay);
+  rec.session_finished = ok && turn_end.session_finished;
+  if (ok && turn_end.task_finished) {
+    rec.task_started_at = turn_end.task_started_at;
   }
   // A turn cut short by Ctrl-C says nothing about the server; one cut by the drain timeout does.
   if (!(cancelled && interrupted_)) {
     level.recorder.record(rec);
     if (!ok && level.errors_logged < kLoggedErrorsPerLevel) {
       ++level.errors_logged;
-      fmt::print(log_, "{}request failed (session {}, turn {}): {}\n", tty_ ? "\r\x1b[K" : "",
-                 conversation.session_index, rec.turn, problem);
+      fmt::print(log_, "{}request failed (session {}, turn {}): {}\n", tty_ ? "\r\x1b[K" : "", session_index,
+                 rec.turn, problem);
     }
-  }
-  if (ok) {
-    level.loop.complete(slot, end, reader.reply());
-  } else {
-    level.loop.fail(slot, end, options_.retry_delay);
   }
   --level.active;
   level.wake.cancel();
@@ -317,11 +319,11 @@ asio::awaitable<void> Runner::drive(Level& level, double end) {
     if (t >= end) {
       break;
     }
-    for (std::size_t slot : level.loop.take_ready(t)) {
+    for (std::size_t slot : level.loop->take_ready(t)) {
       asio::co_spawn(ex, turn(level, slot),
                      asio::bind_cancellation_slot(level.cancel[slot]->slot(), asio::detached));
     }
-    const double next = std::min(end, level.loop.next_ready_at().value_or(end));
+    const double next = std::min(end, level.loop->next_ready_at().value_or(end));
     co_await sleep_model(level.wake, next - now());
   }
 }
@@ -333,7 +335,7 @@ asio::awaitable<void> Runner::drain(Level& level) {
   }
   if (level.active > 0) {
     for (std::size_t slot = 0; slot < level.cancel.size(); ++slot) {
-      if (level.loop.in_flight(slot)) {
+      if (level.loop->in_flight(slot)) {
         level.cancel[slot]->emit(asio::cancellation_type::terminal);
       }
     }
@@ -363,8 +365,8 @@ void Runner::print_progress(const Level& level, double end, bool final_line) {
   const std::string line = fmt::format(
       "[{} {:>3} sessions] {:6.1f}/{:.0f} s  finished {:>4}  in flight {:>3}  requests {:>5}  TTFB p50 {}  "
       "errors {}",
-      level.policy, level.loop.sessions(), elapsed, options_.duration, p.sessions_finished,
-      level.loop.in_flight_count(), p.requests, p.ttfb_p50 ? fmt::format("{:.2f} s", *p.ttfb_p50) : "n/a",
+      level.policy, level.loop->sessions(), elapsed, options_.duration, p.sessions_finished,
+      level.loop->in_flight_count(), p.requests, p.ttfb_p50 ? fmt::format("{:.2f} s", *p.ttfb_p50) : "n/a",
       p.errors);
   if (tty_) {
     fmt::print(log_, "\r\x1b[K{}{}", line, final_line ? "\n" : "");
@@ -401,7 +403,7 @@ asio::awaitable<std::uint64_t> Runner::run_level(const std::string& policy, int 
   const double end = begin + options_.duration;
   co_await (drive(level, end) || sample(level) || progress(level, end));
   const double window_end = std::min(now(), end);
-  level.loop.stop();
+  level.loop->stop();
   level.recorder.end(window_end);
   if (const std::optional<MetricsSample> after = co_await scrape(); after && after->prefix) {
     level.recorder.set_prefix_end(*after->prefix);
@@ -421,7 +423,7 @@ asio::awaitable<std::uint64_t> Runner::run_level(const std::string& policy, int 
     std::ofstream f(*options_.records, std::ios::app);
     f << report::records_jsonl(level.policy, sessions, level.recorder.records());
   }
-  co_return level.loop.next_session_index();
+  co_return level.loop->next_session_index();
 }
 
 bool Runner::resolve_targets() {
@@ -549,7 +551,7 @@ boost::json::object report_meta(const BenchOptions& o, bool interrupted) {
   meta["baseline"] = o.baseline ? boost::json::value(*o.baseline) : boost::json::value(nullptr);
   meta["interrupted"] = interrupted;
   boost::json::object w;
-  w["preset"] = "claude-code";
+  w["preset"] = o.workload.agentic.enabled ? "agentic" : "claude-code";
   w["system_tokens"] = o.workload.system_tokens;
   w["first_tokens"] = o.workload.first_tokens;
   w["turn_tokens"] = o.workload.turn_tokens;

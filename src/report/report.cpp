@@ -22,10 +22,11 @@ struct Column {
   const char* short_title;  // terminal tables, where width is scarce
   Style style;
   std::function<std::optional<double>(const Row&)> get;
+  bool tasks = false;  // an agent-task column: shown in tables only when some row has a value
 };
 
-const std::array<Column, 8>& columns() {
-  static const std::array<Column, 8> cols = {{
+const std::array<Column, 11>& columns() {
+  static const std::array<Column, 11> cols = {{
       {"sessions_per_hour", "Sessions/h", "", "sess/h", Style::thousands,
        [](const Row& r) { return r.sessions_per_hour; }},
       {"output_tokens_per_min", "Output tokens/min", "", "tok/min", Style::thousands,
@@ -45,8 +46,24 @@ const std::array<Column, 8>& columns() {
          }
          return static_cast<double>(*r.errors);
        }},
+      {"tasks_per_hour", "Tasks/h", "", "tasks/h", Style::thousands,
+       [](const Row& r) { return r.tasks_per_hour; }, true},
+      {"task_time_p50", "Task p50", "(s)", "task p50 s", Style::one_decimal,
+       [](const Row& r) { return r.task_time_p50; }, true},
+      {"task_time_p95", "Task p95", "(s)", "task p95 s", Style::one_decimal,
+       [](const Row& r) { return r.task_time_p95; }, true},
   }};
   return cols;
+}
+
+// Whether the task columns apply: some row measured agent tasks.
+bool any_tasks(const std::vector<Row>& rows) {
+  for (const Row& r : rows) {
+    if (r.task_time_p50 || r.tasks_per_hour) {
+      return true;
+    }
+  }
+  return false;
 }
 
 constexpr std::size_t kStayedColumn = 6;
@@ -92,16 +109,21 @@ std::size_t display_width(std::string_view s) {
 }
 
 Grid single_grid(const std::vector<Row>& rows, bool compact) {
+  const bool tasks = any_tasks(rows);
   Grid grid;
   std::vector<std::string> header = {compact ? "policy" : "Policy", compact ? "sessions" : "Sessions"};
   for (const Column& c : columns()) {
-    header.push_back(compact ? c.short_title : title(c));
+    if (!c.tasks || tasks) {
+      header.push_back(compact ? c.short_title : title(c));
+    }
   }
   grid.push_back(std::move(header));
   for (const Row& r : rows) {
     std::vector<std::string> line = {r.policy, std::to_string(r.sessions)};
     for (const Column& c : columns()) {
-      line.push_back(cell(c, c.get(r)));
+      if (!c.tasks || tasks) {
+        line.push_back(cell(c, c.get(r)));
+      }
     }
     grid.push_back(std::move(line));
   }
@@ -126,11 +148,15 @@ Grid comparison_grid(const std::vector<Row>& rows, std::string_view a, std::stri
     any_errors = any_errors || side(p.a, errors) || side(p.b, errors);
   }
   const std::string arrow = fmt::format("{} → {}", a, b);
+  const bool tasks = any_tasks(rows);
+  const auto shown = [&](std::size_t j) {
+    return (j != kErrorsColumn || any_errors) && (!columns()[j].tasks || tasks);
+  };
 
   Grid grid;
   std::vector<std::string> header = {compact ? "sessions" : "Sessions"};
   for (std::size_t j = 0; j < columns().size(); ++j) {
-    if (j == kErrorsColumn && !any_errors) {
+    if (!shown(j)) {
       continue;
     }
     const bool plain = j == kStayedColumn && !stayed_both;
@@ -145,7 +171,7 @@ Grid comparison_grid(const std::vector<Row>& rows, std::string_view a, std::stri
   for (const ComparisonRow& p : paired) {
     std::vector<std::string> line = {std::to_string(p.sessions)};
     for (std::size_t j = 0; j < columns().size(); ++j) {
-      if (j == kErrorsColumn && !any_errors) {
+      if (!shown(j)) {
         continue;
       }
       const Column& c = columns()[j];
@@ -268,6 +294,19 @@ Result<Row> parse_row(const boost::json::value& v) {
       return row_error(n.error());
     }
     *fields[j] = *n;
+  }
+  // The task columns came later: a report without them reads as one without tasks.
+  std::array<std::optional<double>*, 3> task_fields = {&r.tasks_per_hour, &r.task_time_p50, &r.task_time_p95};
+  for (std::size_t j = 0; j < task_fields.size(); ++j) {
+    const char* key = columns()[kErrorsColumn + 1 + j].key;
+    if (o.if_contains(key) == nullptr) {
+      continue;
+    }
+    auto n = read_number(o, key);
+    if (!n) {
+      return row_error(n.error());
+    }
+    *task_fields[j] = *n;
   }
   const boost::json::value* errors = o.if_contains("errors");
   if (errors == nullptr) {

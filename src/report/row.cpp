@@ -38,6 +38,9 @@ std::string records_jsonl(std::string_view policy, int sessions, const std::vect
     o["route"] = r.route ? boost::json::value(*r.route) : boost::json::value(nullptr);
     o["replica"] = r.replica ? boost::json::value(*r.replica) : boost::json::value(nullptr);
     o["target"] = r.target ? boost::json::value(*r.target) : boost::json::value(nullptr);
+    if (r.task_started_at) {
+      o["task_started_at"] = *r.task_started_at;
+    }
     out += boost::json::serialize(o);
     out += '\n';
   }
@@ -113,9 +116,15 @@ Row LevelRecorder::row(std::optional<double> now) const {
 
   std::int64_t output_tokens = 0;
   std::size_t sessions_finished = 0;
+  std::size_t tasks_finished = 0;
+  std::vector<double> task_times;
   for (const RequestRecord& r : records_) {
     if (!r.ok) {
       continue;
+    }
+    if (r.task_started_at) {
+      task_times.push_back(r.ended_at - *r.task_started_at);
+      tasks_finished += r.ended_at <= window_end ? 1 : 0;
     }
     // Throughput counts only what ended inside the window, so a drain after the window adds nothing.
     if (r.ended_at <= window_end) {
@@ -146,6 +155,13 @@ Row LevelRecorder::row(std::optional<double> now) const {
     row.stayed_on_replica = static_cast<double>(s.stayed) * 100.0 / static_cast<double>(s.follow_ups);
   }
   row.errors = static_cast<std::int64_t>(errors_);
+  if (!task_times.empty()) {
+    if (duration > 0.0) {
+      row.tasks_per_hour = static_cast<double>(tasks_finished) * 3600.0 / duration;
+    }
+    row.task_time_p50 = percentile(task_times, 50.0);
+    row.task_time_p95 = percentile(task_times, 95.0);
+  }
   return row;
 }
 

@@ -24,6 +24,10 @@ struct Row {
   std::optional<double> prefix_hits;
   std::optional<double> stayed_on_replica;
   std::optional<std::int64_t> errors;
+  // Agent tasks (a user prompt to its final text reply): none for workloads without tasks.
+  std::optional<double> tasks_per_hour;
+  std::optional<double> task_time_p50;
+  std::optional<double> task_time_p95;
 
   bool operator==(const Row&) const = default;
 };
@@ -51,6 +55,8 @@ struct RequestRecord {
   std::uint64_t session_index = 0;    // which session (workload session index)
   std::optional<int> replica;         // x-warden-replica (or the replica a simulation chose), if known
   std::optional<std::size_t> target;  // which of several targets (wardens) the request was sent to
+  // This request's reply ended an agent task, which began when its first request was sent.
+  std::optional<double> task_started_at;
 };
 
 // One JSON object per line for every record of a level (for analysis beyond the table):
@@ -82,7 +88,10 @@ enum class StayedBy : std::uint8_t { route, replica };
 // - Prefix hits = (hits_end - hits_start) / (queries_end - queries_start) x 100;
 // - Stayed on replica = follow-ups that stayed (StayedBy) / follow-ups that carried a route other than
 //   "balanced" (affinity off: no home replica), x 100; none without a warden or with affinity off;
-// - Errors = failed requests of the level.
+// - Errors = failed requests of the level;
+// - Tasks/h = agent tasks whose final reply ended inside the window x 3600 / window length; task time
+//   p50/p95 over every task that ended in the level (final reply received - first request sent), drain
+//   included as for TTFB; none when no request ended a task (workloads without tasks).
 class LevelRecorder {
  public:
   LevelRecorder(std::string policy, int sessions, StayedBy stayed_by = StayedBy::route)

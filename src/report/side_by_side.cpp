@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <optional>
@@ -38,11 +39,19 @@ std::string ratio(const std::optional<double>& a, const std::optional<double>& b
 
 std::string side_by_side_markdown(const std::vector<Row>& a, const std::vector<Row>& b,
                                   std::string_view label_a, std::string_view label_b) {
-  static const Compared compared[] = {
+  std::vector<Compared> compared = {
       {"Prefix hits", "(%)", 1, [](const Row& r) { return r.prefix_hits; }},
       {"Stayed on replica", "(%)", 1, [](const Row& r) { return r.stayed_on_replica; }},
       {"TTFB p50", "(s)", 2, [](const Row& r) { return r.ttfb_p50; }},
   };
+  const auto has_tasks = [](const std::vector<Row>& rows) {
+    return std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.task_time_p50.has_value(); });
+  };
+  if (has_tasks(a) || has_tasks(b)) {
+    compared.push_back({"Tasks/h", "", 0, [](const Row& r) { return r.tasks_per_hour; }});
+    compared.push_back({"Task p50", "(s)", 1, [](const Row& r) { return r.task_time_p50; }});
+    compared.push_back({"Task p95", "(s)", 1, [](const Row& r) { return r.task_time_p95; }});
+  }
   // pair_rows pairs by policy: give each run's rows a policy of its own.
   std::vector<Row> both;
   for (Row r : a) {
@@ -57,7 +66,8 @@ std::string side_by_side_markdown(const std::vector<Row>& a, const std::vector<R
   Grid grid;
   std::vector<std::string> header = {"Sessions"};
   for (const Compared& c : compared) {
-    header.push_back(fmt::format("{} {} {}", c.title, c.unit, arrow));
+    header.push_back(*c.unit != '\0' ? fmt::format("{} {} {}", c.title, c.unit, arrow)
+                                     : fmt::format("{} {}", c.title, arrow));
     header.emplace_back("ratio");
   }
   header.push_back(fmt::format("Errors {}", arrow));

@@ -17,7 +17,7 @@
 #include "engine/engine.hpp"
 #include "protocol/request.hpp"
 #include "whatif/prompt.hpp"
-#include "workload/closed_loop.hpp"
+#include "workload/loop.hpp"
 
 namespace warden::whatif {
 
@@ -146,8 +146,8 @@ class Driver {
 
   Result<void> run_level(int sessions, std::size_t level_index) {
     const auto n = static_cast<std::size_t>(sessions);
-    prompts_.assign(n, IncrementalPrompt{});
-    loop_.emplace(workload_, n, now_, level_index * kLevelStride);
+    loop_ = workload::make_loop(workload_, n, now_, level_index * kLevelStride);
+    prompts_.assign(loop_->slots(), IncrementalPrompt{});
     recorder_.emplace(policy_, sessions);
     stats_ = LevelStats{};
     stats_.policy = policy_;
@@ -268,10 +268,7 @@ class Driver {
       }
       f.session_hash = session_hash(conv.session_id);
       // What the gateway's inspection estimates from the body's text (prompt bytes / 4).
-      std::size_t bytes = workload_.system_prompt().size();
-      for (const auto& m : conv.messages) {
-        bytes += m.text.size();
-      }
+      const std::size_t bytes = workload_.prompt_chars(conv);
       f.prompt_tokens_estimate = static_cast<std::uint32_t>(std::max<std::size_t>(1, bytes / 4));
       const std::uint64_t id = next_request_id_++;
       const double f_started = f.started;
@@ -535,11 +532,14 @@ class Driver {
     rec.route = f.route;
     if (f.failed) {
       rec.ok = false;
-      loop_->fail(f.slot, now_);
+      loop_->fail(f.slot, now_, 0.0);
     } else {
       rec.output_tokens = static_cast<std::int64_t>(f.reply.size());
       const workload::TurnEnd end = loop_->complete(f.slot, now_, engine::detokenize(f.reply));
       rec.session_finished = end.session_finished;
+      if (end.task_finished) {
+        rec.task_started_at = end.task_started_at;
+      }
     }
     recorder_->record(rec);
   }
@@ -590,10 +590,11 @@ class Driver {
       busy += e.metrics().num_running > 0 ? 1 : 0;
     }
     recorder_->add_busy_sample(busy);
-    // Sessions in flight or thinking: every slot of the closed loop holds one.
+    // Sessions in flight or thinking: every session has a main thread (its other threads are subagents).
     std::uint32_t live = 0;
-    for (std::size_t s = 0; s < loop_->sessions(); ++s) {
-      live += loop_->conversation(s).messages.empty() ? 0 : 1;
+    for (std::size_t s = 0; s < loop_->slots(); ++s) {
+      const workload::Conversation& c = loop_->conversation(s);
+      live += c.messages.empty() || !c.agent_id.empty() ? 0 : 1;
     }
     stats_.max_live_sessions = std::max(stats_.max_live_sessions, live);
     stats_.min_live_sessions = std::min(stats_.min_live_sessions, live);
@@ -638,7 +639,7 @@ class Driver {
   std::string error_;  // an error raised inside an engine step, reported by the level loop
   std::optional<VllmBalancer> balancer_;
   std::optional<core::Router> router_;
-  std::optional<workload::ClosedLoop> loop_;
+  std::unique_ptr<workload::Loop> loop_;
   std::optional<report::LevelRecorder> recorder_;
   std::vector<IncrementalPrompt> prompts_;
   std::unordered_map<std::uint64_t, Flight> flights_;

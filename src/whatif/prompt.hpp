@@ -2,8 +2,9 @@
 // (engine chat template over the Anthropic body that `bench` sends), computed incrementally.
 //
 // The template renders each message on its own (chat_template.hpp), so turn N+1's prompt is turn N's
-// history followed by the new messages. A session's first turn is rendered through the full path (request
-// body -> render_prompt, exactly what the sim server does); later turns only tokenize the new messages.
+// history followed by the new messages. A thread's first turn (and its first after a compaction) is
+// rendered through the full path (request body -> render_prompt, exactly what the sim server does); later
+// turns only tokenize the new messages.
 // Re-tokenizing ~12k tokens of history every turn would dominate the what-if run time otherwise.
 #pragma once
 
@@ -29,7 +30,9 @@ class IncrementalPrompt {
  private:
   bool valid_ = false;
   std::uint64_t session_index_ = 0;
-  std::size_t messages_ = 0;  // messages of the conversation already in history_
+  std::string agent_id_;         // which thread of the session
+  std::size_t compactions_ = 0;  // a compaction replaces the history
+  std::size_t messages_ = 0;     // messages of the conversation already in history_
   engine::Tokens history_;
 };
 

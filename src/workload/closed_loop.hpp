@@ -8,23 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "workload/loop.hpp"
 #include "workload/workload.hpp"
 
 namespace warden::workload {
-
-// What became of a slot when its in-flight turn ended.
-struct TurnEnd {
-  bool session_finished = false;        // that turn was its session's last
-  std::uint64_t session_index = 0;      // the session the turn belonged to
-  std::size_t turn = 0;                 // the turn that ended (0 = first message)
-  std::optional<double> next_ready_at;  // when the slot's next turn is due (none once stopped)
-};
 
 // N slots, each always holding one session. A session's next turn becomes due `think_time` after its
 // previous turn ended; a finished (or failed) session is replaced by a new one with the next session index.
 // Usage: take_ready(now) hands out due turns (the caller sends conversation(slot)); complete()/fail()
 // report their end; next_ready_at() tells a driver when to call take_ready() again.
-class ClosedLoop {
+class ClosedLoop : public Loop {
  public:
   // `workload` must outlive the loop. The N first turns are due at `now` (spread over the workload's
   // `stagger` seconds if set). Session indices start at
@@ -33,28 +26,30 @@ class ClosedLoop {
              std::uint64_t first_session_index = 0);
 
   // Slots whose turn is due at or before `now`, in slot order; they are in flight from here on.
-  std::vector<std::size_t> take_ready(double now);
+  std::vector<std::size_t> take_ready(double now) override;
   // Earliest due time among slots not in flight; none when every slot is in flight or the loop is stopped.
-  std::optional<double> next_ready_at() const;
+  std::optional<double> next_ready_at() const override;
 
-  const Conversation& conversation(std::size_t slot) const { return slots_.at(slot).conversation; }
-  bool in_flight(std::size_t slot) const { return slots_.at(slot).in_flight; }
+  const Conversation& conversation(std::size_t slot) const override { return slots_.at(slot).conversation; }
+  bool in_flight(std::size_t slot) const override { return slots_.at(slot).in_flight; }
 
   // The slot's turn ended with `reply` (appended to the history as an agent does).
-  TurnEnd complete(std::size_t slot, double now, std::string reply);
+  TurnEnd complete(std::size_t slot, double now, std::string reply) override;
   // The slot's turn failed: the session is abandoned and replaced after max(think_time, retry_delay).
-  TurnEnd fail(std::size_t slot, double now, double retry_delay = 0.0);
+  TurnEnd fail(std::size_t slot, double now, double retry_delay) override;
+  TurnEnd fail(std::size_t slot, double now) { return fail(slot, now, 0.0); }
 
   // End of the level: no further turns are handed out; in-flight turns may still complete or fail.
-  void stop() { stopped_ = true; }
+  void stop() override { stopped_ = true; }
   bool stopped() const { return stopped_; }
 
-  std::size_t sessions() const { return slots_.size(); }
-  std::size_t in_flight_count() const { return in_flight_; }
-  std::uint64_t sessions_started() const { return next_session_index_ - first_session_index_; }
+  std::size_t slots() const override { return slots_.size(); }
+  std::size_t sessions() const override { return slots_.size(); }
+  std::size_t in_flight_count() const override { return in_flight_; }
+  std::uint64_t sessions_started() const override { return next_session_index_ - first_session_index_; }
   std::uint64_t sessions_finished() const { return sessions_finished_; }
   std::uint64_t sessions_failed() const { return sessions_failed_; }
-  std::uint64_t next_session_index() const { return next_session_index_; }
+  std::uint64_t next_session_index() const override { return next_session_index_; }
 
  private:
   struct Slot {

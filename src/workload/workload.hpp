@@ -1,4 +1,5 @@
-// The agent-session workload (preset `claude-code`): what the reference load tool sent, as data.
+// The agent-session workloads as data: preset `claude-code` (what the reference load tool sent: chat turns)
+// and preset `agentic` (coding agents: tool rounds, background subagents, compaction, tasks; agent_loop.hpp).
 // Pure: no clocks, no I/O. Used by `bench` (real HTTP) and `simulate` (virtual time).
 #pragma once
 
@@ -12,6 +13,36 @@
 #include "base/result.hpp"
 
 namespace warden::workload {
+
+// What only the agentic workload has (docs/bench.md says where each default comes from). Counts drawn
+// per task or round are drawn deterministically from the workload's seed.
+struct AgenticConfig {
+  bool enabled = false;
+  std::size_t tools = 14;            // tool definitions the main thread offers
+  std::size_t tools_tokens = 10500;  // ... their size together (the main prefix = system + tools)
+  std::size_t subagent_types = 2;    // kinds of subagent, each with its own shared system prompt + tools
+  std::size_t subagent_system_tokens = 700;
+  std::size_t subagent_tools = 10;
+  std::size_t subagent_tools_tokens = 6000;
+  std::size_t task_tokens = 300;  // user prompt that starts a later task (the first is first_tokens)
+  std::size_t tasks = 4;          // tasks per session; then a new session (new session id)
+  double rounds_mean = 8.0;       // tool rounds per task: geometric with this mean, 1..rounds_max
+  std::size_t rounds_max = 30;
+  double parallel_share = 0.2;  // share of rounds with several tool calls (2..parallel_max)
+  std::size_t parallel_max = 4;
+  double subagent_share = 0.3;        // share of tasks whose main thread starts subagents (1 or 2)
+  std::size_t max_subagents = 2;      // subagents of one session running at once
+  double subagent_rounds_mean = 4.0;  // a subagent's tool rounds: geometric with this mean
+  std::size_t result_tokens = 400;    // one tool result: log-normal with this median, sigma 1
+  std::size_t result_tokens_max = 4000;
+  std::size_t report_tokens = 300;  // a finished subagent's report, added to the main thread
+  double tool_time = 0.5;           // seconds a tool runs: log-normal with this median, sigma 1
+  double tool_time_max = 30.0;
+  double think_time = 20.0;            // seconds between a task's reply and the next task: uniform x0.5-1.5
+  std::size_t context_window = 32768;  // tokens; a thread compacts past compact_at of it
+  double compact_at = 0.8;
+  std::size_t summary_tokens = 2000;  // the summary that replaces a compacted history
+};
 
 // Every size of the workload. Token sizes are measured with the engine's tokenizer (engine/tokenizer.hpp),
 // the one the simulator and the what-if driver count with.
@@ -31,12 +62,13 @@ struct WorkloadConfig {
   // Claude Code's per-conversation billing line as the first system block (billing_line()); it defeats
   // prefix sharing between conversations unless the gateway removes it.
   bool billing_header = false;
+  AgenticConfig agentic{};
 };
 
 // Expected failures carry a readable reason.
 using base::Result;
 
-// Named presets; only `claude-code` (the reference workload) exists today.
+// Named presets: `claude-code` (the reference workload) and `agentic`.
 Result<WorkloadConfig> preset(std::string_view name);
 
 // Checks sizes and counts; says why when the configuration cannot run.
@@ -44,17 +76,41 @@ Result<void> validate(const WorkloadConfig& config);
 
 enum class Role { user, assistant };
 
+// A tool call of an assistant message (an Anthropic tool_use block) and the result the agent sent back.
+struct ToolCall {
+  std::string id;  // "toolu_" + 24 hex digits
+  std::string name;
+  std::string input_json;  // a JSON object
+};
+struct ToolResult {
+  std::string id;  // the call's id
+  std::string content;
+};
+
+// One message: a text block (always, when it has neither calls nor results), assistant tool calls after
+// the text, user tool results before it.
 struct Message {
   Role role;
   std::string text;
+  std::vector<ToolCall> calls;
+  std::vector<ToolResult> results;
 };
 
-// One agent conversation: the system prompt is shared and lives in the Workload.
+// Which prompt start a conversation has: the main thread's system prompt and tools, or a subagent type's.
+enum class Prefix : std::uint8_t { main, subagent };
+
+// One agent conversation (a thread): the system prompt is shared and lives in the Workload.
 struct Conversation {
   std::uint64_t session_index = 0;  // 0, 1, 2, ... in the order sessions were started
   std::string session_id;           // uuid-like, fixed by (seed, session_index)
   std::size_t turn = 0;             // index of the last user turn in `messages` (0 = first message)
   std::vector<Message> messages;    // user, assistant, user, ... ; ends with a user message when ready
+  // Agentic workload only: the subagent's X-Claude-Code-Agent-Id (empty = the main thread), its type,
+  // and how often the thread was compacted (its history replaced by a summary).
+  std::string agent_id;
+  Prefix prefix = Prefix::main;
+  std::size_t subagent_type = 0;
+  std::size_t compactions = 0;
 };
 
 class Workload {
@@ -63,6 +119,12 @@ class Workload {
 
   const WorkloadConfig& config() const { return config_; }
   const std::string& system_prompt() const { return system_prompt_; }
+  bool agentic() const { return config_.agentic.enabled; }
+  // The system prompt and tool definitions (a JSON array; empty without tools) a conversation starts with.
+  const std::string& system_prompt(const Conversation& conversation) const;
+  const std::string& tools_json(const Conversation& conversation) const;
+  // Characters of a conversation's prompt text (system, tools, messages): the gateway's size estimate.
+  std::size_t prompt_chars(const Conversation& conversation) const;
   // 64 hex digits, like Claude Code's device id; one device for the whole run.
   const std::string& device_id() const { return device_id_; }
 
@@ -78,19 +140,24 @@ class Workload {
   // engine's output vocabulary (so it re-tokenizes to itself), for drivers without a real engine.
   std::string synthetic_reply(const Conversation& conversation, std::size_t tokens) const;
 
- private:
-  // Text of `tokens` target tokens from a stream seed.
+  // Text of `tokens` target tokens (as the workload counts them) from a stream seed.
   std::string text(std::uint64_t stream, std::size_t tokens) const;
 
+ private:
   WorkloadConfig config_;
   std::string system_prompt_;
   std::string device_id_;
+  std::string tools_json_;                        // main thread's tools (agentic)
+  std::vector<std::string> subagent_prompts_;     // per subagent type
+  std::vector<std::string> subagent_tools_json_;  // per subagent type
 };
 
 // The first system block Claude Code 2.1.332 sends: "x-anthropic-billing-header: cc_version=2.1.332.XXX;
 // cc_entrypoint=sdk-cli;", XXX three hex digits fixed by (seed, session index): stable within a
 // conversation, different between most conversations, like the real client's.
 std::string billing_line(std::uint64_t seed, std::uint64_t session_index);
+// A subagent's billing line: its suffix differs from its parent's, as the real client's does.
+std::string billing_line(std::uint64_t seed, std::uint64_t session_index, std::string_view agent_id);
 
 // uuid-like session id (8-4-4-4-12 lowercase hex, version 4 / variant bits set), fixed by seed and index.
 std::string session_id(std::uint64_t seed, std::uint64_t session_index);
@@ -105,12 +172,19 @@ struct HttpRequestSpec {
 };
 
 // What Claude Code sends: POST /v1/messages?beta=true, X-Claude-Code-Session-Id, metadata.user_id as a
-// JSON string {"device_id","account_uuid","session_id"}, system as text blocks, stream true, max_tokens.
+// JSON string {"device_id","account_uuid","session_id"}, system as text blocks, stream true, max_tokens;
+// agentic conversations add `tools`, tool_use / tool_result blocks and, for a subagent, its
+// X-Claude-Code-Agent-Id.
 HttpRequestSpec render_anthropic(const Workload& workload, const Conversation& conversation,
                                  std::string_view model);
 
-// OpenAI chat completions, streaming with usage, prompt_cache_key = session id.
+// OpenAI chat completions, streaming with usage, prompt_cache_key = session id; tool calls as
+// `tool_calls` and `tool` messages.
 HttpRequestSpec render_openai(const Workload& workload, const Conversation& conversation,
                               std::string_view model);
+
+// {"messages":[...]} holding `messages` as render_anthropic writes them (the prompt renderer tokenizes
+// tool blocks through it).
+std::string anthropic_messages_body(const std::vector<Message>& messages);
 
 }  // namespace warden::workload

@@ -27,7 +27,9 @@ TEST(ReportJson, SchemaHasExactlyTheStableKeysInOrder) {
   }
   EXPECT_EQ(keys, (std::vector<std::string>{"policy", "sessions", "sessions_per_hour",
                                             "output_tokens_per_min", "ttfb_p50", "ttfb_p95", "replicas_busy",
-                                            "prefix_hits", "stayed_on_replica", "errors"}));
+                                            "prefix_hits", "stayed_on_replica", "errors", "tasks_per_hour",
+                                            "task_time_p50", "task_time_p95"}));
+  EXPECT_TRUE(row.at("tasks_per_hour").is_null());
   EXPECT_TRUE(row.at("stayed_on_replica").is_null());
   EXPECT_EQ(row.at("errors").as_int64(), 2);
   EXPECT_EQ(doc.at("meta").at("tool").as_string(), "lm-warden bench");
@@ -82,8 +84,35 @@ TEST(ReportCsv, HeaderIsTheJsonKeysAndNullsAreEmpty) {
   EXPECT_EQ(
       header,
       "policy,sessions,sessions_per_hour,output_tokens_per_min,ttfb_p50,ttfb_p95,replicas_busy,prefix_hits,"
-      "stayed_on_replica,errors");
-  EXPECT_EQ(line, "\"a,b\",8,380,10752.25,0.48,5.03,3.74,86.1,,2");
+      "stayed_on_replica,errors,tasks_per_hour,task_time_p50,task_time_p95");
+  EXPECT_EQ(line, "\"a,b\",8,380,10752.25,0.48,5.03,3.74,86.1,,2,,,");
+}
+
+TEST(ReportJson, TaskColumnsRoundTripAndOlderReportsReadWithoutThem) {
+  Report r;
+  Row agents = sample_row();
+  agents.tasks_per_hour = 120.5;
+  agents.task_time_p50 = 31.3;
+  agents.task_time_p95 = 80.0;
+  r.rows = {agents};
+  auto back = parse_json(to_json(r));
+  ASSERT_TRUE(back.has_value()) << back.error();
+  EXPECT_EQ(back->rows.at(0), agents);
+  // A report written before the task columns existed.
+  const std::string older =
+      R"({"rows": [{"policy": "on", "sessions": 8, "sessions_per_hour": 380, "output_tokens_per_min": 1,)"
+      R"( "ttfb_p50": 0.5, "ttfb_p95": 5, "replicas_busy": 3, "prefix_hits": 86, "stayed_on_replica": null,)"
+      R"( "errors": 2}], "meta": {}})";
+  auto old_rows = parse_json(older);
+  ASSERT_TRUE(old_rows.has_value()) << old_rows.error();
+  EXPECT_FALSE(old_rows->rows.at(0).tasks_per_hour.has_value());
+  // Tables show the task columns only when some row has them.
+  EXPECT_EQ(to_markdown({sample_row()}).find("Tasks/h"), std::string::npos);
+  const std::string md = to_markdown({agents});
+  EXPECT_NE(md.find("| Tasks/h | Task p50 (s) | Task p95 (s) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 121 | 31.3 | 80 |"), std::string::npos) << md;
+  EXPECT_NE(comparison_markdown({agents, Row{"off", 8}}, "off", "on").find("Tasks/h off → on"),
+            std::string::npos);
 }
 
 TEST(ReportMarkdown, OneRowPerPolicyAndLevel) {

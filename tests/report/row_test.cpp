@@ -164,6 +164,39 @@ TEST(LevelRecorder, NotApplicableColumnsAreEmpty) {
   EXPECT_FALSE(rec.row(65.0).prefix_hits.has_value());  // no queries in the level
 }
 
+TEST(LevelRecorder, TaskColumnsFromTheRequestsThatEndedTasks) {
+  LevelRecorder rec("agents", 2);
+  rec.begin(100.0);
+  // Tasks of 10, 20, 30 and 40 s (final reply received - first request sent); the last ends after the
+  // window, so it counts for the times (as TTFB does while draining) but not for tasks per hour.
+  const double lengths[] = {10, 20, 30, 40};
+  for (int i = 0; i < 4; ++i) {
+    RequestRecord tool = req(100.0 + i, 101.0 + i, 0.5, 10, 0);
+    rec.record(tool);  // a tool round: no task ends
+    RequestRecord last = req(150.0 + i, 150.0 + i + lengths[i], 0.5, 10, 1);
+    last.ended_at = 100.0 + i * 30.0 + lengths[i];
+    last.task_started_at = last.ended_at - lengths[i];
+    rec.record(last);
+  }
+  RequestRecord failed = req(110.0, 111.0, 0.5, 10, 1);
+  failed.ok = false;
+  failed.task_started_at = 100.0;  // a failed request ends no task
+  rec.record(failed);
+  rec.end(200.0);  // window of 100 s: tasks ending at 110, 150, 190 inside; 230 after
+  const Row row = rec.row();
+  ASSERT_TRUE(row.tasks_per_hour && row.task_time_p50 && row.task_time_p95);
+  EXPECT_DOUBLE_EQ(*row.tasks_per_hour, 3 * 3600.0 / 100.0);
+  EXPECT_DOUBLE_EQ(*row.task_time_p50, 25.0);
+  EXPECT_DOUBLE_EQ(*row.task_time_p95, 38.5);  // numpy.percentile([10, 20, 30, 40], 95)
+  // Without a task-ending request the columns do not apply.
+  LevelRecorder chat("chat", 1);
+  chat.begin(0.0);
+  chat.record(req(0.0, 1.0, 0.5, 10, 0, true));
+  chat.end(10.0);
+  const Row plain = chat.row();
+  EXPECT_FALSE(plain.tasks_per_hour || plain.task_time_p50 || plain.task_time_p95);
+}
+
 TEST(LevelRecorder, ProgressTracksRequestsSessionsAndMedian) {
   LevelRecorder rec("on", 2);
   rec.begin(0.0);

@@ -34,6 +34,20 @@ TEST(SideBySide, PairsLevelsOfTwoRunsWithTheRatioOfEachColumn) {
             "| 16 | n/a → 70 | n/a | n/a → n/a | n/a | n/a → 1 | n/a | n/a → 0 |\n");
 }
 
+TEST(SideBySide, TaskColumnsWhenEitherRunMeasuredTasks) {
+  Row a = level("a", 8, 80.0, 100.0, 0.5);
+  Row b = level("b", 8, 90.0, 100.0, 0.4);
+  b.tasks_per_hour = 200;
+  b.task_time_p50 = 30;
+  b.task_time_p95 = 60;
+  const std::string md = side_by_side_markdown({a}, {b}, "x", "y");
+  EXPECT_NE(md.find("| Tasks/h x → y | ratio | Task p50 (s) x → y | ratio | Task p95 (s) x → y | ratio |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| n/a → 200 | n/a | n/a → 30 | n/a | n/a → 60 | n/a |"), std::string::npos) << md;
+  EXPECT_EQ(side_by_side_markdown({a}, {a}, "x", "y").find("Tasks/h"), std::string::npos);
+}
+
 TEST(SideBySide, NoRatioAgainstZero) {
   const std::string md =
       side_by_side_markdown({level("a", 2, 0.0, 50.0, 0.1)}, {level("b", 2, 10.0, 25.0, 0.3)}, "a", "b");

@@ -1,0 +1,28 @@
+#include "app/agentic_options.hpp"
+
+#include <CLI/CLI.hpp>
+
+namespace warden::app {
+
+void add_agentic_options(CLI::App& cmd, AgenticFlags& flags) {
+  const char* group = "Agentic workload (--workload agentic)";
+  cmd.add_option("--tool-rounds", flags.tool_rounds, "Mean tool rounds per task (geometric; default 8)")
+      ->group(group);
+  cmd.add_option("--task-think-time", flags.task_think_time,
+                 "Mean seconds the user reads before the next task (uniform x0.5-1.5; default 20)")
+      ->group(group);
+  cmd.add_option("--subagent-share", flags.subagent_share,
+                 "Share of tasks whose main thread starts subagents (default 0.3)")
+      ->group(group);
+  cmd.add_option("--tasks", flags.tasks, "Tasks per session before a new session starts (default 4)")
+      ->group(group);
+}
+
+void apply_agentic_options(const AgenticFlags& flags, workload::AgenticConfig& config) {
+  config.rounds_mean = flags.tool_rounds.value_or(config.rounds_mean);
+  config.think_time = flags.task_think_time.value_or(config.think_time);
+  config.subagent_share = flags.subagent_share.value_or(config.subagent_share);
+  config.tasks = flags.tasks.value_or(config.tasks);
+}
+
+}  // namespace warden::app

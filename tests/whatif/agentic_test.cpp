@@ -1,0 +1,96 @@
+// The agentic workload in the what-if driver: prompts as the engine would render them, task columns.
+#include <gtest/gtest.h>
+
+#include "engine/presets.hpp"
+#include "report/report.hpp"
+#include "whatif/driver.hpp"
+#include "whatif/prompt.hpp"
+#include "workload/agent_loop.hpp"
+
+namespace warden::whatif {
+namespace {
+
+workload::WorkloadConfig agentic_workload() {
+  workload::WorkloadConfig w = *workload::preset("agentic");
+  w.agentic.subagent_share = 0.6;
+  w.agentic.parallel_share = 0.4;
+  w.agentic.think_time = 5;
+  w.agentic.rounds_mean = 4;
+  return w;
+}
+
+// Every request's incremental prompt equals the full render of its body: tool blocks, subagents sharing
+// slots one after the other, and compactions included.
+TEST(WhatifAgentic, IncrementalPromptsEqualTheFullRender) {
+  workload::WorkloadConfig c = agentic_workload();
+  c.agentic.context_window = 24000;  // compactions within the run
+  const workload::Workload w(c);
+  workload::AgentLoop loop(w, 2, 0.0, 0);
+  std::vector<IncrementalPrompt> prompts(loop.slots());
+  double now = 0;
+  std::size_t checked = 0;
+  for (int step = 0; step < 400; ++step) {
+    const auto ready = loop.take_ready(now);
+    for (const std::size_t slot : ready) {
+      const auto inc = prompts[slot].render(w, loop.conversation(slot));
+      const auto full = render_full(w, loop.conversation(slot));
+      ASSERT_TRUE(inc && full);
+      ASSERT_EQ(*inc, *full) << "slot " << slot << ", request " << checked;
+      ++checked;
+    }
+    for (const std::size_t slot : ready) {
+      loop.complete(slot, now + 1, w.synthetic_reply(loop.conversation(slot), 50));
+    }
+    now = std::max(now + 1, loop.next_ready_at().value_or(now + 1));
+  }
+  EXPECT_GT(checked, 100U);
+  EXPECT_GT(loop.compactions(), 0U);
+  EXPECT_GT(loop.subagents_started(), 0U);
+}
+
+SimulationConfig agentic_config() {
+  SimulationConfig c;
+  c.engine = *engine::find_preset("a4000-qwen3-4b");
+  c.replicas = 2;
+  c.levels = {3};
+  c.duration = 120;
+  c.policies = {"vllm-lb", "affinity"};
+  c.workload = agentic_workload();
+  c.workload.agentic.context_window = c.engine.max_model_len;
+  return c;
+}
+
+TEST(WhatifAgentic, RowsCarryTaskColumnsAndAreDeterministic) {
+  const SimulationConfig c = agentic_config();
+  const auto a = simulate(c);
+  const auto b = simulate(c);
+  ASSERT_TRUE(a) << a.error();
+  ASSERT_TRUE(b) << b.error();
+  report::Report ra{a->rows, {}};
+  report::Report rb{b->rows, {}};
+  EXPECT_EQ(report::to_json(ra), report::to_json(rb));
+  for (const report::Row& r : a->rows) {
+    ASSERT_TRUE(r.tasks_per_hour && r.task_time_p50 && r.task_time_p95) << r.policy;
+    EXPECT_GT(*r.tasks_per_hour, 0);
+    EXPECT_LE(*r.task_time_p50, *r.task_time_p95);
+    // A task is at least one request long, and has think time only between tasks.
+    EXPECT_GT(*r.task_time_p50, *r.ttfb_p50);
+    EXPECT_EQ(r.errors, 0);
+  }
+  EXPECT_NE(report::to_terminal(a->rows).find("tasks/h"), std::string::npos);
+}
+
+TEST(WhatifAgentic, TheReferenceWorkloadHasNoTaskColumns) {
+  SimulationConfig c = agentic_config();
+  c.workload = workload::WorkloadConfig{};
+  c.duration = 30;
+  const auto o = simulate(c);
+  ASSERT_TRUE(o) << o.error();
+  for (const report::Row& r : o->rows) {
+    EXPECT_FALSE(r.tasks_per_hour || r.task_time_p50 || r.task_time_p95);
+  }
+  EXPECT_EQ(report::to_terminal(o->rows).find("tasks/h"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace warden::whatif
