@@ -30,6 +30,12 @@ Result<void> validate(const EngineConfig& c) {
   if (c.max_model_len < 2) {
     return make_error("max_model_len must be at least 2", "max_model_len");
   }
+  if (c.reserve_full_prompt > 1) {
+    return make_error("reserve_full_prompt must be 0 or 1", "reserve_full_prompt");
+  }
+  if (!(c.kv_watermark >= 0 && c.kv_watermark < 1)) {
+    return make_error("kv_watermark must be in [0, 1)", "kv_watermark");
+  }
   if (!(c.gpu_memory_utilization > 0 && c.gpu_memory_utilization <= 1)) {
     return make_error("gpu_memory_utilization must be in (0, 1]", "gpu_memory_utilization");
   }

@@ -35,9 +35,14 @@ struct EngineConfig {
   std::uint32_t max_num_seqs = 32;              // running requests per rank
   std::uint32_t max_num_batched_tokens = 2048;  // tokens per step (chunked prefill budget)
   std::uint32_t max_model_len = 32768;          // prompt + output limit per request
-  double gpu_memory_utilization = 0.9;          // informational: reported in vllm:cache_config_info
-  ReplyLength reply;                            // off unless set (a4000 and h200 set agent-like replies)
-  ToolCallModel tools;                          // off unless tools.rounds > 0
+  // Admission gate of current vLLM (`scheduler_reserve_full_isl`, on by default since 2026): 1 admits a
+  // waiting request only when the blocks of its whole prompt fit, 0 (older vLLM) when its first chunk
+  // does, which over-admits under chunked prefill and then preempts.
+  std::uint32_t reserve_full_prompt = 1;
+  double kv_watermark = 0;  // vLLM's `watermark`: fraction of blocks an admission leaves free (default 0)
+  double gpu_memory_utilization = 0.9;  // informational: reported in vllm:cache_config_info
+  ReplyLength reply;                    // off unless set (a4000 and h200 set agent-like replies)
+  ToolCallModel tools;                  // off unless tools.rounds > 0
   StepTimeModel time;
 };
 

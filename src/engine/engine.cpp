@@ -226,6 +226,18 @@ struct Engine::Impl {
     }
   }
 
+  // Blocks a waiting request must find to be admitted with `upto` tokens computed: those of its whole
+  // sequence under the full-prompt gate, else just those of its first chunk.
+  std::uint32_t need_for(const Request& r, std::uint32_t upto) const {
+    const std::uint64_t tokens = config.reserve_full_prompt != 0 ? r.tokens.size() : upto;
+    return ceil_div(tokens, config.block_size);
+  }
+
+  // vLLM keeps the watermark free only while something runs, so an idle engine always admits.
+  std::uint32_t watermark_blocks() const {
+    return running.empty() ? 0U : static_cast<std::uint32_t>(config.kv_watermark * config.num_gpu_blocks);
+  }
+
   // Prefix lookup, then blocks for the uncached part chunked to `budget`: the tokens scheduled, or
   // nullopt (and nothing changed) when the blocks do not fit.
   std::optional<std::uint32_t> admit(Request& r, std::uint32_t budget) {
@@ -235,8 +247,7 @@ struct Engine::Impl {
     const std::size_t evictable = cache.count_free_in_prefix(r.hashes, hits);
     const auto hit_tokens = static_cast<std::uint32_t>(hits * config.block_size);
     const std::uint32_t num_new = std::min(static_cast<std::uint32_t>(r.tokens.size()) - hit_tokens, budget);
-    const std::uint32_t need = ceil_div(std::uint64_t{hit_tokens} + num_new, config.block_size);
-    if (need - hits + evictable > cache.num_free()) {
+    if (need_for(r, hit_tokens + num_new) - hits + evictable + watermark_blocks() > cache.num_free()) {
       return std::nullopt;
     }
     r.blocks = cache.acquire_cached(r.hashes, hits);

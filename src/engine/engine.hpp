@@ -12,7 +12,9 @@
 //    until the allocation succeeds or the request itself was the one preempted.
 // 2. If nothing was preempted this step, waiting requests are admitted FCFS while running < max_num_seqs
 //    and budget remains: prefix-cache lookup (hits capped so at least one prompt token is computed),
-//    then the uncached part, chunked to the budget. The first request that does not fit stops admission.
+//    then the uncached part, chunked to the budget. A request is admitted when the free blocks hold its
+//    whole sequence (config.reserve_full_prompt, current vLLM) or its first chunk (older vLLM), plus
+//    the watermark while anything runs. The first request that does not fit stops admission.
 // 3. The step's duration comes from StepTimeModel over the scheduled chunks. Every request whose
 //    computed tokens reach its full length emits one token at the end of the step.
 //

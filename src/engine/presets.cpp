@@ -78,6 +78,8 @@ const Param kParams[] = {
     {"max_num_batched_tokens", [](EngineConfig& c) -> std::uint32_t& { return c.max_num_batched_tokens; },
      nullptr},
     {"max_model_len", [](EngineConfig& c) -> std::uint32_t& { return c.max_model_len; }, nullptr},
+    {"reserve_full_prompt", [](EngineConfig& c) -> std::uint32_t& { return c.reserve_full_prompt; }, nullptr},
+    {"kv_watermark", nullptr, [](EngineConfig& c) -> double& { return c.kv_watermark; }},
     {"gpu_memory_utilization", nullptr, [](EngineConfig& c) -> double& { return c.gpu_memory_utilization; }},
     {"reply_median", nullptr, [](EngineConfig& c) -> double& { return c.reply.median; }},
     {"reply_sigma", nullptr, [](EngineConfig& c) -> double& { return c.reply.sigma; }},

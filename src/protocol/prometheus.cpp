@@ -437,6 +437,8 @@ void VllmScrapeBuilder::add(const PromSample& s) {
     set(&VllmRank::prompt_tokens_total);
   } else if (name == "generation_tokens_total") {
     set(&VllmRank::generation_tokens_total);
+  } else if (name == "num_preemptions_total") {
+    set(&VllmRank::num_preemptions_total);
   } else if (name == "gpu_cache_usage_perc") {
     set_legacy(&Legacy::gpu_cache_usage_perc);
   } else if (name == "gpu_prefix_cache_queries_total") {

@@ -119,6 +119,8 @@ struct VllmRank {
   std::optional<double> prefix_cache_hits_total;
   std::optional<double> prompt_tokens_total;
   std::optional<double> generation_tokens_total;
+  // Requests preempted for KV blocks (vllm:num_preemptions_total): a rank whose count climbs is thrashing.
+  std::optional<double> num_preemptions_total;
   std::optional<std::int64_t> block_size;      // from vllm:cache_config_info labels
   std::optional<std::int64_t> num_gpu_blocks;  // from vllm:cache_config_info labels
 };

@@ -253,6 +253,53 @@ TEST(Engine, PreemptionOutputMatchesAnUnpreemptedRun) {
   EXPECT_EQ(a.tokens, b.tokens);
 }
 
+// Block size 4, 10 blocks, 8 tokens per step. A (8-token prompt, 12 tokens out) grows to 5 blocks. B's
+// 32-token prompt needs 8 blocks: its first 7-token chunk fits beside A at step 2, its whole prompt does
+// not. Current vLLM holds B until A has finished; older vLLM admits it on the first chunk, and when A
+// and B together outgrow the cache B (admitted last) is preempted.
+TEST(Engine, FullPromptGateHoldsWhatOnlyItsFirstChunkFits) {
+  std::map<std::uint32_t, Trace> traces;
+  for (const std::uint32_t gate : {1U, 0U}) {
+    EngineConfig c = tiny(10, 8, 8);
+    c.reserve_full_prompt = gate;
+    Engine engine(c, 1);
+    ASSERT_TRUE(engine.add_request(req(1, seq(1, 8), 12)));
+    ASSERT_TRUE(engine.add_request(req(2, seq(100, 32), 4)));
+    traces[gate] = run(engine);
+  }
+  const Trace& gated = traces.at(1);
+  EXPECT_TRUE(gated.preemptions.empty());
+  EXPECT_GT(gated.first_token_step.at(2), gated.finish_step.at(1));
+  const Trace& chunked = traces.at(0);
+  ASSERT_FALSE(chunked.preemptions.empty());
+  EXPECT_EQ(chunked.preemptions.front().second, 2U);
+  EXPECT_EQ(gated.tokens, chunked.tokens);  // scheduling never changes what is generated
+}
+
+// Watermark 0.3 of 10 blocks = 3 blocks kept free while anything runs. B (24 tokens, 6 blocks) would fit
+// beside A (2 blocks) but not with the watermark, so it waits for A; an idle engine admits regardless.
+TEST(Engine, WatermarkAppliesOnlyWhileSomethingRuns) {
+  EngineConfig c = tiny(10, 8, 64);
+  c.kv_watermark = 0.3;
+  Engine engine(c, 1);
+  ASSERT_TRUE(engine.add_request(req(1, seq(1, 8), 4)));
+  ASSERT_TRUE(engine.add_request(req(2, seq(100, 24), 4)));
+  const Trace t = run(engine);
+  EXPECT_EQ(t.first_token_step.at(1), 1);
+  EXPECT_GT(t.first_token_step.at(2), t.finish_step.at(1));
+
+  c.kv_watermark = 0;
+  Engine plain(c, 1);
+  ASSERT_TRUE(plain.add_request(req(1, seq(1, 8), 4)));
+  ASSERT_TRUE(plain.add_request(req(2, seq(100, 24), 4)));
+  EXPECT_EQ(run(plain).first_token_step.at(2), 1);
+
+  c.kv_watermark = 0.3;
+  Engine idle(c, 1);
+  ASSERT_TRUE(idle.add_request(req(3, seq(500, 35), 1)));  // 9 of 10 blocks, past the watermark
+  EXPECT_EQ(run(idle).first_token_step.at(3), 1);
+}
+
 TEST(Engine, ManyRequestsUnderPressureAllComplete) {
   Engine engine(tiny(40, 6, 32), 3);
   for (RequestId id = 1; id <= 30; ++id) {

@@ -39,7 +39,7 @@ TEST(Presets, SetParamAcceptsFlagAndYamlSpellings) {
   EXPECT_FALSE(set_param(c, "max_num_seqs", "99999999999"));
   EXPECT_FALSE(set_param(c, "mem_efficiency", "fast"));
   EXPECT_FALSE(set_param(c, "mem_efficiency", ""));
-  EXPECT_EQ(param_names().size(), 23U);
+  EXPECT_EQ(param_names().size(), 25U);
 }
 
 TEST(Presets, YamlOverridesOnABase) {
@@ -89,6 +89,12 @@ TEST(Presets, ValidateRejectsNonsense) {
   EXPECT_FALSE(validate(c));
   c = *find_preset("instant");
   c.block_size = 0;
+  EXPECT_FALSE(validate(c));
+  c = *find_preset("instant");
+  c.reserve_full_prompt = 2;  // a switch: 0 or 1
+  EXPECT_FALSE(validate(c));
+  c = *find_preset("instant");
+  c.kv_watermark = 1.0;  // nothing could ever be admitted beside a running request
   EXPECT_FALSE(validate(c));
 }
 

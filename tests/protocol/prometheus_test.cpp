@@ -292,5 +292,23 @@ TEST(PrometheusTest, VllmFourRanksModelFilterLegacyNames) {
   EXPECT_EQ(all->ranks[0].num_requests_running, 99.0);  // no filter: the later series wins
 }
 
+TEST(PrometheusTest, VllmPreemptionsPerRank) {
+  // As vLLM exports it: a counter per engine with its _created gauge; rank 1 has no series at all.
+  const std::string text =
+      "# TYPE vllm:num_preemptions_total counter\n"
+      "vllm:num_preemptions_total{engine=\"0\",model_name=\"qwen\"} 12.0\n"
+      "vllm:num_preemptions_total{model_name=\"qwen\",engine=\"2\"} 0.0\n"
+      "vllm:num_preemptions_total{engine=\"3\",model_name=\"other\"} 99.0\n"
+      "vllm:num_preemptions_created{engine=\"0\",model_name=\"qwen\"} 1.7e9\n"
+      "vllm:num_requests_running{engine=\"1\",model_name=\"qwen\"} 1\n";
+  auto r = parse_vllm_metrics(text, "qwen");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->ranks.size(), 3u);
+  EXPECT_EQ(r->rank(0)->num_preemptions_total, 12.0);  // not the _created timestamp
+  EXPECT_FALSE(r->rank(1)->num_preemptions_total.has_value());
+  EXPECT_EQ(r->rank(2)->num_preemptions_total, 0.0);
+  EXPECT_EQ(r->rank(3), nullptr);  // another model's series
+}
+
 }  // namespace
 }  // namespace warden::protocol

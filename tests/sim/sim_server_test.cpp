@@ -319,6 +319,7 @@ TEST_F(SimServer, MetricsExpositionHasVllmNamesTypesAndLabels) {
     EXPECT_EQ(r.block_size, 16);
     EXPECT_EQ(r.num_gpu_blocks, 262144);  // the instant preset
     EXPECT_TRUE(r.num_requests_running.has_value());
+    EXPECT_EQ(r.num_preemptions_total, 0.0);  // exported per rank, read by the warden's parser
     EXPECT_TRUE(r.prefix_cache_queries_total.has_value());
   }
   double ttft_count = 0;

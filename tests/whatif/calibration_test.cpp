@@ -44,8 +44,6 @@ const std::vector<KnownGap>& known_gaps() {
   static const std::vector<KnownGap> gaps{
       {16, "TTFB p50 (s)", "off", 2.5},
       {16, "TTFB p50 (s)", "on", 6.5},
-      {16, "TTFB p95 (s)", "off", 2.0},
-      {16, "TTFB p95 (s)", "on", 2.0},
       {32, "output tokens/min", "off", 1.75},
       {32, "output tokens/min", "on", 1.9},
       // Current vLLM's balancer (the default) sends follow-ups back to a warm rank more often than the
@@ -55,23 +53,64 @@ const std::vector<KnownGap>& known_gaps() {
   return gaps;
 }
 
-// The legacy balancer (4 * waiting + running, older vLLM) keeps the fit it was made with: only the six
+std::set<std::string> failed_cells(const std::vector<report::Row>& rows) {
+  std::set<std::string> failed;
+  for (const CellCheck& c : check_against_reference(rows, "vllm-lb", "affinity").checks) {
+    if (!c.pass) {
+      failed.insert(std::to_string(c.sessions) + " " + c.column + " " + c.side);
+    }
+  }
+  return failed;
+}
+
+// The legacy balancer (4 * waiting + running, older vLLM) keeps the fit it was made with: only the
 // structural misses fail.
 TEST(WhatifCalibration, LegacyBalancerKeepsItsFit) {
   SimulationConfig config = reference_setup();
   config.vllm_balancer = core::VllmBalancerModel::legacy;
   const auto outcome = simulate(config);
   ASSERT_TRUE(outcome) << outcome.error();
-  const Calibration cal = check_against_reference(outcome->rows, "vllm-lb", "affinity");
-  std::set<std::string> failed;
-  for (const CellCheck& c : cal.checks) {
-    if (!c.pass) {
-      failed.insert(std::to_string(c.sessions) + " " + c.column + " " + c.side);
+  EXPECT_EQ(failed_cells(outcome->rows),
+            (std::set<std::string>{"16 TTFB p50 (s) off", "16 TTFB p50 (s) on", "32 output tokens/min on"}));
+}
+
+// Older vLLM admitted a waiting request when its first chunk fitted. Past the caches that preempts ten
+// times as often for the same output (recompute is cheap: the preempted prefix is still cached), and the
+// 16-session tail comes out short, as the fit used to show.
+TEST(WhatifCalibration, FirstChunkAdmissionThrashesForNothing) {
+  SimulationConfig config = reference_setup();
+  config.engine.reserve_full_prompt = 0;
+  const auto older = simulate(config);
+  ASSERT_TRUE(older) << older.error();
+  const auto& current = reference_run();
+  for (std::size_t i = 0; i < current.levels.size(); ++i) {
+    const LevelStats& now = current.levels[i];
+    const LevelStats& then = older->levels[i];
+    if (now.sessions < 24) {
+      continue;
     }
+    EXPECT_GE(then.preemptions, 5 * std::max<std::uint64_t>(now.preemptions, 1))
+        << now.policy << now.sessions;
+    const double out_now = *current.rows[i].output_tokens_per_min;
+    const double out_then = *older->rows[i].output_tokens_per_min;
+    EXPECT_NEAR(out_then / out_now, 1.0, 0.03) << now.policy << now.sessions;
   }
-  EXPECT_EQ(failed, (std::set<std::string>{"16 TTFB p50 (s) off", "16 TTFB p50 (s) on", "16 TTFB p95 (s) off",
-                                           "16 TTFB p95 (s) on", "32 output tokens/min off",
-                                           "32 output tokens/min on"}));
+  EXPECT_EQ(failed_cells(older->rows),
+            (std::set<std::string>{"8 prefix hits (%) off", "16 TTFB p50 (s) off", "16 TTFB p50 (s) on",
+                                   "16 TTFB p95 (s) off", "16 TTFB p95 (s) on", "32 output tokens/min off",
+                                   "32 output tokens/min on"}));
+}
+
+// The overloaded rows' TTFB against the headroom rows' band (reported, not judged): with affinity both
+// cells are inside at 24 and 32; vLLM's balancer waits too long at the median and too little at p95.
+TEST(WhatifCalibration, OverloadedTtfbAgainstTheHeadroomBand) {
+  const Calibration cal = check_against_reference(reference_run().rows, "vllm-lb", "affinity");
+  ASSERT_EQ(cal.overload_bands.size(), 8U);
+  for (const CellCheck& c : cal.overload_bands) {
+    ASSERT_TRUE(c.reference && c.simulated);
+    const double ratio = std::max(*c.simulated / *c.reference, *c.reference / *c.simulated);
+    EXPECT_LE(ratio, c.side == "on" ? 1.5 : 4.0) << c.sessions << " " << c.column << " " << c.side;
+  }
 }
 
 TEST(WhatifCalibration, ReferenceTableWithinTolerances) {
