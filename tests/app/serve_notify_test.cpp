@@ -79,6 +79,22 @@ TEST(ServeNotify, AnAbstractSocketWithoutWatchdogGetsReadyAndStoppingOnly) {
   EXPECT_EQ(sock.receive(std::chrono::milliseconds(100)), std::nullopt) << "nothing after STOPPING=1";
 }
 
+TEST(ServeNotify, StoppingIsSaidWhenTheDrainBeginsNotWhenItEnds) {
+  TempDir dir;
+  auto sim = gateway_test::start_sim(1, 0.005);  // ~20 ms per token: the stream lasts until released
+  NotifySocket sock(dir.file("notify"));
+  auto serve = start_serve(dir, "http://127.0.0.1:" + std::to_string(sim->port()), sock.name(), "");
+  ASSERT_TRUE(sock.receive_until("READY=1", kWait)) << serve->stderr_text();
+  gateway_test::HeldStream held(serve->wait_for_port(), gateway_test::chat_body("long", 3000, true), {});
+  ASSERT_TRUE(held.wait_started());
+  serve->signal(SIGTERM);
+  EXPECT_EQ(sock.receive(kWait), "STOPPING=1");
+  EXPECT_TRUE(serve->running()) << "the stream in flight keeps the drain going";
+  held.release();  // the client leaves, which ends the drain
+  EXPECT_EQ(serve->wait_exit(kWait), 0);
+  EXPECT_EQ(sock.receive(std::chrono::milliseconds(100)), std::nullopt) << "STOPPING=1 is said once";
+}
+
 TEST(ServeNotify, AnEngineThatDoesNotAnswerDoesNotHoldReadinessBack) {
   TempDir dir;
   NotifySocket sock(dir.file("notify"));
