@@ -92,7 +92,7 @@ async function turn(base, session, messages, log) {
   return t;
 }
 
-test('a warden killed mid-run: conversations keep their replicas, only its requests in flight fail', async (t) => {
+test('a warden killed mid-run: conversations keep their replicas, only its requests in flight fail', async (ctx) => {
   const dir = tempDir();
   const redisPort = await startRedis(started, dir);
   // About 20 ms per output token: each turn streams for half a second, so the kill finds streams.
@@ -114,7 +114,7 @@ test('a warden killed mid-run: conversations keep their replicas, only its reque
   let killedAt = null;
   const system = 'You are a careful coding agent. '.repeat(40);
   const conversation = async (s) => {
-    const id = `lb-${s}-${Date.now()}`;
+    const id = `lb-${s}-${Date.now()}`;  // the session key: each turn may reach either warden
     const messages = [{ role: 'system', content: system }, { role: 'user', content: `Session ${id}: start.` }];
     for (let k = 0; k < TURNS; k++) {
       const t = await turn(base, id, messages, turns);
@@ -139,18 +139,16 @@ test('a warden killed mid-run: conversations keep their replicas, only its reque
   const failed = turns.filter((t) => !t.ok);
   const inFlightAtKill = (t) => t.start <= killedAt && t.end >= killedAt;
   const atKill = turns.filter(inFlightAtKill);
-  t.diagnostic(
-    `${turns.length} requests, ${failed.length} failed; in flight at the kill: ` +
-      `${atKill.filter((x) => x.server !== 'warden-b').length} at warden A, ${atKill.filter((x) => x.server === 'warden-b').length} at warden B`,
+  const atA = atKill.filter((x) => x.server !== 'warden-b').length;  // a 502 from HAProxy names no warden
+  ctx.diagnostic(
+    `${turns.length} requests, ${failed.length} failed; in flight at the kill: ${atA} at warden A, ` +
+      `${atKill.length - atA} at warden B`,
   );
   const fmt = (ts) => ts.map((x) => `${x.session} ${x.server ?? '-'} ${x.error}`).join('\n');
-  assert.ok(failed.length >= 1, 'the kill cut at least the stream it was waiting for');
+  assert.ok(atA >= 1, 'warden A was relaying at the kill');
   assert.ok(failed.every(inFlightAtKill), `only requests in flight at the kill fail:\n${fmt(failed)}`);
   assert.ok(failed.every((t) => t.server !== 'warden-b'), `none that warden B answered fails:\n${fmt(failed)}`);
-  assert.ok(
-    failed.length <= turns.filter((t) => inFlightAtKill(t) && t.server !== 'warden-b').length,
-    'no more failures than requests at warden A',
-  );
+  assert.ok(failed.length <= atA, 'no more failures than requests at warden A');
   // After the kill, warden B answers everything, and every conversation stays on its replica throughout.
   const later = turns.filter((t) => t.start > killedAt);
   assert.ok(later.length >= SESSIONS, `${later.length} turns after the kill`);
