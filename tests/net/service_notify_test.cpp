@@ -59,7 +59,7 @@ TEST(ServiceNotify, WithoutASocketOrWithAnUnusableOneNothingIsSentAndNothingBrea
   EXPECT_FALSE(ServiceNotifier("/" + std::string(200, 'x'), std::chrono::microseconds(0)).send("READY=1"));
 }
 
-TEST(ServiceNotify, TheEnvironmentIsReadOnceAndHiddenFromChildren) {
+TEST(ServiceNotify, TheEnvironmentIsReadAndHiddenFromChildren) {
   ::setenv("NOTIFY_SOCKET", "@warden-env-test", 1);
   ::setenv("WATCHDOG_USEC", "200000", 1);
   ::setenv("WATCHDOG_PID", std::to_string(::getpid()).c_str(), 1);
