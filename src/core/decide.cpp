@@ -33,8 +33,14 @@ std::optional<ReplicaIndex> place_among(const Snapshot& snapshot, ReplicaSet pre
   if (!best || preferred == 0 || (*best < replica_set_size && (preferred >> *best & 1) != 0)) {
     return best;
   }
+  // Comparable load: no more requests and conversations than the best (a preference never stacks a
+  // conversation where an idler replica waits), a score within the margin, and under the spill threshold.
+  const auto slots = [&](ReplicaIndex i) {
+    const ReplicaState& r = snapshot.replicas[i];
+    return r.in_flight + r.peer_in_flight + r.active_conversations + r.peer_active_conversations;
+  };
   const auto holds_start = [&](ReplicaIndex i) {
-    return i < replica_set_size && (preferred >> i & 1) != 0 && eligible(i) &&
+    return i < replica_set_size && (preferred >> i & 1) != 0 && eligible(i) && slots(i) <= slots(*best) &&
            snapshot.replicas[i].in_flight < snapshot.spill_threshold;
   };
   const auto cached = detail::pick_min(snapshot, holds_start, score, rng);

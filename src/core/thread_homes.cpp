@@ -71,25 +71,22 @@ void ThreadHomes::served(const RequestFacts& facts, ReplicaIndex replica, Sessio
 std::vector<SessionThreadsView> ThreadHomes::recent(const SessionTable& sessions, std::size_t limit,
                                                     Time now) const {
   std::vector<SessionThreadsView> out;
-  index_.for_each([&](std::uint64_t session, std::span<const ThreadRecord> threads) {
+  for (const std::uint64_t session : index_.recent(limit)) {
     SessionThreadsView v{session, {}, {}};
     if (const auto main = sessions.lookup(session, now)) {
       v.threads.push_back({session, 0, main->home, main->last_seen});
     }
-    for (const ThreadRecord& t : threads) {
+    const std::size_t first = v.threads.size();
+    for (const ThreadRecord& t : index_.threads(session)) {
       v.threads.push_back({t.key, t.parent, home_in(sessions, t.key, now), t.last_seen});
     }
-    std::sort(v.threads.begin() + (v.threads.empty() || v.threads[0].key != session ? 0 : 1), v.threads.end(),
+    std::sort(v.threads.begin() + static_cast<std::ptrdiff_t>(first), v.threads.end(),
               [](const ThreadView& a, const ThreadView& b) { return a.last_seen > b.last_seen; });
     for (const ThreadView& t : v.threads) {
       v.last_seen = std::max(v.last_seen, t.last_seen);
     }
     out.push_back(std::move(v));
-  });
-  const std::size_t n = std::min(limit, out.size());
-  std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n), out.end(),
-                    [](const auto& a, const auto& b) { return a.last_seen > b.last_seen; });
-  out.resize(n);
+  }
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include "core/thread_index.hpp"
 
 #include <algorithm>
+#include <functional>
 
 namespace warden::core {
 
@@ -57,6 +58,22 @@ void ThreadIndex::shed_sessions(std::vector<std::uint64_t>& forgotten) {
     threads_ -= found->second.threads.size();
     sessions_.erase(found);
   }
+}
+
+std::vector<std::uint64_t> ThreadIndex::recent(std::size_t limit) const {
+  std::vector<std::pair<Time, std::uint64_t>> by_age;
+  by_age.reserve(sessions_.size());
+  for (const auto& [session, entry] : sessions_) {
+    by_age.emplace_back(entry.last_seen, session);
+  }
+  const auto n = static_cast<std::ptrdiff_t>(std::min(limit, by_age.size()));
+  std::partial_sort(by_age.begin(), by_age.begin() + n, by_age.end(), std::greater<>());
+  std::vector<std::uint64_t> out;
+  out.reserve(static_cast<std::size_t>(n));
+  for (auto it = by_age.begin(); it != by_age.begin() + n; ++it) {
+    out.push_back(it->second);
+  }
+  return out;
 }
 
 std::span<const ThreadRecord> ThreadIndex::threads(std::uint64_t session) const {

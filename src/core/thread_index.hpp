@@ -44,13 +44,8 @@ class ThreadIndex {
   /// Sessions with at least one thread besides the main one, and those threads.
   [[nodiscard]] std::size_t sessions() const { return sessions_.size(); }
   [[nodiscard]] std::size_t threads() const { return threads_; }
-  /// Calls f(session, threads) for every session, in no particular order.
-  template <class F>
-  void for_each(F&& f) const {
-    for (const auto& [session, entry] : sessions_) {
-      f(session, std::span<const ThreadRecord>(entry.threads));
-    }
-  }
+  /// Up to `limit` sessions, most recently seen first.
+  [[nodiscard]] std::vector<std::uint64_t> recent(std::size_t limit) const;
   [[nodiscard]] std::size_t memory_bytes() const;
 
  private:

@@ -20,45 +20,58 @@ RequestFacts new_thread(ReplicaSet preferred) {
   return f;
 }
 
-// One conversation's worth of slot pressure at max_num_seqs 32: 1/32 of the score.
-Snapshot with_conversations(std::initializer_list<std::uint32_t> conversations) {
-  Snapshot s = idle_snapshot(conversations.size());
+// Replicas of 100k tokens of KV cache holding the given working sets (thousands of tokens): a tenth of
+// the score per 10k tokens.
+Snapshot with_held(std::initializer_list<std::uint64_t> thousands) {
+  Snapshot s = idle_snapshot(thousands.size());
   std::size_t i = 0;
-  for (auto value : conversations) {
-    s.replicas[i++].active_conversations = value;
+  for (auto value : thousands) {
+    s.replicas[i].kv_capacity_tokens = 100'000;
+    s.replicas[i++].held_tokens = value * 1000;
   }
   return s;
 }
 
 TEST(ThreadPlacement, APreferredReplicaWithinTheMarginWins) {
   SplitMixRng rng(1);
-  // Replica 2 holds 3 more conversations than replica 0 (0.094 more score): within 0.1.
-  const Snapshot s = with_conversations({0, 1, 3});
+  const Snapshot s = with_held({0, 5, 9});  // replica 2: 0.09 more than replica 0
   EXPECT_EQ(decide(s, new_thread(0b100), rng), routed(2, Route::new_conversation));
   EXPECT_EQ(decide(s, new_thread(0), rng), routed(0, Route::new_conversation));
 }
 
 TEST(ThreadPlacement, APreferredReplicaBeyondTheMarginLoses) {
   SplitMixRng rng(1);
-  const Snapshot s = with_conversations({0, 1, 4});  // 0.125 more: beyond the margin
+  const Snapshot s = with_held({0, 5, 11});  // 0.11 more: beyond the margin
   EXPECT_EQ(decide(s, new_thread(0b100), rng), routed(0, Route::new_conversation));
   // Of two preferred replicas, the better-scoring one.
   EXPECT_EQ(decide(s, new_thread(0b110), rng), routed(1, Route::new_conversation));
 }
 
+TEST(ThreadPlacement, NeverStacksAThreadWhereAnIdlerReplicaWaits) {
+  SplitMixRng rng(1);
+  Snapshot s = idle_snapshot(2);
+  s.replicas[1].active_conversations = 1;  // 1/32 more: within the margin, but one conversation more
+  EXPECT_EQ(decide(s, new_thread(0b10), rng), routed(0, Route::new_conversation));
+  s.replicas[0].active_conversations = 1;
+  s.replicas[0].kv_usage = 0.01;  // now replica 0 is best by a little, with as many conversations
+  EXPECT_EQ(decide(s, new_thread(0b10), rng), routed(1, Route::new_conversation));
+}
+
 TEST(ThreadPlacement, NeverStacksAThreadWhereItsNextTurnWouldSpill) {
   SplitMixRng rng(1);
-  Snapshot s = idle_snapshot(2, 1024);  // a large max_num_seqs: in flight barely moves the score
+  Snapshot s = with_held({0, 5});
   s.spill_threshold = 8;
+  s.replicas[0].in_flight = 8;
   s.replicas[1].in_flight = 8;
   EXPECT_EQ(decide(s, new_thread(0b10), rng), routed(0, Route::new_conversation));
+  s.replicas[0].in_flight = 7;
   s.replicas[1].in_flight = 7;
   EXPECT_EQ(decide(s, new_thread(0b10), rng), routed(1, Route::new_conversation));
 }
 
 TEST(ThreadPlacement, UnhealthyOrOutOfRangePreferencesAreIgnored) {
   SplitMixRng rng(1);
-  Snapshot s = with_conversations({0, 1});
+  Snapshot s = with_held({0, 1});
   s.replicas[1].healthy = false;
   EXPECT_EQ(decide(s, new_thread(0b10), rng), routed(0, Route::new_conversation));
   EXPECT_EQ(decide(s, new_thread(ReplicaSet{1} << 63), rng), routed(0, Route::new_conversation));
@@ -68,7 +81,7 @@ TEST(ThreadPlacement, KnownThreadsStayHomeWhateverTheyPrefer) {
   SplitMixRng rng(1);
   RequestFacts f = known_conversation(1, 7);
   f.preferred = 0b100;
-  EXPECT_EQ(decide(with_conversations({0, 3, 0}), f, rng), routed(1, Route::sticky));
+  EXPECT_EQ(decide(with_held({0, 9, 0}), f, rng), routed(1, Route::sticky));
 }
 
 // Through the Router: thread keys, homes, the start table and side requests.
@@ -123,28 +136,41 @@ TEST_F(ThreadRouterTest, MainThreadAndSubagentHaveTheirOwnHomesAndStayOnThem) {
 }
 
 TEST_F(ThreadRouterTest, ANewConversationGoesWhereItsPromptStartWasServedWhenLoadIsComparable) {
-  release_ = false;  // conversations stay in flight: load differs between replicas
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    Router router(router_config(RoutingConfig{.max_num_seqs = 32}));
+    SplitMixRng rng(seed);
+    const auto send = [&](const RequestFacts& f) {
+      const Decision d = router.route(f, metrics_, seconds(0), rng);
+      router.finish(*d.replica);
+      return d;
+    };
+    // Four conversations with four starts: one per replica (each goes to the idlest).
+    std::vector<ReplicaIndex> homes;
+    for (std::uint64_t s = 1; s <= 4; ++s) {
+      homes.push_back(*send(request(s, s, 100 + s)).replica);
+    }
+    std::sort(homes.begin(), homes.end());
+    EXPECT_EQ(homes, (std::vector<ReplicaIndex>{0, 1, 2, 3}));
+    // Every replica holds one conversation: a new one with the second's start goes to the second's
+    // replica, whatever the tie-break would have chosen.
+    EXPECT_EQ(send(request(10, 10, 102)).replica, router.home_of(2, seconds(0)));
+  }
+}
+
+TEST_F(ThreadRouterTest, ANewConversationDoesNotStackOnItsStartWhileAnotherReplicaIsIdle) {
   const Decision first = route(request(1, 1, 100));
-  ASSERT_TRUE(first.ok());
-  // Another session with the same start: its replica has one request and one conversation more than the
-  // idle ones (2/32 of score), within the margin.
-  EXPECT_EQ(route(request(2, 2, 100)).replica, first.replica);
-  // A third: now 4/32 more, beyond the margin, so it goes elsewhere...
-  const Decision third = route(request(3, 3, 100));
-  EXPECT_NE(third.replica, first.replica);
-  // ...and the start's last home is now the third's.
-  EXPECT_EQ(route(request(4, 4, 100)).replica, third.replica);
-  // A different start prefers nothing: the least loaded replica.
-  const Decision other = route(request(5, 5, 999));
-  EXPECT_NE(other.replica, first.replica);
-  EXPECT_NE(other.replica, third.replica);
+  const Decision second = route(request(2, 2, 100));
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_NE(first.replica, second.replica);
 }
 
 TEST_F(ThreadRouterTest, ANewSubagentPrefersItsSessionsReplicas) {
-  const Decision main = route(request(1, 1, 100));
-  ASSERT_TRUE(main.ok());
-  // The main thread's replica holds one conversation more than the idle ones: within the margin.
-  EXPECT_EQ(route(request(1, 2, 200)).replica, main.replica);
+  // One conversation per replica, then a subagent of the first session's: to its main thread's replica.
+  for (std::uint64_t s = 1; s <= 4; ++s) {
+    route(request(s, s, 100 + s));
+  }
+  const ReplicaIndex main = *router_.home_of(1, seconds(0));
+  EXPECT_EQ(route(request(1, 50, 999)).replica, main);
 }
 
 TEST_F(ThreadRouterTest, ASideRequestGoesToTheSessionsHomeAndMovesNothing) {
@@ -188,6 +214,7 @@ TEST(ThreadIndex, ManySessionsShedTheLeastRecentlySeenHalf) {
   EXPECT_EQ(index.threads(), index.sessions());
   EXPECT_EQ(forgotten + index.threads(), 1000u);
   EXPECT_EQ(index.threads(999).size(), 1u);  // the most recent stays
+  EXPECT_EQ(index.recent(2), (std::vector<std::uint64_t>{999, 998}));
 }
 
 TEST_F(ThreadRouterTest, ThreadsTheIndexForgetsLeaveTheSessionTable) {
