@@ -24,6 +24,33 @@ Decision place(const Snapshot& snapshot, Route route, Rng& rng) {
   return none(route, NoReplicaReason::no_healthy_replica);
 }
 
+// The best eligible replica by placement_score, or a preferred one (rule 7) within the margin of it.
+template <class Eligible>
+std::optional<ReplicaIndex> place_among(const Snapshot& snapshot, ReplicaSet preferred, Eligible&& eligible,
+                                        Rng& rng) {
+  const auto score = [&](const ReplicaState& r) { return placement_score(r, snapshot.max_num_seqs); };
+  const auto best = detail::pick_min(snapshot, eligible, score, rng);
+  if (!best || preferred == 0 || (*best < replica_set_size && (preferred >> *best & 1) != 0)) {
+    return best;
+  }
+  // Comparable load: no more requests and conversations than the best (a preference never stacks a
+  // conversation where an idler replica waits), a score within the margin, and under the spill threshold.
+  const auto slots = [&](ReplicaIndex i) {
+    const ReplicaState& r = snapshot.replicas[i];
+    return r.in_flight + r.peer_in_flight + r.active_conversations + r.peer_active_conversations;
+  };
+  const auto holds_start = [&](ReplicaIndex i) {
+    return i < replica_set_size && (preferred >> i & 1) != 0 && eligible(i) && slots(i) <= slots(*best) &&
+           snapshot.replicas[i].in_flight < snapshot.spill_threshold;
+  };
+  const auto cached = detail::pick_min(snapshot, holds_start, score, rng);
+  if (cached && score(snapshot.replicas[*cached]) <=
+                    score(snapshot.replicas[*best]) + cached_start_margin + detail::tie_epsilon) {
+    return cached;
+  }
+  return best;
+}
+
 // Rule 7: a new conversation, admitted (or held) by working set, then placed by placement_score.
 Decision place_new(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng) {
   const Admission admission = admit_new_conversation(snapshot, facts);
@@ -31,14 +58,17 @@ Decision place_new(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng
     return none(Route::queued, NoReplicaReason::none);
   }
   if (admission == Admission::anywhere) {
-    return place(snapshot, Route::new_conversation, rng);
+    const auto healthy = [&](ReplicaIndex i) { return snapshot.replicas[i].healthy; };
+    if (auto chosen = place_among(snapshot, facts.preferred, healthy, rng)) {
+      return Decision{chosen, Route::new_conversation, NoReplicaReason::none};
+    }
+    return none(Route::new_conversation, NoReplicaReason::no_healthy_replica);
   }
   const double mark = water_mark(snapshot);
   const auto fits = [&](ReplicaIndex i) {
     return can_admit(snapshot.replicas[i], facts.prompt_tokens, mark, snapshot.admission.only_when_waiting);
   };
-  const auto score = [&](const ReplicaState& r) { return placement_score(r, snapshot.max_num_seqs); };
-  return Decision{detail::pick_min(snapshot, fits, score, rng), Route::new_conversation,
+  return Decision{place_among(snapshot, facts.preferred, fits, rng), Route::new_conversation,
                   NoReplicaReason::none};
 }
 

@@ -33,7 +33,19 @@ namespace warden::core {
 ///     admission.only_when_waiting nothing waiting);
 ///     if none can, and the request has waited less than admission.max_wait → no replica, route `queued`
 ///     (reason none). Known conversations are never held.
+///     A new thread with preferred replicas (facts.preferred: they hold another thread of its session, or
+///     served its prompt start, so part of its prompt is cached there) whose best eligible replica is not
+///     one of them goes to the best-scoring preferred one among those eligible, if that has no more
+///     requests and conversations (in_flight + active_conversations, the other wardens' included) than
+///     the best, scores within cached_start_margin of it, and has fewer requests in flight than the
+///     spill threshold (a preference never stacks a thread where an idler replica waits, nor background
+///     subagents where their next turns would spill).
 [[nodiscard]] Decision decide(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng);
+
+/// How much more placement_score a replica that holds part of a new thread's prompt may have than the best
+/// one and still take it, with no more requests and conversations: 0.1, a tenth of its KV cache in working
+/// set or allocated blocks. docs/routing.md ("Threads") has the measurement behind the value.
+inline constexpr double cached_start_margin = 0.1;
 
 /// Score for placing a conversation (lower is better). With S = max(1, max_num_seqs) and C the KV capacity
 /// in tokens, each count being this warden's plus the other wardens' (peer_*):

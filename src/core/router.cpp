@@ -69,9 +69,10 @@ void Router::commit(const RequestFacts& facts, const Decision& decision,
   if (chosen < sent_since_scrape_.size()) {
     ++sent_since_scrape_[chosen];
   }
-  if (!facts.session) {
-    return;
+  if (!facts.session || facts.thread.side) {
+    return;  // a side request belongs to no thread: it moves, places and remembers nothing
   }
+  threads_.served(facts, chosen, sessions_, now);
   const std::uint64_t key = facts.session->hash;
   switch (decision.route) {
     case Route::spilled:
@@ -104,16 +105,7 @@ void Router::commit(const RequestFacts& facts, const Decision& decision,
 Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metrics, Time now, Rng& rng) {
   std::lock_guard lock(mutex_);
   build_snapshot(metrics, now);
-  facts.home.reset();
-  facts.home_cached_tokens = 0;
-  facts.home_computed_since.reset();
-  if (facts.session) {
-    if (const auto entry = sessions_.lookup(facts.session->hash, now)) {
-      facts.home = entry->home;
-      facts.home_cached_tokens = entry->prompt_tokens;
-      facts.home_computed_since = computed_since(*entry, metrics);
-    }
-  }
+  look_up_home(facts, metrics, now);
   Decision decision = policy_->pick(snapshot_, facts, rng);
   note_admission(facts, decision);
   if (!decision.ok()) {
@@ -127,6 +119,27 @@ Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metri
   }
   commit(facts, decision, metrics, now);
   return decision;
+}
+
+void Router::look_up_home(RequestFacts& facts, std::span<const ReplicaMetrics> metrics, Time now) const {
+  facts.home.reset();
+  facts.home_cached_tokens = 0;
+  facts.home_computed_since.reset();
+  facts.preferred = 0;
+  if (!facts.session) {
+    return;
+  }
+  if (facts.thread.side) {
+    facts.home = threads_.side_home(ThreadHomes::session_of(facts), sessions_, now);
+    return;
+  }
+  if (const auto entry = sessions_.lookup(facts.session->hash, now)) {
+    facts.home = entry->home;
+    facts.home_cached_tokens = entry->prompt_tokens;
+    facts.home_computed_since = computed_since(*entry, metrics);
+  } else {
+    facts.preferred = threads_.preferred(facts, sessions_, now);
+  }
 }
 
 std::optional<std::uint64_t> Router::computed_since(const SessionEntry& entry,
@@ -157,6 +170,8 @@ Decision Router::route_uncounted(const RequestFacts& facts, std::span<const Repl
   if (facts.session) {
     if (const auto entry = sessions_.lookup(facts.session->hash, now)) {
       home = entry->home;
+    } else {
+      home = threads_.side_home(ThreadHomes::session_of(facts), sessions_, now);
     }
   }
   if (facts.pin) {
@@ -268,6 +283,8 @@ RouterView Router::view(Time now) {
   out.admission_holding = admission_holding_;
   out.prefill_backlog_tokens = prefill_backlog_;
   out.live_sessions = sessions_.size();
+  out.threaded_sessions = threads_.sessions();
+  out.threads = threads_.threads();
   return out;
 }
 
@@ -320,6 +337,11 @@ SessionChanges Router::take_session_changes() {
 SessionTableConfig Router::session_config() const {
   std::lock_guard lock(mutex_);
   return sessions_.config();
+}
+
+std::vector<SessionThreadsView> Router::threaded_sessions(std::size_t limit, Time now) const {
+  std::lock_guard lock(mutex_);
+  return threads_.recent(sessions_, limit, now);
 }
 
 }  // namespace warden::core

@@ -19,6 +19,7 @@
 #include "core/policy.hpp"
 #include "core/rng.hpp"
 #include "core/session_table.hpp"
+#include "core/thread_homes.hpp"
 #include "core/types.hpp"
 
 namespace warden::core {
@@ -69,6 +70,9 @@ struct RouterView {
   bool admission_holding = false;  ///< admission is holding new conversations (below the low water mark)
   std::vector<std::uint64_t> prefill_backlog_tokens;  ///< per replica, see ReplicaState
   std::size_t live_sessions = 0;
+  /// Sessions with threads besides their main one, and those threads (ThreadHomes).
+  std::size_t threaded_sessions = 0;
+  std::size_t threads = 0;
 };
 
 class Router {
@@ -76,12 +80,14 @@ class Router {
   /// Throws std::invalid_argument if routing.policy is not a registered policy name (config error).
   explicit Router(RouterConfig config = {});
 
-  /// Routes one request. `facts.home` is ignored (filled from the session table). `metrics` has one entry
-  /// per replica (index = replica). On success in_flight is incremented: call finish(replica) exactly once
-  /// when the request ends (however it ends). Commit rules: new/failover → home := chosen; sticky →
-  /// refresh; spilled → refresh, home kept; pinned → home := pin if the conversation was new, else kept;
-  /// balanced → home := chosen (the freshest cache, should affinity be turned back on). A `queued`
-  /// decision (admission) commits nothing: the caller holds the request and routes it again, with
+  /// Routes one request. `facts.home` and `facts.preferred` are ignored (filled from the session table and
+  /// the thread homes: a new thread prefers the replicas that hold its siblings or its prompt start). A
+  /// side request (facts.thread.side) goes to its session's home and commits nothing but the counters.
+  /// `metrics` has one entry per replica (index = replica). On success in_flight is incremented: call
+  /// finish(replica) exactly once when the request ends (however it ends). Commit rules: new/failover → home
+  /// := chosen; sticky → refresh; spilled → refresh, home kept; pinned → home := pin if the conversation was
+  /// new, else kept; balanced → home := chosen (the freshest cache, should affinity be turned back on). A
+  /// `queued` decision (admission) commits nothing: the caller holds the request and routes it again, with
   /// facts.queued_for set to the time it has waited, when room may have freed (a finish(), a scrape).
   Decision route(RequestFacts facts, std::span<const ReplicaMetrics> metrics, Time now, Rng& rng);
 
@@ -136,6 +142,8 @@ class Router {
   void track_session_changes(bool on);
   [[nodiscard]] SessionChanges take_session_changes();
   [[nodiscard]] SessionTableConfig session_config() const;
+  /// Up to `limit` sessions with threads besides their main one, most recently seen first.
+  [[nodiscard]] std::vector<SessionThreadsView> threaded_sessions(std::size_t limit, Time now) const;
 
  private:
   void build_snapshot(std::span<const ReplicaMetrics> metrics, Time now);
@@ -146,10 +154,12 @@ class Router {
                                                      std::span<const ReplicaMetrics> metrics);
   void note_admission(const RequestFacts& facts, const Decision& decision);
   void drop_prefill(const Decision& decision);
+  void look_up_home(RequestFacts& facts, std::span<const ReplicaMetrics> metrics, Time now) const;
 
   mutable std::mutex mutex_;
   RoutingConfig routing_;
   SessionTable sessions_;
+  ThreadHomes threads_;
   ModelCounters counters_;
   std::unique_ptr<Policy> policy_;
   // Reused across calls so route() does not allocate.

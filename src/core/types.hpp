@@ -165,11 +165,35 @@ struct SessionKey {
   friend bool operator==(const SessionKey&, const SessionKey&) = default;
 };
 
+/// The thread a request belongs to, beyond its key (RequestFacts::session is the thread's key: the session's
+/// own for its main thread, which is what a client without threads sends).
+struct ThreadFacts {
+  /// The session's key (0 = not given: the thread is its own session).
+  std::uint64_t session = 0;
+  /// The parent thread's key, when the client names one (0: none).
+  std::uint64_t parent = 0;
+  /// A digest of the prompt's start (0 = none): where requests with the same start went, its prefix is
+  /// cached.
+  std::uint64_t start = 0;
+  /// A side request (a title, a count, a quota probe: no tools offered in a session whose turns offer
+  /// them): it belongs to no thread. It goes to the session's home if it has one, and moves, places and
+  /// remembers nothing.
+  bool side = false;
+};
+
+/// Preferred replicas as a bit set: bit i for replica i (replicas from 64 on are never preferred).
+using ReplicaSet = std::uint64_t;
+inline constexpr ReplicaIndex replica_set_size = 64;
+
 /// The routing facts of one request: plain values, already validated by the protocol layer.
 struct RequestFacts {
   /// Empty when the request has no conversation identity at all: it is placed like a new conversation and
-  /// nothing is remembered.
+  /// nothing is remembered. With threads, the thread's key.
   std::optional<SessionKey> session;
+  ThreadFacts thread{};
+  /// Replicas a new thread prefers among those of comparable load (decide.hpp): they hold another thread
+  /// of its session, or served its prompt start (the Router fills this in itself).
+  ReplicaSet preferred = 0;
   /// The conversation's home replica, looked up in the session table (the Router fills this in itself).
   std::optional<ReplicaIndex> home;
   /// Client pin (X-Warden-Replica or X-data-parallel-rank). Out of range: the gateway should already have

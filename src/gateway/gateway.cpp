@@ -418,13 +418,13 @@ void Gateway::finish_request(RequestRecord& r) {
   }
   auto opt = [](const std::optional<std::int64_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
   spdlog::info(
-      "request model={} endpoint={} replica={} route={} session_source={} status={} stream={} "
+      "request model={} endpoint={} replica={} route={} session_source={} thread={} status={} stream={} "
       "prompt_tokens={} "
       "cached_tokens={} completion_tokens={} ttfb_ms={} duration_ms={:.1f} queued={}",
       r.model.empty() ? "-" : r.model, r.endpoint,
       r.replica >= 0 ? std::to_string(r.replica) : std::string("-"), r.route.empty() ? "-" : r.route,
-      r.session_source.empty() ? "-" : r.session_source, r.status, r.stream, opt(r.prompt_tokens),
-      opt(r.cached_tokens), opt(r.completion_tokens),
+      r.session_source.empty() ? "-" : r.session_source, r.thread.empty() ? "-" : r.thread, r.status,
+      r.stream, opt(r.prompt_tokens), opt(r.cached_tokens), opt(r.completion_tokens),
       r.ttfb_s ? fmt::format("{:.1f}", *r.ttfb_s * 1000) : std::string("-"), r.duration_s * 1000,
       r.queued_s ? fmt::format("{:.3f}", *r.queued_s) : std::string("-"));
 }
@@ -432,7 +432,17 @@ void Gateway::finish_request(RequestRecord& r) {
 std::vector<ModelGauges> Gateway::model_gauges() const {
   std::vector<ModelGauges> out;
   for (const auto& m : models_) {
-    out.push_back({m->config().name, m->prefix_watch().breaks(), m->max_model_len(), queue_of(*m).size()});
+    ModelGauges g;
+    g.model = m->config().name;
+    g.prefix_breaks = m->prefix_watch().breaks();
+    g.thread_compactions = m->prefix_watch().compactions();
+    g.side_requests = m->prefix_watch().side_requests();
+    const core::RouterView view = m->router().view(Clock::now().time_since_epoch());
+    g.threads = view.threads;
+    g.threaded_sessions = view.threaded_sessions;
+    g.max_model_len = m->max_model_len();
+    g.queue_length = queue_of(*m).size();
+    out.push_back(std::move(g));
   }
   return out;
 }

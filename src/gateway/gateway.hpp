@@ -76,7 +76,9 @@ class Gateway {
   std::optional<net::Response> admit(net::Request& req, Exchange& ex, Outgoing& out);
   std::optional<Refusal> fit_output(const Exchange& ex, const protocol::RequestInfo& info,
                                     protocol::RewriteOptions& ro);
-  static void watch_prefix(ModelRuntime& model, const protocol::RequestInfo& info, std::string_view body);
+  // The request's prompt start, judged per thread (PrefixWatch); sets facts.thread's start and side.
+  static void watch_prefix(ModelRuntime& model, const protocol::RequestInfo& info, std::string_view body,
+                           core::RequestFacts& facts);
   // False with at.decision.queued(): admission holds the request (hold() waits for its turn).
   bool route(Exchange& ex, const Outgoing& out, int attempt, Attempt& at);
   bool take_decision(Exchange& ex, const Outgoing& out, int attempt, Attempt& at);

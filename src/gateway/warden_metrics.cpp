@@ -155,12 +155,13 @@ std::string WardenMetrics::render(const std::vector<ReplicaGauges>& replicas,
                    prometheus_escape(k.first), k.second, v);
   }
   header("lm_warden_prefix_breaks_total", "counter",
-         "Requests whose prompt start differed from the previous turn of the same session (a client that "
-         "defeats the prefix cache).");
+         "Requests whose prompt start differed from the previous request of the same thread (a client that "
+         "defeats the prefix cache); compactions are counted apart.");
   for (const auto& m : models) {
     fmt::format_to(std::back_inserter(o), "lm_warden_prefix_breaks_total{{model=\"{}\"}} {}\n",
                    prometheus_escape(m.model), m.prefix_breaks);
   }
+  render_threads(o, models);
   header("lm_warden_max_model_len", "gauge",
          "The model's context length in tokens, as its engines report it.");
   for (const auto& m : models) {
@@ -184,6 +185,29 @@ std::string WardenMetrics::render(const std::vector<ReplicaGauges>& replicas,
 }
 
 // Admission's queue: its length now, the waits of the requests it let go, and how requests left it.
+void WardenMetrics::render_threads(std::string& o, const std::vector<ModelGauges>& models) {
+  auto family = [&](std::string_view name, std::string_view type, std::string_view help, auto value) {
+    fmt::format_to(std::back_inserter(o), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+    for (const auto& m : models) {
+      fmt::format_to(std::back_inserter(o), "{}{{model=\"{}\"}} {}\n", name, prometheus_escape(m.model),
+                     value(m));
+    }
+  };
+  family("lm_warden_thread_compactions_total", "counter",
+         "Threads whose client compacted them (the history replaced by a summary: the system prompt and "
+         "tools kept, the prompt halved or less); not prefix breaks.",
+         [](const ModelGauges& m) { return m.thread_compactions; });
+  family("lm_warden_side_requests_total", "counter",
+         "Requests that belong to no thread (no tools offered in a session whose requests offer them: a "
+         "title, a summary, a probe), routed to the session's home without moving anything.",
+         [](const ModelGauges& m) { return m.side_requests; });
+  family("lm_warden_threads", "gauge",
+         "Threads besides the sessions' main threads (subagents) that the warden remembers.",
+         [](const ModelGauges& m) { return m.threads; });
+  family("lm_warden_threaded_sessions", "gauge", "Sessions with at least one thread besides their main one.",
+         [](const ModelGauges& m) { return m.threaded_sessions; });
+}
+
 void WardenMetrics::render_queue(std::string& o, const std::vector<ModelGauges>& models) const {
   auto header = [&](std::string_view name, std::string_view type, std::string_view help) {
     fmt::format_to(std::back_inserter(o), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);

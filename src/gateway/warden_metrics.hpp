@@ -29,6 +29,10 @@ struct ReplicaGauges {
 struct ModelGauges {
   std::string model;
   std::uint64_t prefix_breaks = 0;
+  std::uint64_t thread_compactions = 0;       // threads the client compacted (PrefixWatch)
+  std::uint64_t side_requests = 0;            // requests that belong to no thread
+  std::size_t threads = 0;                    // threads besides the sessions' main ones, in the Router
+  std::size_t threaded_sessions = 0;          // sessions that have such threads
   std::optional<std::int64_t> max_model_len;  // as the engines report it
   std::size_t queue_length = 0;               // requests admission holds now
 };
@@ -70,6 +74,7 @@ class WardenMetrics {
   std::map<std::pair<std::string, std::string>, std::uint64_t> queue_rejected_;  // model, reason
   std::map<std::string, std::uint64_t> queue_abandoned_;
   void render_queue(std::string& o, const std::vector<ModelGauges>& models) const;
+  static void render_threads(std::string& o, const std::vector<ModelGauges>& models);
 };
 
 // Escapes a Prometheus label value (backslash, double quote, newline).

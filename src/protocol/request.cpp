@@ -43,17 +43,6 @@ std::string hex16(std::uint64_t v) {
   return out;
 }
 
-std::optional<std::string> normalize_key(std::string_view raw) {
-  const std::string_view v = base::trim(raw);
-  if (v.empty()) {
-    return std::nullopt;
-  }
-  if (v.size() > kMaxKeyBytes) {
-    return "h:" + hex16(XXH3_64bits(v.data(), v.size()));
-  }
-  return std::string(v);
-}
-
 // Which top-level member the parser is inside.
 enum class Field : std::uint8_t {
   other,
@@ -635,6 +624,17 @@ class Handler {
 
 }  // namespace
 
+std::optional<std::string> normalize_key(std::string_view raw) {
+  const std::string_view v = base::trim(raw);
+  if (v.empty()) {
+    return std::nullopt;
+  }
+  if (v.size() > kMaxKeyBytes) {
+    return "h:" + hex16(XXH3_64bits(v.data(), v.size()));
+  }
+  return std::string(v);
+}
+
 HeaderLookup::HeaderLookup(std::span<const HeaderField> fields) noexcept : fields_(fields) {}
 
 std::optional<std::string_view> HeaderLookup::find(std::string_view name) const {
@@ -788,6 +788,8 @@ Result<RequestInfo> inspect_request(ApiKind api, const HeaderLookup& headers, st
   if (!info.session_key.empty()) {
     info.session_hash = XXH3_64bits(info.session_key.data(), info.session_key.size());
   }
+  read_thread(headers, info);
+  info.offers_tools = offers_tools(body, info.layout);
   return info;
 }
 
@@ -802,6 +804,7 @@ Result<BodyLayout> scan_layout(std::string_view body, const InspectOptions& opti
 }
 
 PromptStart prompt_start(std::string_view body, const BodyLayout& layout, bool drop_billing) {
+  constexpr std::size_t kHeadParts = 3;  // "system", "tools", "instructions": start_parts[0..2]
   XXH3_state_t state;
   XXH3_64bits_reset(&state);
   std::size_t budget = kPromptStartBytes;
@@ -812,9 +815,14 @@ PromptStart prompt_start(std::string_view body, const BodyLayout& layout, bool d
       budget -= n;
     }
   };
-  for (std::size_t i = 0; i < layout.start_parts.size() && budget > 0; ++i) {
+  PromptStart out;
+  for (std::size_t i = 0; i < layout.start_parts.size(); ++i) {
+    if (i == kHeadParts) {
+      out.head_hash = XXH3_64bits_digest(&state);
+      out.head_bytes = kPromptStartBytes - budget;
+    }
     const std::optional<ByteSpan>& part = layout.start_parts[i];
-    if (!part) {
+    if (!part || budget == 0) {
       continue;
     }
     const std::uint8_t tag = static_cast<std::uint8_t>(i);  // which part: "system" text is not "input" text
@@ -827,7 +835,19 @@ PromptStart prompt_start(std::string_view body, const BodyLayout& layout, bool d
       feed(part->begin, part->end);
     }
   }
-  return {XXH3_64bits_digest(&state), kPromptStartBytes - budget};
+  out.hash = XXH3_64bits_digest(&state);
+  out.bytes = kPromptStartBytes - budget;
+  return out;
+}
+
+bool offers_tools(std::string_view body, const BodyLayout& layout) {
+  const std::optional<ByteSpan>& tools = layout.start_parts[1];
+  if (!tools) {
+    return false;
+  }
+  // An array with at least one element: anything but `[`, blanks and `]` inside it.
+  const std::string_view v = body.substr(tools->begin, tools->end - tools->begin);
+  return v.starts_with('[') && v.find_first_not_of(" \t\r\n[]") != std::string_view::npos;
 }
 
 }  // namespace warden::protocol

@@ -110,6 +110,17 @@ enum class SessionSource {
 /// "warden_header", "claude_code_header", ... (stable names for logs, stats and the admin API).
 std::string_view to_string(SessionSource s) noexcept;
 
+/// Which thread of its session a request belongs to (thread_key.cpp). An agent is a tree of threads: the
+/// main thread and the subagents it starts, each with its own history (and its own prompt start).
+enum class ThreadSource {
+  main,               // no thread header: the session's main thread
+  warden_header,      // X-Warden-Thread (explicit, any client)
+  claude_code_agent,  // X-Claude-Code-Agent-Id (a Claude Code subagent)
+  codex_thread,       // thread-id / thread_id different from the session key (a Codex sub-agent)
+};
+/// "main", "warden_header", "claude_code_agent", "codex_thread".
+std::string_view to_string(ThreadSource s) noexcept;
+
 enum class PinState { absent, valid, invalid };
 enum class PinSource { none, warden_replica, data_parallel_rank };
 
@@ -169,6 +180,19 @@ struct RequestInfo {
   SessionSource session_source = SessionSource::none;
   std::uint64_t session_hash = 0;  // XXH3-64 of session_key (0 if none): a compact table key
 
+  // The thread (see ThreadSource). thread_id is empty for the main thread, whose thread_hash is the
+  // session_hash; another thread's hash is XXH3-64 of the session key and the thread id together.
+  std::string thread_id;
+  ThreadSource thread_source = ThreadSource::main;
+  std::uint64_t thread_hash = 0;
+  // The parent thread a client names (X-Claude-Code-Parent-Agent-Id, x-codex-parent-thread-id): its hash
+  // as thread_hash would be (the session_hash for the main thread); 0 when none is named.
+  std::uint64_t parent_hash = 0;
+  // The request offers tools (a non-empty top-level "tools"): an agent's turn. A request of a session whose
+  // turns offer tools that offers none itself (a title, a summary of the session, a quota probe) is a side
+  // request: it belongs to no thread.
+  bool offers_tools = false;
+
   ClientPin pin;
 
   std::uint64_t prompt_bytes = 0;  // bytes of the strings and keys in the prompt fields, as sent (escaped)
@@ -196,14 +220,27 @@ inline constexpr std::string_view kBillingPrefix = "x-anthropic-billing-header:"
 /// the raw bytes (as sent, JSON included) of layout.start_parts in order, without the billing block when
 /// `drop_billing`, up to kPromptStartBytes in all. `bytes` is how many were hashed (less than the budget
 /// only for a short prompt): digests of different lengths are not comparable (a short prompt grows).
+/// `head_hash` / `head_bytes` are the same digest over "system", "tools" and "instructions" alone (the part
+/// of the start a compaction keeps, when it replaces the history by a summary).
 struct PromptStart {
   std::uint64_t hash = 0;
   std::size_t bytes = 0;
+  std::uint64_t head_hash = 0;
+  std::size_t head_bytes = 0;
 };
 inline constexpr std::size_t kPromptStartBytes = 4096;
 PromptStart prompt_start(std::string_view body, const BodyLayout& layout, bool drop_billing);
 
+/// Whether the body's top-level "tools" (layout.start_parts[1]) is an array with at least one element.
+bool offers_tools(std::string_view body, const BodyLayout& layout);
+
 /// Extracts the session uuid from a metadata.user_id value (either Claude Code form), or nullopt.
 std::optional<std::string> session_from_user_id(std::string_view user_id);
+
+/// A key as the session table keeps it: trimmed, nullopt when empty, "h:<16 hex>" of it past 256 bytes.
+std::optional<std::string> normalize_key(std::string_view raw);
+
+/// Fills the thread fields of `info` (thread_key.cpp) from its headers, once the session key is known.
+void read_thread(const HeaderLookup& headers, RequestInfo& info);
 
 }  // namespace warden::protocol

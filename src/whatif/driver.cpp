@@ -10,6 +10,9 @@
 #include <queue>
 #include <unordered_map>
 
+#include <boost/json/object.hpp>
+#include <boost/json/serialize.hpp>
+
 #include "base/splitmix.hpp"
 #include "core/decide.hpp"
 #include "core/policy.hpp"
@@ -298,6 +301,18 @@ class Driver {
     return h;
   }
 
+  // The digest of the prompt's start the gateway takes (protocol::prompt_start()): every conversation of
+  // the workload starts with its system prompt, so they share it.
+  std::uint64_t prompt_start_digest() {
+    if (!start_digest_) {
+      const std::string body =
+          boost::json::serialize(boost::json::object{{"model", "m"}, {"system", workload_.system_prompt()}});
+      const auto layout = protocol::scan_layout(body);
+      start_digest_ = layout ? protocol::prompt_start(body, *layout, false).hash : 0;
+    }
+    return *start_digest_;
+  }
+
   Result<void> handle(const Timed& ev) {
     switch (ev.kind) {
       case Timed::Kind::arrive:
@@ -360,6 +375,7 @@ class Driver {
     Flight& f = flights_.at(id);
     core::RequestFacts facts;
     facts.session = core::SessionKey{f.session_hash};
+    facts.thread.start = prompt_start_digest();
     facts.prompt_tokens = f.prompt_tokens_estimate;
     facts.queued_for = to_time(now_ - f.arrived);
     std::optional<core::Snapshot> seen;
@@ -644,6 +660,7 @@ class Driver {
   std::vector<IncrementalPrompt> prompts_;
   std::unordered_map<std::uint64_t, Flight> flights_;
   std::unordered_map<std::string, std::uint64_t> session_hashes_;
+  std::optional<std::uint64_t> start_digest_;
   std::priority_queue<Timed, std::vector<Timed>, std::greater<>> queue_;
   std::uint64_t seq_ = 0;
   std::uint64_t next_request_id_ = 1;

@@ -33,6 +33,33 @@ json::value optional_number(const std::optional<double>& v) {
 
 }  // namespace
 
+json::array threaded_sessions_json(ModelRuntime& model, core::Time now, std::size_t limit) {
+  const auto ago = [&](core::Time t) { return std::chrono::duration<double>(now - t).count(); };
+  const auto hex = [](std::uint64_t key) { return fmt::format("{:016x}", key); };
+  json::array out;
+  for (const core::SessionThreadsView& s : model.router().threaded_sessions(limit, now)) {
+    json::array threads;
+    for (const core::ThreadView& t : s.threads) {
+      const PrefixWatch::ThreadCounts counts = model.prefix_watch().counts(t.key);
+      json::object thread;
+      thread["thread"] = hex(t.key);
+      thread["main"] = t.key == s.session;
+      thread["parent"] = t.parent != 0 ? json::value(hex(t.parent)) : json::value(nullptr);
+      thread["home"] = t.home ? json::value(*t.home) : json::value(nullptr);
+      thread["last_seen_s_ago"] = ago(t.last_seen);
+      thread["prefix_breaks"] = counts.breaks;
+      thread["compactions"] = counts.compactions;
+      threads.push_back(std::move(thread));
+    }
+    json::object session;
+    session["session"] = hex(s.session);
+    session["last_seen_s_ago"] = ago(s.last_seen);
+    session["threads"] = std::move(threads);
+    out.push_back(std::move(session));
+  }
+  return out;
+}
+
 json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_unix, std::size_t queued) {
   const ModelConfig& cfg = model.config();
   const core::RouterView view = model.router().view(now);
@@ -49,6 +76,11 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
   out["fit_max_tokens"] = cfg.fit_max_tokens;
   out["normalize_prompt"] = cfg.normalize_prompt;
   out["prefix_breaks"] = model.prefix_watch().breaks();
+  out["thread_compactions"] = model.prefix_watch().compactions();
+  out["side_requests"] = model.prefix_watch().side_requests();
+  out["threads"] = view.threads;
+  out["threaded_sessions"] = view.threaded_sessions;
+  out["sessions"] = threaded_sessions_json(model, now, kCardSessions);
 
   json::array replicas;
   int healthy = 0;

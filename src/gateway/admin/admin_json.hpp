@@ -2,6 +2,7 @@
 // unit-tested without sockets and the console (issue 7) can rely on them.
 #pragma once
 
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <cstdint>
 #include <optional>
@@ -14,6 +15,12 @@
 #include "gateway/stores/stats_store.hpp"
 
 namespace warden::gateway {
+
+// GET /api/models/{name}/sessions: up to `limit` sessions with threads besides their main one, most
+// recently seen first, each with its threads (keys as 16 hex digits, home, breaks and compactions). The
+// model card carries the first kCardSessions of them.
+inline constexpr std::size_t kCardSessions = 8;
+boost::json::array threaded_sessions_json(ModelRuntime& model, core::Time now, std::size_t limit);
 
 // GET /api/models/{name}: the model and its "Data parallel routing" card. `since_unix` = warden start;
 // `queued`: the requests its admission queue holds now.

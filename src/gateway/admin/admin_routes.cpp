@@ -104,6 +104,8 @@ struct Gateway::Admin {
   static net::Response models(const Call& c);
   static net::Response model(const Call& c);
   static net::Response logs(const Call& c);
+  static net::Response sessions(const Call& c);
+  static std::size_t count_param(const Call& c, std::string_view key, std::size_t fallback, std::size_t most);
   static net::Response routing(const Call& c);
   static net::Response stats(const Call& c);
 
@@ -147,6 +149,7 @@ std::optional<net::Response> Gateway::Admin::route(Gateway& gateway, const net::
       {Methods::get, "/api/models", models},
       {Methods::get, "/api/models/{name}", model},
       {Methods::get, "/api/models/{name}/logs", logs},
+      {Methods::get, "/api/models/{name}/sessions", sessions},
       {Methods::any, "/api/models/{name}/routing", routing},
       {Methods::get, "/api/stats", stats},
   };
@@ -218,23 +221,38 @@ net::Response Gateway::Admin::model(const Call& c) {
   return json_response(c.req, 200, card(c.gateway, model_named(c.gateway, c.name), now));
 }
 
-net::Response Gateway::Admin::logs(const Call& c) {
-  model_named(c.gateway, c.name);
-  std::size_t lines = 200;
+// The query parameter `key`, an integer from 1 to `most`; `fallback` when absent. 400 otherwise.
+std::size_t Gateway::Admin::count_param(const Call& c, std::string_view key, std::size_t fallback,
+                                        std::size_t most) {
+  std::size_t value = fallback;
   for (auto p : c.url->params()) {
-    if (p.key == "lines") {
-      const auto n = base::parse_integer<std::size_t>(p.value, 1, 1'000'000);
+    if (p.key == key) {
+      const auto n = base::parse_integer<std::size_t>(p.value, 1, most);
       if (!n) {
-        throw AdminError{400, "lines must be an integer from 1 to 1000000"};
+        throw AdminError{400, fmt::format("{} must be an integer from 1 to {}", key, most)};
       }
-      lines = *n;
+      value = *n;
     }
   }
+  return value;
+}
+
+net::Response Gateway::Admin::logs(const Call& c) {
+  model_named(c.gateway, c.name);
+  const std::size_t lines = count_param(c, "lines", 200, 1'000'000);
   auto logs = c.gateway.launcher_.logs_json(c.name, lines);
   if (!logs) {
     throw AdminError{404, fmt::format("model '{}' has no launch: section, so no engine logs", c.name)};
   }
   return json_response(c.req, 200, *logs);
+}
+
+net::Response Gateway::Admin::sessions(const Call& c) {
+  ModelRuntime& model = model_named(c.gateway, c.name);
+  const std::size_t limit = count_param(c, "limit", 50, 10'000);
+  boost::json::object out;
+  out["sessions"] = threaded_sessions_json(model, std::chrono::steady_clock::now().time_since_epoch(), limit);
+  return json_response(c.req, 200, out);
 }
 
 net::Response Gateway::Admin::routing(const Call& c) {

@@ -164,7 +164,9 @@ bool is_event_stream(const http::response_header<>& h) {
 core::RequestFacts request_facts(const protocol::RequestInfo& info) {
   core::RequestFacts facts;
   if (info.session_source != protocol::SessionSource::none) {
-    facts.session = core::SessionKey{info.session_hash};
+    facts.session = core::SessionKey{info.thread_hash};
+    facts.thread.session = info.session_hash;
+    facts.thread.parent = info.parent_hash;
   }
   if (info.pin.state == protocol::PinState::valid) {
     facts.pin = static_cast<core::ReplicaIndex>(info.pin.replica);
@@ -299,15 +301,21 @@ std::optional<net::Response> Gateway::admit(net::Request& req, Exchange& ex, Out
   if (auto refused = fit_output(ex, *info, ro)) {
     return ex.error_reply(req, *refused);
   }
+  out.facts = request_facts(*info);
+  rec.thread = info->session_source == protocol::SessionSource::none ? ""
+               : info->thread_id.empty()                             ? "main"
+                                                                     : info->thread_id;
   if (info->session_source != protocol::SessionSource::none && !out.counting_only) {
-    watch_prefix(*ex.model, *info, req.body());
+    watch_prefix(*ex.model, *info, req.body(), out.facts);
+    if (out.facts.thread.side) {
+      rec.thread.clear();  // belongs to no thread
+    }
   }
   out.layout = std::move(info->layout);
   out.rewritten = protocol::rewrite_request(ex.api, req.body(), out.layout, ro);
   const bool openai_stream = info->stream && (ex.api == protocol::ApiKind::openai_chat ||
                                               ex.api == protocol::ApiKind::openai_completions);
   out.drop_usage_chunk = openai_stream && !info->include_usage;
-  out.facts = request_facts(*info);
   return std::nullopt;
 }
 
@@ -330,17 +338,18 @@ std::optional<Gateway::Refusal> Gateway::fit_output(const Exchange& ex, const pr
   return std::nullopt;
 }
 
-void Gateway::watch_prefix(ModelRuntime& model, const protocol::RequestInfo& info, std::string_view body) {
+void Gateway::watch_prefix(ModelRuntime& model, const protocol::RequestInfo& info, std::string_view body,
+                           core::RequestFacts& facts) {
   const protocol::PromptStart start =
       protocol::prompt_start(body, info.layout, model.config().normalize_prompt);
-  // Requests of one session with different parts present (Claude Code's side requests without tools, say)
-  // are different prompts, not turns of one: watched apart.
-  std::uint64_t shape = 0;
-  for (std::size_t i = 0; i < info.layout.start_parts.size(); ++i) {
-    shape |= info.layout.start_parts[i] ? std::uint64_t{1} << i : 0;
-  }
-  if (model.prefix_watch().observe(info.session_hash ^ (shape * 0x9E3779B97F4A7C15ull), start)) {
-    spdlog::debug("prefix break: model {} session {}", model.config().name, info.session_key);
+  const StartVerdict verdict = model.prefix_watch().observe(
+      {info.session_hash, info.thread_hash, start, info.offers_tools, info.prompt_tokens_estimate});
+  facts.thread.start = start.hash;
+  facts.thread.side = verdict == StartVerdict::side;
+  if (verdict == StartVerdict::broke || verdict == StartVerdict::compacted) {
+    spdlog::debug("prefix {}: model {} session {} thread {}",
+                  verdict == StartVerdict::broke ? "break" : "compaction", model.config().name,
+                  info.session_key, info.thread_id.empty() ? "main" : info.thread_id);
   }
 }
 

@@ -12,6 +12,7 @@ struct RequestRecord {
   std::string endpoint;  // "/v1/chat/completions", ...
   int replica = -1;      // -1: no replica was chosen
   std::string route;     // new|sticky|spilled|pinned|balanced|failover|queued|rehomed, "" when not routed
+  std::string thread;    // "main", a subagent's id, "" (no session, or a side request: no thread)
   std::string session_source;  // where the session key came from ("header:x-claude-code-session-id", ...)
   int status = 0;              // HTTP status sent to the client (499 = client went away)
   bool stream = false;

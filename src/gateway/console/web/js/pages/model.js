@@ -12,6 +12,7 @@ import {
   replicaColumns,
   routingCard,
 } from '../present.js';
+import { threadColumns, threadsCard } from '../threads.js';
 import { adminToken, forgetToken, hasToken } from '../token.js';
 
 const FIELDS = ['replica', 'in-flight', 'sticky', 'spilled-in', 'client-pinned', 'running-waiting', 'kv-used', 'prefix-hit-rate', 'working-set'];
@@ -159,6 +160,42 @@ export function mount(main, { model: name }) {
     other,
   );
 
+  // The threads card: sessions whose agents run subagents, one row per thread.
+  const threadLabels = {
+    threads: h('li', { dataset: { label: 'threads' } }, '…'),
+    compactions: h('li', { dataset: { label: 'compactions' } }, '…'),
+    side: h('li', { dataset: { label: 'side-requests' } }, '…'),
+  };
+  const threadBody = h('tbody');
+  const threads = h(
+    'section',
+    { class: 'card', id: 'threads-card', 'aria-labelledby': 'threads-heading' },
+    h('h2', { id: 'threads-heading' }, 'Threads'),
+    h('ul', { class: 'labels', 'aria-label': 'Threads summary' }, Object.values(threadLabels)),
+    h(
+      'div',
+      { class: 'table-scroll' },
+      h(
+        'table',
+        { id: 'thread-table' },
+        h('caption', {}, 'The most recent sessions with subagents: each thread stays on its own home replica.'),
+        h('thead', {}, h('tr', {}, threadColumns.map((c) => h('th', { scope: 'col' }, c)))),
+        threadBody,
+      ),
+    ),
+  );
+  const updateThreads = (json) => {
+    const view = threadsCard(json);
+    for (const [key, el] of Object.entries(threadLabels)) {
+      setText(el, view.labels[key]);
+    }
+    threadBody.replaceChildren(
+      ...(view.rows.length
+        ? view.rows.map((r) => h('tr', {}, [r.session, r.thread, r.parent, r.home, r.seen, r.breaks, r.compactions].map((text) => h('td', {}, text))))
+        : [h('tr', {}, h('td', { colspan: threadColumns.length, class: 'empty' }, 'No session has run a subagent yet.'))]),
+    );
+  };
+
   // The controls.
   const feedback = h('p', { class: 'feedback', role: 'status', 'aria-live': 'polite', id: 'routing-feedback' });
   const affinityButton = h('button', { type: 'button', id: 'affinity-toggle', class: 'primary' }, 'Turn affinity off');
@@ -202,6 +239,7 @@ export function mount(main, { model: name }) {
     banner,
     engine.section,
     card,
+    threads,
     settings,
   );
 
@@ -265,6 +303,7 @@ export function mount(main, { model: name }) {
   });
 
   const update = (json) => {
+    updateThreads(json);
     const view = routingCard(json, Date.now());
     state = view;
     setText(labels.affinity, view.labels.affinity);

@@ -1,0 +1,40 @@
+#include "core/start_homes.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace warden::core {
+
+StartHomes::StartHomes(std::size_t max_entries) : max_entries_(std::max<std::size_t>(1, max_entries)) {}
+
+void StartHomes::served(std::uint64_t start, ReplicaIndex replica, Time now) {
+  if (start == 0 || replica >= replica_set_size) {
+    return;
+  }
+  if (!last_.contains(start) && last_.size() >= max_entries_) {
+    shed();
+  }
+  Served& s = last_[start];
+  s.replicas |= ReplicaSet{1} << replica;
+  s.at = std::max(s.at, now);
+}
+
+ReplicaSet StartHomes::find(std::uint64_t start) const {
+  const auto it = last_.find(start);
+  return it == last_.end() ? 0 : it->second.replicas;
+}
+
+// Forgets the least recently served half: O(n) once every n/2 new starts.
+void StartHomes::shed() {
+  std::vector<Time> times;
+  times.reserve(last_.size());
+  for (const auto& [start, s] : last_) {
+    times.push_back(s.at);
+  }
+  const auto middle = times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2);
+  std::nth_element(times.begin(), middle, times.end());
+  const Time cutoff = *middle;
+  boost::unordered::erase_if(last_, [&](const auto& kv) { return kv.second.at <= cutoff; });
+}
+
+}  // namespace warden::core

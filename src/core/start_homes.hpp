@@ -1,0 +1,40 @@
+#pragma once
+// Where each prompt start was served: a bounded table from a digest of the prompt's start (the request's
+// system prompt and tools, as protocol::prompt_start() takes them) to the replicas that ran a request
+// starting that way, and so hold that prefix in their cache. A new conversation of the same project, or a
+// new subagent of a type that ran before, starts the same way: it prefers those replicas when the load
+// allows (decide.hpp). Beyond `max_entries` the least recently served half of the starts goes.
+// Not thread-safe: the Router serialises access.
+
+#include <cstddef>
+#include <cstdint>
+
+#include <boost/unordered/unordered_flat_map.hpp>
+
+#include "core/types.hpp"
+
+namespace warden::core {
+
+class StartHomes {
+ public:
+  explicit StartHomes(std::size_t max_entries = 4096);
+
+  /// A request starting with `start` was just sent to `replica`. A zero digest (no start) is ignored.
+  void served(std::uint64_t start, ReplicaIndex replica, Time now);
+  /// The replicas that served `start` (empty if none, or unknown).
+  [[nodiscard]] ReplicaSet find(std::uint64_t start) const;
+
+  [[nodiscard]] std::size_t size() const { return last_.size(); }
+
+ private:
+  struct Served {
+    ReplicaSet replicas = 0;
+    Time at{};
+  };
+  void shed();
+
+  std::size_t max_entries_;
+  boost::unordered_flat_map<std::uint64_t, Served> last_;
+};
+
+}  // namespace warden::core

@@ -1,0 +1,93 @@
+#include "core/thread_index.hpp"
+
+#include <algorithm>
+#include <functional>
+
+namespace warden::core {
+
+ThreadIndex::ThreadIndex(ThreadIndexConfig config) : config_(config) {
+  config_.max_threads_per_session = std::max<std::size_t>(1, config_.max_threads_per_session);
+  config_.max_sessions = std::max<std::size_t>(1, config_.max_sessions);
+}
+
+std::vector<std::uint64_t> ThreadIndex::note(std::uint64_t session, std::uint64_t key, std::uint64_t parent,
+                                             Time now) {
+  std::vector<std::uint64_t> forgotten;
+  if (!sessions_.contains(session) && sessions_.size() >= config_.max_sessions) {
+    shed_sessions(forgotten);
+  }
+  Entry& entry = sessions_[session];
+  entry.last_seen = std::max(entry.last_seen, now);
+  auto& threads = entry.threads;
+  const auto it = std::find_if(threads.begin(), threads.end(), [&](const auto& t) { return t.key == key; });
+  if (it != threads.end()) {
+    it->last_seen = std::max(it->last_seen, now);
+    it->parent = parent != 0 ? parent : it->parent;
+    return forgotten;
+  }
+  if (threads.size() >= config_.max_threads_per_session) {
+    // The least recently seen thread goes: a long-finished subagent, or the previous of a client's
+    // throwaway ids.
+    const auto oldest = std::min_element(threads.begin(), threads.end(), [](const auto& a, const auto& b) {
+      return a.last_seen < b.last_seen;
+    });
+    forgotten.push_back(oldest->key);
+    *oldest = threads.back();
+    threads.pop_back();
+    --threads_;
+  }
+  threads.push_back({key, parent, now});
+  ++threads_;
+  return forgotten;
+}
+
+// Forgets the least recently seen half of the sessions: O(n) once every n/2 new sessions.
+void ThreadIndex::shed_sessions(std::vector<std::uint64_t>& forgotten) {
+  std::vector<std::pair<Time, std::uint64_t>> by_age;
+  by_age.reserve(sessions_.size());
+  for (const auto& [session, entry] : sessions_) {
+    by_age.emplace_back(entry.last_seen, session);
+  }
+  const auto half = by_age.begin() + static_cast<std::ptrdiff_t>((by_age.size() + 1) / 2);
+  std::nth_element(by_age.begin(), half, by_age.end());
+  for (auto it = by_age.begin(); it != half; ++it) {
+    const auto found = sessions_.find(it->second);
+    for (const ThreadRecord& t : found->second.threads) {
+      forgotten.push_back(t.key);
+    }
+    threads_ -= found->second.threads.size();
+    sessions_.erase(found);
+  }
+}
+
+std::vector<std::uint64_t> ThreadIndex::recent(std::size_t limit) const {
+  std::vector<std::pair<Time, std::uint64_t>> by_age;
+  by_age.reserve(sessions_.size());
+  for (const auto& [session, entry] : sessions_) {
+    by_age.emplace_back(entry.last_seen, session);
+  }
+  const auto n = static_cast<std::ptrdiff_t>(std::min(limit, by_age.size()));
+  std::partial_sort(by_age.begin(), by_age.begin() + n, by_age.end(), std::greater<>());
+  std::vector<std::uint64_t> out;
+  out.reserve(static_cast<std::size_t>(n));
+  for (auto it = by_age.begin(); it != by_age.begin() + n; ++it) {
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+std::span<const ThreadRecord> ThreadIndex::threads(std::uint64_t session) const {
+  const auto it = sessions_.find(session);
+  return it == sessions_.end() ? std::span<const ThreadRecord>{} : std::span(it->second.threads);
+}
+
+std::size_t ThreadIndex::memory_bytes() const {
+  std::size_t bytes =
+      sizeof(*this) + sessions_.bucket_count() * (sizeof(std::pair<std::uint64_t, Entry>) + 1);
+  for (const auto& [session, entry] : sessions_) {
+    bytes += entry.threads.capacity() * sizeof(ThreadRecord);
+  }
+  return bytes;
+}
+
+}  // namespace warden::core

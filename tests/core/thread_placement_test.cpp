@@ -1,0 +1,233 @@
+// Threads: a new thread prefers the replicas that hold its siblings or its prompt start, within the
+// margin of the best placement score and under the spill threshold; side requests move nothing; the
+// thread table is bounded.
+#include <gtest/gtest.h>
+
+#include "core/decide.hpp"
+#include "core/router.hpp"
+#include "core/thread_index.hpp"
+#include "helpers.hpp"
+
+namespace warden::core {
+namespace {
+
+using namespace warden::core::testing;
+using std::chrono::seconds;
+
+RequestFacts new_thread(ReplicaSet preferred) {
+  RequestFacts f = new_conversation(7);
+  f.preferred = preferred;
+  return f;
+}
+
+// Replicas of 100k tokens of KV cache holding the given working sets (thousands of tokens): a tenth of
+// the score per 10k tokens.
+Snapshot with_held(std::initializer_list<std::uint64_t> thousands) {
+  Snapshot s = idle_snapshot(thousands.size());
+  std::size_t i = 0;
+  for (auto value : thousands) {
+    s.replicas[i].kv_capacity_tokens = 100'000;
+    s.replicas[i++].held_tokens = value * 1000;
+  }
+  return s;
+}
+
+TEST(ThreadPlacement, APreferredReplicaWithinTheMarginWins) {
+  SplitMixRng rng(1);
+  const Snapshot s = with_held({0, 5, 9});  // replica 2: 0.09 more than replica 0
+  EXPECT_EQ(decide(s, new_thread(0b100), rng), routed(2, Route::new_conversation));
+  EXPECT_EQ(decide(s, new_thread(0), rng), routed(0, Route::new_conversation));
+}
+
+TEST(ThreadPlacement, APreferredReplicaBeyondTheMarginLoses) {
+  SplitMixRng rng(1);
+  const Snapshot s = with_held({0, 5, 11});  // 0.11 more: beyond the margin
+  EXPECT_EQ(decide(s, new_thread(0b100), rng), routed(0, Route::new_conversation));
+  // Of two preferred replicas, the better-scoring one.
+  EXPECT_EQ(decide(s, new_thread(0b110), rng), routed(1, Route::new_conversation));
+}
+
+TEST(ThreadPlacement, NeverStacksAThreadWhereAnIdlerReplicaWaits) {
+  SplitMixRng rng(1);
+  Snapshot s = idle_snapshot(2);
+  s.replicas[1].active_conversations = 1;  // 1/32 more: within the margin, but one conversation more
+  EXPECT_EQ(decide(s, new_thread(0b10), rng), routed(0, Route::new_conversation));
+  s.replicas[0].active_conversations = 1;
+  s.replicas[0].kv_usage = 0.01;  // now replica 0 is best by a little, with as many conversations
+  EXPECT_EQ(decide(s, new_thread(0b10), rng), routed(1, Route::new_conversation));
+}
+
+TEST(ThreadPlacement, NeverStacksAThreadWhereItsNextTurnWouldSpill) {
+  SplitMixRng rng(1);
+  Snapshot s = with_held({0, 5});
+  s.spill_threshold = 8;
+  s.replicas[0].in_flight = 8;
+  s.replicas[1].in_flight = 8;
+  EXPECT_EQ(decide(s, new_thread(0b10), rng), routed(0, Route::new_conversation));
+  s.replicas[0].in_flight = 7;
+  s.replicas[1].in_flight = 7;
+  EXPECT_EQ(decide(s, new_thread(0b10), rng), routed(1, Route::new_conversation));
+}
+
+TEST(ThreadPlacement, UnhealthyOrOutOfRangePreferencesAreIgnored) {
+  SplitMixRng rng(1);
+  Snapshot s = with_held({0, 1});
+  s.replicas[1].healthy = false;
+  EXPECT_EQ(decide(s, new_thread(0b10), rng), routed(0, Route::new_conversation));
+  EXPECT_EQ(decide(s, new_thread(ReplicaSet{1} << 63), rng), routed(0, Route::new_conversation));
+}
+
+TEST(ThreadPlacement, KnownThreadsStayHomeWhateverTheyPrefer) {
+  SplitMixRng rng(1);
+  RequestFacts f = known_conversation(1, 7);
+  f.preferred = 0b100;
+  EXPECT_EQ(decide(with_held({0, 9, 0}), f, rng), routed(1, Route::sticky));
+}
+
+// Through the Router: thread keys, homes, the start table and side requests.
+class ThreadRouterTest : public ::testing::Test {
+ protected:
+  static RequestFacts request(std::uint64_t session, std::uint64_t thread, std::uint64_t start,
+                              std::uint32_t tokens = 1000) {
+    RequestFacts f;
+    f.session = SessionKey{thread};
+    f.thread.session = session;
+    f.thread.start = start;
+    f.prompt_tokens = tokens;
+    return f;
+  }
+  Decision route(const RequestFacts& f, std::int64_t t = 0) {
+    const Decision d = router_.route(f, metrics_, seconds(t), rng_);
+    if (d.ok() && release_) {
+      router_.finish(*d.replica);
+    }
+    return d;
+  }
+  std::vector<ReplicaMetrics> metrics_ = std::vector<ReplicaMetrics>(4);
+  Router router_{router_config(RoutingConfig{.max_num_seqs = 32})};
+  SplitMixRng rng_{3};
+  bool release_ = true;
+};
+
+TEST_F(ThreadRouterTest, MainThreadAndSubagentHaveTheirOwnHomesAndStayOnThem) {
+  const Decision main = route(request(1, 1, 100));
+  const Decision sub = route(request(1, 2, 200));
+  ASSERT_TRUE(main.ok() && sub.ok());
+  EXPECT_EQ(main.route, Route::new_conversation);
+  EXPECT_EQ(sub.route, Route::new_conversation);
+  EXPECT_EQ(router_.home_of(1, seconds(0)), main.replica);
+  EXPECT_EQ(router_.home_of(2, seconds(0)), sub.replica);
+  for (int i = 1; i <= 3; ++i) {
+    const Decision sub_again = route(request(1, 2, 200), i);
+    EXPECT_EQ(sub_again.replica, sub.replica);
+    EXPECT_EQ(sub_again.route, Route::sticky);
+    const Decision main_again = route(request(1, 1, 100), i);
+    EXPECT_EQ(main_again.replica, main.replica);
+    EXPECT_EQ(main_again.route, Route::sticky);
+  }
+  const RouterView v = router_.view(seconds(3));
+  EXPECT_EQ(v.threads, 1u);
+  EXPECT_EQ(v.threaded_sessions, 1u);
+  const auto sessions = router_.threaded_sessions(10, seconds(3));
+  ASSERT_EQ(sessions.size(), 1u);
+  ASSERT_EQ(sessions[0].threads.size(), 2u);
+  EXPECT_EQ(sessions[0].threads[0].key, 1u);  // the main thread first
+  EXPECT_EQ(sessions[0].threads[1].home, sub.replica);
+}
+
+TEST_F(ThreadRouterTest, ANewConversationGoesWhereItsPromptStartWasServedWhenLoadIsComparable) {
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    Router router(router_config(RoutingConfig{.max_num_seqs = 32}));
+    SplitMixRng rng(seed);
+    const auto send = [&](const RequestFacts& f) {
+      const Decision d = router.route(f, metrics_, seconds(0), rng);
+      router.finish(*d.replica);
+      return d;
+    };
+    // Four conversations with four starts: one per replica (each goes to the idlest).
+    std::vector<ReplicaIndex> homes;
+    for (std::uint64_t s = 1; s <= 4; ++s) {
+      homes.push_back(*send(request(s, s, 100 + s)).replica);
+    }
+    std::sort(homes.begin(), homes.end());
+    EXPECT_EQ(homes, (std::vector<ReplicaIndex>{0, 1, 2, 3}));
+    // Every replica holds one conversation: a new one with the second's start goes to the second's
+    // replica, whatever the tie-break would have chosen.
+    EXPECT_EQ(send(request(10, 10, 102)).replica, router.home_of(2, seconds(0)));
+  }
+}
+
+TEST_F(ThreadRouterTest, ANewConversationDoesNotStackOnItsStartWhileAnotherReplicaIsIdle) {
+  const Decision first = route(request(1, 1, 100));
+  const Decision second = route(request(2, 2, 100));
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_NE(first.replica, second.replica);
+}
+
+TEST_F(ThreadRouterTest, ANewSubagentPrefersItsSessionsReplicas) {
+  // One conversation per replica, then a subagent of the first session's: to its main thread's replica.
+  for (std::uint64_t s = 1; s <= 4; ++s) {
+    route(request(s, s, 100 + s));
+  }
+  const ReplicaIndex main = *router_.home_of(1, seconds(0));
+  EXPECT_EQ(route(request(1, 50, 999)).replica, main);
+}
+
+TEST_F(ThreadRouterTest, ASideRequestGoesToTheSessionsHomeAndMovesNothing) {
+  const Decision main = route(request(1, 1, 100));
+  RequestFacts side = request(1, 1, 555, 50);
+  side.thread.side = true;
+  const Decision d = route(side, 1);
+  EXPECT_EQ(d.replica, main.replica);
+  EXPECT_EQ(d.route, Route::sticky);
+  // A side request of a subagent the warden never saw goes to the main thread's home too, and the
+  // subagent stays unknown.
+  RequestFacts sub_side = request(1, 9, 555, 50);
+  sub_side.thread.side = true;
+  EXPECT_EQ(route(sub_side, 2).replica, main.replica);
+  EXPECT_EQ(router_.home_of(9, seconds(2)), std::nullopt);
+  EXPECT_EQ(router_.view(seconds(2)).threads, 0u);
+}
+
+TEST(ThreadIndex, ANewThreadIdOnEveryRequestCannotGrowASession) {
+  ThreadIndex index({.max_threads_per_session = 4, .max_sessions = 100});
+  std::vector<std::uint64_t> forgotten;
+  for (std::uint64_t i = 0; i < 1000; ++i) {
+    for (const std::uint64_t key : index.note(1, 1000 + i, 0, seconds(static_cast<std::int64_t>(i)))) {
+      forgotten.push_back(key);
+    }
+  }
+  EXPECT_EQ(index.threads(1).size(), 4u);
+  EXPECT_EQ(index.threads(), 4u);
+  ASSERT_EQ(forgotten.size(), 996u);
+  EXPECT_EQ(forgotten.front(), 1000u);  // the oldest goes first
+  EXPECT_EQ(forgotten.back(), 1995u);
+}
+
+TEST(ThreadIndex, ManySessionsShedTheLeastRecentlySeenHalf) {
+  ThreadIndex index({.max_threads_per_session = 4, .max_sessions = 10});
+  std::size_t forgotten = 0;
+  for (std::uint64_t s = 0; s < 1000; ++s) {
+    forgotten += index.note(s, 5000 + s, s, seconds(static_cast<std::int64_t>(s))).size();
+  }
+  EXPECT_LE(index.sessions(), 10u);
+  EXPECT_EQ(index.threads(), index.sessions());
+  EXPECT_EQ(forgotten + index.threads(), 1000u);
+  EXPECT_EQ(index.threads(999).size(), 1u);  // the most recent stays
+  EXPECT_EQ(index.recent(2), (std::vector<std::uint64_t>{999, 998}));
+}
+
+TEST_F(ThreadRouterTest, ThreadsTheIndexForgetsLeaveTheSessionTable) {
+  Router small(router_config(RoutingConfig{.max_num_seqs = 32}));
+  for (std::uint64_t i = 0; i < 200; ++i) {
+    const Decision d = small.route(request(1, 100 + i, 7), metrics_, seconds(0), rng_);
+    small.finish(*d.replica);
+  }
+  const RouterView v = small.view(seconds(0));
+  EXPECT_EQ(v.threads, ThreadIndexConfig{}.max_threads_per_session);
+  EXPECT_EQ(v.live_sessions, ThreadIndexConfig{}.max_threads_per_session);
+  EXPECT_EQ(small.home_of(100, seconds(0)), std::nullopt);  // the oldest thread is gone from both
+}
+
+}  // namespace
+}  // namespace warden::core
