@@ -25,7 +25,7 @@
 // the client went away. Handlers must not catch operation_aborted and continue.
 //
 // Threading: a Server and its sessions live on the executor they were created with; run the io_context
-// on one thread (the default everywhere in LM Warden). Not thread-safe.
+// on one thread (as every LM Warden server does: docs/architecture.md, "Threads"). Not thread-safe.
 
 #include "net/http.hpp"
 
