@@ -26,7 +26,7 @@ struct ReplicaCounters {
   }
 };
 
-/// Counters of one model. Not thread-safe on its own (the Router guards it).
+/// Counters of one model, kept by its Router.
 class ModelCounters {
  public:
   /// Grows (never shrinks: history is kept if replicas are removed) to `count` replicas.

@@ -12,8 +12,8 @@
 
 namespace warden::core {
 
-/// A routing policy. Some hold state (round-robin's position, chwbl's ring): not thread-safe, one instance
-/// per Router (which serialises calls).
+/// A routing policy. Some hold state (round-robin's position, chwbl's ring): one instance per
+/// Router.
 class Policy {
  public:
   virtual ~Policy() = default;

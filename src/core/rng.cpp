@@ -9,7 +9,9 @@ __extension__ using U128 = unsigned __int128;
 }  // namespace
 
 std::uint64_t SplitMixRng::next() {
-  return base::splitmix64(state_.fetch_add(base::kSplitMixGamma, std::memory_order_relaxed));
+  const std::uint64_t at = state_;
+  state_ += base::kSplitMixGamma;
+  return base::splitmix64(at);
 }
 
 std::uint64_t SplitMixRng::uniform(std::uint64_t bound) {

@@ -2,7 +2,6 @@
 // Randomness is injected into every decision (Envoy style) so tests can script it and the what-if driver
 // stays deterministic. The core never seeds from a clock or a device; callers choose the seed.
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -19,23 +18,18 @@ class Rng {
 };
 
 /// Deterministic, seedable PRNG (SplitMix64 + Lemire's unbiased range reduction). SplitMix64 is
-/// counter-based, so the state advances with one atomic fetch_add: one instance may be shared by threads
-/// (the gateway's io threads, several Routers) without a lock. Single-threaded use is deterministic.
+/// counter-based: the state advances by a constant, and a copy continues the same sequence. One instance
+/// serves every Router of the gateway, all on its one I/O thread (docs/architecture.md, "Threads").
 class SplitMixRng final : public Rng {
  public:
   explicit SplitMixRng(std::uint64_t seed = 0x9E3779B97F4A7C15ULL) : state_(seed) {}
-  SplitMixRng(const SplitMixRng& other) : Rng(), state_(other.state_.load(std::memory_order_relaxed)) {}
-  SplitMixRng& operator=(const SplitMixRng& other) {
-    state_.store(other.state_.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    return *this;
-  }
   std::uint64_t next();
   std::uint64_t uniform(std::uint64_t bound) override;
   /// Uniform double in [0, 1).
   double unit();
 
  private:
-  std::atomic<std::uint64_t> state_;
+  std::uint64_t state_;
 };
 
 /// Scripted RNG for exact-pick tests: returns the scripted values in order (each reduced modulo the bound),

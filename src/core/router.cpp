@@ -103,7 +103,6 @@ void Router::commit(const RequestFacts& facts, const Decision& decision,
 }
 
 Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metrics, Time now, Rng& rng) {
-  std::lock_guard lock(mutex_);
   build_snapshot(metrics, now);
   look_up_home(facts, metrics, now);
   Decision decision = policy_->pick(snapshot_, facts, rng);
@@ -165,7 +164,6 @@ void Router::note_admission(const RequestFacts& facts, const Decision& decision)
 
 Decision Router::route_uncounted(const RequestFacts& facts, std::span<const ReplicaMetrics> metrics, Time now,
                                  Rng& rng) {
-  std::lock_guard lock(mutex_);
   std::optional<ReplicaIndex> home;
   if (facts.session) {
     if (const auto entry = sessions_.lookup(facts.session->hash, now)) {
@@ -185,12 +183,10 @@ Decision Router::route_uncounted(const RequestFacts& facts, std::span<const Repl
 }
 
 void Router::finish(ReplicaIndex replica) {
-  std::lock_guard lock(mutex_);
   counters_.finish(replica);
 }
 
 void Router::first_token(const Decision& decision) {
-  std::lock_guard lock(mutex_);
   drop_prefill(decision);
 }
 
@@ -202,7 +198,6 @@ void Router::drop_prefill(const Decision& decision) {
 }
 
 void Router::abandon(const Decision& decision) {
-  std::lock_guard lock(mutex_);
   drop_prefill(decision);
   if (decision.replica) {
     counters_.finish(*decision.replica);
@@ -211,27 +206,22 @@ void Router::abandon(const Decision& decision) {
 }
 
 void Router::set_affinity(bool on) {
-  std::lock_guard lock(mutex_);
   routing_.affinity = on;
 }
 
 void Router::set_rebalance(bool on) {
-  std::lock_guard lock(mutex_);
   routing_.rebalance = on;
 }
 
 void Router::set_cost_spill(const CostSpill& spill) {
-  std::lock_guard lock(mutex_);
   routing_.cost_spill = spill;
 }
 
 void Router::set_spill_threshold(SpillThreshold threshold) {
-  std::lock_guard lock(mutex_);
   routing_.spill_threshold = threshold;
 }
 
 void Router::set_max_num_seqs(std::uint32_t max_num_seqs) {
-  std::lock_guard lock(mutex_);
   routing_.max_num_seqs = std::max<std::uint32_t>(1, max_num_seqs);
 }
 
@@ -240,35 +230,29 @@ bool Router::set_policy(std::string_view name) {
   if (!policy) {
     return false;
   }
-  std::lock_guard lock(mutex_);
   policy_ = std::move(policy);
   routing_.policy = std::string(name);
   return true;
 }
 
 void Router::set_admission(const AdmissionConfig& admission) {
-  std::lock_guard lock(mutex_);
   routing_.admission = admission;
 }
 
 void Router::set_session_config(const SessionTableConfig& config) {
-  std::lock_guard lock(mutex_);
   sessions_.reconfigure(config);
 }
 
 RoutingConfig Router::routing_config() const {
-  std::lock_guard lock(mutex_);
   return routing_;
 }
 
 Snapshot Router::snapshot(std::span<const ReplicaMetrics> metrics, Time now) {
-  std::lock_guard lock(mutex_);
   build_snapshot(metrics, now);
   return snapshot_;
 }
 
 RouterView Router::view(Time now) {
-  std::lock_guard lock(mutex_);
   sessions_.expire(now);
   RouterView out;
   out.routing = routing_;
@@ -289,7 +273,6 @@ RouterView Router::view(Time now) {
 }
 
 std::optional<ReplicaIndex> Router::home_of(std::uint64_t session_hash, Time now) const {
-  std::lock_guard lock(mutex_);
   if (const auto entry = sessions_.lookup(session_hash, now)) {
     return entry->home;
   }
@@ -297,45 +280,37 @@ std::optional<ReplicaIndex> Router::home_of(std::uint64_t session_hash, Time now
 }
 
 std::vector<SessionRecord> Router::export_sessions(Time now) const {
-  std::lock_guard lock(mutex_);
   return sessions_.export_entries(now);
 }
 
 void Router::import_sessions(std::span<const SessionRecord> entries, Time now) {
-  std::lock_guard lock(mutex_);
   sessions_.import_entries(entries, now);
 }
 
 void Router::learn_home(std::uint64_t session_hash, ReplicaIndex home, std::uint32_t prompt_tokens,
                         Time now) {
-  std::lock_guard lock(mutex_);
   sessions_.learn(session_hash, home, prompt_tokens, now);
 }
 
 bool Router::seen_elsewhere(std::uint64_t session_hash, ReplicaIndex home, std::uint64_t computed_at,
                             Time now) {
-  std::lock_guard lock(mutex_);
   return sessions_.seen_elsewhere(session_hash, home, computed_at, now);
 }
 
 void Router::adopt_home(std::uint64_t session_hash, ReplicaIndex home, std::uint32_t prompt_tokens,
                         Time now) {
-  std::lock_guard lock(mutex_);
   sessions_.assign(session_hash, home, prompt_tokens, now);
 }
 
 void Router::track_session_changes(bool on) {
-  std::lock_guard lock(mutex_);
   sessions_.track_changes(on);
 }
 
 SessionChanges Router::take_session_changes() {
-  std::lock_guard lock(mutex_);
   return sessions_.take_changes();
 }
 
 SessionTableConfig Router::session_config() const {
-  std::lock_guard lock(mutex_);
   return sessions_.config();
 }
 

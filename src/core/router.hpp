@@ -2,13 +2,11 @@
 // Per-model routing facade for the gateway and the what-if driver: session table + policy + counters +
 // runtime-changeable config. route() = look up home → decide → commit (home, counters, in_flight).
 //
-// Thread safety: every public member takes an internal std::mutex held only for the in-memory work
-// (a few microseconds at most, never across I/O), so the gateway may call from any thread. The what-if
-// driver (single-threaded) pays an uncontended lock.
+// Not thread-safe, and needs not be: the gateway calls it from its one I/O thread, the what-if driver from
+// its one thread (docs/architecture.md, "Threads").
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -56,7 +54,7 @@ struct RouterConfig {
 [[nodiscard]] RouterConfig router_config(const RoutingConfig& routing,
                                          const SessionTableConfig& sessions = {});
 
-/// Read-only view for the console / admin API / what-if report (a copy, taken under the lock).
+/// Read-only view for the console / admin API / what-if report (a copy).
 struct RouterView {
   RoutingConfig routing;
   std::uint32_t spill_threshold = 8;  ///< resolved
@@ -129,7 +127,7 @@ class Router {
   [[nodiscard]] std::optional<ReplicaIndex> home_of(std::uint64_t session_hash, Time now) const;
 
   /// The session table's state for a caller that keeps it across restarts (SessionTable's export/import,
-  /// track_changes and take_changes, under the lock).
+  /// track_changes and take_changes).
   [[nodiscard]] std::vector<SessionRecord> export_sessions(Time now) const;
   void import_sessions(std::span<const SessionRecord> entries, Time now);
   /// A conversation another warden placed, found before its first request here: its home unless this
@@ -156,7 +154,6 @@ class Router {
   void drop_prefill(const Decision& decision);
   void look_up_home(RequestFacts& facts, std::span<const ReplicaMetrics> metrics, Time now) const;
 
-  mutable std::mutex mutex_;
   RoutingConfig routing_;
   SessionTable sessions_;
   ThreadHomes threads_;

@@ -1,7 +1,7 @@
 #pragma once
 // The conversation → home replica table. Bounded (entry count + idle TTL, LRU eviction), time passed in,
 // and keeping per-replica aggregates (active conversations, tokens they hold) current in O(1) amortised.
-// Not thread-safe: the Router serialises access.
+// Not thread-safe: one per Router, on one thread (docs/architecture.md, "Threads").
 
 #include <cstddef>
 #include <cstdint>
@@ -76,8 +76,8 @@ class SessionTable {
 
   /// Records that the conversation was just seen with home `home` and a prompt of `prompt_tokens`
   /// (inserting it, moving it to another home, or refreshing it). Evicts the least recently seen entry when
-  /// full. `now` earlier than a time already seen is treated as that time (callers on several threads may
-  /// pass slightly out-of-order stamps); the table stays ordered.
+  /// full. `now` earlier than a time already seen is treated as that time (a stamp taken before a wait may
+  /// arrive after a later one); the table stays ordered.
   void assign(std::uint64_t key, ReplicaIndex home, std::uint32_t prompt_tokens, Time now);
 
   /// Refreshes last_seen and the prompt size but keeps the home (a spilled or pinned request). No-op if

@@ -1,7 +1,7 @@
 // `lm-warden serve`: the gateway. One object owns the configuration, one ModelRuntime per model (routing
 // core + replica state), the upstream connection pool, the metrics poller, the stats store and the
-// warden's own metrics, and answers every HTTP request through handle(). Runs on one io_context thread
-// (see net/server.hpp), so none of its state needs locks.
+// warden's own metrics, and answers every HTTP request through handle(). Runs on one io_context thread,
+// so none of its state (the Routers included) needs locks: docs/architecture.md, "Threads".
 #pragma once
 
 #include <chrono>

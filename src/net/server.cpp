@@ -57,7 +57,7 @@ std::string openai_error(std::string_view message, std::string_view type, unsign
 Response plain_error(unsigned version, unsigned status, std::string_view message) {
   Response res{static_cast<http::status>(status), version};
   res.set(http::field::content_type, "application/json");
-  res.body() = openai_error(message, status == 503 ? "ServiceUnavailableError" : "BadRequestError", status);
+  res.body() = openai_error(message, protocol::openai_error_type(static_cast<int>(status)), status);
   res.keep_alive(false);
   res.prepare_payload();
   return res;

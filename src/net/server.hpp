@@ -7,7 +7,7 @@
 //
 //   net::Server server(ioc, opts, [](net::Request& req, const net::ConnectionInfo& c)
 //                                     -> asio::awaitable<net::Reply> {
-//     if (req.target() == "/health") co_return net::text_response(req, 200, "");
+//     if (req.target() == "/health") co_return net::make_response(req, 200, "", "text/plain");
 //     net::StreamReply s = net::sse_reply(req);          // header sent first, then chunks
 //     s.body = [](net::StreamWriter& w) -> asio::awaitable<void> {
 //       if (auto ec = co_await w.write("data: 1\n\n")) co_return;   // client gone
@@ -25,7 +25,7 @@
 // the client went away. Handlers must not catch operation_aborted and continue.
 //
 // Threading: a Server and its sessions live on the executor they were created with; run the io_context
-// on one thread (the default everywhere in LM Warden). Not thread-safe.
+// on one thread (as every LM Warden server does: docs/architecture.md, "Threads"). Not thread-safe.
 
 #include "net/http.hpp"
 

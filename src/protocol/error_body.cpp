@@ -15,8 +15,6 @@ std::string_view openai_error_type(int status) noexcept {
       return "permission_error";
     case 429:
       return "rate_limit_error";
-    case 503:
-      return "service_unavailable";
     default:
       return status >= 500 ? "server_error" : "invalid_request_error";
   }

@@ -19,9 +19,11 @@ constexpr ErrorFormat error_format_for(ApiKind k) noexcept {
   return is_anthropic(k) ? ErrorFormat::anthropic : ErrorFormat::openai;
 }
 
-/// Conventional OpenAI error type for an HTTP status: 400/404/413/422 invalid_request_error,
-/// 401 authentication_error, 403 permission_error, 429 rate_limit_error, 503 service_unavailable,
-/// other 5xx server_error (other 4xx invalid_request_error).
+/// OpenAI's error type for an HTTP status, the one table of every OpenAI-shaped error the warden answers
+/// (the proxy's, the HTTP server's and the admin API's; the sim keeps vLLM's, below): 401
+/// authentication_error, 403 permission_error, 429 rate_limit_error, any 5xx server_error, any other 4xx
+/// invalid_request_error (OpenAI's own 404s, an unknown model or path, are invalid_request_error with a
+/// code; not_found_error and overloaded_error are Anthropic's).
 std::string_view openai_error_type(int status) noexcept;
 
 /// Anthropic error type: 400 invalid_request_error, 401 authentication_error, 403 permission_error,

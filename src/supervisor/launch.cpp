@@ -64,7 +64,7 @@ std::optional<std::string> placeholder_value(std::string_view name, const Engine
   return std::nullopt;
 }
 
-std::optional<std::string> expand(std::string_view text, const EngineTarget* target, std::string* error) {
+base::Result<std::string> expand(std::string_view text, const EngineTarget* target) {
   std::string out;
   for (std::size_t i = 0; i < text.size(); ++i) {
     if (text[i] != '$') {
@@ -82,24 +82,19 @@ std::optional<std::string> expand(std::string_view text, const EngineTarget* tar
     }
     auto close = text.find('}', i + 2);
     if (close == std::string_view::npos) {
-      if (error) {
-        *error = fmt::format("'{}' has an unclosed '${{'", text);
-      }
-      return std::nullopt;
+      return base::Failure{fmt::format("'{}' has an unclosed '${{'", text)};
     }
     auto name = text.substr(i + 2, close - i - 2);
     auto value = placeholder_value(name, target);
     if (!value) {
-      if (error) {
-        *error = fmt::format("'{}' uses unknown placeholder ${{{}}}; known: {} ($$ for a literal $)", text,
-                             name, placeholder_list());
-      }
-      return std::nullopt;
+      return base::Failure{
+          fmt::format("'{}' uses unknown placeholder ${{{}}}; known: {} ($$ for a literal $)", text, name,
+                      placeholder_list())};
     }
     out += *value;
     i = close;
   }
-  return out;
+  return base::Result<std::string>(boost::system::in_place_value, std::move(out));
 }
 
 bool needs_quotes(std::string_view s) {
@@ -142,12 +137,15 @@ std::string EngineTarget::name() const {
   return model;
 }
 
-std::optional<std::string> substitute(std::string_view text, const EngineTarget& target, std::string* error) {
-  return expand(text, &target, error);
+base::Result<std::string> substitute(std::string_view text, const EngineTarget& target) {
+  return expand(text, &target);
 }
 
-bool check_placeholders(std::string_view text, std::string* error) {
-  return expand(text, nullptr, error).has_value();
+base::Result<void> check_placeholders(std::string_view text) {
+  if (auto expanded = expand(text, nullptr); !expanded) {
+    return expanded.error();
+  }
+  return {};
 }
 
 std::vector<EngineTarget> engine_targets(const ModelLayout& m, const std::string& warden_binary) {
@@ -189,7 +187,10 @@ std::vector<EngineTarget> engine_targets(const ModelLayout& m, const std::string
 CommandLine build_command(const LaunchSpec& spec, const EngineTarget& t) {
   // Templates were validated when the configuration was read, so expansion cannot fail here; an
   // unexpected failure keeps the text as written rather than dropping an argument.
-  auto sub = [&](const std::string& s) { return substitute(s, t, nullptr).value_or(s); };
+  auto sub = [&](const std::string& s) {
+    auto expanded = substitute(s, t);
+    return expanded ? *expanded : s;
+  };
   CommandLine c;
   if (spec.kind == EngineKind::vllm) {
     c.argv = {sub(spec.executable), "serve", spec.model.empty() ? t.served_model_name : sub(spec.model),
@@ -323,9 +324,8 @@ class LaunchParser {
       error(n, fmt::format("{} must be a non-empty string", what));
       return std::nullopt;
     }
-    std::string why;
-    if (!check_placeholders(n.Scalar(), &why)) {
-      error(n, fmt::format("{} {}", what, why));
+    if (auto checked = check_placeholders(n.Scalar()); !checked) {
+      error(n, fmt::format("{} {}", what, checked.error()));
       return std::nullopt;
     }
     return n.Scalar();

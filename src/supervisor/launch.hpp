@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/result.hpp"
+
 namespace YAML {
 class Node;
 }  // namespace YAML
@@ -107,10 +109,10 @@ CommandLine build_command(const LaunchSpec& spec, const EngineTarget& target);
 
 // Placeholders usable in command, args and env values: ${PORT} ${HOST} ${REPLICA} ${DP_SIZE}
 // ${MAX_NUM_SEQS} ${SERVED_MODEL_NAME} ${MODEL} ${WARDEN_BINARY}; "$$" is a literal "$".
-// Returns the text with them replaced, or std::nullopt with `error` set (unknown name, unclosed "${").
-std::optional<std::string> substitute(std::string_view text, const EngineTarget& target, std::string* error);
-// Checks a template without a target (config validation).
-bool check_placeholders(std::string_view text, std::string* error);
+// Returns the text with them replaced, or why not (unknown name, unclosed "${").
+base::Result<std::string> substitute(std::string_view text, const EngineTarget& target);
+// Checks a template without a target (config validation): nothing, or why it is wrong.
+base::Result<void> check_placeholders(std::string_view text);
 
 // Parses a `launch:` mapping. Every problem goes to `error(node, message)` in the gateway's config
 // style ("models[0].launch.command must be ..."); returns std::nullopt if there was any.

@@ -19,6 +19,7 @@
 #include "support/child_process.hpp"
 #include "support/http.hpp"
 #include "support/temp_dir.hpp"
+#include "support/wait.hpp"
 
 namespace warden::bench {
 namespace {

@@ -1,7 +1,6 @@
-// The Router facade: lookup → decide → commit, counters, runtime config, concurrency.
+// The Router facade: lookup → decide → commit, counters, runtime config.
 #include <gtest/gtest.h>
 
-#include <thread>
 #include <vector>
 
 #include "core/router.hpp"
@@ -339,33 +338,6 @@ TEST_F(RouterTest, FinishNeverUnderflowsOrTouchesUnknownReplicas) {
   router_.finish(0);
   router_.finish(99);
   EXPECT_EQ(router_.view(seconds(0)).totals.in_flight, 0u);
-}
-
-TEST_F(RouterTest, ConcurrentCallersKeepCountsConsistent) {
-  // The gateway calls from several threads: every route is matched by a finish, so in_flight returns to 0
-  // and the counters add up.
-  constexpr int threads = 4;
-  constexpr int per_thread = 2'000;
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([this, t] {
-      SplitMixRng rng(static_cast<std::uint64_t>(t));
-      for (int i = 0; i < per_thread; ++i) {
-        const Decision d =
-            router_.route(turn(static_cast<std::uint64_t>(t * 100 + i % 100)), metrics_, seconds(i), rng);
-        if (d.ok()) {
-          router_.finish(*d.replica);
-        }
-      }
-    });
-  }
-  for (auto& th : pool) {
-    th.join();
-  }
-  const RouterView v = router_.view(seconds(per_thread));
-  EXPECT_EQ(v.totals.in_flight, 0u);
-  EXPECT_EQ(v.totals.routed(), static_cast<std::uint64_t>(threads * per_thread));
-  EXPECT_EQ(v.live_sessions, static_cast<std::size_t>(threads * 100));
 }
 
 }  // namespace

@@ -328,9 +328,10 @@ TEST(GatewayErrors, AdminApiValidatesItsInput) {
   EXPECT_EQ(patch("/api/models/m/routing", R"({"cost_spill": true})", token), 400u);
   EXPECT_EQ(patch("/api/models/m/routing", R"({"cost_spill": "on"})", token), 200u);
   EXPECT_EQ(card(w.port).at("routing").at("cost_spill").at("mode").as_string(), "on");
-  EXPECT_EQ(c.get("/api/models/nope").status, 404u);
-  EXPECT_EQ(c.get("/api/stats?model=m&window=abc").status, 400u);
-  EXPECT_EQ(c.get("/api/stats?model=zzz").status, 404u);
+  // The admin API's errors are typed by the one status->type table of every OpenAI-shaped error.
+  expect_openai_error(c.get("/api/models/nope"), 404);
+  expect_openai_error(c.get("/api/stats?model=m&window=abc"), 400);
+  expect_openai_error(c.get("/api/stats?model=zzz"), 404);
   // The stats window never reaches past what is kept: by default, and when asked for more.
   for (const char* target : {"/api/stats?model=m", "/api/stats?model=m&window=7200"}) {
     auto st = boost::json::parse(c.get(target).body).as_object();

@@ -16,10 +16,12 @@
 #include <thread>
 #include <vector>
 
+#include "protocol/error_body.hpp"
 #include "protocol/prometheus.hpp"
 #include "support/child_process.hpp"
 #include "support/http.hpp"
 #include "support/temp_dir.hpp"
+#include "support/wait.hpp"
 
 namespace gateway_test {
 
@@ -31,12 +33,16 @@ inline const std::string kServed = "Qwen/Qwen3-4B-Instruct-2507";
 
 using test_support::TempDir;
 
-// OpenAI errors: {"error":{"message",...}}; Anthropic: {"type":"error","error":{"type","message"}}.
+// OpenAI errors: {"error":{"message","type",...}} with the type of protocol's one table for the status;
+// Anthropic: {"type":"error","error":{"type","message"}}.
 inline void expect_openai_error(const warden::net::SyncResponse& r, unsigned status) {
   EXPECT_EQ(r.status, status) << r.body;
   auto v = boost::json::parse(r.body).as_object();
   EXPECT_FALSE(v.contains("type")) << r.body;
   EXPECT_TRUE(v.at("error").at("message").is_string()) << r.body;
+  EXPECT_EQ(std::string_view(v.at("error").at("type").as_string()),
+            warden::protocol::openai_error_type(static_cast<int>(r.status)))
+      << r.body;
 }
 
 inline void expect_anthropic_error(const warden::net::SyncResponse& r, unsigned status) {
@@ -73,6 +79,9 @@ inline void expect_raw_error(const std::string& raw, int status, bool anthropic)
   EXPECT_TRUE(v.at("error").at("message").is_string()) << raw;
   const auto* type = v.at("error").as_object().if_contains("type");
   EXPECT_TRUE(type != nullptr && type->is_string()) << raw;
+  if (!anthropic && type != nullptr && type->is_string()) {
+    EXPECT_EQ(std::string_view(type->as_string()), warden::protocol::openai_error_type(status)) << raw;
+  }
 }
 
 // `lm-warden sim` with N ranks. `time_scale` < 1 slows the instant preset down so generations stay in

@@ -40,7 +40,8 @@ TEST(ErrorsTest, TypesPerStatus) {
   EXPECT_EQ(openai_error_type(429), "rate_limit_error");
   EXPECT_EQ(openai_error_type(500), "server_error");
   EXPECT_EQ(openai_error_type(502), "server_error");
-  EXPECT_EQ(openai_error_type(503), "service_unavailable");
+  EXPECT_EQ(openai_error_type(403), "permission_error");
+  EXPECT_EQ(openai_error_type(503), "server_error");
   EXPECT_EQ(openai_error_type(504), "server_error");
 }
 

@@ -16,6 +16,7 @@
 #include "protocol/prometheus.hpp"
 #include "support/child_process.hpp"
 #include "support/http.hpp"
+#include "support/wait.hpp"
 
 using namespace std::chrono_literals;
 namespace json = boost::json;

@@ -221,6 +221,21 @@ tensor_parallel_size: 2
   EXPECT_NE(p.errors[2].find("tensor_parallel_size applies to engine: vllm only"), std::string::npos);
 }
 
+TEST(LaunchPlaceholders, SubstituteGivesTheTextOrWhyNot) {
+  EngineTarget t;
+  t.port = 8101;
+  const auto port = substitute("--port=${PORT} $$5", t);
+  ASSERT_TRUE(port) << port.error();
+  EXPECT_EQ(*port, "--port=8101 $5");
+  const auto unknown = substitute("${NOPE}", t);
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().find("unknown placeholder ${NOPE}"), std::string::npos) << unknown.error();
+  EXPECT_TRUE(check_placeholders("${PORT} and ${REPLICA}"));
+  const auto unclosed = check_placeholders("${PORT");
+  ASSERT_FALSE(unclosed);
+  EXPECT_NE(unclosed.error().find("unclosed '${'"), std::string::npos) << unclosed.error();
+}
+
 TEST(LaunchParse, NeedsEngineOrCommand) {
   auto p = parse("env: {A: b}");
   EXPECT_FALSE(p.spec);

@@ -19,9 +19,9 @@ namespace {
 
 namespace json = boost::json;
 using namespace std::chrono_literals;
-using supervisor_test::eventually;
 using supervisor_test::free_port;
 using supervisor_test::process_alive;
+using supervisor_test::wait_until;
 
 // No live process left in the group `pgid` (engines are group leaders; zombies do not count).
 bool group_gone(int pgid) {
@@ -92,7 +92,7 @@ class ServeLaunch : public ::testing::Test {
   // All engines of model m ready and both replicas healthy; returns their pids.
   std::vector<int> wait_ready(int port) {
     std::vector<int> pids;
-    EXPECT_TRUE(eventually([&] {
+    EXPECT_TRUE(wait_until([&] {
       auto card = model(port, "m");
       if (card.at("launch").at("status").as_string() != "ready" || !replica_healthy(card, 0) ||
           !replica_healthy(card, 1)) {
@@ -138,7 +138,7 @@ TEST_F(ServeLaunch, KilledSimIsRoutedAroundRestartedAndTrafficReturns) {
   // Keep replica 1 down after the kill until the test says so.
   std::ofstream(block_file(1)) << "";
   ::kill(pids[1], SIGKILL);
-  ASSERT_TRUE(eventually([&] {
+  ASSERT_TRUE(wait_until([&] {
     auto card = model(port, "m");
     return !replica_healthy(card, 1) && engine(card, 1).at("state").as_string() == "restarting";
   })) << serve_->stderr_text();
@@ -155,7 +155,7 @@ TEST_F(ServeLaunch, KilledSimIsRoutedAroundRestartedAndTrafficReturns) {
     EXPECT_EQ(status, 200u);
     EXPECT_EQ(replica, 0);
   }
-  ASSERT_TRUE(eventually([&] {
+  ASSERT_TRUE(wait_until([&] {
     // A start that found the block file said so on stderr (the command line itself also says "blocked").
     auto logs = json::parse(test_support::Client(port).get("/api/models/m/logs?lines=50").body);
     for (const auto& l : logs.at("engines").at(1).at("lines").as_array()) {
@@ -168,7 +168,7 @@ TEST_F(ServeLaunch, KilledSimIsRoutedAroundRestartedAndTrafficReturns) {
 
   std::filesystem::remove(block_file(1));
   int new_pid = 0;
-  ASSERT_TRUE(eventually([&] {
+  ASSERT_TRUE(wait_until([&] {
     auto card = model(port, "m");
     new_pid = pid_of(card, 1);
     return engine(card, 1).at("state").as_string() == "ready" && replica_healthy(card, 1);
@@ -194,7 +194,7 @@ TEST_F(ServeLaunch, CommandThatFailsAtOnceIsFailedWithItsLastLines) {
       "memory\" "
       ">&2; exit 2']\n      restart: { initial_backoff: 50ms }\n"));
   json::object card;
-  ASSERT_TRUE(eventually([&] {
+  ASSERT_TRUE(wait_until([&] {
     card = model(port, "broken");
     return card.at("launch").at("status").as_string() == "failed";
   })) << serve_->stderr_text();
@@ -250,7 +250,7 @@ TEST_F(ServeLaunch, SigkillOfTheWardenTakesEveryEngineWithIt) {
   serve_->signal(SIGKILL);
   ASSERT_TRUE(serve_->wait_exit(10s));
   for (int pid : pids) {
-    EXPECT_TRUE(eventually([&] { return group_gone(pid); })) << pid;
+    EXPECT_TRUE(wait_until([&] { return group_gone(pid); })) << pid;
   }
 }
 
@@ -276,7 +276,7 @@ TEST_F(ServeLaunch, VllmEngineRunsTheGeneratedCommandLine) {
       std::to_string(sim_port) + ", size: 4 }\n    launch:\n      engine: vllm\n      executable: " + fake +
       "\n      env: { WARDEN_BIN: \"${WARDEN_BINARY}\" }\n      health_timeout: 30s\n");
   json::object card;
-  ASSERT_TRUE(eventually([&] {
+  ASSERT_TRUE(wait_until([&] {
     card = model(port, "qwen3-4b-dp4");
     return card.at("launch").at("status").as_string() == "ready" &&
            card.at("healthy_replicas").as_int64() == 4;
@@ -314,14 +314,14 @@ TEST_F(ServeLaunch, SecretsOfALaunchedEngineNeverShowInTheApiOrTheLogs) {
                                "      env: { WARDEN_BIN: \"${WARDEN_BINARY}\", HF_TOKEN: env-sekret }\n"
                                "      health_timeout: 30s\n");
   json::object card;
-  ASSERT_TRUE(eventually([&] {
+  ASSERT_TRUE(wait_until([&] {
     card = model(port, "m");
     return card.at("launch").at("status").as_string() == "ready";
   })) << serve_->stderr_text();
   test_support::Client c(port);
   // The engine's own lines are in the ring once they were read: wait for the second one.
   std::string logs;
-  ASSERT_TRUE(eventually([&] {
+  ASSERT_TRUE(wait_until([&] {
     logs = c.get("/api/models/m/logs").body;
     return logs.find("token: ") != std::string::npos;
   })) << logs;

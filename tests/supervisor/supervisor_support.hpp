@@ -1,6 +1,6 @@
 #pragma once
 // Helpers for the supervisor's process tests: free loopback ports, liveness of a pid (zombies count as
-// dead: a reparented grandchild may stay a zombie if nobody reaps it), and bounded polling.
+// dead: a reparented grandchild may stay a zombie if nobody reaps it), and the shared polling helper.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -10,17 +10,17 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "support/http.hpp"
+#include "support/wait.hpp"
 
 namespace supervisor_test {
 
 using test_support::free_port;  // the engines need fixed ports up front
+using test_support::wait_until;
 
 // True if `pid` exists and is not a zombie.
 inline bool process_alive(int pid) {
@@ -66,19 +66,6 @@ inline bool group_alive(int pgid) {
     }
   }
   return false;
-}
-
-// Polls `cond` every 10 ms (a bounded wait for a condition, not a sleep as synchronisation).
-inline bool eventually(const std::function<bool()>& cond,
-                       std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!cond()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return false;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
 }
 
 // The golden `vllm serve` arguments (after the program) for the DP4 reference model listening on `port`.

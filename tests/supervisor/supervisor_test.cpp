@@ -203,7 +203,7 @@ TEST(Supervisor, StopKillsTheWholeGroupAndSigkillsWhatIgnoresSigterm) {
       ioc, [&] { return sup.stopped(); }, 10s));
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 300ms);  // the grace period was honoured first
   EXPECT_FALSE(process_alive(leader));
-  EXPECT_TRUE(supervisor_test::eventually([&] { return !process_alive(child); }));
+  EXPECT_TRUE(supervisor_test::wait_until([&] { return !process_alive(child); }));
   EXPECT_NE(all_logs(sup, id).find("SIGKILL"), std::string::npos);
   EXPECT_NE(sup.status(id).last_exit.find("killed by signal 9"), std::string::npos);
 }

@@ -2,8 +2,8 @@
 // HTTP helpers for integration tests (header-only; needs warden_net, which every I/O layer links):
 //   - test_support::Client: net::SyncClient with throwing convenience calls for test bodies,
 //   - raw_exchange(): send arbitrary bytes (malformed or truncated HTTP) and read what comes back,
-//   - parse_sse(): split a streamed body into SSE events with the protocol codec,
-//   - wait_until(): poll a condition with a bounded timeout (never sleep as synchronisation).
+//   - parse_sse(): split a streamed body into SSE events with the protocol codec.
+// Polling for a condition: support/wait.hpp.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -12,11 +12,9 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "net/sync_client.hpp"
@@ -152,19 +150,6 @@ inline std::vector<Sse> parse_sse(std::string_view body) {
     throw std::runtime_error("bad SSE stream");
   }
   return out;
-}
-
-/// Polls `pred` every few milliseconds until it is true or `timeout` passes; returns the last value.
-inline bool wait_until(const std::function<bool()>& pred,
-                       std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      return pred();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
 }
 
 }  // namespace test_support

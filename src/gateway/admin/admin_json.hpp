@@ -33,9 +33,10 @@ boost::json::object stats_json(std::string_view model, const StatsSeries& series
 // GET /v1/models, answered from the configuration in a shape both OpenAI and Anthropic clients read.
 boost::json::object v1_models_json(const Config& config, std::int64_t created_unix);
 
-// PATCH /api/models/{name}/routing body: {"affinity": bool, "spill_threshold": "auto" | N, "admission":
-// "off" | "auto" | {"mode", "max_queue", "max_wait"}}, all optional but at least one present; anything
-// else is an error (message in `error`). Admission fields left out keep their value.
+// PATCH /api/models/{name}/routing body: {"affinity": bool, "spill_threshold": "auto" | N, "rebalance":
+// bool, "cost_spill": "on" | "off", "admission": "off" | "auto" | {"mode", "max_queue", "max_wait"}}, all
+// optional but at least one present; anything else is an error (message in `error`). Admission fields
+// left out keep their value.
 struct RoutingPatch {
   std::optional<bool> affinity;
   std::optional<bool> rebalance;

@@ -33,11 +33,7 @@ net::Response json_response(const net::Request& req, unsigned status, const boos
 }
 
 net::Response admin_error(const net::Request& req, unsigned status, std::string_view message) {
-  const std::string_view type = status == 401   ? "authentication_error"
-                                : status == 403 ? "permission_error"
-                                : status == 404 ? "not_found_error"
-                                : status >= 500 ? "server_error"
-                                                : "invalid_request_error";
+  const std::string_view type = protocol::openai_error_type(static_cast<int>(status));
   return net::make_response(
       req, status, protocol::openai_error_body({.message = message, .type = type, .param_and_code = false}));
 }

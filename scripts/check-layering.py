@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Checks the layering of src/ against the layers CMakeLists.txt declares (docs/architecture.md, "Layers").
+
+Usage: check-layering.py LAYERS_FILE [SOURCE_DIR]
+
+LAYERS_FILE is written by CMake at configure time (cmake/warden.cmake, warden_write_layer_graph): one line
+per layer, "layer NAME PURE|IO DEP...", and one per layer whose tests link more, "test_deps NAME DEP...".
+The declarations in CMakeLists.txt stay the one source of truth; this script only reads what CMake saw.
+
+It fails (exit 1) on:
+  - an `#include "X/..."` in src/NAME/ where X is another folder of src/ that NAME does not declare as a
+    direct dependency: a layer names every layer it includes, so the graph is exact;
+  - a declared dependency that src/NAME/ never includes (an edge that is not used);
+  - an `#include "X/..."` in tests/NAME/ where X is neither NAME, `support`, nor a layer that NAME or its
+    test dependencies reach (directly or not: the test binary links all of them);
+  - a declared test dependency that tests/NAME/ never includes, or that NAME reaches already;
+  - in a pure layer's src/ (comments and string literals aside): a header or a name of threads, locks,
+    atomics, sockets, Asio/Beast, the databases, or a read of a clock or of the random device
+    (PURE_HEADERS and PURE_NAMES below).
+It prints the include graph between the folders of src/ that it found, ready for docs/architecture.md.
+"""
+
+import pathlib
+import re
+import sys
+
+SOURCE_SUFFIXES = {".cpp", ".hpp", ".h"}
+INCLUDE = re.compile(r'^[ \t]*#[ \t]*include\s*([<"])([^>"]+)[>"]', re.MULTILINE)
+
+# Headers a pure layer may not include: threads and synchronisation, signals and POSIX I/O, sockets,
+# Asio and Beast, the databases and logging (they write to the world).
+PURE_HEADERS = re.compile(
+    r"^(thread|mutex|shared_mutex|condition_variable|future|atomic|stop_token|semaphore|latch|barrier"
+    r"|csignal|signal\.h|pthread\.h|unistd\.h|poll\.h|netdb\.h|sys/.*|netinet/.*|arpa/.*"
+    r"|boost/asio.*|boost/beast.*|boost/thread.*|boost/process.*|hiredis/.*|sqlite3\.h|spdlog/.*)$"
+)
+# Names a pure layer may not use: a clock read (a time_point type as a parameter is fine: time is passed
+# in), sleeping, threads, atomics, the random device, sockets.
+PURE_NAMES = re.compile(
+    r"\b(?:system_clock|steady_clock|high_resolution_clock|utc_clock|tai_clock|gps_clock|file_clock)"
+    r"\s*::\s*now\b"
+    r"|\b(?:clock_gettime|gettimeofday|timespec_get)\s*\("
+    r"|\bstd::(?:time|clock)\s*\(|(?<![\w.>:])time\s*\(\s*(?:nullptr|NULL|0)\s*\)"
+    r"|\bstd::(?:this_thread|thread|jthread|atomic\w*|mutex|random_device)\b"
+    r"|\b(?:socket|connect|accept|sleep|usleep|nanosleep)\s*\("
+)
+# Comments, then string and character literals, blanked so they neither match nor hide a match.
+COMMENT_OR_LITERAL = re.compile(
+    r'//[^\n]*|/\*.*?\*/|R"(?P<d>[^(\s]*)\(.*?\)(?P=d)"|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'',
+    re.DOTALL,
+)
+
+
+def read_layers(path):
+    layers, kinds, test_deps = {}, {}, {}
+    for line in pathlib.Path(path).read_text().splitlines():
+        words = line.split()
+        if not words or words[0].startswith("#"):
+            continue
+        if words[0] == "layer":
+            layers[words[1]] = set(words[3:])
+            kinds[words[1]] = words[2]
+        elif words[0] == "test_deps":
+            test_deps[words[1]] = set(words[2:])
+    return layers, kinds, test_deps
+
+
+def sources(folder):
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.rglob("*") if p.suffix in SOURCE_SUFFIXES and p.is_file())
+
+
+def line_of(text, offset):
+    return text.count("\n", 0, offset) + 1
+
+
+def folder_includes(files, folders):
+    """(file, line, folder, target) for every quoted include of `folder/...` where folder is in `folders`."""
+    found = []
+    for f in files:
+        text = f.read_text(errors="replace")
+        for m in INCLUDE.finditer(text):
+            if m.group(1) != '"' or "/" not in m.group(2):
+                continue
+            top = m.group(2).split("/", 1)[0]
+            if top in folders:
+                found.append((f, line_of(text, m.start()), top, m.group(2)))
+    return found
+
+
+def reach(layers, start):
+    seen, todo = set(), list(start)
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(layers.get(name, ()))
+    return seen
+
+
+def blank(match):
+    return re.sub(r"[^\n]", " ", match.group(0))
+
+
+def pure_violations(name, files, root):
+    out = []
+    for f in files:
+        raw = f.read_text(errors="replace")
+        for m in INCLUDE.finditer(raw):
+            if PURE_HEADERS.match(m.group(2)):
+                out.append(f"{f.relative_to(root)}:{line_of(raw, m.start())}: pure layer {name} includes "
+                           f"<{m.group(2)}> (threads, sockets, I/O libraries)")
+        code = COMMENT_OR_LITERAL.sub(blank, INCLUDE.sub(blank, raw))
+        for m in PURE_NAMES.finditer(code):
+            out.append(f"{f.relative_to(root)}:{line_of(code, m.start())}: pure layer {name} uses "
+                       f"'{m.group(0).strip()}' (a clock, thread, atomic, socket or device: pass it in)")
+    return out
+
+
+def scan_includes(files, folders, allowed, root, complaint):
+    """The folders of `folders` that `files` include, and an error for each include outside `allowed`."""
+    used, errors = set(), []
+    for f, line, top, target in folder_includes(files, folders):
+        used.add(top)
+        if top not in allowed:
+            errors.append(f"{f.relative_to(root)}:{line}: {complaint(target, top)}")
+    return used, errors
+
+
+def check_sources(layers, kinds, root, graph):
+    errors = []
+    for name, deps in layers.items():
+        files = sources(root / "src" / name)
+        used, found = scan_includes(
+            files, layers.keys(), deps | {name}, root,
+            lambda target, top: f"{name} includes {target}, but warden_{name} does not declare warden_{top} "
+                                f"(CMakeLists.txt)")
+        used.discard(name)
+        errors.extend(found)
+        for dep in sorted(deps - used):
+            errors.append(f"CMakeLists.txt: warden_{name} declares warden_{dep}, but src/{name}/ never "
+                          f"includes {dep}/ (drop the edge)")
+        graph[name] = used
+        if kinds[name] == "PURE":
+            errors.extend(pure_violations(name, files, root))
+    return errors
+
+
+def check_tests(layers, test_deps, root):
+    errors = []
+    for name in layers:
+        extra = test_deps.get(name, set())
+        used, found = scan_includes(
+            sources(root / "tests" / name), set(layers) | {"support"},
+            reach(layers, {name} | extra) | {"support"}, root,
+            lambda target, top: f"tests of {name} include {target}, but warden_{name}_tests links neither "
+                                f"warden_{top} nor a layer that reaches it")
+        errors.extend(found)
+        for dep in sorted(extra - used):
+            errors.append(f"CMakeLists.txt: WARDEN_TEST_DEPS_{name} names warden_{dep}, but tests/{name}/ "
+                          f"never includes {dep}/ (drop it)")
+        for dep in sorted(extra & reach(layers, {name})):
+            errors.append(f"CMakeLists.txt: WARDEN_TEST_DEPS_{name} names warden_{dep}, which warden_{name} "
+                          f"links already (drop it)")
+    return errors
+
+
+def print_graph(layers, kinds, graph):
+    print("include graph of src/ (folder -> folders it includes; * = pure):")
+    width = max(len(n) for n in layers) + 1
+    for name in layers:
+        mark = "*" if kinds[name] == "PURE" else " "
+        deps = ", ".join(d for d in layers if d in graph.get(name, ())) or "-"
+        print(f"  {name + mark:<{width}} -> {deps}")
+
+
+def main(argv):
+    if len(argv) not in (2, 3):
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    root = pathlib.Path(argv[2] if len(argv) == 3 else pathlib.Path(__file__).resolve().parent.parent)
+    layers, kinds, test_deps = read_layers(argv[1])
+    graph = {}
+    errors = check_sources(layers, kinds, root, graph) + check_tests(layers, test_deps, root)
+    print_graph(layers, kinds, graph)
+    for e in errors:
+        print(e)
+    if errors:
+        print(f"{len(errors)} layering violation(s)")
+        return 1
+    print("layering ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
