@@ -658,7 +658,12 @@ asio::awaitable<void> Gateway::relay_stream(std::shared_ptr<Exchange> ex,
       arrived = Clock::now();
     }
     if (!piece) {
-      if (w.failed() || piece.error() == asio::error::operation_aborted) {
+      if (w.cut()) {
+        // The warden stopped before the engine's end (the drain ran out): the server cancelled this body
+        // and lets it write one last event.
+        rec.stream_break = "shutdown";
+        co_await asio::this_coro::reset_cancellation_state();
+      } else if (w.failed() || piece.error() == asio::error::operation_aborted) {
         rec.status = 499;
       } else {
         spdlog::warn("stream from replica {} of '{}' broke off: {}", rec.replica, rec.model,
@@ -723,6 +728,8 @@ asio::awaitable<void> Gateway::break_stream(Exchange& ex, const protocol::Stream
           ? fmt::format("replica {} of '{}' stopped sending its stream", rec.replica, rec.model)
       : rec.stream_break == "filter"
           ? fmt::format("an event of replica {} of '{}' was too large to relay", rec.replica, rec.model)
+      : rec.stream_break == "shutdown"
+          ? std::string("the warden is shutting down: the stream was cut before its end; retry the request")
           : fmt::format("replica {} of '{}' broke off its stream", rec.replica, rec.model);
   const std::string event = protocol::stream_error_event(ex.api, message, !relay.between_events());
   co_await w.write(event);
