@@ -219,6 +219,15 @@ std::string upstream_code(unsigned status) {
   return status == 504 ? "upstream_timeout" : "upstream_error";
 }
 
+// An upstream operation ended because net::Server cancelled the handler: the client went away. The
+// request ends here (logged and counted 499), not as a failure of the replica.
+void throw_if_client_left(RequestRecord& rec, const boost::system::error_code& ec) {
+  if (ec == asio::error::operation_aborted) {
+    rec.status = 499;
+    throw boost::system::system_error(ec);
+  }
+}
+
 }  // namespace
 
 asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
@@ -474,6 +483,7 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
   const net::ClientTimeouts timeouts = client_timeouts();
   auto r = co_await pool_.send(endpoint, up, timeouts);
   if (!r) {
+    throw_if_client_left(ex.record, r.error());
     attempt_failed(ex, out, attempt, at, url, r.error(), false);
     co_return false;
   }
@@ -490,6 +500,7 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
     const net::RawRequest again = upstream_request(req, at.refit, url, endpoint, dp_rank);
     r = co_await pool_.send(endpoint, again, timeouts);
     if (!r) {
+      throw_if_client_left(ex.record, r.error());
       attempt_failed(ex, out, attempt, at, url, r.error(), false);
       co_return false;
     }
@@ -516,9 +527,7 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
     at.upstream.emplace(std::move(*r));  // the piece points into the connection, which moves along
     co_return true;
   }
-  if (piece.error() == asio::error::operation_aborted) {
-    throw boost::system::system_error(piece.error());  // the client went away (net::Server cancels)
-  }
+  throw_if_client_left(ex.record, piece.error());
   attempt_failed(ex, out, attempt, at, url, piece.error(), true);
   co_return false;
 }
@@ -530,6 +539,7 @@ asio::awaitable<Gateway::Refit> Gateway::refit(Exchange& ex, const net::Request&
   http::response_header<> head = client_header(req, ex.record, r.header());
   auto body = co_await r.read_all(1u << 20);
   if (!body) {
+    throw_if_client_left(ex.record, body.error());
     attempt_failed(ex, out, attempt, at, url, body.error(), true);
     co_return Refit::failed;
   }
@@ -603,6 +613,7 @@ asio::awaitable<net::Response> Gateway::whole_response(Exchange& ex, const net::
     body = co_await at.upstream->read_all(256u << 20);
   }
   if (!body) {
+    throw_if_client_left(rec, body.error());
     co_return ex.error_reply(req, {502,
                                    fmt::format("replica {} of '{}' broke off its response: {}", rec.replica,
                                                rec.model, body.error().message()),
