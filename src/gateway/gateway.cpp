@@ -130,6 +130,9 @@ Gateway::Gateway(asio::io_context& ioc, Config config)
         r.last_error = healthy ? std::string() : "engine " + why;
       }
     }
+    if (m && !healthy) {
+      recall_waiting(*m, replicas, "engine " + why);
+    }
   };
   launcher_.on_down([set_health](const std::string& model, const std::vector<int>& replicas,
                                  const std::string& why) { set_health(model, replicas, false, why); });
@@ -308,6 +311,7 @@ asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
         if (m->url_failed(up->url, error)) {
           spdlog::warn("upstream {} marked unhealthy for model {}: {}", up->url.text, m->config().name,
                        error);
+          recall_waiting(*m, m->replicas_of(up->url), error);
         }
       }
     } else {
@@ -410,6 +414,13 @@ void Gateway::finish_request(RequestRecord& r) {
       opt(r.cached_tokens), opt(r.completion_tokens),
       r.ttfb_s ? fmt::format("{:.1f}", *r.ttfb_s * 1000) : std::string("-"), r.duration_s * 1000,
       r.queued_s ? fmt::format("{:.3f}", *r.queued_s) : std::string("-"));
+}
+
+void Gateway::recall_waiting(const ModelRuntime& m, const std::vector<int>& replicas, std::string_view why) {
+  if (const std::size_t n = waiting_.recall(m, replicas); n > 0) {
+    spdlog::warn("model {}: {} request{} waiting on a replica marked unhealthy ({}) go elsewhere",
+                 m.config().name, n, n == 1 ? "" : "s", why);
+  }
 }
 
 std::vector<ModelGauges> Gateway::model_gauges() const {

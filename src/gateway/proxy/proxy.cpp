@@ -144,7 +144,7 @@ namespace {
 bool retryable(const boost::system::error_code& ec) {
   return ec == net::ClientErrc::connect_failed || ec == net::ClientErrc::connect_timeout ||
          ec == net::ClientErrc::resolve_failed || ec == net::ClientErrc::closed_before_response ||
-         ec == net::ClientErrc::write_timeout;
+         ec == net::ClientErrc::write_timeout || ec == net::ClientErrc::recalled;
 }
 
 unsigned status_for(const boost::system::error_code& ec) {
@@ -481,7 +481,10 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
       model.data_parallel ? std::optional<int>(ex.record.replica) : std::nullopt;
   const net::RawRequest up = upstream_request(req, out.rewritten, url, endpoint, dp_rank);
   const net::ClientTimeouts timeouts = client_timeouts();
-  auto r = co_await pool_.send(endpoint, up, timeouts);
+  // Until its first event the request can go elsewhere: recalled if the replica is marked unhealthy.
+  net::Recall recall;
+  const WaitingRequests::Entry waiting = waiting_.add(*ex.model, ex.record.replica, recall);
+  auto r = co_await pool_.send(endpoint, up, timeouts, &recall);
   if (!r) {
     throw_if_client_left(ex.record, r.error());
     attempt_failed(ex, out, attempt, at, url, r.error(), false);
@@ -498,7 +501,7 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
       co_return false;
     }
     const net::RawRequest again = upstream_request(req, at.refit, url, endpoint, dp_rank);
-    r = co_await pool_.send(endpoint, again, timeouts);
+    r = co_await pool_.send(endpoint, again, timeouts, &recall);
     if (!r) {
       throw_if_client_left(ex.record, r.error());
       attempt_failed(ex, out, attempt, at, url, r.error(), false);
@@ -520,7 +523,7 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
   }
   at.reply.header_with_first_chunk = true;
   net::prepare_header(at.reply, req.keep_alive());
-  auto piece = co_await r->next();
+  auto piece = co_await r->next(&recall);
   if (piece) {
     at.first.emplace(*piece);
     at.first_at = Clock::now();
@@ -528,7 +531,7 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
     co_return true;
   }
   throw_if_client_left(ex.record, piece.error());
-  attempt_failed(ex, out, attempt, at, url, piece.error(), true);
+  attempt_failed(ex, out, attempt, at, url, piece.error(), piece.error() != net::ClientErrc::recalled);
   co_return false;
 }
 
@@ -584,12 +587,11 @@ void Gateway::attempt_failed(Exchange& ex, const Outgoing& out, int attempt, Att
   } else {
     ex.release_replica();
   }
-  if (!broke_off && retryable(failure)) {
+  if (!broke_off && retryable(failure) && failure != net::ClientErrc::recalled) {
     // In DP mode every rank sits behind this one server: it is the server that failed.
-    if (ex.model->config().data_parallel) {
-      ex.model->url_failed(url, why);
-    } else {
-      ex.model->replica_failed(rec.replica, why);
+    const bool dp = ex.model->config().data_parallel;
+    if (dp ? ex.model->url_failed(url, why) : ex.model->replica_failed(rec.replica, why)) {
+      recall_waiting(*ex.model, dp ? ex.model->replicas_of(url) : std::vector<int>{rec.replica}, why);
     }
   }
   spdlog::warn("upstream {} (model {} replica {}) failed: {}{}", url.text, rec.model, rec.replica, why,
