@@ -58,6 +58,16 @@ boost::asio::awaitable<void> trim_when_idle(const net::Server& server) {
   }
 }
 
+// SIGHUP: where reading the configuration again belongs (systemctl reload, a log-rotation script and a
+// closed terminal all send it). Until the warden can apply a new configuration while it runs, the signal
+// changes nothing and says so: it never stops the warden.
+void reload_configuration(const ServeOptions& o) {
+  spdlog::warn(
+      "SIGHUP: reloading {} while running is not supported yet; nothing changed (restart to apply "
+      "changes)",
+      o.config);
+}
+
 int run_serve(const ServeOptions& o) {
   // Logs go to stderr: stdout carries only the "listening on" line that scripts and tests wait for.
   auto logger = spdlog::stderr_color_mt("serve");
@@ -118,11 +128,14 @@ int run_serve(const ServeOptions& o) {
   boost::asio::cancellation_signal trim_cancel;
   boost::asio::co_spawn(ioc, trim_when_idle(server),
                         boost::asio::bind_cancellation_slot(trim_cancel.slot(), boost::asio::detached));
-  const int code = net::run_until_signal(ioc, server, [&] {
-    service.stopped();
-    trim_cancel.emit(boost::asio::cancellation_type::terminal);
-    gw.stop();
-  });
+  const int code = net::run_until_signal(
+      ioc, server,
+      [&] {
+        service.stopped();
+        trim_cancel.emit(boost::asio::cancellation_type::terminal);
+        gw.stop();
+      },
+      [&o] { reload_configuration(o); });
   gw.stop();
   return code;
 }

@@ -2,6 +2,7 @@
 
 #include "base/trim.hpp"
 #include "core/policy.hpp"
+#include "gateway/origin_guard.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -9,6 +10,7 @@
 #include <algorithm>
 #include <boost/url/parse.hpp>
 #include <fstream>
+#include <functional>
 #include <initializer_list>
 #include <set>
 #include <sstream>
@@ -502,7 +504,46 @@ void parse_auth(Validator& v, const YAML::Node& n, Config& cfg) {
   }
 }
 
-// listen, state_dir, admin_token, api_keys and auth: where the warden answers and who may use it.
+// A list of strings (`[]` for none) into `out`; `check` says what is wrong with one entry, or nothing.
+void string_list(Validator& v, const YAML::Node& n, std::string_view what, std::vector<std::string>& out,
+                 const std::function<std::string(const std::string&)>& check = {}) {
+  if (!n) {
+    return;
+  }
+  if (!n.IsSequence()) {
+    v.error(n, fmt::format("{} must be a list of strings ([] for none)", what));
+    return;
+  }
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const std::string name = fmt::format("{}[{}]", what, i);
+    if (auto s = v.string(n[i], name)) {
+      if (const std::string wrong = check ? check(*s) : std::string(); !wrong.empty()) {
+        v.error(n[i], fmt::format("{} '{}' {}", name, *s, wrong));
+      } else {
+        out.push_back(*s);
+      }
+    }
+  }
+}
+
+// allowed_hosts and allowed_origins: the host names and web origins accepted besides the loopback and the
+// console's own (origin_guard.hpp).
+void parse_browsers(Validator& v, const YAML::Node& root, Config& cfg) {
+  string_list(v, root["allowed_hosts"], "allowed_hosts", cfg.allowed_hosts, [](const std::string& h) {
+    return !host_of(h).empty() && h.find(':') == std::string::npos
+               ? std::string()
+               : std::string("is not a host name without a port (e.g. warden.example.com)");
+  });
+  string_list(v, root["allowed_origins"], "allowed_origins", cfg.allowed_origins, [](const std::string& o) {
+    return normalize_origin(o) ? std::string()
+                               : std::string(
+                                     "is not an origin; expected scheme://host[:port] (e.g. "
+                                     "http://localhost:3000) or null");
+  });
+}
+
+// listen, state_dir, admin_token, api_keys, auth and the browsers' bounds: where the warden answers and
+// who may use it.
 void parse_access(Validator& v, const YAML::Node& root, Config& cfg) {
   if (auto n = root["listen"]) {
     auto s = v.string(n, "listen");
@@ -525,18 +566,9 @@ void parse_access(Validator& v, const YAML::Node& root, Config& cfg) {
       cfg.admin_token = *s;
     }
   }
-  if (auto n = root["api_keys"]) {
-    if (!n.IsSequence()) {
-      v.error(n, "api_keys must be a list of strings ([] for none)");
-    } else {
-      for (std::size_t i = 0; i < n.size(); ++i) {
-        if (auto s = v.string(n[i], fmt::format("api_keys[{}]", i))) {
-          cfg.api_keys.push_back(*s);
-        }
-      }
-    }
-  }
+  string_list(v, root["api_keys"], "api_keys", cfg.api_keys);
   parse_auth(v, root["auth"], cfg);
+  parse_browsers(v, root, cfg);
 }
 
 // A size such as 32MiB; nullopt (and an error naming `what`) when it is not one, or is 0 and must not be.
@@ -677,10 +709,10 @@ void parse_root(Validator& v, const YAML::Node& root, Config& cfg) {
   if (!v.expect_map(root, "the top level")) {
     return;
   }
-  v.known_keys(
-      root, "the top level",
-      {"listen", "state_dir", "admin_token", "api_keys", "auth", "metrics", "timeouts", "max_body_size",
-       "max_connections", "max_inflight_body_size", "shutdown_grace", "stats_retention", "state", "models"});
+  v.known_keys(root, "the top level",
+               {"listen", "state_dir", "admin_token", "api_keys", "auth", "allowed_hosts", "allowed_origins",
+                "metrics", "timeouts", "max_body_size", "max_connections", "max_inflight_body_size",
+                "shutdown_grace", "stats_retention", "state", "models"});
   parse_access(v, root, cfg);
   parse_limits(v, root, cfg);
   parse_metrics(v, root["metrics"], cfg);

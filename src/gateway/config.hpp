@@ -98,11 +98,15 @@ struct Config {
   std::string admin_token;            // empty = admin changes refused
   std::vector<std::string> api_keys;  // empty = no client key needed
   AuthConfig auth;
+  // Browsers (origin_guard.hpp): `Host` names accepted on a loopback listener besides the loopback's own,
+  // and web origins whose pages may call the warden besides the console's.
+  std::vector<std::string> allowed_hosts;
+  std::vector<std::string> allowed_origins;
   std::uint64_t max_body_bytes = 32ull * 1024 * 1024;
   // Overload bounds (docs/config.md): open client connections, and request bodies being read or handled.
   std::uint64_t max_connections = 4096;
   std::uint64_t max_inflight_body_bytes = 256ull * 1024 * 1024;  // 8 bodies at the limit, ~1,300 agent turns
-  // SIGTERM/SIGINT: how long requests in flight may still finish. An agent turn streams for tens of
+  // SIGTERM/SIGINT/SIGQUIT: how long requests in flight may still finish. An agent turn streams for tens of
   // seconds; 30 s lets most end and matches Kubernetes' default termination grace (its SIGKILL after).
   std::chrono::milliseconds shutdown_grace{30000};
   std::chrono::seconds stats_retention{7200};

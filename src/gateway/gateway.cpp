@@ -11,6 +11,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <random>
 
+#include "gateway/origin_guard.hpp"
 #include "gateway/proxy/http_util.hpp"
 #include "protocol/api.hpp"
 #include "protocol/context_limit.hpp"
@@ -53,6 +54,18 @@ supervisor::ModelLayout launch_layout(const ModelConfig& m) {
     l.urls.push_back({u.host, u.port, u.base_path});
   }
   return l;
+}
+
+// A refusal decided from the request's header, in the error format its path implies (OpenAI's for the
+// paths that are not an inference API).
+net::Response refusal_for(const http::request_header<>& request, unsigned status, std::string_view message,
+                          std::string_view code) {
+  const auto api = protocol::api_kind_from_path(request.target());
+  net::Response r{static_cast<http::status>(status), request.version()};
+  r.set(http::field::content_type, "application/json");
+  r.body() = protocol::format_error(api ? protocol::error_format_for(*api) : protocol::ErrorFormat::openai,
+                                    static_cast<int>(status), message, code);
+  return r;
 }
 
 }  // namespace
@@ -118,6 +131,9 @@ Gateway::Gateway(asio::io_context& ioc, Config config)
         r.last_error = healthy ? std::string() : "engine " + why;
       }
     }
+    if (m && !healthy) {
+      recall_waiting(*m, replicas, "engine " + why);
+    }
   };
   launcher_.on_down([set_health](const std::string& model, const std::vector<int>& replicas,
                                  const std::string& why) { set_health(model, replicas, false, why); });
@@ -149,42 +165,34 @@ net::ServerOptions Gateway::server_options() const {
       q->stop();
     }
   };
-  // A client without a key is refused from its header: its body (up to max_body_size) is never read.
-  o.on_header =
-      [keys = config_.api_keys](const http::request_header<>& request) -> std::optional<net::Response> {
+  // A page in a browser that is not the console's, or a Host a loopback warden does not answer for, and a
+  // client without a key are refused from the header: the body (up to max_body_size) is never read.
+  o.on_header = [keys = config_.api_keys, browsers = origin_policy(config_.listen_host, config_.allowed_hosts,
+                                                                   config_.allowed_origins)](
+                    const http::request_header<>& request) -> std::optional<net::Response> {
+    if (auto refusal = check_origin(browsers, request)) {
+      return refusal_for(request, refusal->status, refusal->message, refusal->code);
+    }
     const auto api = protocol::api_kind_from_path(request.target());
     if (!api || api_key_ok(request, keys)) {
       return std::nullopt;
     }
-    net::Response r{http::status::unauthorized, request.version()};
-    r.set(http::field::content_type, "application/json");
-    r.body() = protocol::format_error(*api, 401, kMissingKey, "invalid_api_key");
-    return r;
+    return refusal_for(request, 401, kMissingKey, "invalid_api_key");
   };
   // The server's own refusals in the format of the path; /health says "draining" to a load balancer.
   o.make_error = [](const http::request_header<>& request, unsigned status, std::string_view message,
                     std::string_view code) {
-    const auto api = protocol::api_kind_from_path(request.target());
-    net::Response r{static_cast<http::status>(status), request.version()};
-    r.set(http::field::content_type, "application/json");
+    net::Response r = refusal_for(request, status, message, code);
     if (code == "draining" && path_of(request.target()) == "/health") {
       r.body() = R"({"status":"draining"})";
-    } else {
-      r.body() =
-          protocol::format_error(api ? protocol::error_format_for(*api) : protocol::ErrorFormat::openai,
-                                 static_cast<int>(status), message, code);
     }
     return r;
   };
   // The 413 is produced before the body is read: the API (and so the error format) comes from the path.
   const std::uint64_t limit = config_.max_body_bytes;
   o.make_too_large = [limit](const http::request_header<>& request, bool keep_alive) {
-    const auto api = protocol::api_kind_from_path(request.target());
-    net::Response r{http::status::payload_too_large, request.version()};
-    r.set(http::field::content_type, "application/json");
-    r.body() =
-        protocol::format_error(api ? protocol::error_format_for(*api) : protocol::ErrorFormat::openai, 413,
-                               fmt::format("request body larger than {} bytes", limit), "request_too_large");
+    net::Response r = refusal_for(request, 413, fmt::format("request body larger than {} bytes", limit),
+                                  "request_too_large");
     r.keep_alive(keep_alive);
     r.prepare_payload();
     return r;
@@ -322,6 +330,7 @@ asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
         if (m->url_failed(up->url, error)) {
           spdlog::warn("upstream {} marked unhealthy for model {}: {}", up->url.text, m->config().name,
                        error);
+          recall_waiting(*m, m->replicas_of(up->url), error);
         }
       }
     } else {
@@ -427,6 +436,13 @@ void Gateway::finish_request(RequestRecord& r) {
       r.stream, opt(r.prompt_tokens), opt(r.cached_tokens), opt(r.completion_tokens),
       r.ttfb_s ? fmt::format("{:.1f}", *r.ttfb_s * 1000) : std::string("-"), r.duration_s * 1000,
       r.queued_s ? fmt::format("{:.3f}", *r.queued_s) : std::string("-"));
+}
+
+void Gateway::recall_waiting(const ModelRuntime& m, const std::vector<int>& replicas, std::string_view why) {
+  if (const std::size_t n = waiting_.recall(m, replicas); n > 0) {
+    spdlog::warn("model {}: {} request{} waiting on a replica marked unhealthy ({}) go elsewhere",
+                 m.config().name, n, n == 1 ? "" : "s", why);
+  }
 }
 
 std::vector<ModelGauges> Gateway::model_gauges() const {

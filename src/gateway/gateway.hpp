@@ -19,6 +19,7 @@
 #include "gateway/model_runtime.hpp"
 #include "gateway/proxy/admission_queue.hpp"
 #include "gateway/proxy/request_record.hpp"
+#include "gateway/proxy/waiting_requests.hpp"
 #include "gateway/shared/shared_homes.hpp"
 #include "gateway/stores/routing_state.hpp"
 #include "gateway/stores/stats_store.hpp"
@@ -115,6 +116,8 @@ class Gateway {
   void restore_routing(ModelRuntime& m);
   void save_routing(ModelRuntime& m);
   void finish_request(RequestRecord& record);
+  // `replicas` of `m` were just marked unhealthy: the requests waiting for their first byte go elsewhere.
+  void recall_waiting(const ModelRuntime& m, const std::vector<int>& replicas, std::string_view why);
   std::vector<ReplicaGauges> replica_gauges();
   std::vector<ModelGauges> model_gauges() const;
   ModelRuntime* find_model(std::string_view name);
@@ -130,6 +133,7 @@ class Gateway {
   std::int64_t started_unix_;
   std::vector<std::unique_ptr<ModelRuntime>> models_;
   std::vector<std::unique_ptr<AdmissionQueue>> queues_;  // one per model, in the order of models_
+  WaitingRequests waiting_;  // requests waiting for a replica's first byte (recall_waiting())
   std::vector<std::shared_ptr<Upstream>> upstreams_;
   net::ClientPool pool_;
   net::ClientPool scrape_pool_;

@@ -63,6 +63,8 @@ class ClientCategory final : public boost::system::error_category {
         return "malformed upstream HTTP response";
       case ClientErrc::body_too_large:
         return "upstream body too large";
+      case ClientErrc::recalled:
+        return "recalled before the upstream responded";
     }
     return "unknown client error";
   }
@@ -159,6 +161,25 @@ struct Connection {
     ssize_t n = ::recv(s.native_handle(), &probe, 1, MSG_PEEK | MSG_DONTWAIT);
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   }
+};
+
+// The socket a send() or next() waits on, known to the caller's Recall for the wait. True when the
+// request was recalled already (before the wait began).
+struct RecallScope {
+  RecallScope(Recall* r, tcp::socket& socket) : recall(r) {
+    if (recall != nullptr) {
+      recall->socket_ = &socket;
+    }
+  }
+  ~RecallScope() {
+    if (recall != nullptr) {
+      recall->socket_ = nullptr;
+    }
+  }
+  RecallScope(const RecallScope&) = delete;
+  RecallScope& operator=(const RecallScope&) = delete;
+  bool recalled() const noexcept { return recall != nullptr && recall->recalled(); }
+  Recall* recall;
 };
 
 constexpr std::chrono::milliseconds kTrustIdleFor{200};
@@ -344,7 +365,7 @@ void UpstreamResponse::release() noexcept {
   }
 }
 
-asio::awaitable<boost::system::result<BodyPiece>> UpstreamResponse::next() {
+asio::awaitable<boost::system::result<BodyPiece>> UpstreamResponse::next(Recall* recall) {
   if (!conn_) {
     co_return BodyPiece{{}, true};
   }
@@ -354,6 +375,11 @@ asio::awaitable<boost::system::result<BodyPiece>> UpstreamResponse::next() {
     co_return BodyPiece{{}, true};
   }
   auto& parser = *conn_->parser;
+  const detail::RecallScope scope(recall, conn_->stream.socket());
+  if (scope.recalled()) {
+    abort();
+    co_return make_error_code(ClientErrc::recalled);
+  }
   while (true) {
     parser.get().body().data = conn_->body_buf.data();
     parser.get().body().size = conn_->body_buf.size();
@@ -379,7 +405,8 @@ asio::awaitable<boost::system::result<BodyPiece>> UpstreamResponse::next() {
       if (ec == beast::error::timeout) {
         out = make_error_code(ClientErrc::idle_timeout);
       } else if (ec == asio::error::operation_aborted) {
-        out = ec;  // cancelled by our caller: close below, never reuse
+        // Cancelled or recalled by our caller: close below, never reuse.
+        out = scope.recalled() ? make_error_code(ClientErrc::recalled) : ec;
       } else if (is_parse_error(ec)) {
         out = make_error_code(ClientErrc::bad_response);
       } else {
@@ -469,7 +496,8 @@ asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send(const 
 
 asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send_impl(const Endpoint& ep,
                                                                                const RawRequest& req,
-                                                                               ClientTimeouts t) {
+                                                                               ClientTimeouts t,
+                                                                               Recall* recall) {
   auto& pool = *state_;
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::unique_ptr<detail::Connection> conn = attempt == 0 ? pool.take(ep) : nullptr;
@@ -483,6 +511,11 @@ asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send_impl(c
     } else {
       ++pool.stats.reuses;
     }
+    const detail::RecallScope scope(recall, conn->stream.socket());
+    if (scope.recalled()) {
+      conn->close();
+      co_return make_error_code(ClientErrc::recalled);
+    }
     const std::vector<asio::const_buffer> parts = request_buffers(req);
     std::size_t written = 0;
     boost::system::error_code wec;
@@ -492,7 +525,7 @@ asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send_impl(c
     if (wec) {
       conn->close();
       if (wec == asio::error::operation_aborted) {
-        co_return wec;
+        co_return scope.recalled() ? make_error_code(ClientErrc::recalled) : wec;
       }
       if (!fresh) {
         ++pool.stats.stale_retries;
@@ -528,7 +561,7 @@ asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send_impl(c
       bool nothing_received = received == 0;
       conn->close();
       if (hec == asio::error::operation_aborted) {
-        co_return hec;
+        co_return scope.recalled() ? make_error_code(ClientErrc::recalled) : hec;
       }
       if (!fresh && nothing_received && hec != beast::error::timeout) {
         ++pool.stats.stale_retries;

@@ -27,6 +27,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/system/error_code.hpp>
@@ -55,6 +56,7 @@ enum class ClientErrc {
   closed_mid_body,         // connection closed/reset before the body was complete
   bad_response,            // malformed HTTP from upstream
   body_too_large,          // read_all() limit exceeded
+  recalled,                // the caller recalled the request before its response (see Recall)
 };
 
 const boost::system::error_category& client_category() noexcept;
@@ -92,7 +94,29 @@ struct PoolOptions {
 namespace detail {
 struct Connection;
 struct PoolState;
+struct RecallScope;
 }  // namespace detail
+
+/// Ends a wait for an engine from outside the coroutine that waits: pass one to send() and next(), and
+/// recall() makes the pending call return at once with operation_aborted (the connection is closed), which
+/// the caller tells from its own cancellation by recalled(). A proxy recalls the requests waiting for the
+/// first byte of a replica that was just marked unhealthy, to send them elsewhere.
+class Recall {
+ public:
+  void recall() noexcept {
+    recalled_ = true;
+    if (socket_ != nullptr) {
+      boost::system::error_code ignored;
+      socket_->cancel(ignored);
+    }
+  }
+  bool recalled() const noexcept { return recalled_; }
+
+ private:
+  friend struct detail::RecallScope;
+  tcp::socket* socket_ = nullptr;  // the connection a send() or next() waits on, while it waits
+  bool recalled_ = false;
+};
 
 struct BodyPiece {
   std::string_view data;  // valid until the next call on the UpstreamResponse
@@ -114,7 +138,7 @@ class UpstreamResponse {
   /// The next piece of the body as it arrives (chunked, Content-Length or until close): every body byte
   /// already received (several chunks concatenated, up to read_buffer_bytes), else waits for more. Returns
   /// {.done = true} at the end (the connection then returns to the pool if keep-alive allows).
-  asio::awaitable<boost::system::result<BodyPiece>> next();
+  asio::awaitable<boost::system::result<BodyPiece>> next(Recall* recall = nullptr);
   /// Reads the rest of the body into one string (body_too_large past `limit`).
   asio::awaitable<boost::system::result<std::string>> read_all(std::size_t limit = 64u << 20);
   bool done() const noexcept { return done_; }
@@ -157,8 +181,9 @@ class ClientPool {
   /// The same for a request the caller serialized itself (see RawRequest). `ep` and `req` are borrowed:
   /// they must outlive the co_await.
   asio::awaitable<boost::system::result<UpstreamResponse>> send(const Endpoint& ep, const RawRequest& req,
-                                                                ClientTimeouts t = {}) {
-    return send_impl(ep, req, t);
+                                                                ClientTimeouts t = {},
+                                                                Recall* recall = nullptr) {
+    return send_impl(ep, req, t, recall);
   }
   std::size_t idle_connections() const noexcept;
   void close_idle() noexcept;
@@ -166,7 +191,8 @@ class ClientPool {
 
  private:
   asio::awaitable<boost::system::result<UpstreamResponse>> send_impl(const Endpoint& ep,
-                                                                     const RawRequest& req, ClientTimeouts t);
+                                                                     const RawRequest& req, ClientTimeouts t,
+                                                                     Recall* recall = nullptr);
   std::shared_ptr<detail::PoolState> state_;
 };
 

@@ -26,13 +26,16 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/rfc7230.hpp>
 #include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/write.hpp>
 
 #include <algorithm>
 #include <array>
+#include <csignal>
 #include <cstdio>
 #include <exception>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -82,6 +85,49 @@ http::request_header<> header_for_error(const http::request_header<>& parsed, co
   return h;
 }
 
+// RFC 9112 §6: a request body is framed by Content-Length, or by chunked as its only transfer coding. Both
+// at once (a smuggling attempt: two parsers may split the bytes differently) is malformed; any other coding
+// is one the server does not implement. Nullopt when the framing is sound.
+struct FramingFault {
+  unsigned status;
+  std::string message;
+};
+std::optional<FramingFault> framing_fault(const http::request_header<>& request) {
+  if (request.find(http::field::transfer_encoding) == request.end()) {
+    return std::nullopt;
+  }
+  if (request.find(http::field::content_length) != request.end()) {
+    return FramingFault{400, "Transfer-Encoding and Content-Length together"};
+  }
+  std::string codings;
+  std::size_t count = 0;
+  bool chunked_only = true;
+  const auto [first, last] = request.equal_range(http::field::transfer_encoding);
+  for (auto f = first; f != last; ++f) {
+    for (const auto token : http::token_list{f->value()}) {
+      chunked_only = chunked_only && beast::iequals(token, "chunked");
+      codings += (count++ == 0 ? "" : ", ") + std::string(token);
+    }
+  }
+  if (chunked_only && count == 1) {
+    return std::nullopt;
+  }
+  return FramingFault{501, "Transfer-Encoding '" + codings.substr(0, 200) +
+                               "' is not supported: a request body is sent with Content-Length or chunked"};
+}
+
+// Fields after a chunked body (trailers) are dropped: Beast's parser appends them to the header, where they
+// would be forwarded, or read for routing and authentication, as if the client had sent them up front.
+void drop_trailers(http::request_header<>& request, std::size_t header_fields) {
+  auto it = request.begin();
+  for (std::size_t i = 0; i < header_fields && it != request.end(); ++i) {
+    ++it;
+  }
+  while (it != request.end()) {
+    it = request.erase(it);
+  }
+}
+
 // The header as bytes, so that it can go out in one write with the first chunk.
 std::string serialize_header(http::response<http::empty_body>& head) {
   http::response_serializer<http::empty_body> sr{head};
@@ -127,8 +173,10 @@ class SessionWriter final : public StreamWriter {
   }
   void abort() noexcept override { aborted_ = true; }
   bool failed() const noexcept override { return failed_; }
+  bool cut() const noexcept override { return cut_; }
   std::uint64_t bytes_written() const noexcept override { return bytes_; }
   void mark_failed() noexcept { failed_ = true; }
+  void mark_cut() noexcept { cut_ = true; }
   bool finished() const noexcept { return finished_; }
   bool aborted() const noexcept { return aborted_; }
 
@@ -172,6 +220,7 @@ class SessionWriter final : public StreamWriter {
   bool failed_ = false;
   bool finished_ = false;
   bool aborted_ = false;
+  bool cut_ = false;
   std::uint64_t bytes_ = 0;
 };
 
@@ -285,8 +334,8 @@ class Server::Connection {
 
   /// Answers requests until the client or the server ends the connection.
   asio::awaitable<void> run();
-  /// Fails every pending read and write (stop()).
-  void close() noexcept;
+  /// Fails every pending read and write; a stream in flight is cut with a moment to say so (stop()).
+  void stop() noexcept;
 
  private:
   using Parser = http::request_parser<http::string_body>;
@@ -304,12 +353,14 @@ class Server::Connection {
                                            bool in_body) const;
   Response too_large(const http::request_header<>& request) const;
   asio::awaitable<void> send_and_close(Response& res);
+  asio::awaitable<void> linger();
   asio::awaitable<bool> run_handler(Request& req, std::optional<Reply>& reply);
   bool failed(const std::exception_ptr& error, const Request& req, bool in_body);
   bool client_gone();
   asio::awaitable<bool> write_whole(Response& res, bool keep_alive);
   asio::awaitable<bool> write_stream(StreamReply& reply, const Request& req, bool keep_alive);
   void shutdown_send() noexcept;
+  void close() noexcept;
 
   Server& server_;
   const ServerOptions& opts_;
@@ -319,9 +370,11 @@ class Server::Connection {
   std::shared_ptr<DisconnectWatch> watch_;
   std::list<Connection*>::iterator registered_;
   ReadDeadline deadline_{stream_.socket()};
-  bool over_limit_ = false;        // beyond max_connections: its request is refused
-  bool busy_ = false;              // a request is in flight
-  std::size_t body_reserved_ = 0;  // its share of the in-flight body budget
+  bool over_limit_ = false;          // beyond max_connections: its request is refused
+  bool busy_ = false;                // a request is in flight
+  std::size_t body_reserved_ = 0;    // its share of the in-flight body budget
+  std::size_t header_fields_ = 0;    // fields of the request's header (those after it are trailers)
+  SessionWriter* writer_ = nullptr;  // while a stream body runs
 };
 
 Server::Connection::Connection(Server& server, tcp::socket socket, std::uint64_t id,
@@ -350,6 +403,26 @@ void Server::Connection::close() noexcept {
   boost::system::error_code ignored;
   stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
   stream_.socket().close(ignored);
+}
+
+// How long a stream body cut by stop() has to write its last event before its socket is closed.
+constexpr auto kCutBound = std::chrono::milliseconds(500);
+
+void Server::Connection::stop() noexcept {
+  if (writer_ == nullptr || writer_->failed()) {
+    close();
+    return;
+  }
+  writer_->mark_cut();
+  watch_->signal.emit(asio::cancellation_type::terminal);
+  auto timer = std::make_shared<asio::steady_timer>(server_.ioc_, kCutBound);
+  timer->async_wait([timer, watch = watch_](const boost::system::error_code&) {
+    if (watch->socket != nullptr) {
+      boost::system::error_code ignored;
+      watch->socket->shutdown(tcp::socket::shutdown_both, ignored);
+      watch->socket->close(ignored);
+    }
+  });
 }
 
 void Server::Connection::shutdown_send() noexcept {
@@ -392,6 +465,12 @@ asio::awaitable<void> Server::Connection::run() {
 // request) under a lazy deadline, cheaper per request than Beast's composed read and its timer. False:
 // the connection is over (a client error answered, or EOF, a timeout, a reset, stop()).
 asio::awaitable<bool> Server::Connection::read_request(Parser& parser) {
+  // The parser appends trailers to the header's fields: those are counted at every chunk header, the
+  // last one coming before any trailer.
+  auto count_fields = [this, &parser](std::uint64_t, beast::string_view, boost::system::error_code&) {
+    header_fields_ = static_cast<std::size_t>(std::distance(parser.get().begin(), parser.get().end()));
+  };
+  parser.on_chunk_header(count_fields);
   boost::system::error_code ec;
   if (!co_await read_header(parser, ec)) {
     co_return false;
@@ -427,6 +506,9 @@ asio::awaitable<bool> Server::Connection::read_request(Parser& parser) {
     co_return false;
   }
   deadline_.clear();
+  if (parser.chunked()) {
+    drop_trailers(parser.get().base(), header_fields_);
+  }
   co_return true;
 }
 
@@ -466,10 +548,15 @@ asio::awaitable<bool> Server::Connection::read_header(Parser& parser, boost::sys
   co_return true;
 }
 
-// Refused from the header alone, before its body is read: the server drains, this connection is over
-// max_connections, the body would take the in-flight bodies over their budget, or on_header says no.
+// Refused from the header alone, before its body is read: its body's framing is unsound, the server
+// drains, this connection is over max_connections, the body would take the in-flight bodies over their
+// budget, or on_header says no.
 std::optional<Response> Server::Connection::header_refusal(const http::request_header<>& request,
                                                            std::uint64_t body) {
+  if (auto fault = framing_fault(request)) {
+    return server_error(request, fault->status, fault->message,
+                        fault->status == 501 ? "not_implemented" : "malformed");
+  }
   if (server_.draining_) {
     return server_error(request, 503, "The server is shutting down; retry on another instance", "draining");
   }
@@ -563,6 +650,26 @@ asio::awaitable<void> Server::Connection::send_and_close(Response& res) {
   stream_.expires_after(opts_.write_timeout);
   co_await http::async_write(stream_, res, use_tuple);
   shutdown_send();
+  co_await linger();
+}
+
+// A lingering close, as nginx does it: after a refusal decided before the body was read, what the client
+// still sends is read and dropped until it closes (or linger_timeout passes). Closing with unread bytes
+// makes the kernel send a reset, which a client still writing its body (Python's urllib) sees as a broken
+// pipe before it reads the answer.
+asio::awaitable<void> Server::Connection::linger() {
+  if (opts_.linger_timeout.count() <= 0) {
+    co_return;
+  }
+  deadline_.expires_after(opts_.linger_timeout);
+  std::array<char, 16384> sink;
+  while (!server_.stopped_) {
+    auto [ec, n] = co_await stream_.socket().async_read_some(asio::buffer(sink), use_tuple);
+    if (ec) {
+      break;
+    }
+  }
+  deadline_.disarm();
 }
 
 // Runs the handler with the disconnect watch armed: from here to the end of the response a client that
@@ -656,6 +763,7 @@ asio::awaitable<bool> Server::Connection::write_stream(StreamReply& reply, const
   }
   SessionWriter writer(stream_, opts_.write_timeout, std::move(pending_header));
   std::exception_ptr error;
+  writer_ = &writer;
   try {
     if (reply.body) {
       co_await reply.body(writer);
@@ -663,6 +771,7 @@ asio::awaitable<bool> Server::Connection::write_stream(StreamReply& reply, const
   } catch (...) {
     error = std::current_exception();
   }
+  writer_ = nullptr;
   if (error) {
     if (failed(error, req, true)) {
       co_return false;
@@ -672,7 +781,7 @@ asio::awaitable<bool> Server::Connection::write_stream(StreamReply& reply, const
   if (client_gone() || writer.failed()) {
     co_return false;  // a broken stream cannot be terminated cleanly
   }
-  if (writer.aborted()) {
+  if (writer.aborted() || writer.cut()) {
     watch_->disarm();
     shutdown_send();  // FIN after the bytes written: the client reads them, then an unterminated body
     co_return false;
@@ -735,7 +844,7 @@ asio::awaitable<void> Server::run() {
         co_return;
       }
       // EMFILE and friends: back off briefly instead of spinning.
-      spdlog::warn("accept failed: {}", ec.message());
+      accept_failed(ec);
       asio::steady_timer t(ioc_, std::chrono::milliseconds(50));
       co_await t.async_wait(use_tuple);
       continue;
@@ -767,6 +876,25 @@ asio::awaitable<void> Server::run() {
   }
 }
 
+// While descriptors are exhausted every accept fails, 20 times a second: one line a second at most, with
+// how many failed since the last one.
+void Server::accept_failed(const boost::system::error_code& ec) {
+  ++stats_.accept_failures;
+  ++accept_failures_unlogged_;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - accept_logged_at_ < std::chrono::seconds(1)) {
+    return;
+  }
+  if (accept_failures_unlogged_ == 1) {
+    spdlog::warn("accept failed: {}", ec.message());
+  } else {
+    spdlog::warn("accept failed: {} ({} times since the last report)", ec.message(),
+                 accept_failures_unlogged_);
+  }
+  accept_failures_unlogged_ = 0;
+  accept_logged_at_ = now;
+}
+
 void Server::stop() {
   if (stopped_) {
     return;
@@ -775,9 +903,9 @@ void Server::stop() {
   boost::system::error_code ignored;
   acceptor_.close(ignored);
   // Closing the sockets fails every pending read/write and the disconnect watchers, which cancels
-  // in-flight handlers and stream bodies.
+  // in-flight handlers; stream bodies are cancelled and their sockets closed a moment later.
   for (Connection* c : connections_) {
-    c->close();
+    c->stop();
   }
 }
 
@@ -813,7 +941,39 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
   co_await connection.run();
 }
 
-int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()> on_stop) {
+namespace {
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGQUIT:
+      return "SIGQUIT";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGUSR1:
+      return "SIGUSR1";
+    case SIGUSR2:
+      return "SIGUSR2";
+    default:
+      return "signal";
+  }
+}
+
+}  // namespace
+
+int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()> on_stop,
+                     std::function<void()> on_reload) {
+  // A write to a socket or pipe whose reader is gone must fail with EPIPE, not end the process. (Engines
+  // a launcher starts get the default back: supervisor/process.cpp.)
+  std::signal(SIGPIPE, SIG_IGN);
+  // Caught before listening: from the "listening on" line on, no signal below ends the process silently.
+  asio::signal_set signals(ioc);
+  for (int sig : {SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2}) {
+    signals.add(sig);
+  }
   auto ep = server.listen();
   if (!ep) {
     spdlog::error("cannot listen on {}:{}: {}", server.options().host, server.options().port,
@@ -824,9 +984,8 @@ int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()
       ep->address().is_v6() ? "[" + ep->address().to_string() + "]" : ep->address().to_string();
   std::printf("listening on http://%s:%u\n", host.c_str(), static_cast<unsigned>(ep->port()));
   std::fflush(stdout);
-  // First signal: drain for up to drain_grace; the end of the drain, the grace period or a second
-  // signal stops the server.
-  asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  // First stopping signal: drain for up to drain_grace; the end of the drain, the grace period or a
+  // second one stops the server.
   asio::steady_timer grace(ioc);
   bool stopping = false;
   auto stop_now = [&] {
@@ -841,20 +1000,16 @@ int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()
       on_stop();
     }
   };
-  std::function<void(const boost::system::error_code&, int)> on_signal;
-  on_signal = [&](const boost::system::error_code& ec, int sig) {
-    if (ec || stopping) {
-      return;
-    }
+  auto begin_stop = [&](int sig) {
     const auto period = server.options().drain_grace;
     if (server.draining() || period.count() <= 0) {
-      spdlog::info("signal {}: shutting down now ({} requests in flight cut)", sig,
+      spdlog::info("{}: shutting down now ({} requests in flight cut)", signal_name(sig),
                    server.requests_in_flight());
       stop_now();
       return;
     }
-    spdlog::info("signal {}: draining {} requests in flight (up to {} ms; a second signal cuts now)", sig,
-                 server.requests_in_flight(), period.count());
+    spdlog::info("{}: draining {} requests in flight (up to {} ms; a second signal cuts now)",
+                 signal_name(sig), server.requests_in_flight(), period.count());
     server.drain([&] {
       spdlog::info("drained: shutting down");
       stop_now();
@@ -867,7 +1022,22 @@ int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()
         stop_now();
       }
     });
-    signals.async_wait(on_signal);
+  };
+  std::function<void(const boost::system::error_code&, int)> on_signal;
+  on_signal = [&](const boost::system::error_code& ec, int sig) {
+    if (ec || stopping) {
+      return;
+    }
+    if (sig == SIGHUP && on_reload) {
+      on_reload();
+    } else if (sig == SIGHUP || sig == SIGUSR1 || sig == SIGUSR2) {
+      spdlog::warn("{} ignored: it has no meaning here (SIGTERM, SIGINT or SIGQUIT stop)", signal_name(sig));
+    } else {
+      begin_stop(sig);
+    }
+    if (!stopping) {
+      signals.async_wait(on_signal);
+    }
   };
   signals.async_wait(on_signal);
   asio::co_spawn(ioc, server.run(), [](std::exception_ptr e) {

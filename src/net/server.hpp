@@ -54,13 +54,16 @@ struct ServerOptions {
   std::chrono::milliseconds read_timeout{30'000};   // a whole request (header + body) must arrive in this
   std::chrono::milliseconds idle_timeout{75'000};   // keep-alive connection with no request: closed
   std::chrono::milliseconds write_timeout{60'000};  // one write (response or chunk) blocked this long: gone
+  /// After a refusal that closes the connection (413, 401, 503, ...), how long the rest of what the client
+  /// sends is still read and dropped, so that it reads the answer instead of a reset (0: close at once).
+  std::chrono::milliseconds linger_timeout{5'000};
   int backlog = 1024;
   bool reuse_port = false;  // SO_REUSEPORT (several processes sharing one port)
   // Overload bounds: a request on a connection beyond max_connections gets 503 (twice as many are closed
   // unanswered); one whose body would take the bodies being read or handled over the budget gets 503.
   std::size_t max_connections = 4096;
   std::size_t max_inflight_body_bytes = std::size_t{256} << 20;
-  /// After the first SIGTERM/SIGINT (run_until_signal): how long requests in flight may still finish.
+  /// After the first SIGTERM/SIGINT/SIGQUIT (run_until_signal): how long requests in flight may still finish.
   /// 0: stop at once.
   std::chrono::milliseconds drain_grace{0};
   /// The 413 answer for `request` (its header only: the body was not read), e.g. an error in the API
@@ -100,6 +103,11 @@ class StreamWriter {
   virtual void abort() noexcept = 0;
   /// True once a write failed or the client was seen to disconnect.
   virtual bool failed() const noexcept = 0;
+  /// True once the server stopped with this stream in flight (the drain's grace ran out, or a second
+  /// signal): the body has been cancelled. It may still write one last event to say so, after
+  /// `co_await asio::this_coro::reset_cancellation_state()`, then abort(); the connection is closed
+  /// shortly after either way.
+  virtual bool cut() const noexcept = 0;
   virtual std::uint64_t bytes_written() const noexcept = 0;
 
  protected:
@@ -140,6 +148,7 @@ struct ServerStats {
   std::uint64_t requests = 0;
   std::uint64_t client_disconnects = 0;  // handler/stream cancelled because the client went away
   std::uint64_t handler_errors = 0;      // exceptions escaping a handler (answered 500 when possible)
+  std::uint64_t accept_failures = 0;     // failed accepts (descriptors exhausted, ...)
 };
 
 class Server {
@@ -153,8 +162,9 @@ class Server {
   boost::system::result<tcp::endpoint> listen();
   /// The accept loop; returns after stop(). Spawn it on the io_context.
   asio::awaitable<void> run();
-  /// Stops accepting and cancels every connection (in-flight handlers and streams see cancellation).
-  /// Idempotent. run() returns once the acceptor is closed; sessions unwind on their own.
+  /// Stops accepting and cancels every connection (in-flight handlers and streams see cancellation; a
+  /// stream body gets a moment to end its stream with an error event: StreamWriter::cut()). Idempotent.
+  /// run() returns once the acceptor is closed; sessions unwind on their own.
   void stop();
   /// Graceful shutdown, first half: stops accepting; requests in flight run on (their responses close
   /// the connection), new requests on open connections get 503 + Retry-After. `drained` is posted once
@@ -184,15 +194,20 @@ class Server {
   std::function<void()> drained_;
   std::size_t busy_ = 0;                 // requests in flight
   std::size_t inflight_body_bytes_ = 0;  // bodies of the requests in flight (their Content-Length)
+  std::uint64_t accept_failures_unlogged_ = 0;
+  std::chrono::steady_clock::time_point accept_logged_at_{};
+  void accept_failed(const boost::system::error_code& ec);
   void request_done(std::size_t body_bytes);
   void check_drained();
 };
 
-/// Runs `server` on `ioc` until SIGINT or SIGTERM: binds, prints exactly one line
-/// "listening on http://HOST:PORT" to stdout (flushed), accepts until a signal, then drains for up to
-/// options().drain_grace (a second signal cuts at once), stops the server, calls `on_stop` (e.g. to
-/// stop the sim's steppers) and returns 0 once the io_context is out of work.
-/// Returns 1 (after logging) if binding fails.
-int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()> on_stop = {});
+/// Runs `server` on `ioc` until SIGTERM, SIGINT or SIGQUIT: binds, prints exactly one line
+/// "listening on http://HOST:PORT" to stdout (flushed), accepts until such a signal, then drains for up
+/// to options().drain_grace (a second one cuts at once), stops the server, calls `on_stop` (e.g. to stop
+/// the sim's steppers) and returns 0 once the io_context is out of work. SIGHUP calls `on_reload` (logged
+/// and ignored without one); SIGUSR1 and SIGUSR2 are logged and ignored; SIGPIPE is ignored (a write to a
+/// peer that left fails instead). Returns 1 (after logging) if binding fails.
+int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()> on_stop = {},
+                     std::function<void()> on_reload = {});
 
 }  // namespace warden::net

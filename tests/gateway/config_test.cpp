@@ -196,6 +196,29 @@ TEST(Config, AuthReadsNeedsSomethingToAuthenticateWith) {
             std::string::npos);
 }
 
+TEST(Config, BrowserBoundsAreListsOfHostsAndOrigins) {
+  const std::string model = "models: [{name: m, replicas: {urls: [http://a:1]}}]\n";
+  auto r = parse_config(
+      "allowed_hosts: [devbox, warden.example]\nallowed_origins: [\"http://localhost:3000\", \"null\"]\n" +
+          model,
+      "w.yaml");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  EXPECT_EQ(r.config->allowed_hosts, (std::vector<std::string>{"devbox", "warden.example"}));
+  EXPECT_EQ(r.config->allowed_origins, (std::vector<std::string>{"http://localhost:3000", "null"}));
+  r = parse_config(model, "w.yaml");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  EXPECT_TRUE(r.config->allowed_hosts.empty() && r.config->allowed_origins.empty());
+  const std::string e = errors_of(
+      "allowed_hosts: [\"devbox:8080\"]\nallowed_origins: [localhost:3000, \"http://x/app\"]\n" + model);
+  for (const char* want : {"w.yaml:1:17: allowed_hosts[0] 'devbox:8080' is not a host name without a port",
+                           "allowed_origins[0] 'localhost:3000' is not an origin",
+                           "allowed_origins[1] 'http://x/app' is not an origin"}) {
+    EXPECT_NE(e.find(want), std::string::npos) << "missing: " << want << "\nin:\n" << e;
+  }
+  EXPECT_NE(errors_of("allowed_origins: http://x\n" + model).find("allowed_origins must be a list"),
+            std::string::npos);
+}
+
 TEST(Config, RejectsStructuralMistakes) {
   EXPECT_NE(errors_of("").find("the file is empty"), std::string::npos);
   EXPECT_NE(errors_of("- a\n- b\n").find("the top level must be a mapping"), std::string::npos);

@@ -50,7 +50,7 @@ TEST(GatewayErrors, BadRequestsInTheClientsFormat) {
   const std::string big = chat_body(std::string(8000, 'x'));
   auto too_large = test_support::raw_exchange(
       w.port,
-      "POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+      "POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
           std::to_string(big.size()) + "\r\n\r\n" + big,
       std::chrono::seconds(5));
   EXPECT_EQ(test_support::raw_status(too_large), 413) << too_large;
@@ -59,11 +59,12 @@ TEST(GatewayErrors, BadRequestsInTheClientsFormat) {
   const auto anthropic_413 = json_of_raw(too_large);
   EXPECT_EQ(anthropic_413.at("type").as_string(), "error") << too_large;
   EXPECT_EQ(anthropic_413.at("error").at("type").as_string(), "request_too_large") << too_large;
-  const auto openai_raw = test_support::raw_exchange(
-      w.port,
-      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
-          std::to_string(big.size()) + "\r\n\r\n" + big,
-      std::chrono::seconds(5));
+  const auto openai_raw =
+      test_support::raw_exchange(w.port,
+                                 "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                                 "application/json\r\nContent-Length: " +
+                                     std::to_string(big.size()) + "\r\n\r\n" + big,
+                                 std::chrono::seconds(5));
   EXPECT_EQ(test_support::raw_status(openai_raw), 413) << openai_raw;
   const auto openai_413 = json_of_raw(openai_raw);
   EXPECT_FALSE(openai_413.contains("type")) << openai_raw;
@@ -83,7 +84,7 @@ TEST(GatewayErrors, HttpLevelErrorsInTheFormatThePathImplies) {
   Warden w(dp_model(sim->port(), 1));
   const auto exchange = [&](const std::string& target, const std::string& header_line) {
     return test_support::raw_exchange(w.port,
-                                      "POST " + target + " HTTP/1.1\r\nHost: w\r\n" + header_line +
+                                      "POST " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + header_line +
                                           "\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
                                       std::chrono::seconds(10));
   };

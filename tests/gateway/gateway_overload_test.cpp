@@ -17,7 +17,8 @@ namespace {
 std::string post_header(const std::string& target, std::size_t content_length,
                         const std::string& extra = "") {
   return "POST " + target +
-         " HTTP/1.1\r\nHost: w\r\nContent-Type: application/json\r\nanthropic-version: 2023-06-01\r\n" +
+         " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nanthropic-version: "
+         "2023-06-01\r\n" +
          extra + "Content-Length: " + std::to_string(content_length) + "\r\n\r\n";
 }
 

@@ -177,10 +177,11 @@ TEST(GatewayReliability, AMissingKeyIsRefusedBeforeTheBodyIsRead) {
   auto sim = start_sim(1);
   Warden w(dp_model(sim->port(), 1), "api_keys: [k1]\n");
   const auto started = std::chrono::steady_clock::now();
-  const std::string got = test_support::raw_exchange(w.port,
-                                                     "POST /v1/messages HTTP/1.1\r\nHost: w\r\nContent-Type: "
-                                                     "application/json\r\nContent-Length: 30000000\r\n\r\n",
-                                                     10s);
+  const std::string got =
+      test_support::raw_exchange(w.port,
+                                 "POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                                 "application/json\r\nContent-Length: 30000000\r\n\r\n",
+                                 10s);
   EXPECT_EQ(test_support::raw_status(got), 401) << got;
   EXPECT_NE(got.find("\"authentication_error\""), std::string::npos) << got;  // Anthropic's shape
   EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);

@@ -167,7 +167,7 @@ class RawStream {
   explicit RawStream(int port) : fd_(test_support::raw_connect(port)) {}
   RawStream(int port, const std::string& target, const std::string& body) : RawStream(port) {
     send("POST " + target +
-         " HTTP/1.1\r\nHost: warden\r\nContent-Type: application/json\r\n"
+         " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
          "anthropic-version: 2023-06-01\r\nContent-Length: " +
          std::to_string(body.size()) + "\r\n\r\n" + body);
   }

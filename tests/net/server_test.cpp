@@ -22,48 +22,14 @@
 #include "support/child_process.hpp"
 #include "support/http.hpp"
 #include "support/wait.hpp"
+#include "test_server.hpp"
 
 using namespace std::chrono_literals;
 using namespace warden;
 using net::asio::awaitable;
+using net_test::TestServer;
 
 namespace {
-
-// A server on its own io_context thread, stopped and joined by the destructor.
-class TestServer {
- public:
-  explicit TestServer(net::Handler handler, net::ServerOptions opts = {})
-      : server_(ioc_, std::move(opts), std::move(handler)) {
-    auto ep = server_.listen();
-    EXPECT_TRUE(ep.has_value());
-    port_ = ep->port();
-    net::asio::co_spawn(ioc_, server_.run(), [this](std::exception_ptr) { run_returned_ = true; });
-    thread_ = std::thread([this] { ioc_.run(); });
-  }
-  ~TestServer() {
-    stop();
-    thread_.join();
-  }
-  void stop() {
-    net::asio::post(ioc_, [this] { server_.stop(); });
-  }
-  int port() const { return port_; }
-  net::asio::io_context& ioc() { return ioc_; }
-  bool run_returned() const { return run_returned_; }
-  // Stats are read from the server thread.
-  net::ServerStats stats() {
-    std::promise<net::ServerStats> p;
-    net::asio::post(ioc_, [&] { p.set_value(server_.stats()); });
-    return p.get_future().get();
-  }
-
- private:
-  net::asio::io_context ioc_;
-  net::Server server_;
-  std::thread thread_;
-  int port_ = 0;
-  std::atomic<bool> run_returned_{false};
-};
 
 awaitable<void> sleep_for(std::chrono::milliseconds d) {
   net::asio::steady_timer t(co_await net::asio::this_coro::executor, d);

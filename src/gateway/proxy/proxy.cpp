@@ -144,7 +144,7 @@ namespace {
 bool retryable(const boost::system::error_code& ec) {
   return ec == net::ClientErrc::connect_failed || ec == net::ClientErrc::connect_timeout ||
          ec == net::ClientErrc::resolve_failed || ec == net::ClientErrc::closed_before_response ||
-         ec == net::ClientErrc::write_timeout;
+         ec == net::ClientErrc::write_timeout || ec == net::ClientErrc::recalled;
 }
 
 unsigned status_for(const boost::system::error_code& ec) {
@@ -219,6 +219,15 @@ http::response_header<> client_header(const net::Request& req, const RequestReco
 
 std::string upstream_code(unsigned status) {
   return status == 504 ? "upstream_timeout" : "upstream_error";
+}
+
+// An upstream operation ended because net::Server cancelled the handler: the client went away. The
+// request ends here (logged and counted 499), not as a failure of the replica.
+void throw_if_client_left(RequestRecord& rec, const boost::system::error_code& ec) {
+  if (ec == asio::error::operation_aborted) {
+    rec.status = 499;
+    throw boost::system::system_error(ec);
+  }
 }
 
 }  // namespace
@@ -481,8 +490,12 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
       model.data_parallel ? std::optional<int>(ex.record.replica) : std::nullopt;
   const net::RawRequest up = upstream_request(req, out.rewritten, url, endpoint, dp_rank);
   const net::ClientTimeouts timeouts = client_timeouts();
-  auto r = co_await pool_.send(endpoint, up, timeouts);
+  // Until its first event the request can go elsewhere: recalled if the replica is marked unhealthy.
+  net::Recall recall;
+  const WaitingRequests::Entry waiting = waiting_.add(*ex.model, ex.record.replica, recall);
+  auto r = co_await pool_.send(endpoint, up, timeouts, &recall);
   if (!r) {
+    throw_if_client_left(ex.record, r.error());
     attempt_failed(ex, out, attempt, at, url, r.error(), false);
     co_return false;
   }
@@ -497,8 +510,9 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
       co_return false;
     }
     const net::RawRequest again = upstream_request(req, at.refit, url, endpoint, dp_rank);
-    r = co_await pool_.send(endpoint, again, timeouts);
+    r = co_await pool_.send(endpoint, again, timeouts, &recall);
     if (!r) {
+      throw_if_client_left(ex.record, r.error());
       attempt_failed(ex, out, attempt, at, url, r.error(), false);
       co_return false;
     }
@@ -518,17 +532,15 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
   }
   at.reply.header_with_first_chunk = true;
   net::prepare_header(at.reply, req.keep_alive());
-  auto piece = co_await r->next();
+  auto piece = co_await r->next(&recall);
   if (piece) {
     at.first.emplace(*piece);
     at.first_at = Clock::now();
     at.upstream.emplace(std::move(*r));  // the piece points into the connection, which moves along
     co_return true;
   }
-  if (piece.error() == asio::error::operation_aborted) {
-    throw boost::system::system_error(piece.error());  // the client went away (net::Server cancels)
-  }
-  attempt_failed(ex, out, attempt, at, url, piece.error(), true);
+  throw_if_client_left(ex.record, piece.error());
+  attempt_failed(ex, out, attempt, at, url, piece.error(), piece.error() != net::ClientErrc::recalled);
   co_return false;
 }
 
@@ -539,6 +551,7 @@ asio::awaitable<Gateway::Refit> Gateway::refit(Exchange& ex, const net::Request&
   http::response_header<> head = client_header(req, ex.record, r.header());
   auto body = co_await r.read_all(1u << 20);
   if (!body) {
+    throw_if_client_left(ex.record, body.error());
     attempt_failed(ex, out, attempt, at, url, body.error(), true);
     co_return Refit::failed;
   }
@@ -583,12 +596,11 @@ void Gateway::attempt_failed(Exchange& ex, const Outgoing& out, int attempt, Att
   } else {
     ex.release_replica();
   }
-  if (!broke_off && retryable(failure)) {
+  if (!broke_off && retryable(failure) && failure != net::ClientErrc::recalled) {
     // In DP mode every rank sits behind this one server: it is the server that failed.
-    if (ex.model->config().data_parallel) {
-      ex.model->url_failed(url, why);
-    } else {
-      ex.model->replica_failed(rec.replica, why);
+    const bool dp = ex.model->config().data_parallel;
+    if (dp ? ex.model->url_failed(url, why) : ex.model->replica_failed(rec.replica, why)) {
+      recall_waiting(*ex.model, dp ? ex.model->replicas_of(url) : std::vector<int>{rec.replica}, why);
     }
   }
   spdlog::warn("upstream {} (model {} replica {}) failed: {}{}", url.text, rec.model, rec.replica, why,
@@ -612,6 +624,7 @@ asio::awaitable<net::Response> Gateway::whole_response(Exchange& ex, const net::
     body = co_await at.upstream->read_all(256u << 20);
   }
   if (!body) {
+    throw_if_client_left(rec, body.error());
     co_return ex.error_reply(req, {502,
                                    fmt::format("replica {} of '{}' broke off its response: {}", rec.replica,
                                                rec.model, body.error().message()),
@@ -667,7 +680,12 @@ asio::awaitable<void> Gateway::relay_stream(std::shared_ptr<Exchange> ex,
       arrived = Clock::now();
     }
     if (!piece) {
-      if (w.failed() || piece.error() == asio::error::operation_aborted) {
+      if (w.cut()) {
+        // The warden stopped before the engine's end (the drain ran out): the server cancelled this body
+        // and lets it write one last event.
+        rec.stream_break = "shutdown";
+        co_await asio::this_coro::reset_cancellation_state();
+      } else if (w.failed() || piece.error() == asio::error::operation_aborted) {
         rec.status = 499;
       } else {
         spdlog::warn("stream from replica {} of '{}' broke off: {}", rec.replica, rec.model,
@@ -732,6 +750,8 @@ asio::awaitable<void> Gateway::break_stream(Exchange& ex, const protocol::Stream
           ? fmt::format("replica {} of '{}' stopped sending its stream", rec.replica, rec.model)
       : rec.stream_break == "filter"
           ? fmt::format("an event of replica {} of '{}' was too large to relay", rec.replica, rec.model)
+      : rec.stream_break == "shutdown"
+          ? std::string("the warden is shutting down: the stream was cut before its end; retry the request")
           : fmt::format("replica {} of '{}' broke off its stream", rec.replica, rec.model);
   const std::string event = protocol::stream_error_event(ex.api, message, !relay.between_events());
   co_await w.write(event);
