@@ -315,7 +315,6 @@ SessionTableConfig Router::session_config() const {
 }
 
 std::vector<SessionThreadsView> Router::threaded_sessions(std::size_t limit, Time now) const {
-  std::lock_guard lock(mutex_);
   return threads_.recent(sessions_, limit, now);
 }
 
