@@ -422,6 +422,9 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--think-time", o->think_time, "Client time between a turn's end and the next turn")
       ->capture_default_str();
   for (const std::string& name : engine::param_names()) {
+    if (name.starts_with("tool_")) {
+      continue;  // the workload's tool rounds (--tool-rounds above), not the engine's tool-call answers
+    }
     std::string flag = name;
     for (char& ch : flag) {
       if (ch == '_') {
