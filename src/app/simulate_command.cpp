@@ -249,16 +249,34 @@ base::Result<whatif::SimulationConfig> simulation_from(const SimulateOptions& o)
   return c;
 }
 
-// Per level of policy `admission`: how many requests admission held, how long, and any it refused.
+// Per level of policies `admission` and `tasks`: how many requests admission held, how long, and any it
+// refused.
 void print_admission(const whatif::Outcome& outcome) {
   for (const whatif::LevelStats& l : outcome.levels) {
-    if (l.policy != "admission") {
+    if (l.policy != "admission" && l.policy != "tasks") {
       continue;
     }
     const double mean = l.held > 0 ? l.held_seconds / static_cast<double>(l.held) : 0.0;
-    fmt::print(
-        "admission {:>3} sessions: held {} of {} requests (mean wait {:.1f} s, queue peak {}), refused {}\n",
-        l.sessions, l.held, l.requests, mean, l.max_held, l.refused);
+    fmt::print("{} {:>3} sessions: held {} of {} requests (mean wait {:.1f} s, queue peak {}), refused {}\n",
+               l.policy, l.sessions, l.held, l.requests, mean, l.max_held, l.refused);
+  }
+}
+
+// Policy `ceiling` (every request after a task's first one finds its prefix cached): each other policy's
+// tasks/h as a share of it, level by level.
+void print_ceiling(const std::vector<report::Row>& rows) {
+  for (const report::Row& c : rows) {
+    if (c.policy != "ceiling" || !c.tasks_per_hour || *c.tasks_per_hour <= 0) {
+      continue;
+    }
+    fmt::print("ceiling {:>3} agents: {:.0f} tasks/h;", c.sessions, *c.tasks_per_hour);
+    for (const report::Row& r : rows) {
+      if (r.policy != "ceiling" && r.sessions == c.sessions && r.tasks_per_hour) {
+        fmt::print(" {} {:.0f} ({:.0f} %)", r.policy, *r.tasks_per_hour,
+                   100.0 * *r.tasks_per_hour / *c.tasks_per_hour);
+      }
+    }
+    fmt::print("\n");
   }
 }
 
@@ -334,6 +352,7 @@ int run_simulate(const SimulateOptions& o) {
   }
   print_outcome(o, *c, outcome->rows);
   print_admission(*outcome);
+  print_ceiling(outcome->rows);
   if (auto ok = write_outputs(o, *c, *outcome); !ok) {
     return fail(ok.error());
   }
@@ -354,9 +373,9 @@ void add_simulate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--duration", o->duration, "Model time per level (180, 180s, 3m)")->capture_default_str();
   cmd->add_option("--policies", o->policies,
-                  "Policies to run one after the other: vllm-lb, warden-lb, affinity, admission, "
-                  "round-robin, session-hash, "
-                  "chwbl");
+                  "Policies to run one after the other: vllm-lb, warden-lb, affinity, admission, tasks "
+                  "(admission that also holds task starts), ceiling (vllm-lb with every prefix after a "
+                  "task's first request cached), round-robin, session-hash, chwbl");
   cmd->add_option("--compare", o->compare,
                   "A,B: the reference method (A over all levels, then B, warm caches)");
   cmd->add_option("--seed", o->seed, "Seed of the prompts and of routing ties")->capture_default_str();
@@ -422,6 +441,9 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--think-time", o->think_time, "Client time between a turn's end and the next turn")
       ->capture_default_str();
   for (const std::string& name : engine::param_names()) {
+    if (name.starts_with("tool_")) {
+      continue;  // the workload's tool rounds (--tool-rounds above), not the engine's tool-call answers
+    }
     std::string flag = name;
     for (char& ch : flag) {
       if (ch == '_') {

@@ -50,4 +50,12 @@ Admission admit_new_conversation(const Snapshot& snapshot, const RequestFacts& f
   return any_room ? Admission::with_room : Admission::hold;
 }
 
+bool hold_task_start(const Snapshot& snapshot, const RequestFacts& facts, ReplicaIndex home) {
+  const AdmissionConfig& a = snapshot.admission;
+  if (!a.enabled || !a.hold_task_starts || !facts.task_start || facts.queued_for >= a.max_wait) {
+    return false;
+  }
+  return !can_admit(snapshot.replicas[home], facts.prompt_tokens, water_mark(snapshot), a.only_when_waiting);
+}
+
 }  // namespace warden::core

@@ -30,4 +30,8 @@ enum class Admission : std::uint8_t {
 /// keeps its place while it is active, so holding is by conversation, never by turn.
 [[nodiscard]] Admission admit_new_conversation(const Snapshot& snapshot, const RequestFacts& facts);
 
+/// A task's start on its healthy home (AdmissionConfig::hold_task_starts): held while the home has no room
+/// for its prompt, until the wait bound. Requests of a task under way are never held.
+[[nodiscard]] bool hold_task_start(const Snapshot& snapshot, const RequestFacts& facts, ReplicaIndex home);
+
 }  // namespace warden::core

@@ -190,6 +190,9 @@ Decision decide(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng) {
   if (home >= snapshot.replicas.size() || !snapshot.replicas[home].healthy) {
     return place(snapshot, Route::failover, rng);
   }
+  if (hold_task_start(snapshot, facts, home)) {
+    return none(Route::queued, NoReplicaReason::none);
+  }
   if (snapshot.rebalance) {
     if (const auto moved = rebalance_target(snapshot, facts, home, rng)) {
       return Decision{moved, Route::rehomed, NoReplicaReason::none};

@@ -156,7 +156,9 @@ std::optional<std::uint64_t> Router::computed_since(const SessionEntry& entry,
 void Router::note_admission(const RequestFacts& facts, const Decision& decision) {
   if (decision.queued()) {
     admission_holding_ = true;
-  } else if (decision.route == Route::new_conversation && facts.queued_for < routing_.admission.max_wait) {
+  } else if ((decision.route == Route::new_conversation ||
+              (facts.task_start && routing_.admission.hold_task_starts)) &&
+             facts.queued_for < routing_.admission.max_wait) {
     // Admitted within the water mark (past the wait bound it may have been admitted over it).
     admission_holding_ = false;
   }

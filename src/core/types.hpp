@@ -96,6 +96,10 @@ struct AdmissionConfig {
   /// the warden's without a first token) may take a new conversation whatever the estimate says (it counts
   /// ended conversations until they leave the active window, while LRU evicts exactly those first).
   bool only_when_waiting = false;
+  /// Hold a task's start too (RequestFacts::task_start), not only a new conversation: while its home has no
+  /// room the start waits, and it is released when the home has room (or at max_wait). A task under way is
+  /// never held.
+  bool hold_task_starts = false;
 
   friend bool operator==(const AdmissionConfig&, const AdmissionConfig&) = default;
 };
@@ -201,6 +205,9 @@ struct RequestFacts {
   std::optional<ReplicaIndex> pin;
   /// Prompt size estimate in tokens (remembered as the tokens the conversation holds on its home).
   std::uint32_t prompt_tokens = 0;
+  /// The first request of an agent task: the thread is the main one and has no assistant turn since the
+  /// user's prompt (no tool result in the user messages at its end).
+  bool task_start = false;
   /// How long this request has already waited in the model's admission queue (0 on its first routing).
   Time queued_for{0};
   /// Tokens the home is expected to have cached for this conversation: its previous prompt there (the

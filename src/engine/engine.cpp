@@ -94,7 +94,8 @@ struct Engine::Impl {
     std::int64_t cached_tokens = -1;  // set at first scheduling
     std::uint64_t sample_seed = 0;
     double arrival = 0;
-    Tokens fixed_reply;  // when not empty: the reply's tokens (a tool call)
+    std::uint32_t assume_cached = 0;  // RequestSpec::assume_cached_tokens
+    Tokens fixed_reply;               // when not empty: the reply's tokens (a tool call)
   };
 
   struct Scheduled {
@@ -246,23 +247,32 @@ struct Engine::Impl {
     // Hit blocks sitting in the free queue leave it when taken, so they count against the free blocks.
     const std::size_t evictable = cache.count_free_in_prefix(r.hashes, hits);
     const auto hit_tokens = static_cast<std::uint32_t>(hits * config.block_size);
-    const std::uint32_t num_new = std::min(static_cast<std::uint32_t>(r.tokens.size()) - hit_tokens, budget);
-    if (need_for(r, hit_tokens + num_new) - hits + evictable + watermark_blocks() > cache.num_free()) {
+    const std::uint32_t known = std::max(hit_tokens, assumed_tokens(r));
+    const std::uint32_t num_new = std::min(static_cast<std::uint32_t>(r.tokens.size()) - known, budget);
+    if (need_for(r, known + num_new) - hits + evictable + watermark_blocks() > cache.num_free()) {
       return std::nullopt;
     }
     r.blocks = cache.acquire_cached(r.hashes, hits);
     r.num_registered = static_cast<std::uint32_t>(hits);
     r.num_computed = hit_tokens;
-    const bool ok = allocate_slots(r, num_new);
+    // Assumed tokens past the real hits get fresh blocks, computed for free.
+    const bool ok = allocate_slots(r, known - hit_tokens + num_new);
     assert(ok);
     (void)ok;
+    r.num_computed = known;
     if (r.cached_tokens < 0) {
       // First scheduling: this is what vLLM reports as cached_tokens and counts in its prefix stats.
-      r.cached_tokens = hit_tokens;
+      r.cached_tokens = known;
       m.prefix_cache_queries_total += r.tokens.size();
-      m.prefix_cache_hits_total += hit_tokens;
+      m.prefix_cache_hits_total += known;
     }
     return num_new;
+  }
+
+  // RequestSpec::assume_cached_tokens in whole blocks, leaving at least one token to compute.
+  std::uint32_t assumed_tokens(const Request& r) const {
+    const std::uint32_t max_blocks = static_cast<std::uint32_t>(r.tokens.size() - 1) / config.block_size;
+    return std::min(r.assume_cached / config.block_size, max_blocks) * config.block_size;
   }
 
   // 3. Times the batch, then applies it: requests that caught up emit one token at now + duration.
@@ -388,6 +398,7 @@ Result<void> Engine::add_request(RequestSpec spec) {
   r.reply_len = drawn > 0 && drawn < max_output ? drawn : max_output;
   r.ends_by = drawn > 0 && drawn < max_output ? FinishReason::stop : FinishReason::length;
   r.arrival = spec.arrival_time;
+  r.assume_cached = spec.assume_cached_tokens;
   extend_block_hashes(r.tokens, c.block_size, r.hashes);
   im.requests.emplace(r.id, std::move(r));
   im.waiting.push_back(spec.id);

@@ -62,6 +62,10 @@ struct RequestSpec {
   // The reply's tokens, fixed in advance (a tool call, engine/tool_calls.hpp): generated one per step like
   // any reply, ending with "stop" after the last one unless max_tokens or the context cuts them first.
   std::optional<Tokens> reply;
+  // What-if ceiling only (`simulate` policy `ceiling`): the first this many prompt tokens count as a prefix
+  // hit whatever the cache holds, as if it had kept them. Their blocks are still taken from the free
+  // queue, so memory and preemption are modelled as for a real hit; only their prefill is skipped.
+  std::uint32_t assume_cached_tokens = 0;
 };
 
 struct Usage {

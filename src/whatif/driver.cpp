@@ -31,16 +31,43 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // second policy pass replays exactly the same ones (the reference's "same random seed").
 constexpr std::uint64_t kLevelStride = 1'000'000;
 
+// `ceiling` routes as vLLM's balancer does: with every prefix after a task's first request cached, load
+// balance is all that is left to routing.
 bool is_vllm_model(std::string_view policy) {
-  return policy == "vllm-lb";
+  return policy == "vllm-lb" || policy == "ceiling";
+}
+
+// Policies of core's affinity with working-set admission (`tasks` also holds task starts).
+bool is_admission(std::string_view policy) {
+  return policy == "admission" || policy == "tasks";
+}
+
+// The first request of an agent task (core::RequestFacts::task_start): the main thread, and no tool result
+// in the user messages since its last assistant turn (a compaction request at a task's start is one too).
+bool is_task_start(const workload::Conversation& conv) {
+  if (!conv.agent_id.empty()) {
+    return false;
+  }
+  for (auto it = conv.messages.rbegin(); it != conv.messages.rend() && it->role == workload::Role::user;
+       ++it) {
+    if (!it->results.empty()) {
+      return false;
+    }
+  }
+  return !conv.messages.empty();
+}
+
+std::uint32_t common_prefix(const engine::Tokens& a, const engine::Tokens& b) {
+  const auto end = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+  return static_cast<std::uint32_t>(end.first - a.begin());
 }
 
 // The registry name a Router runs for a simulate policy name.
 std::string core_policy(std::string_view policy) {
-  if (policy == "warden-lb") {
+  if (policy == "warden-lb" || policy == "ceiling") {
     return "vllm-lb";
   }
-  return policy == "admission" ? std::string("affinity") : std::string(policy);
+  return is_admission(policy) ? std::string("affinity") : std::string(policy);
 }
 
 core::Time to_time(double seconds) {
@@ -73,6 +100,10 @@ struct Flight {
   double arrived = 0;  // at the warden
   core::Decision decision;
   bool awaiting_first = false;  // routed by the Router, no first token yet (its prefill is in the backlog)
+  bool task_start = false;      // is_task_start() of its conversation when sent
+  // Policy `ceiling`: the prompt tokens the engine counts as cached, and the prompt as sent.
+  std::uint32_t assume_cached = 0;
+  engine::Tokens sent;
 };
 
 class Driver {
@@ -118,7 +149,9 @@ class Driver {
     vllm_model_ = is_vllm_model(policy);
     balancer_.emplace(config_.replicas, config_.vllm_api_servers, config_.vllm_balancer);
     publish();
-    admission_policy_ = policy == "admission";
+    admission_policy_ = is_admission(policy);
+    ceiling_ = policy == "ceiling";
+    task_policy_ = policy == "tasks";
     core::RoutingConfig routing;
     routing.affinity = policy == "affinity" || admission_policy_;
     routing.policy = core_policy(policy);
@@ -129,6 +162,7 @@ class Driver {
     if (admission_policy_) {
       routing.admission = config_.admission;
       routing.admission.enabled = true;
+      routing.admission.hold_task_starts = policy == "tasks";
       routing.cost_spill = config_.cost_spill;
     }
     held_.clear();
@@ -151,6 +185,7 @@ class Driver {
     const auto n = static_cast<std::size_t>(sessions);
     loop_ = workload::make_loop(workload_, n, now_, level_index * kLevelStride);
     prompts_.assign(loop_->slots(), IncrementalPrompt{});
+    sequences_.assign(ceiling_ ? loop_->slots() : 0, engine::Tokens{});
     recorder_.emplace(policy_, sessions);
     stats_ = LevelStats{};
     stats_.policy = policy_;
@@ -270,6 +305,11 @@ class Driver {
         f.prompt = std::move(*prompt);
       }
       f.session_hash = session_hash(conv.session_id);
+      f.task_start = is_task_start(conv);
+      if (ceiling_ && !f.task_start) {
+        // What the thread's previous request left in a cache that kept everything.
+        f.assume_cached = common_prefix(sequences_[slot], f.prompt);
+      }
       // What the gateway's inspection estimates from the body's text (prompt bytes / 4).
       const std::size_t bytes = workload_.prompt_chars(conv);
       f.prompt_tokens_estimate = static_cast<std::uint32_t>(std::max<std::size_t>(1, bytes / 4));
@@ -339,7 +379,8 @@ class Driver {
       return dispatch(id);
     }
     // First come, first served: a new conversation does not overtake the held ones.
-    if (!held_.empty() && !router_->home_of(f.session_hash, to_time(now_))) {
+    if (!held_.empty() &&
+        ((task_policy_ && f.task_start) || !router_->home_of(f.session_hash, to_time(now_)))) {
       hold(id);
       return {};
     }
@@ -378,6 +419,7 @@ class Driver {
     facts.thread.start = prompt_start_digest();
     facts.prompt_tokens = f.prompt_tokens_estimate;
     facts.queued_for = to_time(now_ - f.arrived);
+    facts.task_start = f.task_start;
     std::optional<core::Snapshot> seen;
     if (hooks_.on_decision) {
       seen = router_->snapshot(scraped_, to_time(now_));
@@ -419,8 +461,12 @@ class Driver {
     stats_.max_held = std::max<std::uint32_t>(stats_.max_held, static_cast<std::uint32_t>(held_.size()));
   }
 
-  // Routes the held requests again, head first, until one is still held.
+  // Routes the held requests again, head first, until one is still held (policy `tasks`: every held one,
+  // since a task start waits for its own home, which may have room while the head's has not).
   Result<void> retry_held() {
+    if (task_policy_) {
+      return retry_every_held();
+    }
     while (!held_.empty()) {
       const std::uint64_t id = held_.front();
       auto routed = route_request(id);
@@ -437,6 +483,29 @@ class Driver {
         return ok;
       }
     }
+    return {};
+  }
+
+  Result<void> retry_every_held() {
+    std::deque<std::uint64_t> still;
+    while (!held_.empty()) {
+      const std::uint64_t id = held_.front();
+      held_.pop_front();
+      auto routed = route_request(id);
+      if (!routed) {
+        return routed.error();
+      }
+      if (!*routed) {
+        still.push_back(id);
+        continue;
+      }
+      stats_.held_seconds += now_ - flights_.at(id).arrived;
+      auto ok = dispatch(id);
+      if (!ok) {
+        return ok;
+      }
+    }
+    held_ = std::move(still);
     return {};
   }
 
@@ -460,6 +529,10 @@ class Driver {
     spec.prompt = std::move(f.prompt);
     spec.max_tokens = static_cast<int>(workload_.config().max_output);
     spec.arrival_time = now_;
+    spec.assume_cached_tokens = f.assume_cached;
+    if (ceiling_) {
+      f.sent = spec.prompt;
+    }
     auto added = engines_[replica].add_request(std::move(spec));
     if (!added) {
       // Refused like a 400 from vLLM (e.g. prompt longer than max_model_len): the turn fails.
@@ -551,6 +624,10 @@ class Driver {
       loop_->fail(f.slot, now_, 0.0);
     } else {
       rec.output_tokens = static_cast<std::int64_t>(f.reply.size());
+      if (ceiling_) {
+        f.sent.insert(f.sent.end(), f.reply.begin(), f.reply.end());
+        sequences_[f.slot] = std::move(f.sent);
+      }
       const workload::TurnEnd end = loop_->complete(f.slot, now_, engine::detokenize(f.reply));
       rec.session_finished = end.session_finished;
       if (end.task_finished) {
@@ -650,6 +727,11 @@ class Driver {
   std::string policy_;
   bool vllm_model_ = false;
   bool admission_policy_ = false;
+  bool ceiling_ = false;
+  // Policy `tasks`: task starts are held too, each until its own home has room.
+  bool task_policy_ = false;
+  // Policy `ceiling`: each slot's last request as the engine saw it, prompt and reply.
+  std::vector<engine::Tokens> sequences_;
   // Policy `admission`: the held request ids, first come first served, as the gateway keeps them.
   std::deque<std::uint64_t> held_;
   std::string error_;  // an error raised inside an engine step, reported by the level loop
@@ -671,7 +753,7 @@ class Driver {
 }  // namespace
 
 std::vector<std::string> simulate_policy_names() {
-  std::vector<std::string> names{"vllm-lb", "warden-lb", "admission"};
+  std::vector<std::string> names{"vllm-lb", "warden-lb", "admission", "tasks", "ceiling"};
   for (const std::string_view n : core::policy_names()) {
     if (n != "vllm-lb") {
       names.emplace_back(n);

@@ -79,6 +79,43 @@ TEST(Admission, AResidentConversationIsNeverHeld) {
   EXPECT_EQ(decide(full, known_conversation(1), rng), routed(1, Route::sticky));
 }
 
+// A task's start on home 0 (a known conversation whose thread has no assistant turn since the prompt).
+RequestFacts task_start(std::uint32_t prompt_tokens, bool start = true) {
+  RequestFacts f = known_conversation(0);
+  f.prompt_tokens = prompt_tokens;
+  f.task_start = start;
+  return f;
+}
+
+TEST(Admission, HoldsATaskStartWhileItsHomeHasNoRoom) {
+  ScriptedRng rng;
+  Snapshot s = working_sets(9'500, 2'000);
+  s.admission.hold_task_starts = true;
+  EXPECT_TRUE(decide(s, task_start(1000), rng).queued());
+  // Released on its home, not elsewhere, once the home has room.
+  s.replicas[0].held_tokens = 8'000;
+  EXPECT_EQ(decide(s, task_start(1000), rng), routed(0, Route::sticky));
+}
+
+TEST(Admission, ATaskUnderWayIsNeverHeld) {
+  ScriptedRng rng;
+  Snapshot s = working_sets(20'000, 20'000, true);
+  s.admission.hold_task_starts = true;
+  EXPECT_EQ(decide(s, task_start(1000, false), rng), routed(0, Route::sticky));
+}
+
+TEST(Admission, TaskStartsAreHeldOnlyWhenAskedAndUntilTheWaitBound) {
+  ScriptedRng rng;
+  Snapshot s = working_sets(9'500, 9'500);
+  EXPECT_EQ(decide(s, task_start(1000), rng), routed(0, Route::sticky));
+  s.admission.hold_task_starts = true;
+  RequestFacts waited = task_start(1000);
+  waited.queued_for = s.admission.max_wait;
+  EXPECT_EQ(decide(s, waited, rng), routed(0, Route::sticky));
+  s.admission.enabled = false;
+  EXPECT_EQ(decide(s, task_start(1000), rng), routed(0, Route::sticky));
+}
+
 TEST(Admission, UnknownCapacityOrOffNeverHolds) {
   ScriptedRng rng;
   Snapshot unknown = working_sets(9'500, 9'500);

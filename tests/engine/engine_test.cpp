@@ -188,6 +188,29 @@ TEST(Engine, PrefixHitsPromptAndDecodeBlocks) {
   EXPECT_EQ(engine.cached_prefix_tokens(a), 16U);
 }
 
+TEST(Engine, AssumedCachedTokensSkipOnlyTheirPrefill) {
+  // 30 tokens, 22 assumed cached on an empty cache: 5 whole blocks of 4 count as hits; their blocks are still
+  // taken, and only the other 10 tokens are prefilled.
+  Engine engine(tiny(100, 8, 64), 1);
+  RequestSpec r = req(1, seq(2000, 30), 2);
+  r.assume_cached_tokens = 22;
+  ASSERT_TRUE(engine.add_request(std::move(r)));
+  const StepResult first = engine.step(0);
+  EXPECT_EQ(first.stats.num_prefill_tokens, 10U);
+  EXPECT_EQ(engine.metrics().prefix_cache_hits_total, 20U);
+  EXPECT_DOUBLE_EQ(engine.metrics().kv_cache_usage, 8.0 / 100.0);  // ceil(30 / 4) blocks held
+  Trace t;
+  apply(t, first);
+  t = run(engine, t);
+  EXPECT_EQ(t.usage.at(1).cached_tokens, 20U);
+  // The whole prompt assumed: the last token is still computed.
+  RequestSpec all = req(2, seq(3000, 12), 1);
+  all.assume_cached_tokens = 12;
+  ASSERT_TRUE(engine.add_request(std::move(all)));
+  t = run(engine, t);
+  EXPECT_EQ(t.usage.at(2).cached_tokens, 8U);
+}
+
 TEST(Engine, TwoRequestsShareCachedBlocks) {
   Engine engine(tiny(100, 8, 64), 1);
   const Tokens shared = seq(1, 16);

@@ -80,6 +80,36 @@ TEST(WhatifAgentic, RowsCarryTaskColumnsAndAreDeterministic) {
   EXPECT_NE(report::to_terminal(a->rows).find("tasks/h"), std::string::npos);
 }
 
+TEST(WhatifAgentic, TheCeilingFindsEachThreadsPreviousRequestCached) {
+  SimulationConfig c = agentic_config();
+  c.levels = {6};
+  c.policies = {"vllm-lb", "ceiling"};
+  const auto o = simulate(c);
+  ASSERT_TRUE(o) << o.error();
+  ASSERT_EQ(o->rows.size(), 2U);
+  const report::Row& balancer = o->rows[0];
+  const report::Row& ceiling = o->rows[1];
+  // Same placement, but only a task's first request (and a subagent's) can miss.
+  EXPECT_GT(ceiling.prefix_hits, balancer.prefix_hits);
+  EXPECT_EQ(ceiling.errors, 0);
+}
+
+TEST(WhatifAgentic, HeldTaskStartsAreReleasedAndNothingFails) {
+  SimulationConfig c = agentic_config();
+  c.policies = {"tasks"};
+  c.admission.high_water = 0.2;  // every home is short of room: task starts wait for the bound
+  c.admission.low_water = 0.2;
+  c.admission.max_wait = std::chrono::seconds(5);
+  const auto o = simulate(c);
+  ASSERT_TRUE(o) << o.error();
+  const LevelStats& level = o->levels.at(0);
+  EXPECT_GT(level.held, 0U);
+  EXPECT_EQ(level.refused, 0U);
+  ASSERT_TRUE(o->rows.at(0).tasks_per_hour);
+  EXPECT_GT(*o->rows.at(0).tasks_per_hour, 0);
+  EXPECT_EQ(o->rows.at(0).errors, 0);
+}
+
 TEST(WhatifAgentic, TheReferenceWorkloadHasNoTaskColumns) {
   SimulationConfig c = agentic_config();
   c.workload = workload::WorkloadConfig{};
