@@ -35,16 +35,6 @@ std::string SpillThreshold::label(std::uint32_t max_num_seqs) const {
   return is_auto() ? text + " (auto)" : text;
 }
 
-void Snapshot::apply(const RoutingConfig& config) {
-  affinity = config.affinity;
-  max_num_seqs = std::max<std::uint32_t>(1, config.max_num_seqs);
-  spill_threshold = config.spill_threshold.resolve(max_num_seqs);
-  admission = config.admission;
-  vllm_balancer = config.vllm_balancer;
-  cost_spill = config.cost_spill;
-  rebalance = config.rebalance;
-}
-
 std::string_view vllm_balancer_model_name(VllmBalancerModel model) {
   return model == VllmBalancerModel::legacy ? "legacy" : "current";
 }

@@ -113,20 +113,18 @@ class Driver {
   Result<void> run_policy(const std::string& policy) {
     policy_ = policy;
     vllm_model_ = is_vllm_model(policy);
-    balancer_.emplace(config_.replicas, config_.vllm_api_servers, config_.vllm_balancer);
+    balancer_.emplace(config_.replicas, config_.vllm_api_servers, config_.routing.vllm_balancer);
     publish();
     admission_policy_ = policy == "admission";
-    core::RoutingConfig routing;
+    core::RoutingConfig routing = config_.routing;
     routing.affinity = policy == "affinity" || admission_policy_;
     routing.policy = core_policy(policy);
-    routing.spill_threshold = config_.spill_threshold;
     routing.max_num_seqs = config_.engine.max_num_seqs;
-    routing.vllm_balancer = config_.vllm_balancer;
-    routing.rebalance = config_.rebalance;
     if (admission_policy_) {
-      routing.admission = config_.admission;
       routing.admission.enabled = true;
-      routing.cost_spill = config_.cost_spill;
+    } else {
+      routing.admission = {};
+      routing.cost_spill = {};
     }
     held_.clear();
     core::SessionTableConfig sessions = config_.sessions;
@@ -395,7 +393,7 @@ class Driver {
 
   // Admission held the request: into the FIFO, or refused (the gateway's 503) when it is full.
   void hold(std::uint64_t id) {
-    if (held_.size() >= config_.admission.max_queue) {
+    if (held_.size() >= config_.routing.admission.max_queue) {
       flights_.at(id).failed = true;
       ++stats_.refused;
       push(now_ + config_.client_rtt / 2, Timed::Kind::client_done, id);
@@ -432,7 +430,7 @@ class Driver {
     if (held_.empty()) {
       return kInf;
     }
-    const double max_wait = std::chrono::duration<double>(config_.admission.max_wait).count();
+    const double max_wait = std::chrono::duration<double>(config_.routing.admission.max_wait).count();
     // A nanosecond late, so that the wait the Router sees is never rounded below the bound.
     return std::max(now_, flights_.at(held_.front()).arrived + max_wait + 1e-9);
   }
@@ -692,7 +690,7 @@ Result<void> validate(const SimulationConfig& config) {
       !std::isfinite(config.think_jitter)) {
     return std::string("client rtt and think jitter must be >= 0");
   }
-  const core::AdmissionConfig& a = config.admission;
+  const core::AdmissionConfig& a = config.routing.admission;
   if (!(a.low_water > 0) || !(a.high_water >= a.low_water) || !std::isfinite(a.high_water) ||
       a.max_wait < core::Time{0}) {
     return std::string("admission: water marks need 0 < low <= high, max wait >= 0");

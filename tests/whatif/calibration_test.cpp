@@ -59,7 +59,7 @@ const std::vector<KnownGap>& known_gaps() {
 // structural misses fail.
 TEST(WhatifCalibration, LegacyBalancerKeepsItsFit) {
   SimulationConfig config = reference_setup();
-  config.vllm_balancer = core::VllmBalancerModel::legacy;
+  config.routing.vllm_balancer = core::VllmBalancerModel::legacy;
   const auto outcome = simulate(config);
   ASSERT_TRUE(outcome) << outcome.error();
   const Calibration cal = check_against_reference(outcome->rows, "vllm-lb", "affinity");

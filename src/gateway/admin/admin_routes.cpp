@@ -19,6 +19,7 @@
 #include "gateway/console/assets.hpp"
 #include "gateway/gateway.hpp"
 #include "gateway/proxy/http_util.hpp"
+#include "gateway/routing_json.hpp"
 #include "protocol/error_body.hpp"
 
 namespace warden::gateway {
@@ -241,8 +242,7 @@ net::Response Gateway::Admin::routing(const Call& c) {
   if (c.req.method() != http::verb::patch && c.req.method() != http::verb::put) {
     throw AdminError{405,
                      "use PATCH with {\"affinity\": bool, \"spill_threshold\": \"auto\"|N, \"rebalance\": "
-                     "bool, \"cost_spill\": \"on\"|\"off\", "
-                     "\"admission\": \"off\"|\"auto\"|{...}}"};
+                     "bool, \"cost_spill\": \"on\"|\"off\"|{...}, \"admission\": \"off\"|\"auto\"|{...}}"};
   }
   if (c.gateway.config_.admin_token.empty()) {
     throw AdminError{403, "admin changes are disabled: no admin_token is configured"};
@@ -252,36 +252,16 @@ net::Response Gateway::Admin::routing(const Call& c) {
   }
   ModelRuntime& m = model_named(c.gateway, c.name);
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
-  RoutingPatch p = parse_routing_patch(c.req.body());
-  if (!p.error.empty()) {
-    throw AdminError{400, p.error};
+  const auto routing = patch_routing(m.router().routing_config(), c.req.body(), RoutingScope::admin);
+  if (!routing) {
+    throw AdminError{400, routing.error()};
   }
-  if (p.affinity) {
-    m.router().set_affinity(*p.affinity);
-  }
-  if (p.spill_threshold) {
-    m.router().set_spill_threshold(*p.spill_threshold);
-  }
-  if (p.rebalance) {
-    m.router().set_rebalance(*p.rebalance);
-  }
-  if (p.cost_spill) {
-    core::CostSpill spill = m.router().routing_config().cost_spill;
-    spill.enabled = *p.cost_spill;
-    m.router().set_cost_spill(spill);
-  }
-  if (p.changes_admission()) {
-    const core::AdmissionConfig admission = p.applied_to(m.router().routing_config().admission);
-    m.router().set_admission(admission);
-    c.gateway.queue_of(m).configure(admission);
-  }
+  m.router().set_routing(*routing);  // the admin scope leaves the policy as it is: always taken
+  c.gateway.queue_of(m).configure(routing->admission);
   c.gateway.save_routing(m);
   c.gateway.retry_queued(m);  // a held request may go under the new rules
-  const auto rc = m.router().routing_config();
-  spdlog::info(
-      "routing changed model={} affinity={} spill_threshold={} rebalance={} cost_spill={} admission={}",
-      m.config().name, rc.affinity, rc.spill_threshold.to_string(), rc.rebalance,
-      rc.cost_spill.enabled ? "on" : "off", rc.admission.enabled ? "auto" : "off");
+  spdlog::info("routing changed model={} {}", m.config().name,
+               boost::json::serialize(routing_json(m.router().routing_config())));
   return json_response(c.req, 200, card(c.gateway, m, now));
 }
 

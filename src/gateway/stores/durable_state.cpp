@@ -2,9 +2,11 @@
 // changes made through the admin API (routing_state.hpp), restored at start and written by flush().
 #include <spdlog/spdlog.h>
 
+#include <boost/json/serialize.hpp>
 #include <chrono>
 
 #include "gateway/gateway.hpp"
+#include "gateway/routing_json.hpp"
 
 namespace warden::gateway {
 
@@ -60,16 +62,19 @@ void Gateway::restore_routing(ModelRuntime& m) {
     }
     return;
   }
+  // Read over the file's routing: a knob the stored text does not name (stored before it was kept) is the
+  // file's.
   const core::RoutingConfig& file = m.config().routing;
-  if (stored->config_affinity != file.affinity || stored->config_spill_threshold != file.spill_threshold) {
-    spdlog::info("routing change of model {} dropped: the config file's routing changed since", name);
+  const auto at_change = patch_routing(file, stored->config_routing, RoutingScope::stored);
+  const auto routing = patch_routing(file, stored->routing, RoutingScope::stored);
+  if (!at_change || !routing || *at_change != file || !m.router().set_routing(*routing)) {
+    spdlog::info("routing change of model {} dropped: {}", name,
+                 at_change && routing ? "the config file's routing changed since" : "unreadable");
     routing_db_->forget_routing(name, &err);
     return;
   }
-  m.router().set_affinity(stored->affinity);
-  m.router().set_spill_threshold(stored->spill_threshold);
-  spdlog::info("routing restored model={} affinity={} spill_threshold={}", name, stored->affinity,
-               stored->spill_threshold.to_string());
+  queue_of(m).configure(routing->admission);
+  spdlog::info("routing restored model={} {}", name, stored->routing);
 }
 
 void Gateway::save_routing(ModelRuntime& m) {
@@ -79,8 +84,9 @@ void Gateway::save_routing(ModelRuntime& m) {
   const core::RoutingConfig now = m.router().routing_config();
   const core::RoutingConfig& file = m.config().routing;
   std::string err;
-  if (!routing_db_->save_routing(
-          {m.config().name, now.affinity, now.spill_threshold, file.affinity, file.spill_threshold}, &err)) {
+  if (!routing_db_->save_routing({m.config().name, boost::json::serialize(routing_json(now)),
+                                  boost::json::serialize(routing_json(file))},
+                                 &err)) {
     spdlog::warn("routing change of model {} is in force but not stored: {}", m.config().name, err);
   }
 }
