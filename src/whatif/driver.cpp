@@ -14,6 +14,7 @@
 #include "core/decide.hpp"
 #include "core/policy.hpp"
 #include "core/prefill_rate.hpp"
+#include "core/replica_report.hpp"
 #include "engine/engine.hpp"
 #include "protocol/request.hpp"
 #include "whatif/prompt.hpp"
@@ -38,6 +39,18 @@ std::string core_policy(std::string_view policy) {
     return "vllm-lb";
   }
   return policy == "admission" ? std::string("affinity") : std::string(policy);
+}
+
+// The engine model's counters as a replica's report (what its vLLM /metrics would say).
+core::ReplicaReport engine_report(const engine::Metrics& m) {
+  return {static_cast<double>(m.num_running),
+          static_cast<double>(m.num_waiting),
+          m.kv_cache_usage,
+          std::int64_t{m.num_gpu_blocks},
+          std::int64_t{m.block_size},
+          static_cast<double>(m.prefix_cache_queries_total),
+          static_cast<double>(m.prefix_cache_hits_total),
+          static_cast<double>(m.num_preemptions_total)};
 }
 
 core::Time to_time(double seconds) {
@@ -556,16 +569,8 @@ class Driver {
       const engine::Metrics m = engines_[r].metrics();
       core::ReplicaMetrics& s = scraped_[r];
       s.healthy = true;
-      s.running = m.num_running;
-      s.waiting = m.num_waiting;
-      s.kv_usage = m.kv_cache_usage;
-      s.kv_capacity_tokens = static_cast<std::uint64_t>(m.num_gpu_blocks) * m.block_size;
-      // As `serve` would from vllm:prefix_cache_queries_total and vllm:prefix_cache_hits_total.
-      rates_[r].observe(to_time(now_), m.prefix_cache_queries_total, m.prefix_cache_hits_total,
-                        m.num_waiting);
-      s.prefill_tokens_per_second = rates_[r].tokens_per_second();
-      s.computed_tokens =
-          m.prefix_cache_queries_total - std::min(m.prefix_cache_hits_total, m.prefix_cache_queries_total);
+      // What `serve` reads from the replica's /metrics, through the same function.
+      core::observe_report(s, rates_[r], engine_report(m), to_time(now_));
       ++s.scrape_generation;
     }
     if (hooks_.on_scrape) {
