@@ -6,13 +6,6 @@
 
 namespace warden::core {
 
-std::uint32_t SpillThreshold::resolve(std::uint32_t max_num_seqs) const {
-  if (fixed) {
-    return std::max<std::uint32_t>(1, *fixed);
-  }
-  return std::max<std::uint32_t>(1, max_num_seqs / 4);
-}
-
 std::optional<SpillThreshold> SpillThreshold::parse(std::string_view text) {
   if (text == "auto") {
     return SpillThreshold{};

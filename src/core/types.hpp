@@ -64,7 +64,9 @@ struct SpillThreshold {
   std::optional<std::uint32_t> fixed;
 
   /// The threshold in requests in flight for a model with this `max_num_seqs` (always >= 1).
-  [[nodiscard]] std::uint32_t resolve(std::uint32_t max_num_seqs) const;
+  [[nodiscard]] std::uint32_t resolve(std::uint32_t max_num_seqs) const {
+    return std::max<std::uint32_t>(1, fixed ? *fixed : max_num_seqs / 4);
+  }
   [[nodiscard]] bool is_auto() const { return !fixed.has_value(); }
   /// "auto" or an integer from 1 to max_fixed; nullopt for anything else (the caller reports the error).
   [[nodiscard]] static std::optional<SpillThreshold> parse(std::string_view text);
