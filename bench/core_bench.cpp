@@ -101,9 +101,7 @@ std::vector<ReplicaMetrics> fleet_metrics() {
 
 Snapshot fleet_snapshot() {
   Snapshot s;
-  warden::core::RoutingConfig config;
-  config.max_num_seqs = 32;
-  s.apply(config);
+  s.routing.max_num_seqs = 32;
   s.replicas.resize(replicas);
   SplitMixRng g(2);
   for (auto& r : s.replicas) {
@@ -162,7 +160,9 @@ struct LoadedRouter {
   Time now{0};
 
   LoadedRouter() {
-    router.set_max_num_seqs(32);
+    warden::core::RoutingConfig routing;
+    routing.max_num_seqs = 32;
+    router.set_routing(routing);
     for (std::uint64_t i = 0; i < live_sessions; ++i) {
       const Decision d = router.route(turn(i), metrics, now, rng);
       router.finish(*d.replica);

@@ -144,17 +144,17 @@ base::Result<void> admission_from(const SimulateOptions& o, whatif::SimulationCo
   if (o.rebalance != "on" && o.rebalance != "off") {
     return std::string("--rebalance is on or off");
   }
-  c.rebalance = o.rebalance == "on";
-  c.admission.only_when_waiting = o.when_waiting == "on";
+  c.routing.rebalance = o.rebalance == "on";
+  c.routing.admission.only_when_waiting = o.when_waiting == "on";
   const auto to_time = [](double seconds) {
     return core::Time(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
   };
-  c.admission.high_water = o.admission_high;
-  c.admission.low_water = o.admission_low;
-  c.admission.max_wait = to_time(*wait);
-  c.admission.max_queue = o.max_queue;
-  c.cost_spill.enabled = o.cost_spill == "on";
-  c.cost_spill.margin = to_time(*margin);
+  c.routing.admission.high_water = o.admission_high;
+  c.routing.admission.low_water = o.admission_low;
+  c.routing.admission.max_wait = to_time(*wait);
+  c.routing.admission.max_queue = o.max_queue;
+  c.routing.cost_spill.enabled = o.cost_spill == "on";
+  c.routing.cost_spill.margin = to_time(*margin);
   c.admission_gap_factor = o.resident_gaps;
   c.admission_min_window = *min_resident;
   return {};
@@ -187,7 +187,7 @@ base::Result<void> timing_from(const SimulateOptions& o, whatif::SimulationConfi
   if (!spill) {
     return std::string("--spill-threshold is 'auto' or a positive integer");
   }
-  c.spill_threshold = *spill;
+  c.routing.spill_threshold = *spill;
   return admission_from(o, c);
 }
 
@@ -220,7 +220,7 @@ base::Result<whatif::SimulationConfig> simulation_from(const SimulateOptions& o)
   c.engine = std::move(*engine);
   c.replicas = o.replicas;
   c.vllm_api_servers = o.vllm_api_servers;
-  c.vllm_balancer = o.vllm_balancer;
+  c.routing.vllm_balancer = o.vllm_balancer;
   c.seed = o.seed;
   c.warm_start = o.warm_start;
   auto preset = workload::preset(o.workload);

@@ -5,7 +5,8 @@
 namespace warden::core {
 
 double water_mark(const Snapshot& snapshot) {
-  return snapshot.admission_holding ? snapshot.admission.low_water : snapshot.admission.high_water;
+  return snapshot.admission_holding ? snapshot.routing.admission.low_water
+                                    : snapshot.routing.admission.high_water;
 }
 
 bool has_room(const ReplicaState& replica, std::uint64_t prompt_tokens, double mark) {
@@ -31,7 +32,7 @@ bool can_admit(const ReplicaState& replica, std::uint64_t prompt_tokens, double 
 }
 
 Admission admit_new_conversation(const Snapshot& snapshot, const RequestFacts& facts) {
-  if (!snapshot.admission.enabled || facts.queued_for >= snapshot.admission.max_wait) {
+  if (!snapshot.routing.admission.enabled || facts.queued_for >= snapshot.routing.admission.max_wait) {
     return Admission::anywhere;
   }
   const double mark = water_mark(snapshot);
@@ -42,7 +43,8 @@ Admission admit_new_conversation(const Snapshot& snapshot, const RequestFacts& f
       continue;
     }
     any_known = any_known || r.kv_capacity_tokens > 0;
-    any_room = any_room || can_admit(r, facts.prompt_tokens, mark, snapshot.admission.only_when_waiting);
+    any_room =
+        any_room || can_admit(r, facts.prompt_tokens, mark, snapshot.routing.admission.only_when_waiting);
   }
   if (!any_known) {
     return Admission::anywhere;
@@ -51,7 +53,7 @@ Admission admit_new_conversation(const Snapshot& snapshot, const RequestFacts& f
 }
 
 bool hold_task_start(const Snapshot& snapshot, const RequestFacts& facts, ReplicaIndex home) {
-  const AdmissionConfig& a = snapshot.admission;
+  const AdmissionConfig& a = snapshot.routing.admission;
   if (!a.enabled || !a.hold_task_starts || !facts.task_start || facts.queued_for >= a.max_wait) {
     return false;
   }

@@ -25,15 +25,15 @@ std::optional<ReplicaIndex> cost_spill_target(const Snapshot& snapshot, const Re
   if (!at_home) {
     return std::nullopt;
   }
-  const double high = snapshot.admission.high_water;
+  const double high = snapshot.routing.admission.high_water;
   const auto eligible = [&](ReplicaIndex i) {
     const ReplicaState& r = snapshot.replicas[i];
     return i != home && r.healthy && predicted_ttft(r, 0) &&
-           (!snapshot.admission.enabled || has_room(r, facts.prompt_tokens, high));
+           (!snapshot.routing.admission.enabled || has_room(r, facts.prompt_tokens, high));
   };
   const auto ttft = [&](const ReplicaState& r) { return *predicted_ttft(r, facts.prompt_tokens); };
   const auto target = detail::pick_min(snapshot, eligible, ttft, rng);
-  const double margin = std::chrono::duration<double>(snapshot.cost_spill.margin).count();
+  const double margin = std::chrono::duration<double>(snapshot.routing.cost_spill.margin).count();
   if (target && ttft(snapshot.replicas[*target]) + margin < *at_home) {
     return target;
   }

@@ -17,7 +17,7 @@ Decision none(Route route, NoReplicaReason reason) {
 
 Decision place(const Snapshot& snapshot, Route route, Rng& rng) {
   const auto healthy = [&](ReplicaIndex i) { return snapshot.replicas[i].healthy; };
-  const auto score = [&](const ReplicaState& r) { return placement_score(r, snapshot.max_num_seqs); };
+  const auto score = [&](const ReplicaState& r) { return placement_score(r, snapshot.max_num_seqs()); };
   if (auto chosen = detail::pick_min(snapshot, healthy, score, rng)) {
     return Decision{chosen, route, NoReplicaReason::none};
   }
@@ -28,7 +28,7 @@ Decision place(const Snapshot& snapshot, Route route, Rng& rng) {
 template <class Eligible>
 std::optional<ReplicaIndex> place_among(const Snapshot& snapshot, ReplicaSet preferred, Eligible&& eligible,
                                         Rng& rng) {
-  const auto score = [&](const ReplicaState& r) { return placement_score(r, snapshot.max_num_seqs); };
+  const auto score = [&](const ReplicaState& r) { return placement_score(r, snapshot.max_num_seqs()); };
   const auto best = detail::pick_min(snapshot, eligible, score, rng);
   if (!best || preferred == 0 || (*best < replica_set_size && (preferred >> *best & 1) != 0)) {
     return best;
@@ -41,7 +41,7 @@ std::optional<ReplicaIndex> place_among(const Snapshot& snapshot, ReplicaSet pre
   };
   const auto holds_start = [&](ReplicaIndex i) {
     return i < replica_set_size && (preferred >> i & 1) != 0 && eligible(i) && slots(i) <= slots(*best) &&
-           snapshot.replicas[i].in_flight < snapshot.spill_threshold;
+           snapshot.replicas[i].in_flight < snapshot.spill_threshold();
   };
   const auto cached = detail::pick_min(snapshot, holds_start, score, rng);
   if (cached && score(snapshot.replicas[*cached]) <=
@@ -66,7 +66,8 @@ Decision place_new(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng
   }
   const double mark = water_mark(snapshot);
   const auto fits = [&](ReplicaIndex i) {
-    return can_admit(snapshot.replicas[i], facts.prompt_tokens, mark, snapshot.admission.only_when_waiting);
+    return can_admit(snapshot.replicas[i], facts.prompt_tokens, mark,
+                     snapshot.routing.admission.only_when_waiting);
   };
   return Decision{place_among(snapshot, facts.preferred, fits, rng), Route::new_conversation,
                   NoReplicaReason::none};
@@ -76,11 +77,11 @@ Decision place_new(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng
 // to one that is at least as loaded as home (that would lose the cache and gain nothing).
 Decision spill_by_count(const Snapshot& snapshot, ReplicaIndex home, Rng& rng) {
   const ReplicaState& at_home = snapshot.replicas[home];
-  if (at_home.in_flight <= snapshot.spill_threshold) {
+  if (at_home.in_flight <= snapshot.spill_threshold()) {
     return Decision{home, Route::sticky, NoReplicaReason::none};
   }
   const auto other = [&](ReplicaIndex i) { return i != home && snapshot.replicas[i].healthy; };
-  const auto score = [&](const ReplicaState& r) { return load_score(r, snapshot.max_num_seqs); };
+  const auto score = [&](const ReplicaState& r) { return load_score(r, snapshot.max_num_seqs()); };
   const auto target = detail::pick_min(snapshot, other, score, rng);
   if (target && score(snapshot.replicas[*target]) < score(at_home) - detail::tie_epsilon) {
     return Decision{target, Route::spilled, NoReplicaReason::none};
@@ -166,7 +167,7 @@ Decision decide_balanced(const Snapshot& snapshot, const RequestFacts& facts, Rn
     return none(Route::balanced, NoReplicaReason::no_replicas);
   }
   const auto healthy = [&](ReplicaIndex i) { return snapshot.replicas[i].healthy; };
-  const auto score = [&](const ReplicaState& r) { return vllm_lb_score(r, snapshot.vllm_balancer); };
+  const auto score = [&](const ReplicaState& r) { return vllm_lb_score(r, snapshot.routing.vllm_balancer); };
   if (auto chosen = detail::pick_min(snapshot, healthy, score, rng)) {
     return Decision{chosen, Route::balanced, NoReplicaReason::none};
   }
@@ -174,7 +175,7 @@ Decision decide_balanced(const Snapshot& snapshot, const RequestFacts& facts, Rn
 }
 
 Decision decide(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng) {
-  if (!snapshot.affinity) {
+  if (!snapshot.routing.affinity) {
     return decide_balanced(snapshot, facts, rng);
   }
   if (auto pinned = decide_pin(snapshot, facts)) {
@@ -193,12 +194,12 @@ Decision decide(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng) {
   if (hold_task_start(snapshot, facts, home)) {
     return none(Route::queued, NoReplicaReason::none);
   }
-  if (snapshot.rebalance) {
+  if (snapshot.routing.rebalance) {
     if (const auto moved = rebalance_target(snapshot, facts, home, rng)) {
       return Decision{moved, Route::rehomed, NoReplicaReason::none};
     }
   }
-  if (snapshot.cost_spill.enabled && predicted_ttft(snapshot.replicas[home], 0)) {
+  if (snapshot.routing.cost_spill.enabled && predicted_ttft(snapshot.replicas[home], 0)) {
     const auto target = cost_spill_target(snapshot, facts, home, rng);
     return target ? Decision{target, Route::spilled, NoReplicaReason::none}
                   : Decision{home, Route::sticky, NoReplicaReason::none};

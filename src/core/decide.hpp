@@ -8,14 +8,16 @@
 
 namespace warden::core {
 
-/// The warden's rule (policy `affinity`; with snapshot.affinity == false it is `vllm-lb`):
+/// The warden's rule (policy `affinity`; with snapshot.routing.affinity == false it is `vllm-lb`):
 ///  1. No replicas → no replica (no_replicas).
 ///  2. Pin → that replica, route `pinned`, even if unhealthy: the client asked for it explicitly and vLLM's
 ///     own X-data-parallel-rank has no fallback either. A pin out of range → no replica (pin_out_of_range).
 ///  3. No healthy replica → no replica (no_healthy_replica).
-///  4. Affinity off → vLLM's rule: lowest vllm_lb_score(replica, snapshot.vllm_balancer) among healthy
+///  4. Affinity off → vLLM's rule: lowest vllm_lb_score(replica, snapshot.routing.vllm_balancer) among
+///  healthy
 ///     replicas, ties by RNG; route `balanced`.
-///  5. Known conversation, healthy home: with snapshot.rebalance, first whether it should move for good
+///  5. Known conversation, healthy home: with snapshot.routing.rebalance, first whether it should move for
+///  good
 ///     (rebalance.hpp: its prefix is gone from the home and the home has more requests in flight than the
 ///     least-loaded other replica, or the home's working set overflows and it has 2 more conversations and
 ///     2 more requests in flight) → that replica, route `rehomed` (the Router re-homes the conversation).

@@ -25,8 +25,9 @@ class Policy {
 };
 
 /// Names in the registry:
-///  - `affinity`     the warden's rule, decide() (honours snapshot.affinity);
-///  - `vllm-lb`      decide() with affinity off: lowest vllm_lb_score (snapshot.vllm_balancer), RNG ties;
+///  - `affinity`     the warden's rule, decide() (honours snapshot.routing.affinity);
+///  - `vllm-lb`      decide() with affinity off: lowest vllm_lb_score (snapshot.routing.vllm_balancer), RNG
+///  ties;
 ///  - `round-robin`  next healthy replica in turn, load-blind;
 ///  - `session-hash` session hash mod N, skipping forward over unhealthy replicas, load-blind (requests
 ///                   without a session key are placed at random among healthy replicas);

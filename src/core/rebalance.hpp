@@ -17,8 +17,9 @@ namespace warden::core {
 /// since), as the engine's own counters say.
 [[nodiscard]] bool prefix_evicted(const ReplicaState& home, const RequestFacts& facts);
 
-/// Rule 5, first (snapshot.rebalance): whether the conversation leaves its home for good (route `rehomed`)
-/// and for which healthy replica, the one with the fewest requests in flight (ties by RNG). Two cases:
+/// Rule 5, first (snapshot.routing.rebalance): whether the conversation leaves its home for good (route
+/// `rehomed`) and for which healthy replica, the one with the fewest requests in flight (ties by RNG). Two
+/// cases:
 /// - its prefix is gone from the home (prefix_evicted): moving costs nothing, so it moves when the home has
 ///   at least 1 request in flight more (the turn starts sooner, as with vLLM's balancer);
 /// - the home's working set overflows its KV capacity (held tokens > capacity) and the home has at least 2

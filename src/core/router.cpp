@@ -31,7 +31,7 @@ void Router::build_snapshot(std::span<const ReplicaMetrics> metrics, Time now) {
     scrape_generation_.resize(count, 0);
     prefill_backlog_.resize(count, 0);
   }
-  snapshot_.apply(routing_);
+  snapshot_.routing = routing_;
   snapshot_.admission_holding = admission_holding_;
   snapshot_.replicas.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
@@ -207,38 +207,17 @@ void Router::abandon(const Decision& decision) {
   counters_.retract(decision);
 }
 
-void Router::set_affinity(bool on) {
-  routing_.affinity = on;
-}
-
-void Router::set_rebalance(bool on) {
-  routing_.rebalance = on;
-}
-
-void Router::set_cost_spill(const CostSpill& spill) {
-  routing_.cost_spill = spill;
-}
-
-void Router::set_spill_threshold(SpillThreshold threshold) {
-  routing_.spill_threshold = threshold;
-}
-
-void Router::set_max_num_seqs(std::uint32_t max_num_seqs) {
-  routing_.max_num_seqs = std::max<std::uint32_t>(1, max_num_seqs);
-}
-
-bool Router::set_policy(std::string_view name) {
-  auto policy = make_policy(name);
-  if (!policy) {
-    return false;
+bool Router::set_routing(RoutingConfig routing) {
+  if (routing.policy != routing_.policy) {
+    auto policy = make_policy(routing.policy);
+    if (!policy) {
+      return false;
+    }
+    policy_ = std::move(policy);  // a policy keeps its state (round-robin's turn) while its name stays
   }
-  policy_ = std::move(policy);
-  routing_.policy = std::string(name);
+  routing.max_num_seqs = std::max<std::uint32_t>(1, routing.max_num_seqs);
+  routing_ = std::move(routing);
   return true;
-}
-
-void Router::set_admission(const AdmissionConfig& admission) {
-  routing_.admission = admission;
 }
 
 void Router::set_session_config(const SessionTableConfig& config) {

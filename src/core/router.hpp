@@ -107,14 +107,9 @@ class Router {
   /// request counts once (as its final route).
   void abandon(const Decision& decision);
 
-  /// Runtime configuration (admin API). set_policy returns false for an unknown name (nothing changes).
-  void set_affinity(bool on);
-  void set_spill_threshold(SpillThreshold threshold);
-  void set_rebalance(bool on);
-  void set_cost_spill(const CostSpill& spill);
-  void set_max_num_seqs(std::uint32_t max_num_seqs);
-  bool set_policy(std::string_view name);
-  void set_admission(const AdmissionConfig& admission);
+  /// Runtime configuration (admin API, a restored change): the whole routing at once, max_num_seqs 0 read
+  /// as 1. False for an unknown policy name (nothing changes then).
+  bool set_routing(RoutingConfig routing);
   void set_session_config(const SessionTableConfig& config);
   [[nodiscard]] RoutingConfig routing_config() const;
 

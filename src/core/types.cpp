@@ -6,13 +6,6 @@
 
 namespace warden::core {
 
-std::uint32_t SpillThreshold::resolve(std::uint32_t max_num_seqs) const {
-  if (fixed) {
-    return std::max<std::uint32_t>(1, *fixed);
-  }
-  return std::max<std::uint32_t>(1, max_num_seqs / 4);
-}
-
 std::optional<SpillThreshold> SpillThreshold::parse(std::string_view text) {
   if (text == "auto") {
     return SpillThreshold{};
@@ -33,16 +26,6 @@ std::string SpillThreshold::to_string() const {
 std::string SpillThreshold::label(std::uint32_t max_num_seqs) const {
   auto text = std::to_string(resolve(max_num_seqs));
   return is_auto() ? text + " (auto)" : text;
-}
-
-void Snapshot::apply(const RoutingConfig& config) {
-  affinity = config.affinity;
-  max_num_seqs = std::max<std::uint32_t>(1, config.max_num_seqs);
-  spill_threshold = config.spill_threshold.resolve(max_num_seqs);
-  admission = config.admission;
-  vllm_balancer = config.vllm_balancer;
-  cost_spill = config.cost_spill;
-  rebalance = config.rebalance;
 }
 
 std::string_view vllm_balancer_model_name(VllmBalancerModel model) {

@@ -3,6 +3,7 @@
 // returns (Decision). Pure data, no I/O; the gateway (`serve`) and the what-if driver (`simulate`) build the
 // same values, so the same decision code runs under both.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -63,7 +64,9 @@ struct SpillThreshold {
   std::optional<std::uint32_t> fixed;
 
   /// The threshold in requests in flight for a model with this `max_num_seqs` (always >= 1).
-  [[nodiscard]] std::uint32_t resolve(std::uint32_t max_num_seqs) const;
+  [[nodiscard]] std::uint32_t resolve(std::uint32_t max_num_seqs) const {
+    return std::max<std::uint32_t>(1, fixed ? *fixed : max_num_seqs / 4);
+  }
   [[nodiscard]] bool is_auto() const { return !fixed.has_value(); }
   /// "auto" or an integer from 1 to max_fixed; nullopt for anything else (the caller reports the error).
   [[nodiscard]] static std::optional<SpillThreshold> parse(std::string_view text);
@@ -140,26 +143,27 @@ struct RoutingConfig {
   /// Re-home a conversation whose home is overloaded (rebalance.hpp); off = a conversation leaves its home
   /// only by a spill (one request) or a failover.
   bool rebalance = true;
+
+  friend bool operator==(const RoutingConfig&, const RoutingConfig&) = default;
 };
 
 /// Immutable copy of everything a decision reads. Cheap to build (one small vector).
 struct Snapshot {
   std::vector<ReplicaState> replicas;
-  bool affinity = true;
-  /// Already resolved against max_num_seqs (>= 1).
-  std::uint32_t spill_threshold = 8;
-  std::uint32_t max_num_seqs = 32;
-  AdmissionConfig admission{};
-  VllmBalancerModel vllm_balancer = VllmBalancerModel::current;
-  CostSpill cost_spill{};
-  bool rebalance = true;
+  /// The model's routing as it is at decision time.
+  RoutingConfig routing{};
   /// Admission state (kept by the Router): a new conversation had to be held and none has been admitted
   /// under the low water mark since.
   bool admission_holding = false;
 
-  /// Fills affinity, spill_threshold (resolved), max_num_seqs, admission, cost_spill, rebalance and
-  /// vllm_balancer from a RoutingConfig.
-  void apply(const RoutingConfig& config);
+  /// routing.max_num_seqs, at least 1.
+  [[nodiscard]] std::uint32_t max_num_seqs() const {
+    return std::max<std::uint32_t>(1, routing.max_num_seqs);
+  }
+  /// routing.spill_threshold resolved against max_num_seqs() (>= 1).
+  [[nodiscard]] std::uint32_t spill_threshold() const {
+    return routing.spill_threshold.resolve(max_num_seqs());
+  }
 };
 
 /// A conversation's identity as a 64-bit hash (the protocol layer hashes the id or the fingerprint).

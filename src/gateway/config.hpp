@@ -27,8 +27,7 @@ struct UpstreamUrl {
 struct ModelConfig {
   std::string name;               // what clients put in "model"
   std::string served_model_name;  // what the engine is called; defaults to name
-  // affinity, spill_threshold, rebalance, cost_spill, policy and admission from `routing:`; max_num_seqs
-  // (per rank) from the model's entry.
+  // Every knob from `routing:` (parse_routing), max_num_seqs (per rank) from the model's entry.
   core::RoutingConfig routing;
   // Exactly one of the two replica layouts.
   bool data_parallel = false;

@@ -209,16 +209,14 @@ net::ClientTimeouts Gateway::client_timeouts() const {
 }
 
 bool Gateway::start(std::string* error) {
-  stats_db_ = StatsDb::open(config_.state_dir, error);
-  if (!stats_db_) {
+  if (!durable_.open(config_.state_dir, stats_, unix_now(), error)) {
     return false;
   }
   launcher_.start();
-  std::string err;
-  if (!load_history(*stats_db_, stats_, unix_now(), &err)) {
-    spdlog::warn("stats history could not be read ({}); starting empty", err);
+  durable_.restore(models_, clocks_now());
+  for (const auto& m : models_) {
+    queue_of(*m).configure(m->router().routing_config().admission);  // a restored change included
   }
-  restore_state();
   if (config_.shared_state) {
     shared_ = std::make_unique<SharedHomes>(ioc_.get_executor(), *config_.shared_state, models_);
     shared_->start();
@@ -393,6 +391,26 @@ asio::awaitable<void> Gateway::flush_loop() {
     }
     flush();
   }
+}
+
+void Gateway::flush() {
+  const ClockPair now = clocks_now();
+  std::vector<HomeChanges> homes;
+  for (auto& m : models_) {
+    auto taken = m->router().take_session_changes();
+    if (shared_) {
+      shared_->changes(*m, taken);
+    }
+    const auto ttl =
+        std::chrono::duration_cast<std::chrono::milliseconds>(m->router().session_config().idle_ttl).count();
+    HomeChanges c{m->config().name, {}, std::move(taken.removed), now.unix_ms - ttl};
+    c.changed.reserve(taken.changed.size());
+    for (const auto& r : taken.changed) {
+      c.changed.push_back(now.to_stored(r));
+    }
+    homes.push_back(std::move(c));
+  }
+  durable_.flush(stats_, unix_now(), homes);
 }
 
 ModelRuntime* Gateway::find_model(std::string_view name) {

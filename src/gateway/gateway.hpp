@@ -21,7 +21,7 @@
 #include "gateway/proxy/request_record.hpp"
 #include "gateway/proxy/waiting_requests.hpp"
 #include "gateway/shared/shared_homes.hpp"
-#include "gateway/stores/routing_state.hpp"
+#include "gateway/stores/durable_state.hpp"
 #include "gateway/stores/stats_store.hpp"
 #include "gateway/warden_metrics.hpp"
 #include "net/client.hpp"
@@ -48,8 +48,9 @@ class Gateway {
   bool start(std::string* error);
   // Stops the background loops and writes the stats history and the routing state. Idempotent.
   void stop();
-  // Writes what changed in the stats history and the routing state (conversation homes) now. Runs every
-  // second and from stop(); may be called at any time, as often as wanted (durable_state.cpp).
+  // Writes what changed in the stats history and the routing state (conversation homes) now, and shares
+  // the homes with the other wardens. Runs every second and from stop(); may be called at any time, as
+  // often as wanted.
   void flush();
 
   // The net::Server handler.
@@ -62,12 +63,12 @@ class Gateway {
   void when_scraped(std::function<void()> done);
 
  private:
-  struct Upstream;  // one distinct engine URL: scraped once per interval
-  struct Exchange;  // one proxied request, finished exactly once
-  struct Admin;     // the admin API's route table and endpoints (admin_routes.cpp)
-  struct Refusal;   // an error answer for the client
-  struct Outgoing;  // what goes to the engine, prepared once for every attempt
-  struct Attempt;   // one try at a replica and what came of it
+  struct Upstream;    // one distinct engine URL: scraped once per interval
+  struct Exchange;    // one proxied request, finished exactly once
+  class AdminAccess;  // what the admin API's endpoints see of the gateway (admin/gateway_admin.cpp)
+  struct Refusal;     // an error answer for the client
+  struct Outgoing;    // what goes to the engine, prepared once for every attempt
+  struct Attempt;     // one try at a replica and what came of it
   using StreamBody = std::function<net::asio::awaitable<void>(net::StreamWriter&)>;
   using Clock = std::chrono::steady_clock;
 
@@ -111,10 +112,6 @@ class Gateway {
   // GET /v1/models of one engine URL: the context length of its models. False if it could not be asked.
   net::asio::awaitable<bool> fetch_models(std::shared_ptr<Upstream> up, net::ClientTimeouts t);
   net::asio::awaitable<void> flush_loop();
-  // Reads the routing state back at start (durable_state.cpp) and stores an admin routing change.
-  void restore_state();
-  void restore_routing(ModelRuntime& m);
-  void save_routing(ModelRuntime& m);
   void finish_request(RequestRecord& record);
   // `replicas` of `m` were just marked unhealthy: the requests waiting for their first byte go elsewhere.
   void recall_waiting(const ModelRuntime& m, const std::vector<int>& replicas, std::string_view why);
@@ -139,8 +136,7 @@ class Gateway {
   net::ClientPool scrape_pool_;
   core::SplitMixRng rng_;
   StatsStore stats_;
-  std::unique_ptr<StatsDb> stats_db_;
-  std::optional<RoutingStateDb> routing_db_;  // statements over stats_db_'s database
+  DurableState durable_;  // the stats history, conversation homes and routing changes in state_dir
   WardenMetrics metrics_;
   std::unique_ptr<SharedHomes> shared_;  // with `state: { redis: ... }` only
   std::shared_ptr<bool> alive_;          // background loops stop when this is false

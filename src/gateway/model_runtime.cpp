@@ -76,61 +76,28 @@ std::vector<int> ModelRuntime::replicas_of(const UpstreamUrl& url) const {
 
 namespace {
 
-std::uint32_t gauge_count(const std::optional<double>& v) {
-  if (!v || !std::isfinite(*v) || *v < 0) {
-    return 0;
-  }
-  return static_cast<std::uint32_t>(std::min(*v, 1e9));
-}
-
-// Prompt tokens the rank computed (queried minus served from its prefix cache); nullopt unless both
-// counters are there and make sense.
-std::optional<std::uint64_t> computed_tokens(const protocol::VllmRank& rank) {
-  if (!rank.prefix_cache_queries_total || !rank.prefix_cache_hits_total) {
-    return std::nullopt;
-  }
-  const double queries = *rank.prefix_cache_queries_total;
-  const double hits = *rank.prefix_cache_hits_total;
-  if (!std::isfinite(queries) || !std::isfinite(hits) || hits < 0 || queries < hits || queries > 1e18) {
-    return std::nullopt;
-  }
-  return static_cast<std::uint64_t>(queries - hits);
-}
-
-// The rank's prefill rate, from the same counters and its waiting requests (core::PrefillRate).
-void observe_prefill(ReplicaRuntime& r, const protocol::VllmRank& rank, core::Time now) {
-  if (!r.metrics.computed_tokens) {
-    return;  // the counters are missing or make no sense (computed_tokens checked them)
-  }
-  r.prefill_rate.observe(now, static_cast<std::uint64_t>(*rank.prefix_cache_queries_total),
-                         static_cast<std::uint64_t>(*rank.prefix_cache_hits_total), r.metrics.waiting);
-  r.metrics.prefill_tokens_per_second = r.prefill_rate.tokens_per_second();
+// What the rank's series say, as the routing core takes an engine's report.
+core::ReplicaReport vllm_report(const protocol::VllmRank& rank) {
+  return {rank.num_requests_running,
+          rank.num_requests_waiting,
+          rank.kv_cache_usage_perc,
+          rank.num_gpu_blocks,
+          rank.block_size,
+          rank.prefix_cache_queries_total,
+          rank.prefix_cache_hits_total,
+          std::nullopt};
 }
 
 }  // namespace
 
-void ModelRuntime::apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank) {
-  r.metrics.running = gauge_count(rank.num_requests_running);
-  r.metrics.waiting = gauge_count(rank.num_requests_waiting);
-  double kv = rank.kv_cache_usage_perc.value_or(0.0);
-  r.metrics.kv_usage = std::isfinite(kv) ? std::clamp(kv, 0.0, 1.0) : 0.0;
+void ModelRuntime::apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank, core::Time now) {
   if (rank.prefix_cache_hits_total) {
     r.prefix_hits.observe(*rank.prefix_cache_hits_total);
   }
   if (rank.prefix_cache_queries_total) {
     r.prefix_queries.observe(*rank.prefix_cache_queries_total);
   }
-  r.metrics.computed_tokens = computed_tokens(rank);
-  if (rank.num_gpu_blocks && *rank.num_gpu_blocks > 0) {
-    r.num_gpu_blocks = rank.num_gpu_blocks;
-  }
-  if (rank.block_size && *rank.block_size > 0) {
-    r.block_size = rank.block_size;
-  }
-  if (r.num_gpu_blocks && r.block_size && *r.num_gpu_blocks < (std::int64_t{1} << 40) &&
-      *r.block_size < (1 << 20)) {
-    r.metrics.kv_capacity_tokens = static_cast<std::uint64_t>(*r.num_gpu_blocks * *r.block_size);
-  }
+  core::observe_report(r.metrics, r.prefill_rate, vllm_report(rank), now);
 }
 
 bool ModelRuntime::apply_scrape(const UpstreamUrl& url, const protocol::VllmScrape& scrape, core::Time now) {
@@ -156,8 +123,7 @@ bool ModelRuntime::apply_scrape(const UpstreamUrl& url, const protocol::VllmScra
       }
     }
     if (rank) {
-      apply_rank(r, *rank);
-      observe_prefill(r, *rank, now);
+      apply_rank(r, *rank, now);
     }
   }
   return recovered;

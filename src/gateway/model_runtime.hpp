@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/prefill_rate.hpp"
+#include "core/replica_report.hpp"
 #include "core/router.hpp"
 #include "gateway/config.hpp"
 #include "gateway/proxy/prefix_watch.hpp"
@@ -39,8 +40,6 @@ struct ReplicaRuntime {
   std::string last_error;
   CounterDelta prefix_hits;
   CounterDelta prefix_queries;
-  std::optional<std::int64_t> num_gpu_blocks;
-  std::optional<std::int64_t> block_size;
   core::PrefillRate prefill_rate;  // fills metrics.prefill_tokens_per_second (cost-aware spill)
 
   // Prefix-cache hit rate since the warden started (nullopt before any query was counted).
@@ -83,7 +82,7 @@ class ModelRuntime {
   const PrefixWatch& prefix_watch() const { return prefix_watch_; }
 
  private:
-  void apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank);
+  void apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank, core::Time now);
 
   const ModelConfig* config_;
   int unhealthy_after_;

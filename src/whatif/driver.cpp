@@ -17,6 +17,7 @@
 #include "core/decide.hpp"
 #include "core/policy.hpp"
 #include "core/prefill_rate.hpp"
+#include "core/replica_report.hpp"
 #include "engine/engine.hpp"
 #include "protocol/request.hpp"
 #include "whatif/prompt.hpp"
@@ -68,6 +69,18 @@ std::string core_policy(std::string_view policy) {
     return "vllm-lb";
   }
   return is_admission(policy) ? std::string("affinity") : std::string(policy);
+}
+
+// The engine model's counters as a replica's report (what its vLLM /metrics would say).
+core::ReplicaReport engine_report(const engine::Metrics& m) {
+  return {static_cast<double>(m.num_running),
+          static_cast<double>(m.num_waiting),
+          m.kv_cache_usage,
+          std::int64_t{m.num_gpu_blocks},
+          std::int64_t{m.block_size},
+          static_cast<double>(m.prefix_cache_queries_total),
+          static_cast<double>(m.prefix_cache_hits_total),
+          static_cast<double>(m.num_preemptions_total)};
 }
 
 core::Time to_time(double seconds) {
@@ -147,23 +160,21 @@ class Driver {
   Result<void> run_policy(const std::string& policy) {
     policy_ = policy;
     vllm_model_ = is_vllm_model(policy);
-    balancer_.emplace(config_.replicas, config_.vllm_api_servers, config_.vllm_balancer);
+    balancer_.emplace(config_.replicas, config_.vllm_api_servers, config_.routing.vllm_balancer);
     publish();
     admission_policy_ = is_admission(policy);
     ceiling_ = policy == "ceiling";
     task_policy_ = policy == "tasks";
-    core::RoutingConfig routing;
+    core::RoutingConfig routing = config_.routing;
     routing.affinity = policy == "affinity" || admission_policy_;
     routing.policy = core_policy(policy);
-    routing.spill_threshold = config_.spill_threshold;
     routing.max_num_seqs = config_.engine.max_num_seqs;
-    routing.vllm_balancer = config_.vllm_balancer;
-    routing.rebalance = config_.rebalance;
     if (admission_policy_) {
-      routing.admission = config_.admission;
       routing.admission.enabled = true;
       routing.admission.hold_task_starts = policy == "tasks";
-      routing.cost_spill = config_.cost_spill;
+    } else {
+      routing.admission = {};
+      routing.cost_spill = {};
     }
     held_.clear();
     core::SessionTableConfig sessions = config_.sessions;
@@ -450,7 +461,7 @@ class Driver {
 
   // Admission held the request: into the FIFO, or refused (the gateway's 503) when it is full.
   void hold(std::uint64_t id) {
-    if (held_.size() >= config_.admission.max_queue) {
+    if (held_.size() >= config_.routing.admission.max_queue) {
       flights_.at(id).failed = true;
       ++stats_.refused;
       push(now_ + config_.client_rtt / 2, Timed::Kind::client_done, id);
@@ -514,7 +525,7 @@ class Driver {
     if (held_.empty()) {
       return kInf;
     }
-    const double max_wait = std::chrono::duration<double>(config_.admission.max_wait).count();
+    const double max_wait = std::chrono::duration<double>(config_.routing.admission.max_wait).count();
     // A nanosecond late, so that the wait the Router sees is never rounded below the bound.
     return std::max(now_, flights_.at(held_.front()).arrived + max_wait + 1e-9);
   }
@@ -651,16 +662,8 @@ class Driver {
       const engine::Metrics m = engines_[r].metrics();
       core::ReplicaMetrics& s = scraped_[r];
       s.healthy = true;
-      s.running = m.num_running;
-      s.waiting = m.num_waiting;
-      s.kv_usage = m.kv_cache_usage;
-      s.kv_capacity_tokens = static_cast<std::uint64_t>(m.num_gpu_blocks) * m.block_size;
-      // As `serve` would from vllm:prefix_cache_queries_total and vllm:prefix_cache_hits_total.
-      rates_[r].observe(to_time(now_), m.prefix_cache_queries_total, m.prefix_cache_hits_total,
-                        m.num_waiting);
-      s.prefill_tokens_per_second = rates_[r].tokens_per_second();
-      s.computed_tokens =
-          m.prefix_cache_queries_total - std::min(m.prefix_cache_hits_total, m.prefix_cache_queries_total);
+      // What `serve` reads from the replica's /metrics, through the same function.
+      core::observe_report(s, rates_[r], engine_report(m), to_time(now_));
       ++s.scrape_generation;
     }
     if (hooks_.on_scrape) {
@@ -792,7 +795,7 @@ Result<void> validate(const SimulationConfig& config) {
       !std::isfinite(config.think_jitter)) {
     return std::string("client rtt and think jitter must be >= 0");
   }
-  const core::AdmissionConfig& a = config.admission;
+  const core::AdmissionConfig& a = config.routing.admission;
   if (!(a.low_water > 0) || !(a.high_water >= a.low_water) || !std::isfinite(a.high_water) ||
       a.max_wait < core::Time{0}) {
     return std::string("admission: water marks need 0 < low <= high, max wait >= 0");

@@ -64,13 +64,12 @@ struct SimulationConfig {
   // workload's fixed think_time: real clients drift apart, while a fixed gap keeps sessions that started
   // together in lock-step (all turns arriving in bursts).
   double think_jitter = 0.0;
-  core::SpillThreshold spill_threshold{};
-  // Policies `affinity` and `admission`: a conversation moves off an overloaded home (core/rebalance.hpp).
-  bool rebalance = true;
-  // Policy `admission` only (affinity with working-set admission and cost-aware spill): the admission
-  // bounds and water marks (`enabled` is implied) and the spill rule (cost-aware when enabled).
-  core::AdmissionConfig admission{};
-  core::CostSpill cost_spill{true};
+  // The routing every Router policy runs with, as `serve` reads it from a model's `routing:`. The policy
+  // sets `policy` and `affinity`, the engine `max_num_seqs`; `vllm_balancer` is also the score vLLM's own
+  // balancer uses under policy `vllm-lb`; `rebalance` applies to `affinity` and `admission`. `admission`
+  // and `cost_spill` apply to policy `admission` only (its `enabled` implied; cost-aware spill on unless
+  // turned off), whose admission queue takes max_queue and max_wait from here too.
+  core::RoutingConfig routing{.cost_spill = {.enabled = true}};
   // ... and its session table's active window in typical turn gaps (SessionTableConfig's
   // adaptive_gap_factor, min_active_window): how long a conversation counts as resident after its last turn.
   double admission_gap_factor = 2.0;
@@ -78,8 +77,6 @@ struct SimulationConfig {
   core::SessionTableConfig sessions{};
   std::uint32_t vllm_api_servers = 0;  // vLLM API server processes; 0 = one per replica (vLLM's default)
   double vllm_publish_interval = 0.1;  // vLLM coordinator's stats publish period
-  // Which vLLM balancer `vllm-lb` models, and which score `warden-lb` (route `balanced`) uses.
-  core::VllmBalancerModel vllm_balancer = core::VllmBalancerModel::current;
 };
 
 Result<void> validate(const SimulationConfig& config);

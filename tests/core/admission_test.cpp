@@ -21,9 +21,9 @@ using testing::unrouted;
 // Two replicas of 10,000 KV tokens holding the given working sets; admission on (high 1.0, low 0.9).
 Snapshot working_sets(std::uint64_t first, std::uint64_t second, bool holding = false) {
   Snapshot s = idle_snapshot(2);
-  s.admission.enabled = true;
-  s.admission.high_water = 1.0;
-  s.admission.low_water = 0.9;
+  s.routing.admission.enabled = true;
+  s.routing.admission.high_water = 1.0;
+  s.routing.admission.low_water = 0.9;
   s.admission_holding = holding;
   s.replicas[0].held_tokens = first;
   s.replicas[1].held_tokens = second;
@@ -49,7 +49,7 @@ TEST(Admission, PlacesOnlyWhereThereIsRoom) {
   s.replicas[0].active_conversations = 0;
   s.replicas[1].active_conversations = 30;
   EXPECT_EQ(decide(s, new_conversation(42, 1000), rng), routed(1, Route::new_conversation));
-  s.admission.enabled = false;
+  s.routing.admission.enabled = false;
   EXPECT_EQ(decide(s, new_conversation(42, 1000), rng), routed(0, Route::new_conversation));
 }
 
@@ -66,7 +66,7 @@ TEST(Admission, HysteresisAdmitsUnderTheLowMarkOnceHolding) {
 TEST(Admission, TheWaitBoundAdmitsOverCapacity) {
   ScriptedRng rng;
   RequestFacts waited = new_conversation(42, 1000);
-  waited.queued_for = working_sets(0, 0).admission.max_wait - 1ns;
+  waited.queued_for = working_sets(0, 0).routing.admission.max_wait - 1ns;
   EXPECT_TRUE(decide(working_sets(9'500, 9'500), waited, rng).queued());
   waited.queued_for += 1ns;
   EXPECT_EQ(decide(working_sets(9'500, 9'500), waited, rng).route, Route::new_conversation);
@@ -128,7 +128,7 @@ TEST(Admission, UnknownCapacityOrOffNeverHolds) {
   mixed.replicas[1].kv_capacity_tokens = 0;
   EXPECT_EQ(decide(mixed, new_conversation(42, 1000), rng), routed(1, Route::new_conversation));
   Snapshot off = working_sets(9'500, 9'500);
-  off.admission.enabled = false;
+  off.routing.admission.enabled = false;
   EXPECT_TRUE(decide(off, new_conversation(42, 1000), rng).ok());
 }
 
@@ -149,7 +149,7 @@ TEST(Admission, AReplicaWithNothingWaitingTakesANewConversation) {
   Snapshot s = working_sets(9'500, 9'500);
   s.replicas[1].waiting = 0;
   EXPECT_TRUE(decide(s, new_conversation(42, 1000), rng).queued()) << "only with only_when_waiting";
-  s.admission.only_when_waiting = true;
+  s.routing.admission.only_when_waiting = true;
   EXPECT_EQ(decide(s, new_conversation(42, 1000), rng), routed(1, Route::new_conversation));
   // ... unless a request sent since that scrape has not started answering (a burst of new ones).
   s.replicas[1].prefill_backlog_tokens = 11'000;

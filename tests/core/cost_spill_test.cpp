@@ -21,7 +21,7 @@ using testing::routed;
 // Three replicas prefilling 1,000 tokens/s with the given backlogs; cost spill on, margin 2 s.
 Snapshot backlogs(std::uint64_t home, std::uint64_t one, std::uint64_t two) {
   Snapshot s = idle_snapshot(3);
-  s.cost_spill.enabled = true;
+  s.routing.cost_spill.enabled = true;
   const std::array<std::uint64_t, 3> b{home, one, two};
   for (std::size_t i = 0; i < 3; ++i) {
     s.replicas[i].prefill_tokens_per_second = 1'000;
@@ -83,7 +83,7 @@ TEST(CostSpill, TargetsOfUnknownRateOrWithoutRoomAreSkipped) {
   s.replicas[1].prefill_tokens_per_second = 0;
   EXPECT_EQ(decide(s, turn(), rng), routed(2, Route::spilled));
   // With admission on, a spill must not push a target's resident working set over its capacity.
-  s.admission.enabled = true;
+  s.routing.admission.enabled = true;
   s.replicas[2].kv_capacity_tokens = 10'000;
   s.replicas[2].held_tokens = 8'000;  // + 3,000 > 10,000
   EXPECT_EQ(decide(s, turn(), rng), routed(0, Route::sticky));

@@ -29,7 +29,7 @@ TEST(Decide, PinIsHonouredWithoutConsultingLoadOrRng) {
   EXPECT_EQ(decide(s, pinned(1), rng), routed(1, Route::pinned));
   // Over a known conversation's home, and with affinity off.
   EXPECT_EQ(decide(s, pinned(1, 2), rng), routed(1, Route::pinned));
-  s.affinity = false;
+  s.routing.affinity = false;
   EXPECT_EQ(decide(s, pinned(1), rng), routed(1, Route::pinned));
   EXPECT_EQ(rng.calls(), 0u);
 }
@@ -61,7 +61,7 @@ TEST(Decide, NoHealthyReplica) {
             unrouted(Route::new_conversation, NoReplicaReason::no_healthy_replica));
   EXPECT_EQ(decide(s, known_conversation(1), rng),
             unrouted(Route::failover, NoReplicaReason::no_healthy_replica));
-  s.affinity = false;
+  s.routing.affinity = false;
   EXPECT_EQ(decide(s, new_conversation(), rng),
             unrouted(Route::balanced, NoReplicaReason::no_healthy_replica));
 }
@@ -69,8 +69,8 @@ TEST(Decide, NoHealthyReplica) {
 TEST(Decide, AffinityOffCurrentScoreIsLoadFlooredByInFlight) {
   ScriptedRng rng;
   Snapshot s = idle_snapshot(3);
-  s.affinity = false;
-  ASSERT_EQ(s.vllm_balancer, VllmBalancerModel::current);
+  s.routing.affinity = false;
+  ASSERT_EQ(s.routing.vllm_balancer, VllmBalancerModel::current);
   s.replicas[0].waiting = 1;  // max(0, 1 + 0) = 1
   s.replicas[1].running = 3;  // 3
   s.replicas[2].running = 2;
@@ -84,7 +84,7 @@ TEST(Decide, AffinityOffCurrentScoreIsLoadFlooredByInFlight) {
 TEST(Decide, AffinityOffCurrentScorePenalisesWaitingOnAFullCache) {
   ScriptedRng rng;
   Snapshot s = idle_snapshot(2);
-  s.affinity = false;
+  s.routing.affinity = false;
   s.replicas[0].waiting = 1;
   s.replicas[0].kv_usage = 0.5;  // no penalty yet: 1
   s.replicas[1].running = 3;     // 3
@@ -96,8 +96,8 @@ TEST(Decide, AffinityOffCurrentScorePenalisesWaitingOnAFullCache) {
 TEST(Decide, AffinityOffLegacyScoreWaitingWeighsFour) {
   ScriptedRng rng;
   Snapshot s = idle_snapshot(3);
-  s.affinity = false;
-  s.vllm_balancer = VllmBalancerModel::legacy;
+  s.routing.affinity = false;
+  s.routing.vllm_balancer = VllmBalancerModel::legacy;
   s.replicas[0].waiting = 1;  // 4
   s.replicas[1].running = 3;  // 3
   s.replicas[2].running = 2;
@@ -111,8 +111,8 @@ TEST(Decide, AffinityOffLegacyScoreWaitingWeighsFour) {
 TEST(Decide, AffinityOffLegacyIgnoresWardenInFlightAndKv) {
   ScriptedRng rng;
   Snapshot s = idle_snapshot(2);
-  s.affinity = false;
-  s.vllm_balancer = VllmBalancerModel::legacy;
+  s.routing.affinity = false;
+  s.routing.vllm_balancer = VllmBalancerModel::legacy;
   s.replicas[0].in_flight = 20;
   s.replicas[0].kv_usage = 0.9;
   s.replicas[1].running = 1;
@@ -121,7 +121,7 @@ TEST(Decide, AffinityOffLegacyIgnoresWardenInFlightAndKv) {
 
 TEST(Decide, AffinityOffTiesBrokenByRngAmongTiedOnly) {
   Snapshot s = idle_snapshot(4);
-  s.affinity = false;
+  s.routing.affinity = false;
   s.replicas[1].running = 1;
   ScriptedRng rng({2});  // third of the tied replicas {0, 2, 3}
   EXPECT_EQ(decide(s, new_conversation(), rng), routed(3, Route::balanced));
@@ -131,7 +131,7 @@ TEST(Decide, AffinityOffTiesBrokenByRngAmongTiedOnly) {
 TEST(Decide, AffinityOffSkipsUnhealthyEvenIfIdlest) {
   ScriptedRng rng;
   Snapshot s = idle_snapshot(2);
-  s.affinity = false;
+  s.routing.affinity = false;
   s.replicas[0].healthy = false;
   s.replicas[1].waiting = 10;
   EXPECT_EQ(decide(s, new_conversation(), rng), routed(1, Route::balanced));
@@ -140,7 +140,7 @@ TEST(Decide, AffinityOffSkipsUnhealthyEvenIfIdlest) {
 TEST(Decide, StickyAtHomeUpToAndIncludingTheThreshold) {
   ScriptedRng rng;
   Snapshot s = with_in_flight({8, 0, 0, 0});
-  ASSERT_EQ(s.spill_threshold, 8u);
+  ASSERT_EQ(s.spill_threshold(), 8u);
   EXPECT_EQ(decide(s, known_conversation(0), rng), routed(0, Route::sticky));
   EXPECT_EQ(rng.calls(), 0u);
 }
@@ -183,10 +183,7 @@ TEST(Decide, SpillNeverTargetsUnhealthy) {
 TEST(Decide, FixedSpillThresholdApplies) {
   ScriptedRng rng;
   Snapshot s = with_in_flight({5, 0});
-  RoutingConfig config;
-  config.max_num_seqs = 32;
-  config.spill_threshold = SpillThreshold{4};
-  s.apply(config);
+  s.routing.spill_threshold = SpillThreshold{4};
   EXPECT_EQ(decide(s, known_conversation(0), rng), routed(1, Route::spilled));
   s.replicas[0].in_flight = 4;
   EXPECT_EQ(decide(s, known_conversation(0), rng), routed(0, Route::sticky));

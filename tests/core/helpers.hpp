@@ -12,9 +12,7 @@ namespace warden::core::testing {
 /// n idle healthy replicas, affinity on, max_num_seqs 32, spill threshold 8.
 inline Snapshot idle_snapshot(std::size_t n, std::uint32_t max_num_seqs = 32) {
   Snapshot s;
-  RoutingConfig config;
-  config.max_num_seqs = max_num_seqs;
-  s.apply(config);
+  s.routing.max_num_seqs = max_num_seqs;
   s.replicas.resize(n);
   return s;
 }

@@ -78,12 +78,12 @@ TEST(VllmLbPolicy, BalancesEvenWhenSnapshotSaysAffinityOn) {
   auto p = policy("vllm-lb");
   ScriptedRng rng;
   Snapshot s = idle_snapshot(3);
-  ASSERT_TRUE(s.affinity);
+  ASSERT_TRUE(s.routing.affinity);
   s.replicas[0].running = 2;
   s.replicas[2].waiting = 1;
   s.replicas[1].running = 3;
   EXPECT_EQ(p->pick(s, known_conversation(0), rng), routed(2, Route::balanced));  // 1 waiting scores 1
-  s.vllm_balancer = VllmBalancerModel::legacy;
+  s.routing.vllm_balancer = VllmBalancerModel::legacy;
   EXPECT_EQ(p->pick(s, known_conversation(0), rng), routed(0, Route::balanced));  // 4 * 1 > 2
 }
 

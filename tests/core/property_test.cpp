@@ -17,14 +17,13 @@ struct Case {
 Case random_case(SplitMixRng& g) {
   Case c;
   const std::size_t n = g.uniform(9);  // 0..8 replicas
-  RoutingConfig config;
+  RoutingConfig& config = c.snapshot.routing;
   config.max_num_seqs = static_cast<std::uint32_t>(1 + g.uniform(64));
   config.affinity = g.uniform(4) != 0;
   config.rebalance = g.uniform(4) != 0;
   if (g.uniform(2) == 0) {
     config.spill_threshold = SpillThreshold{static_cast<std::uint32_t>(1 + g.uniform(16))};
   }
-  c.snapshot.apply(config);
   c.snapshot.replicas.resize(n);
   for (auto& r : c.snapshot.replicas) {
     r.healthy = g.uniform(5) != 0;
@@ -97,7 +96,7 @@ TEST(Properties, AConversationLeavesAHealthyHomeOnlyByRebalanceOrAboveTheThresho
     const Case c = random_case(g);
     const Snapshot& s = c.snapshot;
     const Decision d = decide(s, c.facts, rng);
-    if (c.facts.pin || !s.affinity || !c.facts.home || *c.facts.home >= s.replicas.size()) {
+    if (c.facts.pin || !s.routing.affinity || !c.facts.home || *c.facts.home >= s.replicas.size()) {
       continue;
     }
     const ReplicaState& home = s.replicas[*c.facts.home];
@@ -107,19 +106,19 @@ TEST(Properties, AConversationLeavesAHealthyHomeOnlyByRebalanceOrAboveTheThresho
     }
     if (d.route == Route::rehomed) {
       // A move off an overloaded home goes to a healthy replica with fewer requests in flight.
-      ASSERT_TRUE(s.rebalance);
+      ASSERT_TRUE(s.routing.rebalance);
       ASSERT_NE(*d.replica, *c.facts.home);
       ASSERT_TRUE(s.replicas[*d.replica].healthy);
       ASSERT_LT(live_requests(s.replicas[*d.replica]), live_requests(home));
       ++moved;
       continue;
     }
-    if (home.in_flight <= s.spill_threshold) {
+    if (home.in_flight <= s.spill_threshold()) {
       ASSERT_EQ(d, testing::routed(*c.facts.home, Route::sticky));
       ++checked;
     } else if (d.route == Route::spilled) {
       // A spill goes somewhere strictly less loaded.
-      ASSERT_LT(load_score(s.replicas[*d.replica], s.max_num_seqs), load_score(home, s.max_num_seqs));
+      ASSERT_LT(load_score(s.replicas[*d.replica], s.max_num_seqs()), load_score(home, s.max_num_seqs()));
     } else {
       ASSERT_EQ(d, testing::routed(*c.facts.home, Route::sticky));
     }
@@ -135,15 +134,15 @@ TEST(Properties, NewConversationsGoToAMinimalPlacementScore) {
     Case c = random_case(g);
     c.facts.home.reset();
     c.facts.pin.reset();
-    c.snapshot.affinity = true;
+    c.snapshot.routing.affinity = true;
     const Decision d = decide(c.snapshot, c.facts, rng);
     if (!d.ok()) {
       continue;
     }
-    const double chosen = placement_score(c.snapshot.replicas[*d.replica], c.snapshot.max_num_seqs);
+    const double chosen = placement_score(c.snapshot.replicas[*d.replica], c.snapshot.max_num_seqs());
     for (const auto& r : c.snapshot.replicas) {
       if (r.healthy) {
-        ASSERT_LE(chosen, placement_score(r, c.snapshot.max_num_seqs) + 1e-9);
+        ASSERT_LE(chosen, placement_score(r, c.snapshot.max_num_seqs()) + 1e-9);
       }
     }
   }

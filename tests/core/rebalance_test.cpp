@@ -100,7 +100,7 @@ TEST(Rebalance, NeverMovesToAnUnhealthyReplica) {
 TEST(Rebalance, SwitchedOffAConversationStaysOrSpillsByCountOnly) {
   ScriptedRng rng;
   Snapshot s = loads({4, 0}, {4, 0}, 2 * kCapacity);
-  s.rebalance = false;
+  s.routing.rebalance = false;
   EXPECT_EQ(decide(s, turn(kCapacity), rng), routed(0, Route::sticky));
   s.replicas[0].in_flight = 9;  // over the spill threshold (8): this request only, the home is kept
   EXPECT_EQ(decide(s, turn(kCapacity), rng), routed(1, Route::spilled));

@@ -28,6 +28,11 @@ RouterConfig config_for(std::uint32_t max_num_seqs = 32, bool affinity = true) {
 class RouterTest : public ::testing::Test {
  protected:
   Decision route(RequestFacts f, std::int64_t t = 0) { return router_.route(f, metrics_, seconds(t), rng_); }
+  void set_affinity(bool on) {
+    RoutingConfig routing = router_.routing_config();
+    routing.affinity = on;
+    ASSERT_TRUE(router_.set_routing(routing));
+  }
   std::vector<ReplicaMetrics> metrics_ = std::vector<ReplicaMetrics>(4);
   Router router_{config_for()};
   SplitMixRng rng_{17};
@@ -162,7 +167,7 @@ TEST_F(RouterTest, NoHealthyReplicaCountsUnroutedAndChangesNothing) {
 TEST_F(RouterTest, AffinityToggleAtRuntime) {
   const Decision first = route(turn(1));
   router_.finish(*first.replica);
-  router_.set_affinity(false);
+  set_affinity(false);
   EXPECT_FALSE(router_.routing_config().affinity);
   // vLLM's rule (core::vllm_lb_score): the idle replica wins.
   for (std::size_t i = 0; i < metrics_.size(); ++i) {
@@ -173,12 +178,12 @@ TEST_F(RouterTest, AffinityToggleAtRuntime) {
   EXPECT_EQ(balanced, (Decision{2u, Route::balanced, NoReplicaReason::none}));
   router_.finish(2);
   // Balanced requests re-home to where the cache is freshest, so turning affinity on again sticks there.
-  router_.set_affinity(true);
+  set_affinity(true);
   EXPECT_EQ(route(turn(1), 2), (Decision{2u, Route::sticky, NoReplicaReason::none}));
 }
 
 TEST_F(RouterTest, SentSinceScrapeResetsWhenTheScrapeGenerationChanges) {
-  router_.set_affinity(false);
+  set_affinity(false);
   for (int i = 0; i < 3; ++i) {
     route(turn(static_cast<std::uint64_t>(i)));
   }
@@ -210,18 +215,26 @@ TEST_F(RouterTest, SnapshotCarriesMetricsAndValidatesThem) {
   EXPECT_EQ(s.replicas[2].kv_usage, 1.0);
   EXPECT_EQ(s.replicas[3].kv_capacity_tokens, 40'000u);
   EXPECT_EQ(s.replicas[3].waiting, 2u);
-  EXPECT_EQ(s.spill_threshold, 8u);
+  EXPECT_EQ(s.spill_threshold(), 8u);
 }
 
 TEST_F(RouterTest, SpillThresholdAndPolicyChangeAtRuntime) {
-  router_.set_spill_threshold(SpillThreshold{2});
+  RoutingConfig routing = router_.routing_config();
+  routing.spill_threshold = SpillThreshold{2};
+  ASSERT_TRUE(router_.set_routing(routing));
   EXPECT_EQ(router_.view(seconds(0)).spill_label, "2");
-  router_.set_spill_threshold(SpillThreshold{});
-  router_.set_max_num_seqs(64);
+  routing.spill_threshold = SpillThreshold{};
+  routing.max_num_seqs = 64;
+  ASSERT_TRUE(router_.set_routing(routing));
   EXPECT_EQ(router_.view(seconds(0)).spill_label, "16 (auto)");
-  EXPECT_FALSE(router_.set_policy("bogus"));
+  routing.policy = "bogus";
+  routing.affinity = false;
+  EXPECT_FALSE(router_.set_routing(routing));
   EXPECT_EQ(router_.routing_config().policy, "affinity");
-  EXPECT_TRUE(router_.set_policy("round-robin"));
+  EXPECT_TRUE(router_.routing_config().affinity) << "a refused change changes nothing";
+  routing.policy = "round-robin";
+  routing.affinity = true;
+  EXPECT_TRUE(router_.set_routing(routing));
   EXPECT_EQ(route(turn(1)).route, Route::balanced);
   EXPECT_EQ(router_.routing_config().policy, "round-robin");
 }

@@ -15,8 +15,9 @@ using std::chrono::milliseconds;
 TEST(Simulation, RouterKeepsItsInvariantsUnderChurnAndFailures) {
   constexpr std::size_t replicas = 4;
   constexpr std::uint64_t sessions = 24;
-  Router router;
-  router.set_max_num_seqs(32);  // threshold 8
+  RoutingConfig routing;
+  routing.max_num_seqs = 32;  // threshold 8
+  Router router(router_config(routing));
   std::vector<ReplicaMetrics> metrics(replicas);
   SplitMixRng rng(11);
   SplitMixRng world(12);

@@ -55,28 +55,20 @@ TEST(Route, NamesRoundTrip) {
   EXPECT_FALSE(parse_route("stuck"));
 }
 
-TEST(Snapshot, ApplyResolvesThresholdAgainstMaxNumSeqs) {
+TEST(Snapshot, ResolvesThresholdAgainstMaxNumSeqs) {
   Snapshot s;
-  RoutingConfig config;
-  config.max_num_seqs = 64;
-  config.affinity = false;
-  config.policy = "chwbl";
-  s.apply(config);
-  EXPECT_EQ(s.spill_threshold, 16u);
-  EXPECT_FALSE(s.affinity);
-  config.max_num_seqs = 0;
-  s.apply(config);
-  EXPECT_EQ(s.max_num_seqs, 1u);
-  EXPECT_EQ(s.spill_threshold, 1u);
+  s.routing.max_num_seqs = 64;
+  EXPECT_EQ(s.spill_threshold(), 16u);
+  s.routing.max_num_seqs = 0;
+  EXPECT_EQ(s.max_num_seqs(), 1u);
+  EXPECT_EQ(s.spill_threshold(), 1u);
+  s.routing.spill_threshold = SpillThreshold{5};
+  EXPECT_EQ(s.spill_threshold(), 5u);
 }
 
-TEST(VllmBalancerModel, DefaultsToCurrentNamesRoundTripAndApplyCopies) {
-  Snapshot s;
+TEST(VllmBalancerModel, DefaultsToCurrentAndNamesRoundTrip) {
   RoutingConfig config;
   EXPECT_EQ(config.vllm_balancer, VllmBalancerModel::current);
-  config.vllm_balancer = VllmBalancerModel::legacy;
-  s.apply(config);
-  EXPECT_EQ(s.vllm_balancer, VllmBalancerModel::legacy);
   for (const auto model : {VllmBalancerModel::current, VllmBalancerModel::legacy}) {
     EXPECT_EQ(parse_vllm_balancer_model(vllm_balancer_model_name(model)), model);
   }

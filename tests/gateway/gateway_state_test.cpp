@@ -137,3 +137,72 @@ TEST(GatewayState, FewerReplicasDropTheHomesThatAreGoneAndAnEditedConfigWins) {
     }
   }
 }
+
+namespace {
+
+// One routing setting changed through the admin API: the PATCH body, where the model card shows it (a path
+// under "routing") and what it shows afterwards.
+struct Setting {
+  const char* name;
+  const char* patch;
+  std::vector<std::string> path;
+  boost::json::value shown;
+};
+
+void PrintTo(const Setting& s, std::ostream* os) {
+  *os << s.name;
+}
+
+const boost::json::value& shown_at(const boost::json::object& card, const std::vector<std::string>& path) {
+  const boost::json::value* v = &card.at("routing");
+  for (const auto& key : path) {
+    v = &v->at(key);
+  }
+  return *v;
+}
+
+bool same(const boost::json::value& a, const boost::json::value& b) {
+  return a.is_number() && b.is_number() ? a.to_number<double>() == b.to_number<double>() : a == b;
+}
+
+class EverySetting : public testing::TestWithParam<Setting> {
+ protected:
+  static void SetUpTestSuite() { sim_ = start_sim(2).release(); }
+  static void TearDownTestSuite() {
+    delete sim_;
+    sim_ = nullptr;
+  }
+  static ChildProcess* sim_;
+};
+ChildProcess* EverySetting::sim_ = nullptr;
+
+}  // namespace
+
+TEST_P(EverySetting, ChangedThroughTheAdminApiSurvivesSigtermAndARestart) {
+  const Setting& s = GetParam();
+  TempDir state;
+  {
+    Warden w(dp_model(sim_->port(), 2), "", state.path.string());
+    ASSERT_FALSE(same(shown_at(card(w.port), s.path), s.shown)) << "the file's value differs";
+    ASSERT_EQ(patch_routing(w.port, s.patch), 200u) << s.patch;
+    ASSERT_TRUE(same(shown_at(card(w.port), s.path), s.shown));
+    ASSERT_EQ(w.proc->stop(), 0);
+  }
+  Warden again(dp_model(sim_->port(), 2), "", state.path.string());
+  const auto& shown = shown_at(card(again.port), s.path);
+  EXPECT_TRUE(same(shown, s.shown)) << boost::json::serialize(shown);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    GatewayState, EverySetting,
+    testing::Values(
+        Setting{"affinity", R"({"affinity": false})", {"affinity"}, false},
+        Setting{"spill_threshold", R"({"spill_threshold": 2})", {"spill_threshold"}, 2},
+        Setting{"rebalance", R"({"rebalance": false})", {"rebalance"}, false},
+        Setting{"cost_spill", R"({"cost_spill": "on"})", {"cost_spill", "mode"}, "on"},
+        Setting{"cost_spill_margin", R"({"cost_spill": {"margin": "3s"}})", {"cost_spill", "margin_s"}, 3},
+        Setting{"admission", R"({"admission": "auto"})", {"admission", "mode"}, "auto"},
+        Setting{"admission_max_queue", R"({"admission": {"max_queue": 5}})", {"admission", "max_queue"}, 5},
+        Setting{
+            "admission_max_wait", R"({"admission": {"max_wait": "12s"}})", {"admission", "max_wait_s"}, 12}),
+    [](const testing::TestParamInfo<Setting>& info) { return std::string(info.param.name); });

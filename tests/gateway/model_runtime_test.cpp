@@ -176,46 +176,6 @@ TEST(AdminJson, ModelCardHasEveryFieldOfTheRoutingCard) {
   EXPECT_TRUE(chosen.at("prefix_hit_rate").is_null());
 }
 
-TEST(AdminJson, RoutingPatchAcceptsOnlyTheDocumentedFields) {
-  auto p = parse_routing_patch(R"({"affinity": false, "spill_threshold": "auto"})");
-  EXPECT_TRUE(p.error.empty());
-  EXPECT_EQ(p.affinity, false);
-  EXPECT_TRUE(p.spill_threshold->is_auto());
-  p = parse_routing_patch(R"({"spill_threshold": 4})");
-  EXPECT_TRUE(p.error.empty());
-  EXPECT_EQ(p.spill_threshold->fixed, 4u);
-  EXPECT_FALSE(p.affinity);
-  for (const char* bad : {"", "[]", "{}", R"({"affinity": "no"})", R"({"spill_threshold": 0})",
-                          R"({"spill_threshold": -1})", R"({"spill_threshold": "lots"})",
-                          R"({"spill_threshold": 2.5})", R"({"colour": 1})", "{\"affinity\": tru"}) {
-    EXPECT_FALSE(parse_routing_patch(bad).error.empty()) << bad;
-  }
-}
-
-TEST(AdminJson, RoutingPatchChangesAdmissionFieldByField) {
-  auto p = parse_routing_patch(R"({"admission": "auto"})");
-  ASSERT_TRUE(p.error.empty()) << p.error;
-  const warden::core::AdmissionConfig before{
-      .enabled = false, .max_queue = 64, .max_wait = std::chrono::seconds(30)};
-  auto a = p.applied_to(before);
-  EXPECT_TRUE(a.enabled);
-  EXPECT_EQ(a.max_queue, 64u);
-  p = parse_routing_patch(R"({"admission": {"max_queue": 2, "max_wait": "1500ms"}})");
-  ASSERT_TRUE(p.error.empty()) << p.error;
-  a = p.applied_to(before);
-  EXPECT_FALSE(a.enabled) << "the mode left out keeps its value";
-  EXPECT_EQ(a.max_queue, 2u);
-  EXPECT_EQ(a.max_wait, std::chrono::milliseconds(1500));
-  p = parse_routing_patch(R"({"admission": {"mode": "off", "max_wait": 2.5}})");
-  ASSERT_TRUE(p.error.empty()) << p.error;
-  EXPECT_EQ(p.applied_to(before).max_wait, std::chrono::milliseconds(2500));
-  for (const char* bad : {R"({"admission": "on"})", R"({"admission": true})", R"({"admission": {}})",
-                          R"({"admission": {"max_queue": -1}})", R"({"admission": {"max_wait": "soon"}})",
-                          R"({"admission": {"max_wait": 0}})", R"({"admission": {"colour": 1}})"}) {
-    EXPECT_FALSE(parse_routing_patch(bad).error.empty()) << bad;
-  }
-}
-
 TEST(AdminJson, StatsAndModelsShapes) {
   StatsStore s(std::chrono::seconds(3600));
   RequestRecord r;

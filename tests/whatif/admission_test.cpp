@@ -20,7 +20,7 @@ SimulationConfig crowded(int sessions) {
   c.duration = 60;
   c.policies = {"admission"};
   c.workload.think_time = 2;
-  c.admission.max_wait = 20s;
+  c.routing.admission.max_wait = 20s;
   return c;
 }
 
@@ -56,7 +56,7 @@ TEST(WhatifAdmission, OnlyPolicyAdmissionHolds) {
 
 TEST(WhatifAdmission, AFullQueueRefuses) {
   SimulationConfig c = crowded(8);
-  c.admission.max_queue = 1;
+  c.routing.admission.max_queue = 1;
   const auto o = simulate(c);
   ASSERT_TRUE(o) << o.error();
   EXPECT_GT(o->levels.at(0).refused, 0u);
@@ -73,8 +73,8 @@ TEST(WhatifAdmission, SameSeedSameOutcome) {
 
 TEST(WhatifAdmission, RejectsCrossedWaterMarks) {
   SimulationConfig c = crowded(4);
-  c.admission.low_water = 1.2;
-  c.admission.high_water = 1.0;
+  c.routing.admission.low_water = 1.2;
+  c.routing.admission.high_water = 1.0;
   EXPECT_FALSE(validate(c));
 }
 

@@ -67,7 +67,7 @@ std::set<std::string> failed_cells(const std::vector<report::Row>& rows) {
 // structural misses fail.
 TEST(WhatifCalibration, LegacyBalancerKeepsItsFit) {
   SimulationConfig config = reference_setup();
-  config.vllm_balancer = core::VllmBalancerModel::legacy;
+  config.routing.vllm_balancer = core::VllmBalancerModel::legacy;
   const auto outcome = simulate(config);
   ASSERT_TRUE(outcome) << outcome.error();
   EXPECT_EQ(failed_cells(outcome->rows),

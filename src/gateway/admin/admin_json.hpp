@@ -33,26 +33,6 @@ boost::json::object stats_json(std::string_view model, const StatsSeries& series
 // GET /v1/models, answered from the configuration in a shape both OpenAI and Anthropic clients read.
 boost::json::object v1_models_json(const Config& config, std::int64_t created_unix);
 
-// PATCH /api/models/{name}/routing body: {"affinity": bool, "spill_threshold": "auto" | N, "rebalance":
-// bool, "cost_spill": "on" | "off", "admission": "off" | "auto" | {"mode", "max_queue", "max_wait"}}, all
-// optional but at least one present; anything else is an error (message in `error`). Admission fields
-// left out keep their value.
-struct RoutingPatch {
-  std::optional<bool> affinity;
-  std::optional<bool> rebalance;
-  std::optional<bool> cost_spill;
-  std::optional<core::SpillThreshold> spill_threshold;
-  std::optional<bool> admission_enabled;
-  std::optional<std::uint32_t> admission_max_queue;
-  std::optional<core::Time> admission_max_wait;
-  std::string error;  // non-empty: reject with 400
-
-  bool changes_admission() const { return admission_enabled || admission_max_queue || admission_max_wait; }
-  // `admission` with this patch's admission fields applied.
-  core::AdmissionConfig applied_to(core::AdmissionConfig admission) const;
-};
-RoutingPatch parse_routing_patch(std::string_view body);
-
 // "2026-11-29T09:20:11Z"
 std::string iso8601_utc(std::int64_t unix_s);
 

@@ -1,6 +1,7 @@
 // The admin API (docs/api.md) as a route table: per endpoint a method set, a path pattern and one
 // function, and one place where an endpoint's refusal becomes an error reply. The JSON shapes are
-// admin_json.cpp's; this file matches requests and reads the gateway's state.
+// admin_json.cpp's; this file matches requests and reads and changes the gateway's state through an
+// AdminContext (admin_context.hpp).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -15,15 +16,16 @@
 #include <vector>
 
 #include "base/parse.hpp"
+#include "gateway/admin/admin_context.hpp"
 #include "gateway/admin/admin_json.hpp"
 #include "gateway/console/assets.hpp"
-#include "gateway/gateway.hpp"
 #include "gateway/proxy/http_util.hpp"
+#include "gateway/routing_json.hpp"
+#include "net/server.hpp"
 #include "protocol/error_body.hpp"
 
 namespace warden::gateway {
 
-namespace asio = net::asio;
 namespace http = net::http;
 
 namespace {
@@ -72,67 +74,52 @@ std::string no_such_model(std::string_view name) {
   return fmt::format("no model named '{}' is configured", name);
 }
 
-}  // namespace
-
-struct Gateway::Admin {
-  // What an endpoint gets: the request and, for the routes matched on segments, the parsed target and
-  // the {name} captured.
-  struct Call {
-    Gateway& gateway;
-    const net::Request& req;
-    const boost::urls::url_view* url = nullptr;
-    std::string_view name;
-  };
-  using Endpoint = net::Response (*)(const Call&);
-  struct Route {
-    Methods methods;
-    std::string_view pattern;
-    Endpoint endpoint;
-    Access access = Access::read;
-  };
-
-  static net::Response answer(Gateway& gateway, const net::Request& req);
-  static std::optional<net::Response> route(Gateway& gateway, const net::Request& req);
-
-  static net::Response health(const Call& c);
-  static net::Response metrics(const Call& c);
-  static net::Response v1_models(const Call& c);
-  static net::Response models(const Call& c);
-  static net::Response model(const Call& c);
-  static net::Response logs(const Call& c);
-  static net::Response sessions(const Call& c);
-  static std::size_t count_param(const Call& c, std::string_view key, std::size_t fallback, std::size_t most);
-  static net::Response routing(const Call& c);
-  static net::Response stats(const Call& c);
-
-  static ModelRuntime& model_named(Gateway& gateway, std::string_view name);
-  static net::Response call(const Route& r, const Call& c);
-  static boost::json::object card(Gateway& gateway, ModelRuntime& model, core::Time now);
+// What an endpoint gets: the context, the request and, for the routes matched on segments, the parsed
+// target and the {name} captured.
+struct Call {
+  AdminContext& ctx;
+  const net::Request& req;
+  const boost::urls::url_view* url = nullptr;
+  std::string_view name;
+};
+using Endpoint = net::Response (*)(const Call&);
+struct Route {
+  Methods methods;
+  std::string_view pattern;
+  Endpoint endpoint;
+  Access access = Access::read;
 };
 
-asio::awaitable<net::Reply> Gateway::admin(net::Request& req) {
-  co_return Admin::answer(*this, req);
+ModelRuntime& model_named(AdminContext& ctx, std::string_view name) {
+  for (const auto& m : ctx.models()) {
+    if (m->config().name == name) {
+      return *m;
+    }
+  }
+  throw AdminError{404, no_such_model(name)};
 }
 
-net::Response Gateway::Admin::answer(Gateway& gateway, const net::Request& req) {
-  try {
-    if (auto res = route(gateway, req)) {
-      return std::move(*res);
-    }
-    if (req.method() == http::verb::get || req.method() == http::verb::head) {
-      if (auto asset = console::serve_asset(req)) {
-        asset->keep_alive(req.keep_alive());
-        return std::move(*asset);
-      }
-    }
-    throw AdminError{404, fmt::format("nothing at {}", path_of(req.target()))};
-  } catch (const AdminError& e) {
-    return admin_error(req, e.status, e.message);
-  }
+// The model's card with its launched engines' state (null unless launched: docs/engines.md).
+boost::json::object card(AdminContext& ctx, ModelRuntime& model, core::Time now) {
+  auto c = model_card(model, now, ctx.started_unix(), ctx.queued(model));
+  c["launch"] = ctx.launch_status(model.config().name);
+  c["shared_state"] = ctx.shared_state();
+  return c;
 }
+
+net::Response health(const Call& c);
+net::Response metrics(const Call& c);
+net::Response v1_models(const Call& c);
+net::Response models(const Call& c);
+net::Response model(const Call& c);
+net::Response logs(const Call& c);
+net::Response sessions(const Call& c);
+net::Response routing(const Call& c);
+net::Response stats(const Call& c);
+net::Response call(const Route& r, const Call& c);
 
 // The first route that takes the request, in the table's order; nullopt if none does.
-std::optional<net::Response> Gateway::Admin::route(Gateway& gateway, const net::Request& req) {
+std::optional<net::Response> route(AdminContext& ctx, const net::Request& req) {
   // Matched on the raw path, before the target is parsed.
   static constexpr Route kPathRoutes[] = {
       {Methods::any, "/health", health, Access::open},
@@ -152,7 +139,7 @@ std::optional<net::Response> Gateway::Admin::route(Gateway& gateway, const net::
   const std::string_view path = path_of(req.target());
   for (const Route& r : kPathRoutes) {
     if (path == r.pattern && allows(r.methods, req.method())) {
-      return call(r, Call{gateway, req});
+      return call(r, Call{ctx, req});
     }
   }
   auto url = boost::urls::parse_origin_form(req.target());
@@ -166,15 +153,36 @@ std::optional<net::Response> Gateway::Admin::route(Gateway& gateway, const net::
   for (const Route& r : kSegmentRoutes) {
     std::string_view name;
     if (matches(r.pattern, segments, name) && allows(r.methods, req.method())) {
-      return call(r, Call{gateway, req, &*url, name});
+      return call(r, Call{ctx, req, &*url, name});
     }
   }
   return std::nullopt;
 }
 
+}  // namespace
+
+net::Response answer_admin(AdminContext& ctx, const net::Request& req) {
+  try {
+    if (auto res = route(ctx, req)) {
+      return std::move(*res);
+    }
+    if (req.method() == http::verb::get || req.method() == http::verb::head) {
+      if (auto asset = console::serve_asset(req)) {
+        asset->keep_alive(req.keep_alive());
+        return std::move(*asset);
+      }
+    }
+    throw AdminError{404, fmt::format("nothing at {}", path_of(req.target()))};
+  } catch (const AdminError& e) {
+    return admin_error(req, e.status, e.message);
+  }
+}
+
+namespace {
+
 // With auth.reads, a read needs one of the api_keys (as the proxy takes them) or the admin token.
-net::Response Gateway::Admin::call(const Route& r, const Call& c) {
-  const Config& config = c.gateway.config_;
+net::Response call(const Route& r, const Call& c) {
+  const Config& config = c.ctx.config();
   if (r.access == Access::read && config.auth.reads) {
     const bool key = !config.api_keys.empty() && api_key_ok(c.req, config.api_keys);
     if (!key && !bearer_matches(c.req, config.admin_token)) {
@@ -184,42 +192,37 @@ net::Response Gateway::Admin::call(const Route& r, const Call& c) {
   return r.endpoint(c);
 }
 
-net::Response Gateway::Admin::health(const Call& c) {
+net::Response health(const Call& c) {
   return json_response(c.req, 200, boost::json::object{{"status", "ok"}});
 }
 
-net::Response Gateway::Admin::metrics(const Call& c) {
-  std::string body = c.gateway.metrics_.render(c.gateway.replica_gauges(), c.gateway.model_gauges());
-  if (c.gateway.shared_) {
-    body += c.gateway.shared_->state().render_metrics();
-  }
-  return net::make_response(c.req, 200, std::move(body), "text/plain; version=0.0.4");
+net::Response metrics(const Call& c) {
+  return net::make_response(c.req, 200, c.ctx.metrics_text(), "text/plain; version=0.0.4");
 }
 
-net::Response Gateway::Admin::v1_models(const Call& c) {
-  return json_response(c.req, 200, v1_models_json(c.gateway.config_, c.gateway.started_unix_));
+net::Response v1_models(const Call& c) {
+  return json_response(c.req, 200, v1_models_json(c.ctx.config(), c.ctx.started_unix()));
 }
 
-net::Response Gateway::Admin::models(const Call& c) {
+net::Response models(const Call& c) {
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
   boost::json::array list;
-  for (auto& m : c.gateway.models_) {
-    list.push_back(card(c.gateway, *m, now));
+  for (const auto& m : c.ctx.models()) {
+    list.push_back(card(c.ctx, *m, now));
   }
   boost::json::object o;
   o["models"] = std::move(list);
-  o["since"] = iso8601_utc(c.gateway.started_unix_);
+  o["since"] = iso8601_utc(c.ctx.started_unix());
   return json_response(c.req, 200, o);
 }
 
-net::Response Gateway::Admin::model(const Call& c) {
+net::Response model(const Call& c) {
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
-  return json_response(c.req, 200, card(c.gateway, model_named(c.gateway, c.name), now));
+  return json_response(c.req, 200, card(c.ctx, model_named(c.ctx, c.name), now));
 }
 
 // The query parameter `key`, an integer from 1 to `most`; `fallback` when absent. 400 otherwise.
-std::size_t Gateway::Admin::count_param(const Call& c, std::string_view key, std::size_t fallback,
-                                        std::size_t most) {
+std::size_t count_param(const Call& c, std::string_view key, std::size_t fallback, std::size_t most) {
   std::size_t value = fallback;
   for (auto p : c.url->params()) {
     if (p.key == key) {
@@ -233,76 +236,54 @@ std::size_t Gateway::Admin::count_param(const Call& c, std::string_view key, std
   return value;
 }
 
-net::Response Gateway::Admin::logs(const Call& c) {
-  model_named(c.gateway, c.name);
+net::Response logs(const Call& c) {
+  model_named(c.ctx, c.name);
   const std::size_t lines = count_param(c, "lines", 200, 1'000'000);
-  auto logs = c.gateway.launcher_.logs_json(c.name, lines);
+  auto logs = c.ctx.engine_logs(c.name, lines);
   if (!logs) {
     throw AdminError{404, fmt::format("model '{}' has no launch: section, so no engine logs", c.name)};
   }
   return json_response(c.req, 200, *logs);
 }
 
-net::Response Gateway::Admin::sessions(const Call& c) {
-  ModelRuntime& model = model_named(c.gateway, c.name);
+net::Response sessions(const Call& c) {
+  ModelRuntime& model = model_named(c.ctx, c.name);
   const std::size_t limit = count_param(c, "limit", 50, 10'000);
   boost::json::object out;
   out["sessions"] = threaded_sessions_json(model, std::chrono::steady_clock::now().time_since_epoch(), limit);
   return json_response(c.req, 200, out);
 }
 
-net::Response Gateway::Admin::routing(const Call& c) {
+net::Response routing(const Call& c) {
   if (c.req.method() != http::verb::patch && c.req.method() != http::verb::put) {
     throw AdminError{405,
                      "use PATCH with {\"affinity\": bool, \"spill_threshold\": \"auto\"|N, \"rebalance\": "
-                     "bool, \"cost_spill\": \"on\"|\"off\", "
-                     "\"admission\": \"off\"|\"auto\"|{...}}"};
+                     "bool, \"cost_spill\": \"on\"|\"off\"|{...}, \"admission\": \"off\"|\"auto\"|{...}}"};
   }
-  if (c.gateway.config_.admin_token.empty()) {
+  if (c.ctx.config().admin_token.empty()) {
     throw AdminError{403, "admin changes are disabled: no admin_token is configured"};
   }
-  if (!bearer_matches(c.req, c.gateway.config_.admin_token)) {
+  if (!bearer_matches(c.req, c.ctx.config().admin_token)) {
     throw AdminError{401, "missing or wrong admin token (Authorization: Bearer TOKEN)"};
   }
-  ModelRuntime& m = model_named(c.gateway, c.name);
+  ModelRuntime& m = model_named(c.ctx, c.name);
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
-  RoutingPatch p = parse_routing_patch(c.req.body());
-  if (!p.error.empty()) {
-    throw AdminError{400, p.error};
+  const auto routing = patch_routing(m.router().routing_config(), c.req.body(), RoutingScope::admin);
+  if (!routing) {
+    throw AdminError{400, routing.error()};
   }
-  if (p.affinity) {
-    m.router().set_affinity(*p.affinity);
-  }
-  if (p.spill_threshold) {
-    m.router().set_spill_threshold(*p.spill_threshold);
-  }
-  if (p.rebalance) {
-    m.router().set_rebalance(*p.rebalance);
-  }
-  if (p.cost_spill) {
-    core::CostSpill spill = m.router().routing_config().cost_spill;
-    spill.enabled = *p.cost_spill;
-    m.router().set_cost_spill(spill);
-  }
-  if (p.changes_admission()) {
-    const core::AdmissionConfig admission = p.applied_to(m.router().routing_config().admission);
-    m.router().set_admission(admission);
-    c.gateway.queue_of(m).configure(admission);
-  }
-  c.gateway.save_routing(m);
-  c.gateway.retry_queued(m);  // a held request may go under the new rules
-  const auto rc = m.router().routing_config();
-  spdlog::info(
-      "routing changed model={} affinity={} spill_threshold={} rebalance={} cost_spill={} admission={}",
-      m.config().name, rc.affinity, rc.spill_threshold.to_string(), rc.rebalance,
-      rc.cost_spill.enabled ? "on" : "off", rc.admission.enabled ? "auto" : "off");
-  return json_response(c.req, 200, card(c.gateway, m, now));
+  m.router().set_routing(*routing);  // the admin scope leaves the policy as it is: always taken
+  c.ctx.routing_changed(m);
+  spdlog::info("routing changed model={} {}", m.config().name,
+               boost::json::serialize(routing_json(m.router().routing_config())));
+  return json_response(c.req, 200, card(c.ctx, m, now));
 }
 
-net::Response Gateway::Admin::stats(const Call& c) {
-  Gateway& g = c.gateway;
-  std::string model = g.models_.empty() ? std::string() : g.models_.front()->config().name;
-  std::int64_t window = std::min<std::int64_t>(3600, g.stats_.retention_s());
+net::Response stats(const Call& c) {
+  const auto models = c.ctx.models();
+  const StatsStore& store = c.ctx.stats();
+  std::string model = models.empty() ? std::string() : models.front()->config().name;
+  std::int64_t window = std::min<std::int64_t>(3600, store.retention_s());
   for (auto p : c.url->params()) {
     if (p.key == "model") {
       model = std::string(p.value);
@@ -311,32 +292,13 @@ net::Response Gateway::Admin::stats(const Call& c) {
       if (!w) {
         throw AdminError{400, "window must be a positive number of seconds"};
       }
-      window = std::min(*w, g.stats_.retention_s());
+      window = std::min(*w, store.retention_s());
     }
   }
-  model_named(g, model);
-  return json_response(c.req, 200, stats_json(model, g.stats_.series(model, g.unix_now(), window), window));
+  model_named(c.ctx, model);
+  return json_response(c.req, 200, stats_json(model, store.series(model, c.ctx.unix_now(), window), window));
 }
 
-ModelRuntime& Gateway::Admin::model_named(Gateway& gateway, std::string_view name) {
-  ModelRuntime* m = gateway.find_model(name);
-  if (!m) {
-    throw AdminError{404, no_such_model(name)};
-  }
-  return *m;
-}
-
-// The model's card with its launched engines' state (null unless launched: docs/engines.md).
-boost::json::object Gateway::Admin::card(Gateway& gateway, ModelRuntime& model, core::Time now) {
-  auto c = model_card(model, now, gateway.started_unix_, gateway.queue_of(model).size());
-  c["launch"] = gateway.launcher_.status_json(model.config().name);
-  c["shared_state"] = nullptr;
-  if (gateway.shared_) {
-    const SharedState& shared = gateway.shared_->state();
-    c["shared_state"] = {
-        {"redis", shared.config().redis.text}, {"up", shared.up()}, {"warden", shared.warden_id()}};
-  }
-  return c;
-}
+}  // namespace
 
 }  // namespace warden::gateway

@@ -1,14 +1,13 @@
-// What the gateway keeps across restarts besides the stats history: conversation homes and routing
-// changes made through the admin API (routing_state.hpp), restored at start and written by flush().
+#include "gateway/stores/durable_state.hpp"
+
 #include <spdlog/spdlog.h>
 
+#include <boost/json/serialize.hpp>
 #include <chrono>
 
-#include "gateway/gateway.hpp"
+#include "gateway/routing_json.hpp"
 
 namespace warden::gateway {
-
-namespace {
 
 ClockPair clocks_now() {
   using namespace std::chrono;
@@ -16,18 +15,30 @@ ClockPair clocks_now() {
           duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count()};
 }
 
-}  // namespace
-
-void Gateway::restore_state() {
+bool DurableState::open(const std::string& state_dir, StatsStore& stats, std::int64_t unix_now,
+                        std::string* error) {
+  stats_db_ = StatsDb::open(state_dir, error);
+  if (!stats_db_) {
+    return false;
+  }
   std::string err;
+  if (!load_history(*stats_db_, stats, unix_now, &err)) {
+    spdlog::warn("stats history could not be read ({}); starting empty", err);
+  }
   routing_db_ = RoutingStateDb::open(stats_db_->handle(), &err);
   if (!routing_db_) {
     spdlog::warn("routing state not kept across restarts: {}", err);
+  }
+  return true;
+}
+
+void DurableState::restore(std::span<const std::unique_ptr<ModelRuntime>> models, const ClockPair& now) {
+  if (!routing_db_) {
     return;
   }
-  const ClockPair now = clocks_now();
+  std::string err;
   std::vector<std::pair<std::string, std::vector<StoredHome>>> kept;
-  for (auto& m : models_) {
+  for (const auto& m : models) {
     const std::string& name = m->config().name;
     restore_routing(*m);
     const auto stored = routing_db_->load_homes(name, &err);
@@ -50,7 +61,7 @@ void Gateway::restore_state() {
 }
 
 // A stored change applies while the config file still says what it said when the change was made.
-void Gateway::restore_routing(ModelRuntime& m) {
+void DurableState::restore_routing(ModelRuntime& m) {
   std::string err;
   const std::string& name = m.config().name;
   const auto stored = routing_db_->load_routing(name, &err);
@@ -60,53 +71,39 @@ void Gateway::restore_routing(ModelRuntime& m) {
     }
     return;
   }
+  // Read over the file's routing: a knob the stored text does not name (stored before it was kept) is the
+  // file's.
   const core::RoutingConfig& file = m.config().routing;
-  if (stored->config_affinity != file.affinity || stored->config_spill_threshold != file.spill_threshold) {
-    spdlog::info("routing change of model {} dropped: the config file's routing changed since", name);
+  const auto at_change = patch_routing(file, stored->config_routing, RoutingScope::stored);
+  const auto routing = patch_routing(file, stored->routing, RoutingScope::stored);
+  if (!at_change || !routing || *at_change != file || !m.router().set_routing(*routing)) {
+    spdlog::info("routing change of model {} dropped: {}", name,
+                 at_change && routing ? "the config file's routing changed since" : "unreadable");
     routing_db_->forget_routing(name, &err);
     return;
   }
-  m.router().set_affinity(stored->affinity);
-  m.router().set_spill_threshold(stored->spill_threshold);
-  spdlog::info("routing restored model={} affinity={} spill_threshold={}", name, stored->affinity,
-               stored->spill_threshold.to_string());
+  spdlog::info("routing restored model={} {}", name, stored->routing);
 }
 
-void Gateway::save_routing(ModelRuntime& m) {
+void DurableState::save_routing(ModelRuntime& m) {
   if (!routing_db_) {
     return;
   }
-  const core::RoutingConfig now = m.router().routing_config();
-  const core::RoutingConfig& file = m.config().routing;
   std::string err;
   if (!routing_db_->save_routing(
-          {m.config().name, now.affinity, now.spill_threshold, file.affinity, file.spill_threshold}, &err)) {
+          {m.config().name, boost::json::serialize(routing_json(m.router().routing_config())),
+           boost::json::serialize(routing_json(m.config().routing))},
+          &err)) {
     spdlog::warn("routing change of model {} is in force but not stored: {}", m.config().name, err);
   }
 }
 
-void Gateway::flush() {
+void DurableState::flush(StatsStore& stats, std::int64_t unix_now, const std::vector<HomeChanges>& homes) {
   std::string err;
-  if (stats_db_ && !flush_history(*stats_db_, stats_, unix_now(), &err)) {
+  if (stats_db_ && !flush_history(*stats_db_, stats, unix_now, &err)) {
     spdlog::warn("stats history could not be written: {}", err);
   }
-  const ClockPair now = clocks_now();
-  std::vector<HomeChanges> all;
-  for (auto& m : models_) {
-    auto taken = m->router().take_session_changes();
-    if (shared_) {
-      shared_->changes(*m, taken);
-    }
-    const auto ttl =
-        std::chrono::duration_cast<std::chrono::milliseconds>(m->router().session_config().idle_ttl).count();
-    HomeChanges c{m->config().name, {}, std::move(taken.removed), now.unix_ms - ttl};
-    c.changed.reserve(taken.changed.size());
-    for (const auto& r : taken.changed) {
-      c.changed.push_back(now.to_stored(r));
-    }
-    all.push_back(std::move(c));
-  }
-  if (routing_db_ && !routing_db_->save_homes(all, &err)) {
+  if (routing_db_ && !routing_db_->save_homes(homes, &err)) {
     spdlog::warn("conversation homes could not be written: {}", err);
   }
 }

@@ -17,9 +17,19 @@ constexpr const char* kSchema =
     " model TEXT NOT NULL, key INTEGER NOT NULL, home INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL,"
     " last_seen_ms INTEGER NOT NULL, PRIMARY KEY (model, key)) WITHOUT ROWID;"
     "CREATE INDEX IF NOT EXISTS session_home_time ON session_home(model, last_seen_ms);"
-    "CREATE TABLE IF NOT EXISTS routing_change ("
-    " model TEXT PRIMARY KEY, affinity INTEGER NOT NULL, spill_threshold TEXT NOT NULL,"
-    " config_affinity INTEGER NOT NULL, config_spill_threshold TEXT NOT NULL);";
+    "CREATE TABLE IF NOT EXISTS routing_override ("
+    " model TEXT PRIMARY KEY, routing TEXT NOT NULL, config_routing TEXT NOT NULL);";
+
+// The table that kept affinity and the spill threshold alone (spill_threshold: "auto" or digits), moved into
+// routing_override in their JSON spelling, then dropped.
+constexpr const char* kMigrateRoutingChange =
+    "INSERT OR REPLACE INTO routing_override (model, routing, config_routing) SELECT model,"
+    " '{\"affinity\":' || CASE affinity WHEN 0 THEN 'false' ELSE 'true' END"
+    "   || ',\"spill_threshold\":\"' || spill_threshold || '\"}',"
+    " '{\"affinity\":' || CASE config_affinity WHEN 0 THEN 'false' ELSE 'true' END"
+    "   || ',\"spill_threshold\":\"' || config_spill_threshold || '\"}'"
+    " FROM routing_change;"
+    "DROP TABLE routing_change;";
 
 void bind_text(sqlite3_stmt* s, int col, const std::string& text) {
   sqlite3_bind_text(s, col, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
@@ -43,6 +53,26 @@ bool run(sqlite3* db, Stmt& st, std::string_view what, std::string* error) {
 bool prepare(sqlite3* db, Stmt& st, const char* sql, std::string* error) {
   if (sqlite3_prepare_v2(db, sql, -1, &st.s, nullptr) != SQLITE_OK) {
     set_error(error, sqlite_error(db, "prepare"));
+    return false;
+  }
+  return true;
+}
+
+bool has_table(sqlite3* db, const char* name) {
+  Stmt st;
+  if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1, &st.s,
+                         nullptr) != SQLITE_OK) {
+    return false;
+  }
+  sqlite3_bind_text(st.s, 1, name, -1, SQLITE_STATIC);
+  return sqlite3_step(st.s) == SQLITE_ROW;
+}
+
+bool exec(sqlite3* db, const char* sql, std::string_view what, std::string* error) {
+  char* msg = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
+    set_error(error, fmt::format("cannot {}: {}", what, msg ? msg : "?"));
+    sqlite3_free(msg);
     return false;
   }
   return true;
@@ -73,11 +103,15 @@ std::vector<core::SessionRecord> homes_to_restore(const std::vector<StoredHome>&
 }
 
 std::optional<RoutingStateDb> RoutingStateDb::open(sqlite3* db, std::string* error) {
-  char* msg = nullptr;
-  if (sqlite3_exec(db, kSchema, nullptr, nullptr, &msg) != SQLITE_OK) {
-    set_error(error, fmt::format("cannot create the routing state tables: {}", msg ? msg : "?"));
-    sqlite3_free(msg);
+  if (!exec(db, kSchema, "create the routing state tables", error)) {
     return std::nullopt;
+  }
+  if (has_table(db, "routing_change")) {
+    Transaction tx(db);
+    if (!exec(db, kMigrateRoutingChange, "move the stored routing changes over", error) ||
+        !tx.commit(error)) {
+      return std::nullopt;
+    }
   }
   return RoutingStateDb(db);
 }
@@ -175,22 +209,19 @@ std::vector<StoredHome> RoutingStateDb::load_homes(const std::string& model, std
 bool RoutingStateDb::save_routing(const StoredRouting& r, std::string* error) {
   Stmt st;
   if (!prepare(db_, st,
-               "INSERT OR REPLACE INTO routing_change (model, affinity, spill_threshold, config_affinity,"
-               " config_spill_threshold) VALUES (?1, ?2, ?3, ?4, ?5)",
+               "INSERT OR REPLACE INTO routing_override (model, routing, config_routing) VALUES (?1, ?2, ?3)",
                error)) {
     return false;
   }
   bind_text(st.s, 1, r.model);
-  sqlite3_bind_int(st.s, 2, r.affinity ? 1 : 0);
-  bind_text(st.s, 3, r.spill_threshold.to_string());
-  sqlite3_bind_int(st.s, 4, r.config_affinity ? 1 : 0);
-  bind_text(st.s, 5, r.config_spill_threshold.to_string());
+  bind_text(st.s, 2, r.routing);
+  bind_text(st.s, 3, r.config_routing);
   return run(db_, st, "save a routing change", error);
 }
 
 bool RoutingStateDb::forget_routing(const std::string& model, std::string* error) {
   Stmt st;
-  if (!prepare(db_, st, "DELETE FROM routing_change WHERE model = ?1", error)) {
+  if (!prepare(db_, st, "DELETE FROM routing_override WHERE model = ?1", error)) {
     return false;
   }
   bind_text(st.s, 1, model);
@@ -199,24 +230,14 @@ bool RoutingStateDb::forget_routing(const std::string& model, std::string* error
 
 std::optional<StoredRouting> RoutingStateDb::load_routing(const std::string& model, std::string* error) {
   Stmt st;
-  if (!prepare(db_, st,
-               "SELECT affinity, spill_threshold, config_affinity, config_spill_threshold FROM routing_change"
-               " WHERE model = ?1",
-               error)) {
+  if (!prepare(db_, st, "SELECT routing, config_routing FROM routing_override WHERE model = ?1", error)) {
     return std::nullopt;
   }
   bind_text(st.s, 1, model);
   if (sqlite3_step(st.s) != SQLITE_ROW) {
     return std::nullopt;
   }
-  const auto spill = core::SpillThreshold::parse(column_text(st.s, 1));
-  const auto config_spill = core::SpillThreshold::parse(column_text(st.s, 3));
-  if (!spill || !config_spill) {
-    set_error(error, fmt::format("unreadable routing change stored for model '{}'", model));
-    return std::nullopt;
-  }
-  return StoredRouting{model, sqlite3_column_int(st.s, 0) != 0, *spill, sqlite3_column_int(st.s, 2) != 0,
-                       *config_spill};
+  return StoredRouting{model, column_text(st.s, 0), column_text(st.s, 1)};
 }
 
 }  // namespace warden::gateway

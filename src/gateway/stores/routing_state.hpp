@@ -34,14 +34,16 @@ struct HomeChanges {
   std::int64_t expire_before_ms = 0;  // unix: older homes are deleted
 };
 
-// A model's routing as the admin API last left it, with the config file's values at the time: a config
-// edited since then (other values) wins over the stored change.
+// A model's routing as the admin API last left it, the whole core::RoutingConfig, with the config file's
+// routing at the time: a config edited since then (other values) wins over the stored change. Both in
+// their JSON spelling (gateway/routing_json.hpp); a value written before every knob was kept holds only
+// affinity and spill_threshold.
 struct StoredRouting {
   std::string model;
-  bool affinity = true;
-  core::SpillThreshold spill_threshold;
-  bool config_affinity = true;
-  core::SpillThreshold config_spill_threshold;
+  std::string routing;
+  std::string config_routing;
+
+  friend bool operator==(const StoredRouting&, const StoredRouting&) = default;
 };
 
 // The two clocks read at one moment: converts the session table's times to unix milliseconds and back.
@@ -60,7 +62,8 @@ std::vector<core::SessionRecord> homes_to_restore(const std::vector<StoredHome>&
 // Statements over an open state database (StatsDb::handle()).
 class RoutingStateDb {
  public:
-  // Creates the tables if needed; nullopt with `error` set on failure.
+  // Creates the tables if needed, and moves routing changes stored in the older two-knob table over;
+  // nullopt with `error` set on failure.
   static std::optional<RoutingStateDb> open(sqlite3* db, std::string* error);
 
   // Every model's changes in one transaction (upserts, deletes, expiry).

@@ -1,6 +1,7 @@
 #include "gateway/stores/routing_state.hpp"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include "gateway/stores/stats_store.hpp"
 #include "support/temp_dir.hpp"
@@ -58,14 +59,35 @@ TEST(RoutingState, HomesAndRoutingChangesRoundTripThroughTheDatabase) {
   EXPECT_EQ(db->load_homes("other", &err).size(), 1u);
 
   EXPECT_FALSE(db->load_routing("m", &err));
-  const StoredRouting change{"m", false, {4}, true, {}};
+  const StoredRouting change{"m", R"({"affinity":false})", R"({"affinity":true})"};
   ASSERT_TRUE(db->save_routing(change, &err)) << err;
-  const auto back = db->load_routing("m", &err);
-  ASSERT_TRUE(back) << err;
-  EXPECT_FALSE(back->affinity);
-  EXPECT_EQ(back->spill_threshold.fixed, 4u);
-  EXPECT_TRUE(back->config_affinity);
-  EXPECT_TRUE(back->config_spill_threshold.is_auto());
+  EXPECT_EQ(db->load_routing("m", &err), change);
   ASSERT_TRUE(db->forget_routing("m", &err));
   EXPECT_FALSE(db->load_routing("m", &err));
+}
+
+TEST(RoutingState, ChangesStoredInTheTwoKnobTableAreMovedOver) {
+  TempDir dir;
+  std::string err;
+  auto stats = StatsDb::open(dir.path.string(), &err);
+  ASSERT_TRUE(stats) << err;
+  // The table as an older warden left it.
+  ASSERT_EQ(
+      sqlite3_exec(stats->handle(),
+                   "CREATE TABLE routing_change (model TEXT PRIMARY KEY, affinity INTEGER NOT NULL,"
+                   " spill_threshold TEXT NOT NULL, config_affinity INTEGER NOT NULL,"
+                   " config_spill_threshold TEXT NOT NULL);"
+                   "INSERT INTO routing_change VALUES ('m', 0, '4', 1, 'auto'), ('n', 1, 'auto', 0, '7');",
+                   nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  auto db = RoutingStateDb::open(stats->handle(), &err);
+  ASSERT_TRUE(db) << err;
+  EXPECT_EQ(db->load_routing("m", &err), (StoredRouting{"m", R"({"affinity":false,"spill_threshold":"4"})",
+                                                        R"({"affinity":true,"spill_threshold":"auto"})"}));
+  EXPECT_EQ(db->load_routing("n", &err), (StoredRouting{"n", R"({"affinity":true,"spill_threshold":"auto"})",
+                                                        R"({"affinity":false,"spill_threshold":"7"})"}));
+  // Opened again (the next start): nothing left to move, nothing lost.
+  db = RoutingStateDb::open(stats->handle(), &err);
+  ASSERT_TRUE(db) << err;
+  EXPECT_TRUE(db->load_routing("m", &err).has_value()) << err;
 }

@@ -1,0 +1,48 @@
+// What the admin endpoints (admin_routes.cpp) read and change, and nothing else: the gateway answers
+// through its own (Gateway::AdminAccess), a unit test through one over plain objects, without sockets or
+// processes.
+#pragma once
+
+#include <boost/json/value.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "gateway/config.hpp"
+#include "gateway/model_runtime.hpp"
+#include "gateway/stores/stats_store.hpp"
+#include "net/http.hpp"
+
+namespace warden::gateway {
+
+class AdminContext {
+ public:
+  virtual ~AdminContext() = default;
+
+  virtual const Config& config() const = 0;
+  virtual std::int64_t started_unix() const = 0;
+  virtual std::int64_t unix_now() const = 0;
+  virtual std::span<const std::unique_ptr<ModelRuntime>> models() = 0;
+  virtual const StatsStore& stats() const = 0;
+  // The body of GET /metrics.
+  virtual std::string metrics_text() = 0;
+  // Requests the admission queue of `model` holds now.
+  virtual std::size_t queued(const ModelRuntime& model) const = 0;
+  // `model`'s routing was changed through the API: its admission queue follows, the change is stored
+  // and the held requests are routed again under the new rules.
+  virtual void routing_changed(ModelRuntime& model) = 0;
+  // The model card's "launch" (null unless launched) and "shared_state" (null without it) members.
+  virtual boost::json::value launch_status(std::string_view model) const = 0;
+  virtual boost::json::value shared_state() const = 0;
+  // GET /api/models/{name}/logs: nullopt for a model without a launch: section.
+  virtual std::optional<boost::json::object> engine_logs(std::string_view model, std::size_t lines) const = 0;
+};
+
+// Answers an admin API request (docs/api.md): an endpoint's JSON, a console asset, or an error reply.
+net::Response answer_admin(AdminContext& context, const net::Request& req);
+
+}  // namespace warden::gateway

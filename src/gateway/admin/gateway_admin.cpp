@@ -1,0 +1,59 @@
+// The admin API's view of the gateway (admin_context.hpp): what its endpoints read and change, taken from
+// the Gateway's own members, one request at a time on the gateway's thread.
+#include "gateway/admin/admin_context.hpp"
+#include "gateway/gateway.hpp"
+
+namespace warden::gateway {
+
+class Gateway::AdminAccess final : public AdminContext {
+ public:
+  explicit AdminAccess(Gateway& gateway) : g_(gateway) {}
+
+  const Config& config() const override { return g_.config_; }
+  std::int64_t started_unix() const override { return g_.started_unix_; }
+  std::int64_t unix_now() const override { return g_.unix_now(); }
+  std::span<const std::unique_ptr<ModelRuntime>> models() override { return g_.models_; }
+  const StatsStore& stats() const override { return g_.stats_; }
+
+  std::string metrics_text() override {
+    std::string body = g_.metrics_.render(g_.replica_gauges(), g_.model_gauges());
+    if (g_.shared_) {
+      body += g_.shared_->state().render_metrics();
+    }
+    return body;
+  }
+
+  std::size_t queued(const ModelRuntime& model) const override { return g_.queue_of(model).size(); }
+
+  void routing_changed(ModelRuntime& model) override {
+    g_.queue_of(model).configure(model.router().routing_config().admission);
+    g_.durable_.save_routing(model);
+    g_.retry_queued(model);  // a held request may go under the new rules
+  }
+
+  boost::json::value launch_status(std::string_view model) const override {
+    return g_.launcher_.status_json(model);
+  }
+
+  boost::json::value shared_state() const override {
+    if (g_.shared_) {
+      const SharedState& shared = g_.shared_->state();
+      return {{"redis", shared.config().redis.text}, {"up", shared.up()}, {"warden", shared.warden_id()}};
+    }
+    return nullptr;
+  }
+
+  std::optional<boost::json::object> engine_logs(std::string_view model, std::size_t lines) const override {
+    return g_.launcher_.logs_json(model, lines);
+  }
+
+ private:
+  Gateway& g_;
+};
+
+net::asio::awaitable<net::Reply> Gateway::admin(net::Request& req) {
+  AdminAccess access(*this);
+  co_return answer_admin(access, req);
+}
+
+}  // namespace warden::gateway

@@ -1,0 +1,47 @@
+// What the gateway keeps across restarts, in state_dir/stats.sqlite3: the per-second stats history
+// (stats_store.hpp), every conversation's home and the routing changes made through the admin API
+// (routing_state.hpp). Opened and read back at start, written by flush() every second and at shutdown.
+// Errors are logged and the gateway goes on: only a state directory that cannot be opened stops it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gateway/model_runtime.hpp"
+#include "gateway/stores/routing_state.hpp"
+#include "gateway/stores/stats_store.hpp"
+
+namespace warden::gateway {
+
+// The steady and the system clock read now.
+ClockPair clocks_now();
+
+class DurableState {
+ public:
+  // Opens the database under `state_dir` and reads the stats history into `stats`; false (with `error`)
+  // if the directory cannot be used.
+  bool open(const std::string& state_dir, StatsStore& stats, std::int64_t unix_now, std::string* error);
+
+  // At start: each model's stored routing change (while the config file still says what it said when the
+  // change was made) into its Router, its stored homes into its session table; then what was restored is
+  // what is stored (homes of models and replicas no longer there are gone).
+  void restore(std::span<const std::unique_ptr<ModelRuntime>> models, const ClockPair& now);
+
+  // Stores `m`'s routing as the admin API left it, with the config file's at the time.
+  void save_routing(ModelRuntime& m);
+
+  // Writes the stats history and the homes that changed (`homes`, one entry per model).
+  void flush(StatsStore& stats, std::int64_t unix_now, const std::vector<HomeChanges>& homes);
+
+ private:
+  void restore_routing(ModelRuntime& m);
+
+  std::unique_ptr<StatsDb> stats_db_;
+  std::optional<RoutingStateDb> routing_db_;  // statements over stats_db_'s database
+};
+
+}  // namespace warden::gateway

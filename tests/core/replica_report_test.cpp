@@ -1,0 +1,61 @@
+// The one path from an engine's figures to the routing input (serve and simulate both take it).
+#include "core/replica_report.hpp"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+namespace warden::core {
+namespace {
+
+using std::chrono::seconds;
+
+ReplicaReport busy_report(double queries, double hits) {
+  ReplicaReport r;
+  r.running = 3;
+  r.waiting = 2;
+  r.kv_usage = 0.5;
+  r.num_gpu_blocks = 2500;
+  r.block_size = 16;
+  r.prefix_queries_total = queries;
+  r.prefix_hits_total = hits;
+  return r;
+}
+
+TEST(ReplicaReport, FillsTheRoutingView) {
+  ReplicaMetrics m;
+  PrefillRate rate;
+  observe_report(m, rate, busy_report(10'000, 4'000), seconds(1));
+  EXPECT_EQ(m.running, 3u);
+  EXPECT_EQ(m.waiting, 2u);
+  EXPECT_DOUBLE_EQ(m.kv_usage, 0.5);
+  EXPECT_EQ(m.kv_capacity_tokens, 40'000u) << "blocks x block size";
+  EXPECT_EQ(m.computed_tokens, 6'000u) << "queries - hits";
+  EXPECT_EQ(m.prefill_tokens_per_second, 0.0) << "one scrape measures no rate";
+  observe_report(m, rate, busy_report(14'000, 5'000), seconds(2));
+  EXPECT_EQ(m.computed_tokens, 9'000u);
+  EXPECT_GT(m.prefill_tokens_per_second, 0.0) << "waiting at both ends: 3000 computed in a second";
+  EXPECT_EQ(m.prefill_tokens_per_second, rate.tokens_per_second());
+}
+
+TEST(ReplicaReport, HostileOrMissingFiguresAreClampedOrLeftUnknown) {
+  ReplicaMetrics m;
+  PrefillRate rate;
+  observe_report(m, rate, busy_report(10'000, 4'000), seconds(1));
+  ReplicaReport bad;
+  bad.running = -4;
+  bad.waiting = std::numeric_limits<double>::infinity();
+  bad.kv_usage = std::numeric_limits<double>::quiet_NaN();
+  bad.prefix_queries_total = 10;
+  bad.prefix_hits_total = 20;  // more hits than queries
+  observe_report(m, rate, bad, seconds(2));
+  EXPECT_EQ(m.running, 0u);
+  EXPECT_EQ(m.waiting, 0u);
+  EXPECT_EQ(m.kv_usage, 0.0);
+  EXPECT_FALSE(m.computed_tokens.has_value());
+  EXPECT_EQ(m.kv_capacity_tokens, 40'000u) << "kept from the report that had it";
+  EXPECT_EQ(computed_tokens(ReplicaReport{}), std::nullopt);
+}
+
+}  // namespace
+}  // namespace warden::core

@@ -1,0 +1,172 @@
+// The admin endpoints through an AdminContext over plain objects: no sockets, no processes.
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+
+#include "gateway/admin/admin_context.hpp"
+
+using namespace warden::gateway;
+namespace http = boost::beast::http;
+
+namespace {
+
+class FakeGateway final : public AdminContext {
+ public:
+  explicit FakeGateway(std::string_view yaml) : config_(parsed(yaml)), stats_(std::chrono::seconds(3600)) {
+    for (const auto& m : config_.models) {
+      models_.push_back(std::make_unique<ModelRuntime>(m, 3));
+    }
+  }
+
+  const Config& config() const override { return config_; }
+  std::int64_t started_unix() const override { return 1'795'944'011; }
+  std::int64_t unix_now() const override { return 1'795'944'111; }
+  std::span<const std::unique_ptr<ModelRuntime>> models() override { return models_; }
+  const StatsStore& stats() const override { return stats_; }
+  std::string metrics_text() override { return "warden_up 1\n"; }
+  std::size_t queued(const ModelRuntime&) const override { return 2; }
+  void routing_changed(ModelRuntime&) override { ++routing_changes; }
+  boost::json::value launch_status(std::string_view) const override { return nullptr; }
+  boost::json::value shared_state() const override { return nullptr; }
+  std::optional<boost::json::object> engine_logs(std::string_view, std::size_t) const override {
+    return std::nullopt;
+  }
+
+  ModelRuntime& model() { return *models_.front(); }
+  int routing_changes = 0;
+
+ private:
+  static Config parsed(std::string_view yaml) {
+    auto r = parse_config(yaml, "t.yaml");
+    EXPECT_TRUE(r.ok()) << r.error_text();
+    return *r.config;
+  }
+  Config config_;
+  StatsStore stats_;
+  std::vector<std::unique_ptr<ModelRuntime>> models_;
+};
+
+const char* kModels = R"(models:
+  - name: m
+    max_num_seqs: 32
+    replicas: { data_parallel: { url: http://127.0.0.1:9000, size: 2 } }
+)";
+
+std::string with(std::string_view top) {
+  return std::string(top) + kModels;
+}
+
+warden::net::Request request(http::verb method, std::string_view target, std::string body = "",
+                             std::string_view bearer = "") {
+  warden::net::Request req{method, target, 11};
+  if (!bearer.empty()) {
+    req.set(http::field::authorization, "Bearer " + std::string(bearer));
+  }
+  req.body() = std::move(body);
+  req.prepare_payload();
+  return req;
+}
+
+boost::json::object body_of(const warden::net::Response& r) {
+  return boost::json::parse(r.body()).as_object();
+}
+
+// An error reply in the admin API's shape: {"error": {"message", "type"}}.
+std::string error_type(const warden::net::Response& r) {
+  const auto o = body_of(r);
+  EXPECT_TRUE(o.at("error").at("message").is_string()) << r.body();
+  return std::string(o.at("error").at("type").as_string());
+}
+
+}  // namespace
+
+TEST(AdminRoutes, RoutingPatchNeedsTheTokenAndAValidBody) {
+  FakeGateway g(with("admin_token: secret\n"));
+  const auto patch = [&](std::string body, std::string_view bearer = "secret") {
+    return answer_admin(g, request(http::verb::patch, "/api/models/m/routing", std::move(body), bearer));
+  };
+  EXPECT_EQ(patch(R"({"affinity": false})", "").result_int(), 401u);
+  EXPECT_EQ(patch(R"({"affinity": false})", "wrong").result_int(), 401u);
+  EXPECT_EQ(
+      answer_admin(g, request(http::verb::patch, "/api/models/nope/routing", "{}", "secret")).result_int(),
+      404u);
+  for (const char* bad :
+       {"", "{}", R"({"affinity": "no"})", R"({"policy": "vllm-lb"})", R"({"colour": 1})"}) {
+    const auto r = patch(bad);
+    EXPECT_EQ(r.result_int(), 400u) << bad;
+    EXPECT_EQ(error_type(r), "invalid_request_error") << bad;
+  }
+  EXPECT_EQ(g.routing_changes, 0) << "a refused change changes nothing";
+  EXPECT_TRUE(g.model().router().routing_config().affinity);
+
+  const auto ok = patch(R"({"affinity": false, "admission": {"mode": "auto", "max_queue": 5}})");
+  ASSERT_EQ(ok.result_int(), 200u) << ok.body();
+  EXPECT_EQ(g.routing_changes, 1);
+  const auto routing = g.model().router().routing_config();
+  EXPECT_FALSE(routing.affinity);
+  EXPECT_TRUE(routing.admission.enabled);
+  EXPECT_EQ(routing.admission.max_queue, 5u);
+  const auto card = body_of(ok);
+  EXPECT_FALSE(card.at("routing").at("affinity").as_bool());
+  EXPECT_EQ(card.at("routing").at("admission").at("max_queue").to_number<int>(), 5);
+  EXPECT_EQ(card.at("routing").at("admission").at("queued").to_number<int>(), 2);
+
+  EXPECT_EQ(answer_admin(g, request(http::verb::get, "/api/models/m/routing")).result_int(), 405u);
+}
+
+TEST(AdminRoutes, WithoutAnAdminTokenChangesAreRefused) {
+  FakeGateway g(kModels);
+  const auto r =
+      answer_admin(g, request(http::verb::patch, "/api/models/m/routing", R"({"affinity": false})"));
+  EXPECT_EQ(r.result_int(), 403u);
+  EXPECT_EQ(error_type(r), "permission_error");
+  EXPECT_EQ(g.routing_changes, 0);
+}
+
+TEST(AdminRoutes, ModelsAndModelShapes) {
+  FakeGateway g(kModels);
+  const auto list = answer_admin(g, request(http::verb::get, "/api/models"));
+  ASSERT_EQ(list.result_int(), 200u);
+  const auto o = body_of(list);
+  EXPECT_EQ(o.at("since").as_string(), "2026-11-29T09:20:11Z");
+  ASSERT_EQ(o.at("models").as_array().size(), 1u);
+  const auto& card = o.at("models").as_array().at(0).as_object();
+  EXPECT_EQ(card.at("name").as_string(), "m");
+  EXPECT_TRUE(card.at("launch").is_null());
+  EXPECT_TRUE(card.at("shared_state").is_null());
+  EXPECT_EQ(card.at("routing").at("replicas").as_array().size(), 2u);
+  EXPECT_EQ(card.at("routing").at("spill_threshold").to_number<int>(), 8);
+
+  const auto one = answer_admin(g, request(http::verb::get, "/api/models/m"));
+  ASSERT_EQ(one.result_int(), 200u);
+  EXPECT_EQ(body_of(one), card);
+  const auto missing = answer_admin(g, request(http::verb::get, "/api/models/nope"));
+  EXPECT_EQ(missing.result_int(), 404u);
+  EXPECT_EQ(error_type(missing), "not_found_error");
+  EXPECT_EQ(answer_admin(g, request(http::verb::get, "/api/models/m/logs")).result_int(), 404u)
+      << "no launch: section";
+}
+
+TEST(AdminRoutes, ReadsNeedAKeyWhenAuthReadsIsSet) {
+  FakeGateway g(with("admin_token: secret\napi_keys: [k1]\nauth: { reads: true }\n"));
+  const auto refused = answer_admin(g, request(http::verb::get, "/api/models"));
+  EXPECT_EQ(refused.result_int(), 401u);
+  EXPECT_EQ(error_type(refused), "authentication_error");
+  EXPECT_EQ(answer_admin(g, request(http::verb::get, "/api/models", "", "secret")).result_int(), 200u);
+  EXPECT_EQ(answer_admin(g, request(http::verb::get, "/api/models", "", "k1")).result_int(), 200u);
+  EXPECT_EQ(answer_admin(g, request(http::verb::get, "/health")).result_int(), 200u) << "health stays open";
+  const auto metrics = answer_admin(g, request(http::verb::get, "/metrics", "", "k1"));
+  EXPECT_EQ(metrics.body(), "warden_up 1\n");
+}
+
+TEST(AdminRoutes, StatsWindowIsChecked) {
+  FakeGateway g(kModels);
+  EXPECT_EQ(answer_admin(g, request(http::verb::get, "/api/stats?window=0")).result_int(), 400u);
+  EXPECT_EQ(answer_admin(g, request(http::verb::get, "/api/stats?model=nope")).result_int(), 404u);
+  const auto r = answer_admin(g, request(http::verb::get, "/api/stats?window=60"));
+  ASSERT_EQ(r.result_int(), 200u);
+  const auto o = body_of(r);
+  EXPECT_EQ(o.at("model").as_string(), "m");
+  EXPECT_EQ(o.at("window").to_number<int>(), 60);
+  EXPECT_EQ(o.at("series").at("t").as_array().size(), 60u);
+}
