@@ -14,7 +14,7 @@ export CCACHE_NOHASHDIR := 1
 # header's __DATE__/__TIME__ and -D differences it cannot see through.
 export CCACHE_SLOPPINESS := pch_defines,time_macros
 
-.PHONY: all setup build build-asan build-fuzz test test-unit test-asan fuzz run bench bench-wardens format clean
+.PHONY: all setup build build-asan build-fuzz test test-unit test-asan fuzz run bench bench-wardens deb format clean
 
 all: build
 
@@ -70,6 +70,11 @@ bench: build
 # scripts/bench-wardens.sh).
 bench-wardens: build
 	@bash scripts/bench-wardens.sh $(BUILD)/lm-warden
+
+# The Debian package (binary, systemd unit, /etc/lm-warden/warden.yaml, dashboards): docs/deployment.md.
+deb: setup $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target lm-warden
+	@bash scripts/make-deb.sh $(BUILD)
 
 format:
 	@git ls-files -co --exclude-standard 'src/*.[ch]pp' 'tests/*.[ch]pp' 'bench/*.[ch]pp' 'fuzz/*.[ch]pp' | xargs -r clang-format -i

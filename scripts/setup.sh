@@ -11,6 +11,8 @@ debs=(
   clang libclang-rt-14-dev  # make fuzz: libclang-rt-14-dev holds libFuzzer (-fsanitize=fuzzer)
   chromium nginx-light curl
   libhiredis-dev redis-server  # shared state of several wardens (state.redis) and its tests
+  prometheus haproxy  # deploy/: the dashboard and alert rules' test, the load balancer's test
+  dpkg-dev lintian   # make deb: dpkg-shlibdeps for the package's dependencies, lintian to check it
 )
 
 missing=()

@@ -16,6 +16,7 @@ int run_cli(int argc, char** argv) {
   add_sim_command(app);
   add_bench_command(app);
   add_simulate_command(app);
+  add_check_config_command(app);
   app.add_subcommand("version", "Print the version and exit")->callback([] {
     fmt::print("lm-warden {}\n", kVersion);
   });

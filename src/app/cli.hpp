@@ -16,6 +16,7 @@ void add_serve_command(CLI::App& app);
 void add_sim_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_simulate_command(CLI::App& app);
+void add_check_config_command(CLI::App& app);
 
 // `--vllm-balancer current|legacy` (sim and simulate): which of vLLM's DP balancers is modelled.
 void add_vllm_balancer_option(CLI::App& cmd, core::VllmBalancerModel& model);

@@ -17,9 +17,11 @@
 #include <memory>
 
 #include "app/cli.hpp"
+#include "app/service_status.hpp"
 #include "gateway/config.hpp"
 #include "gateway/gateway.hpp"
 #include "net/server.hpp"
+#include "net/service_notify.hpp"
 
 namespace warden::app {
 
@@ -88,6 +90,8 @@ int run_serve(const ServeOptions& o) {
   ::mallopt(M_MMAP_THRESHOLD, 64 << 20);
   ::mallopt(M_TRIM_THRESHOLD, 256 << 20);
   boost::asio::io_context ioc(1);  // one thread runs it: the scheduler skips cross-thread wake-ups
+  // systemd's Type=notify (nothing without it), read before any engine is launched: they must not inherit it.
+  ServiceStatus service(ioc, net::service_notifier());
   gateway::Gateway gw(ioc, std::move(config));
   std::string error;
   if (!gw.start(&error)) {
@@ -105,13 +109,17 @@ int run_serve(const ServeOptions& o) {
                           std::chrono::duration<double>(m.routing.admission.max_wait).count())
             : std::string("off"));
   }
-  net::Server server(ioc, gw.server_options(), [&gw](net::Request& req, const net::ConnectionInfo& conn) {
+  net::ServerOptions server_options = gw.server_options();
+  service.watch_drain(server_options);
+  net::Server server(ioc, server_options, [&gw](net::Request& req, const net::ConnectionInfo& conn) {
     return gw.handle(req, conn);
   });
+  service.start(gw);
   boost::asio::cancellation_signal trim_cancel;
   boost::asio::co_spawn(ioc, trim_when_idle(server),
                         boost::asio::bind_cancellation_slot(trim_cancel.slot(), boost::asio::detached));
   const int code = net::run_until_signal(ioc, server, [&] {
+    service.stopped();
     trim_cancel.emit(boost::asio::cancellation_type::terminal);
     gw.stop();
   });

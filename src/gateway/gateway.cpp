@@ -28,6 +28,7 @@ struct Gateway::Upstream {
   net::Endpoint endpoint;
   std::vector<ModelRuntime*> models;
   asio::cancellation_signal cancel;
+  bool scraped = false;  // once the first scrape has answered or failed
 };
 
 namespace {
@@ -243,6 +244,19 @@ void Gateway::stop() {
   }
 }
 
+void Gateway::when_scraped(std::function<void()> done) {
+  on_scraped_ = std::move(done);
+  check_scraped();
+}
+
+void Gateway::check_scraped() {
+  const bool all =
+      std::all_of(upstreams_.begin(), upstreams_.end(), [](const auto& up) { return up->scraped; });
+  if (all && on_scraped_) {
+    std::exchange(on_scraped_, {})();
+  }
+}
+
 asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
   auto alive = alive_;
   asio::steady_timer timer(co_await asio::this_coro::executor);
@@ -312,6 +326,9 @@ asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
       }
     } else {
       metrics_.scrape_ok(up->url.text);
+    }
+    if (!std::exchange(up->scraped, true)) {
+      check_scraped();
     }
     timer.expires_at(started + config_.metrics.scrape_interval);
     boost::system::error_code ec;

@@ -56,6 +56,9 @@ class Gateway {
   net::ServerOptions server_options() const;
 
   const Config& config() const { return config_; }
+  // Calls `done` once every engine URL has been scraped once, answered or not (at once if that is past):
+  // from then on routing works from real figures (serve tells systemd it is ready then).
+  void when_scraped(std::function<void()> done);
 
  private:
   struct Upstream;  // one distinct engine URL: scraped once per interval
@@ -101,6 +104,7 @@ class Gateway {
                          bool client_failed, std::optional<Clock::time_point> first_token);
   net::asio::awaitable<net::Reply> admin(net::Request& req);
   net::asio::awaitable<void> poll_loop(std::shared_ptr<Upstream> up);
+  void check_scraped();  // calls when_scraped()'s callback once every URL has been scraped
   // GET /v1/models of one engine URL: the context length of its models. False if it could not be asked.
   net::asio::awaitable<bool> fetch_models(std::shared_ptr<Upstream> up, net::ClientTimeouts t);
   net::asio::awaitable<void> flush_loop();
@@ -136,6 +140,7 @@ class Gateway {
   std::shared_ptr<bool> alive_;          // background loops stop when this is false
   net::asio::cancellation_signal flush_cancel_;
   bool stopped_ = false;
+  std::function<void()> on_scraped_;  // when_scraped()
 };
 
 }  // namespace warden::gateway
