@@ -150,10 +150,10 @@ net::ServerOptions Gateway::server_options() const {
     }
   };
   // A client without a key is refused from its header: its body (up to max_body_size) is never read.
-  o.on_header =
-      [keys = config_.api_keys](const http::request_header<>& request) -> std::optional<net::Response> {
+  // The keys in force at the time of the request: a reload may have rotated them.
+  o.on_header = [this](const http::request_header<>& request) -> std::optional<net::Response> {
     const auto api = protocol::api_kind_from_path(request.target());
-    if (!api || api_key_ok(request, keys)) {
+    if (!api || api_key_ok(request, config_.api_keys)) {
       return std::nullopt;
     }
     net::Response r{http::status::unauthorized, request.version()};

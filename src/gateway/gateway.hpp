@@ -19,6 +19,7 @@
 #include "gateway/model_runtime.hpp"
 #include "gateway/proxy/admission_queue.hpp"
 #include "gateway/proxy/request_record.hpp"
+#include "gateway/reload/reload_plan.hpp"
 #include "gateway/shared/shared_homes.hpp"
 #include "gateway/stores/routing_state.hpp"
 #include "gateway/stores/stats_store.hpp"
@@ -56,6 +57,19 @@ class Gateway {
   net::ServerOptions server_options() const;
 
   const Config& config() const { return config_; }
+
+  // The configuration file read again (SIGHUP, POST /api/reload; docs/config.md, "Reloading"): api keys,
+  // tokens, timeouts and the models' routing take effect for new requests, requests in flight keep what
+  // they started with, and what only a restart changes is listed. A file with errors changes nothing.
+  struct ReloadOutcome {
+    bool ok = false;
+    std::vector<std::string> errors;  // "FILE:LINE:COL: ..." as check-config prints them
+    ReloadPlan plan;
+  };
+  ReloadOutcome reload();
+  // How reload() reads the file: the app's loader applies its command-line overrides (--listen, ...).
+  // Without one, config().source is read as it is.
+  void set_config_loader(std::function<ConfigResult()> load);
   // Calls `done` once every engine URL has been scraped once, answered or not (at once if that is past):
   // from then on routing works from real figures (serve tells systemd it is ready then).
   void when_scraped(std::function<void()> done);
@@ -120,6 +134,7 @@ class Gateway {
   AdmissionQueue& queue_of(const ModelRuntime& m) const;
   void retry_queued(const ModelRuntime& m);
   net::ClientTimeouts client_timeouts() const;
+  ReloadPlan apply_config(Config next);  // gateway_reload.cpp
   std::int64_t unix_now() const;
 
   net::asio::io_context& ioc_;
@@ -140,7 +155,8 @@ class Gateway {
   std::shared_ptr<bool> alive_;          // background loops stop when this is false
   net::asio::cancellation_signal flush_cancel_;
   bool stopped_ = false;
-  std::function<void()> on_scraped_;  // when_scraped()
+  std::function<ConfigResult()> load_config_;  // set_config_loader()
+  std::function<void()> on_scraped_;           // when_scraped()
 };
 
 }  // namespace warden::gateway

@@ -813,7 +813,8 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
   co_await connection.run();
 }
 
-int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()> on_stop) {
+int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()> on_stop,
+                     std::function<void()> on_hangup) {
   auto ep = server.listen();
   if (!ep) {
     spdlog::error("cannot listen on {}:{}: {}", server.options().host, server.options().port,
@@ -827,6 +828,7 @@ int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()
   // First signal: drain for up to drain_grace; the end of the drain, the grace period or a second
   // signal stops the server.
   asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  asio::signal_set hangups(ioc, SIGHUP);
   asio::steady_timer grace(ioc);
   bool stopping = false;
   auto stop_now = [&] {
@@ -835,6 +837,7 @@ int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()
     }
     boost::system::error_code ignored;
     signals.cancel(ignored);
+    hangups.cancel(ignored);
     grace.cancel();
     server.stop();
     if (on_stop) {
@@ -870,6 +873,17 @@ int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()
     signals.async_wait(on_signal);
   };
   signals.async_wait(on_signal);
+  std::function<void(const boost::system::error_code&, int)> on_hangup_signal;
+  on_hangup_signal = [&](const boost::system::error_code& ec, int) {
+    if (ec || stopping) {
+      return;
+    }
+    if (on_hangup) {
+      on_hangup();
+    }
+    hangups.async_wait(on_hangup_signal);
+  };
+  hangups.async_wait(on_hangup_signal);
   asio::co_spawn(ioc, server.run(), [](std::exception_ptr e) {
     if (e) {
       try {

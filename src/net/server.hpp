@@ -192,7 +192,9 @@ class Server {
 /// "listening on http://HOST:PORT" to stdout (flushed), accepts until a signal, then drains for up to
 /// options().drain_grace (a second signal cuts at once), stops the server, calls `on_stop` (e.g. to
 /// stop the sim's steppers) and returns 0 once the io_context is out of work.
-/// Returns 1 (after logging) if binding fails.
-int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()> on_stop = {});
+/// Returns 1 (after logging) if binding fails. SIGHUP calls `on_hangup` (e.g. to read the configuration
+/// again) every time it arrives, until the server stops; without one it is ignored.
+int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()> on_stop = {},
+                     std::function<void()> on_hangup = {});
 
 }  // namespace warden::net

@@ -2,6 +2,7 @@
 // function, and one place where an endpoint's refusal becomes an error reply. The JSON shapes are
 // admin_json.cpp's; this file matches requests and reads the gateway's state.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -105,6 +106,8 @@ struct Gateway::Admin {
   static net::Response model(const Call& c);
   static net::Response logs(const Call& c);
   static net::Response routing(const Call& c);
+  static net::Response reload(const Call& c);
+  static void require_admin(const Call& c);
   static net::Response stats(const Call& c);
 
   static ModelRuntime& model_named(Gateway& gateway, std::string_view name);
@@ -137,10 +140,9 @@ net::Response Gateway::Admin::answer(Gateway& gateway, const net::Request& req) 
 std::optional<net::Response> Gateway::Admin::route(Gateway& gateway, const net::Request& req) {
   // Matched on the raw path, before the target is parsed.
   static constexpr Route kPathRoutes[] = {
-      {Methods::any, "/health", health, Access::open},
-      {Methods::get, "/metrics", metrics},
-      {Methods::get, "/v1/models", v1_models},
-      {Methods::get, "/v1/models/", v1_models},
+      {Methods::any, "/health", health, Access::open}, {Methods::get, "/metrics", metrics},
+      {Methods::get, "/v1/models", v1_models},         {Methods::get, "/v1/models/", v1_models},
+      {Methods::any, "/api/reload", reload},
   };
   // Matched on the target's decoded segments.
   static constexpr Route kSegmentRoutes[] = {
@@ -237,6 +239,40 @@ net::Response Gateway::Admin::logs(const Call& c) {
   return json_response(c.req, 200, *logs);
 }
 
+void Gateway::Admin::require_admin(const Call& c) {
+  if (c.gateway.config_.admin_token.empty()) {
+    throw AdminError{403, "admin changes are disabled: no admin_token is configured"};
+  }
+  if (!bearer_matches(c.req, c.gateway.config_.admin_token)) {
+    throw AdminError{401, "missing or wrong admin token (Authorization: Bearer TOKEN)"};
+  }
+}
+
+// The configuration file read again, as SIGHUP does: 200 with what changed and what needs a restart, 400
+// with every error of a file that was refused (nothing changed then).
+net::Response Gateway::Admin::reload(const Call& c) {
+  if (c.req.method() != http::verb::post) {
+    throw AdminError{405, "use POST to read the configuration file again"};
+  }
+  require_admin(c);
+  const ReloadOutcome out = c.gateway.reload();
+  auto strings = [](const std::vector<std::string>& v) {
+    boost::json::array a;
+    for (const auto& s : v) {
+      a.emplace_back(s);
+    }
+    return a;
+  };
+  if (!out.ok) {
+    throw AdminError{400, fmt::format("the configuration file has errors; nothing changed:\n{}",
+                                      fmt::join(out.errors, "\n"))};
+  }
+  return json_response(c.req, 200,
+                       boost::json::object{{"reloaded", true},
+                                           {"applied", strings(out.plan.applied)},
+                                           {"restart_required", strings(out.plan.restart_required)}});
+}
+
 net::Response Gateway::Admin::routing(const Call& c) {
   if (c.req.method() != http::verb::patch && c.req.method() != http::verb::put) {
     throw AdminError{405,
@@ -244,12 +280,7 @@ net::Response Gateway::Admin::routing(const Call& c) {
                      "bool, \"cost_spill\": \"on\"|\"off\", "
                      "\"admission\": \"off\"|\"auto\"|{...}}"};
   }
-  if (c.gateway.config_.admin_token.empty()) {
-    throw AdminError{403, "admin changes are disabled: no admin_token is configured"};
-  }
-  if (!bearer_matches(c.req, c.gateway.config_.admin_token)) {
-    throw AdminError{401, "missing or wrong admin token (Authorization: Bearer TOKEN)"};
-  }
+  require_admin(c);
   ModelRuntime& m = model_named(c.gateway, c.name);
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
   RoutingPatch p = parse_routing_patch(c.req.body());

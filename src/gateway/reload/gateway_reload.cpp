@@ -1,0 +1,87 @@
+// Gateway::reload(): the configuration file read again while the warden serves (SIGHUP, POST /api/reload).
+// Only what plan_reload() finds changed is touched, in place: the ModelRuntime objects and the ModelConfig
+// entries that requests in flight point at stay where they are, so a stream relayed while the file is
+// read again ends as it began.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "gateway/gateway.hpp"
+#include "net/service_notify.hpp"
+
+namespace warden::gateway {
+
+namespace {
+
+// The file's routing of a model, set on its Router setting by setting (the conversation homes stay).
+void apply_routing(core::Router& router, const core::RoutingConfig& r) {
+  router.set_affinity(r.affinity);
+  router.set_spill_threshold(r.spill_threshold);
+  router.set_max_num_seqs(r.max_num_seqs);
+  router.set_policy(r.policy);  // validated by the config parser
+  router.set_admission(r.admission);
+  router.set_cost_spill(r.cost_spill);
+  router.set_rebalance(r.rebalance);
+}
+
+}  // namespace
+
+void Gateway::set_config_loader(std::function<ConfigResult()> load) {
+  load_config_ = std::move(load);
+}
+
+Gateway::ReloadOutcome Gateway::reload() {
+  const net::ServiceNotifier& notifier = net::service_notifier();
+  notifier.notify_reloading();
+  ReloadOutcome out;
+  ConfigResult loaded = load_config_ ? load_config_() : load_config_file(config_.source);
+  if (!loaded.ok()) {
+    for (const auto& e : loaded.errors) {
+      out.errors.push_back(e.message);
+      spdlog::error("{}", e.message);
+    }
+    spdlog::error("configuration not reloaded: {} error{} in {}; the running configuration stays",
+                  out.errors.size(), out.errors.size() == 1 ? "" : "s", config_.source);
+  } else {
+    out.ok = true;
+    out.plan = apply_config(std::move(*loaded.config));
+    spdlog::info("configuration reloaded from {}: {}", config_.source,
+                 out.plan.applied.empty() ? std::string("nothing changed")
+                                          : fmt::format("{}", fmt::join(out.plan.applied, ", ")));
+    for (const auto& r : out.plan.restart_required) {
+      spdlog::warn("configuration reload: {} changed in the file but needs a restart", r);
+    }
+  }
+  notifier.notify_ready();
+  return out;
+}
+
+ReloadPlan Gateway::apply_config(Config next) {
+  ReloadPlan plan = plan_reload(config_, next);
+  config_.api_keys = std::move(next.api_keys);
+  config_.admin_token = std::move(next.admin_token);
+  config_.auth = next.auth;
+  config_.timeouts = next.timeouts;
+  for (const auto& name : plan.models_updated) {
+    ModelRuntime* m = find_model(name);
+    const ModelConfig* theirs = next.find_model(name);
+    auto mine = std::find_if(config_.models.begin(), config_.models.end(),
+                             [&](const ModelConfig& c) { return c.name == name; });
+    if (!m || !theirs || mine == config_.models.end()) {
+      continue;  // plan_reload() names only models both configurations have
+    }
+    const bool routing_changed = !same_routing(mine->routing, theirs->routing);
+    mine->served_model_name = theirs->served_model_name;
+    mine->fit_max_tokens = theirs->fit_max_tokens;
+    mine->normalize_prompt = theirs->normalize_prompt;
+    mine->routing = theirs->routing;
+    if (routing_changed) {
+      apply_routing(m->router(), mine->routing);
+      queue_of(*m).configure(mine->routing.admission);
+      retry_queued(*m);  // a held request may go under the new rules
+    }
+  }
+  return plan;
+}
+
+}  // namespace warden::gateway
