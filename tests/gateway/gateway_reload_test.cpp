@@ -158,3 +158,20 @@ TEST(GatewayReload, TheEndpointNeedsTheAdminToken) {
   ASSERT_EQ(r.status, 200u) << r.body;
   EXPECT_TRUE(boost::json::parse(r.body).at("applied").as_array().empty()) << r.body;
 }
+
+// A routing setting the file left as it was keeps its admin change; the one the file changed takes the
+// file's value.
+TEST(GatewayReload, AnAdminRoutingChangeStaysUnlessTheFileChangesThatSetting) {
+  auto sim = start_sim(2);
+  Warden w(dp_model(sim->port(), 2, "{ affinity: true, spill_threshold: 8 }"));
+  Client c(w.port);
+  const auto patched = c.raw().request(boost::beast::http::verb::patch, "/api/models/m/routing",
+                                       R"({"affinity": false})", bearer("secret"));
+  ASSERT_TRUE(patched && patched->status == 200u);
+  rewrite(w, dp_model(sim->port(), 2, "{ affinity: true, spill_threshold: 3 }"), "");
+  auto r = c.post("/api/reload", "", bearer("secret"));
+  ASSERT_EQ(r.status, 200u) << r.body;
+  const auto routing = card(w.port).at("routing").as_object();
+  EXPECT_FALSE(routing.at("affinity").as_bool());
+  EXPECT_EQ(num(routing.at("spill_threshold")), 3);
+}

@@ -13,15 +13,30 @@ namespace warden::gateway {
 
 namespace {
 
-// The file's routing of a model, set on its Router setting by setting (the conversation homes stay).
-void apply_routing(core::Router& router, const core::RoutingConfig& r) {
-  router.set_affinity(r.affinity);
-  router.set_spill_threshold(r.spill_threshold);
-  router.set_max_num_seqs(r.max_num_seqs);
-  router.set_policy(r.policy);  // validated by the config parser
-  router.set_admission(r.admission);
-  router.set_cost_spill(r.cost_spill);
-  router.set_rebalance(r.rebalance);
+// The settings of a model's routing that the file changed, set on its Router (its conversation homes
+// stay). A setting the file left as it was keeps a change made through the admin API.
+void apply_routing(core::Router& router, const core::RoutingConfig& was, const core::RoutingConfig& now) {
+  if (was.affinity != now.affinity) {
+    router.set_affinity(now.affinity);
+  }
+  if (was.spill_threshold != now.spill_threshold) {
+    router.set_spill_threshold(now.spill_threshold);
+  }
+  if (was.max_num_seqs != now.max_num_seqs) {
+    router.set_max_num_seqs(now.max_num_seqs);
+  }
+  if (was.policy != now.policy) {
+    router.set_policy(now.policy);  // validated by the config parser
+  }
+  if (was.admission != now.admission) {
+    router.set_admission(now.admission);
+  }
+  if (was.cost_spill != now.cost_spill) {
+    router.set_cost_spill(now.cost_spill);
+  }
+  if (was.rebalance != now.rebalance) {
+    router.set_rebalance(now.rebalance);
+  }
 }
 
 }  // namespace
@@ -70,14 +85,13 @@ ReloadPlan Gateway::apply_config(Config next) {
     if (!m || !theirs || mine == config_.models.end()) {
       continue;  // plan_reload() names only models both configurations have
     }
-    const bool routing_changed = !same_routing(mine->routing, theirs->routing);
     mine->served_model_name = theirs->served_model_name;
     mine->fit_max_tokens = theirs->fit_max_tokens;
     mine->normalize_prompt = theirs->normalize_prompt;
-    mine->routing = theirs->routing;
-    if (routing_changed) {
-      apply_routing(m->router(), mine->routing);
-      queue_of(*m).configure(mine->routing.admission);
+    if (!same_routing(mine->routing, theirs->routing)) {
+      apply_routing(m->router(), mine->routing, theirs->routing);
+      mine->routing = theirs->routing;
+      queue_of(*m).configure(m->router().routing_config().admission);
       retry_queued(*m);  // a held request may go under the new rules
     }
   }
