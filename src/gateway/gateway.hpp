@@ -135,6 +135,7 @@ class Gateway {
   void retry_queued(const ModelRuntime& m);
   net::ClientTimeouts client_timeouts() const;
   ReloadPlan apply_config(Config next);  // gateway_reload.cpp
+  void resize_model(const std::string& name, int dp_size);
   std::int64_t unix_now() const;
 
   net::asio::io_context& ioc_;

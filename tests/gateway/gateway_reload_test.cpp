@@ -125,26 +125,63 @@ TEST(GatewayReload, ABrokenFileIsRefusedWhole) {
   EXPECT_TRUE(stream.whole());
 }
 
-// A replica added or removed is not applied yet: the reload says a restart is needed for it, serves on
-// with the replicas in force, and the stream in flight completes.
-TEST(GatewayReload, AReplicaChangeIsReportedAsNeedingARestart) {
+std::size_t replica_count(int port) {
+  return card(port).at("routing").at("replicas").as_array().size();
+}
+
+// A rank added behind the data-parallel URL: routed to once scraped, while the stream on rank 0 goes on
+// and the conversation homes stay.
+TEST(GatewayReload, SighupAddsAReplica) {
   auto sim = start_sim(2, 0.005);
-  Warden w(dp_model(sim->port(), 2), "shutdown_grace: 20s\n");
+  Warden w(dp_model(sim->port(), 1));
   Stream stream(w.port, {});
-  ASSERT_TRUE(wait_until([&] { return in_flight(sim->port(), 2); }, 20s));
-  for (int size : {1, 3}) {
-    rewrite(w, dp_model(sim->port(), size), "shutdown_grace: 5s\n");
-    Client admin(w.port);
-    auto r = admin.post("/api/reload", "", bearer("secret"));
-    ASSERT_EQ(r.status, 200u) << r.body;
-    const auto v = boost::json::parse(r.body).as_object();
-    const auto& restart = v.at("restart_required").as_array();
-    ASSERT_EQ(restart.size(), 2u) << r.body;
-    EXPECT_NE(std::string(restart.at(0).as_string()).find("shutdown_grace"), std::string::npos) << r.body;
-    EXPECT_NE(std::string(restart.at(1).as_string()).find("model m: replicas"), std::string::npos) << r.body;
-    EXPECT_EQ(card(w.port).at("routing").at("replicas").as_array().size(), 2u);
-  }
+  ASSERT_TRUE(wait_until([&] { return in_flight(sim->port(), 1); }, 20s));
+  const auto homes = num(card(w.port).at("routing").at("live_sessions"));
+  rewrite(w, dp_model(sim->port(), 2), "");
+  w.proc->signal(SIGHUP);
+  ASSERT_TRUE(wait_until(
+      [&] { return replica_count(w.port) == 2 && replica_of(card(w.port), 1).at("healthy").as_bool(); },
+      10s));
+  EXPECT_EQ(num(card(w.port).at("routing").at("live_sessions")), homes);
+  Client c(w.port);
+  auto r =
+      c.post("/v1/chat/completions", chat_body("to the new rank", 2, false), {{"X-Warden-Replica", "1"}});
+  EXPECT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(r.header("x-warden-replica"), "1");
   EXPECT_TRUE(stream.whole());
+}
+
+// A rank removed while a stream runs on it: the stream ends whole, new requests go to the rank that
+// remains.
+TEST(GatewayReload, SighupRemovesAReplica) {
+  auto sim = start_sim(2, 0.005);
+  Warden w(dp_model(sim->port(), 2));
+  Stream stream(w.port, {{"X-Warden-Replica", "1"}});
+  ASSERT_TRUE(wait_until([&] { return sim_running(sim->port(), 1) >= 1; }, 20s));
+  rewrite(w, dp_model(sim->port(), 1), "");
+  w.proc->signal(SIGHUP);
+  ASSERT_TRUE(wait_until([&] { return replica_count(w.port) == 1; }, 10s));
+  Client c(w.port);
+  auto r = c.post("/v1/chat/completions", chat_body("after the removal", 2, false));
+  EXPECT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(r.header("x-warden-replica"), "0");
+  EXPECT_TRUE(stream.whole());
+}
+
+// What only a restart changes is listed with the value in force, the rest applies.
+TEST(GatewayReload, WhatNeedsARestartIsReported) {
+  auto sim = start_sim(2);
+  Warden w(dp_model(sim->port(), 2), "shutdown_grace: 20s\n");
+  rewrite(w, dp_model(sim->port(), 2, "{ affinity: false, spill_threshold: 8 }"), "shutdown_grace: 5s\n");
+  Client admin(w.port);
+  auto r = admin.post("/api/reload", "", bearer("secret"));
+  ASSERT_EQ(r.status, 200u) << r.body;
+  const auto v = boost::json::parse(r.body).as_object();
+  const auto& restart = v.at("restart_required").as_array();
+  ASSERT_EQ(restart.size(), 1u) << r.body;
+  EXPECT_EQ(restart.at(0).as_string(), "shutdown_grace (in force: 20000ms)") << r.body;
+  ASSERT_EQ(v.at("applied").as_array().size(), 1u) << r.body;
+  EXPECT_EQ(v.at("applied").as_array().at(0).as_string(), "model m: routing") << r.body;
 }
 
 // The endpoint is an admin change: the admin token or nothing.

@@ -63,3 +63,16 @@ TEST(ReloadPlan, AReplicaListChangeIsNotTakenAsARoutingChange) {
   EXPECT_NE(plan.restart_required[0].find("model a: replicas"), std::string::npos);
   EXPECT_TRUE(plan.models_updated.empty());
 }
+
+TEST(ReloadPlan, ADataParallelSizeChangeApplies) {
+  const std::string dp = "replicas: { data_parallel: { url: http://127.0.0.1:8000, size: 2 } }";
+  const std::string urls = "replicas: { urls: [http://127.0.0.1:8001, http://127.0.0.1:8002] }";
+  const auto running = edited(urls, dp);
+  std::string y = kBase;
+  y.replace(y.find(urls), urls.size(),
+            "replicas: { data_parallel: { url: http://127.0.0.1:8000, size: 3 } }");
+  auto plan = plan_reload(running, parsed(y));
+  EXPECT_EQ(plan.applied, (std::vector<std::string>{"model a: data_parallel size 2 -> 3"}));
+  EXPECT_EQ(plan.models_resized, (std::vector<std::string>{"a"}));
+  EXPECT_TRUE(plan.restart_required.empty());
+}

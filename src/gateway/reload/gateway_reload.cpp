@@ -95,7 +95,30 @@ ReloadPlan Gateway::apply_config(Config next) {
       retry_queued(*m);  // a held request may go under the new rules
     }
   }
+  for (const auto& name : plan.models_resized) {
+    resize_model(name, next.find_model(name)->dp_size);
+  }
   return plan;
+}
+
+// The ranks above the new size leave: requests in flight there finish as they would have (the Router's
+// counts cover every index it has seen), and their conversations are placed afresh at their next turn
+// (a home beyond the replicas is a failover to the Router). New ranks are routed to once scraped healthy.
+void Gateway::resize_model(const std::string& name, int dp_size) {
+  ModelRuntime* m = find_model(name);
+  auto mine = std::find_if(config_.models.begin(), config_.models.end(),
+                           [&](const ModelConfig& c) { return c.name == name; });
+  if (!m || mine == config_.models.end()) {
+    return;
+  }
+  const auto was = static_cast<std::size_t>(mine->dp_size);
+  mine->dp_size = dp_size;
+  m->resize_replicas();
+  for (std::size_t i = was; i < m->replicas().size(); ++i) {
+    m->replicas()[i].metrics.healthy = false;  // until its first scrape
+    m->replicas()[i].last_error = "added by a reload, not scraped yet";
+  }
+  retry_queued(*m);
 }
 
 }  // namespace warden::gateway

@@ -15,6 +15,13 @@ bool same_layout(const ModelConfig& a, const ModelConfig& b) {
          a.urls == b.urls && a.launch.has_value() == b.launch.has_value();
 }
 
+// Ranks added or removed behind the same data-parallel URL: the ranks that remain keep their index (and so
+// their conversations), and no engine of the warden's own has to be started or stopped.
+bool resizable(const ModelConfig& a, const ModelConfig& b) {
+  return a.data_parallel && b.data_parallel && a.dp_url == b.dp_url && a.dp_size != b.dp_size && !a.launch &&
+         !b.launch;
+}
+
 std::string listen_text(const Config& c) {
   return c.listen_host.find(':') != std::string::npos ? fmt::format("[{}]:{}", c.listen_host, c.listen_port)
                                                       : fmt::format("{}:{}", c.listen_host, c.listen_port);
@@ -77,7 +84,11 @@ void plan_models(const Config& running, const Config& next, ReloadPlan& plan) {
       plan.restart_required.push_back(fmt::format("model {} removed (still served)", old.name));
       continue;
     }
-    if (!same_layout(old, *now)) {
+    if (resizable(old, *now)) {
+      plan.applied.push_back(
+          fmt::format("model {}: data_parallel size {} -> {}", old.name, old.dp_size, now->dp_size));
+      plan.models_resized.push_back(old.name);
+    } else if (!same_layout(old, *now)) {
       plan.restart_required.push_back(
           fmt::format("model {}: replicas or launch (in force: {} replicas)", old.name, old.replica_count()));
       continue;

@@ -17,6 +17,8 @@ struct ReloadPlan {
   std::vector<std::string> restart_required;
   // Models whose entry (routing, names, request rewriting) is taken from the new file, by name.
   std::vector<std::string> models_updated;
+  // Data-parallel models whose rank count the new file changes (same URL, no launch: section).
+  std::vector<std::string> models_resized;
 };
 
 ReloadPlan plan_reload(const Config& running, const Config& next);
