@@ -58,14 +58,21 @@ boost::asio::awaitable<void> trim_when_idle(const net::Server& server) {
   }
 }
 
-// SIGHUP: where reading the configuration again belongs (systemctl reload, a log-rotation script and a
-// closed terminal all send it). Until the warden can apply a new configuration while it runs, the signal
-// changes nothing and says so: it never stops the warden.
-void reload_configuration(const ServeOptions& o) {
-  spdlog::warn(
-      "SIGHUP: reloading {} while running is not supported yet; nothing changed (restart to apply "
-      "changes)",
-      o.config);
+// The file, with the command line's overrides over it: at start, and again at every reload (so a reload
+// does not take the file's listen: for a change of the --listen in force).
+gateway::ConfigResult load_with_overrides(const ServeOptions& o) {
+  auto loaded = gateway::load_config_file(o.config);
+  if (!loaded.ok()) {
+    return loaded;
+  }
+  if (auto hp = o.listen.empty() ? std::nullopt : gateway::parse_listen(o.listen)) {
+    loaded.config->listen_host = hp->first;
+    loaded.config->listen_port = hp->second;
+  }
+  if (!o.state_dir.empty()) {
+    loaded.config->state_dir = o.state_dir;
+  }
+  return loaded;
 }
 
 int run_serve(const ServeOptions& o) {
@@ -74,24 +81,16 @@ int run_serve(const ServeOptions& o) {
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(o.log_level));
 
-  auto loaded = gateway::load_config_file(o.config);
+  if (!o.listen.empty() && !gateway::parse_listen(o.listen)) {
+    fmt::print(stderr, "lm-warden serve: --listen '{}' is not HOST:PORT (e.g. 127.0.0.1:8080)\n", o.listen);
+    return 2;
+  }
+  auto loaded = load_with_overrides(o);
   if (!loaded.ok()) {
     fmt::print(stderr, "lm-warden serve: the configuration is not valid:\n{}\n", loaded.error_text());
     return 2;
   }
   gateway::Config config = std::move(*loaded.config);
-  if (!o.listen.empty()) {
-    auto hp = gateway::parse_listen(o.listen);
-    if (!hp) {
-      fmt::print(stderr, "lm-warden serve: --listen '{}' is not HOST:PORT (e.g. 127.0.0.1:8080)\n", o.listen);
-      return 2;
-    }
-    config.listen_host = hp->first;
-    config.listen_port = hp->second;
-  }
-  if (!o.state_dir.empty()) {
-    config.state_dir = o.state_dir;
-  }
 
   // Request bodies of agents are 50-200 KB every turn. glibc serves blocks that large with mmap and
   // gives them back at free, so every request paid ~50 page faults (about a third of its CPU in the
@@ -103,6 +102,7 @@ int run_serve(const ServeOptions& o) {
   // systemd's Type=notify (nothing without it), read before any engine is launched: they must not inherit it.
   ServiceStatus service(ioc, net::service_notifier());
   gateway::Gateway gw(ioc, std::move(config));
+  gw.set_config_loader([&o] { return load_with_overrides(o); });
   std::string error;
   if (!gw.start(&error)) {
     fmt::print(stderr, "lm-warden serve: {}\n", error);
@@ -135,7 +135,7 @@ int run_serve(const ServeOptions& o) {
         trim_cancel.emit(boost::asio::cancellation_type::terminal);
         gw.stop();
       },
-      [&o] { reload_configuration(o); });
+      [&gw] { gw.reload(); });
   gw.stop();
   return code;
 }

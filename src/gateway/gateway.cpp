@@ -166,15 +166,16 @@ net::ServerOptions Gateway::server_options() const {
     }
   };
   // A page in a browser that is not the console's, or a Host a loopback warden does not answer for, and a
-  // client without a key are refused from the header: the body (up to max_body_size) is never read.
-  o.on_header = [keys = config_.api_keys, browsers = origin_policy(config_.listen_host, config_.allowed_hosts,
-                                                                   config_.allowed_origins)](
-                    const http::request_header<>& request) -> std::optional<net::Response> {
+  // client without a key are refused from the header: the body (up to max_body_size) is never read. The
+  // keys are those in force at the time of the request: a reload may have rotated them.
+  o.on_header =
+      [this, browsers = origin_policy(config_.listen_host, config_.allowed_hosts, config_.allowed_origins)](
+          const http::request_header<>& request) -> std::optional<net::Response> {
     if (auto refusal = check_origin(browsers, request)) {
       return refusal_for(request, refusal->status, refusal->message, refusal->code);
     }
     const auto api = protocol::api_kind_from_path(request.target());
-    if (!api || api_key_ok(request, keys)) {
+    if (!api || api_key_ok(request, config_.api_keys)) {
       return std::nullopt;
     }
     return refusal_for(request, 401, kMissingKey, "invalid_api_key");

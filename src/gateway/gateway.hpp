@@ -20,6 +20,7 @@
 #include "gateway/proxy/admission_queue.hpp"
 #include "gateway/proxy/request_record.hpp"
 #include "gateway/proxy/waiting_requests.hpp"
+#include "gateway/reload/reload_plan.hpp"
 #include "gateway/shared/shared_homes.hpp"
 #include "gateway/stores/durable_state.hpp"
 #include "gateway/stores/stats_store.hpp"
@@ -58,6 +59,14 @@ class Gateway {
   net::ServerOptions server_options() const;
 
   const Config& config() const { return config_; }
+
+  // The configuration file read again (SIGHUP, POST /api/reload; docs/config.md, "Reloading"): api keys,
+  // tokens, timeouts and the models' routing take effect for new requests, requests in flight keep what
+  // they started with, and what only a restart changes is listed. A file with errors changes nothing.
+  ReloadOutcome reload();
+  // How reload() reads the file: the app's loader applies its command-line overrides (--listen, ...).
+  // Without one, config().source is read as it is.
+  void set_config_loader(std::function<ConfigResult()> load);
   // Calls `done` once every engine URL has been scraped once, answered or not (at once if that is past):
   // from then on routing works from real figures (serve tells systemd it is ready then).
   void when_scraped(std::function<void()> done);
@@ -122,6 +131,8 @@ class Gateway {
   AdmissionQueue& queue_of(const ModelRuntime& m) const;
   void retry_queued(const ModelRuntime& m);
   net::ClientTimeouts client_timeouts() const;
+  ReloadPlan apply_config(Config next);  // gateway_reload.cpp
+  void resize_model(const std::string& name, int dp_size);
   std::int64_t unix_now() const;
 
   net::asio::io_context& ioc_;
@@ -142,7 +153,8 @@ class Gateway {
   std::shared_ptr<bool> alive_;          // background loops stop when this is false
   net::asio::cancellation_signal flush_cancel_;
   bool stopped_ = false;
-  std::function<void()> on_scraped_;  // when_scraped()
+  std::function<ConfigResult()> load_config_;  // set_config_loader()
+  std::function<void()> on_scraped_;           // when_scraped()
 };
 
 }  // namespace warden::gateway

@@ -69,6 +69,9 @@ class ModelRuntime {
   bool url_failed(const UpstreamUrl& url, const std::string& why);
   // The same for one replica only (a proxied request could not reach it).
   bool replica_failed(int replica, const std::string& why);
+  // One replica state per replica of config() (after a reload changed its data-parallel size): the
+  // replicas that remain keep theirs, new ones start as at start.
+  void resize_replicas() { replicas_.resize(static_cast<std::size_t>(config_->replica_count())); }
   // Replicas of this model served by `url`.
   std::vector<int> replicas_of(const UpstreamUrl& url) const;
 

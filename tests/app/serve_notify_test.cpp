@@ -1,5 +1,6 @@
 // `lm-warden serve` under a systemd-style notification socket the test opens: READY=1 after the listener
-// and the first scrape, WATCHDOG=1 pings at half of WATCHDOG_USEC, STOPPING=1 on SIGTERM.
+// and the first scrape, WATCHDOG=1 pings at half of WATCHDOG_USEC, STOPPING=1 on SIGTERM, RELOADING=1 then
+// READY=1 around a SIGHUP.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -93,6 +94,30 @@ TEST(ServeNotify, StoppingIsSaidWhenTheDrainBeginsNotWhenItEnds) {
   held.release();  // the client leaves, which ends the drain
   EXPECT_EQ(serve->wait_exit(kWait), 0);
   EXPECT_EQ(sock.receive(std::chrono::milliseconds(100)), std::nullopt) << "STOPPING=1 is said once";
+}
+
+// SIGHUP reads the file again between RELOADING=1 (with the monotonic time systemd wants) and READY=1, also
+// when the file is refused (the old configuration runs on, ready).
+TEST(ServeNotify, ReloadingThenReadyAroundAReload) {
+  TempDir dir;
+  auto sim = gateway_test::start_sim(1);
+  NotifySocket sock(dir.file("notify"));
+  auto serve = start_serve(dir, "http://127.0.0.1:" + std::to_string(sim->port()), sock.name(), "");
+  ASSERT_TRUE(sock.receive_until("READY=1", kWait)) << serve->stderr_text();
+  serve->wait_for_port();
+  for (const bool broken : {false, true}) {
+    if (broken) {
+      std::ofstream(dir.file("warden.yaml"), std::ios::app) << "max_connections: lots\n";
+    }
+    serve->signal(SIGHUP);
+    const auto reloading = sock.receive(kWait);
+    ASSERT_TRUE(reloading.has_value());
+    EXPECT_EQ(reloading->rfind("RELOADING=1\nMONOTONIC_USEC=", 0), 0u) << *reloading;
+    EXPECT_EQ(sock.receive(kWait), "READY=1") << serve->stderr_text();
+  }
+  EXPECT_TRUE(serve->running());
+  serve->signal(SIGTERM);
+  EXPECT_EQ(serve->wait_exit(kWait), 0);
 }
 
 TEST(ServeNotify, AnEngineThatDoesNotAnswerDoesNotHoldReadinessBack) {

@@ -14,6 +14,7 @@
 
 #include "gateway/config.hpp"
 #include "gateway/model_runtime.hpp"
+#include "gateway/reload/reload_plan.hpp"
 #include "gateway/stores/stats_store.hpp"
 #include "net/http.hpp"
 
@@ -40,6 +41,8 @@ class AdminContext {
   virtual boost::json::value shared_state() const = 0;
   // GET /api/models/{name}/logs: nullopt for a model without a launch: section.
   virtual std::optional<boost::json::object> engine_logs(std::string_view model, std::size_t lines) const = 0;
+  // POST /api/reload: the configuration file read again (docs/config.md, "Reloading").
+  virtual ReloadOutcome reload() = 0;
 };
 
 // Answers an admin API request (docs/api.md): an endpoint's JSON, a console asset, or an error reply.

@@ -3,6 +3,7 @@
 // admin_json.cpp's; this file matches requests and reads and changes the gateway's state through an
 // AdminContext (admin_context.hpp).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -115,6 +116,8 @@ net::Response model(const Call& c);
 net::Response logs(const Call& c);
 net::Response sessions(const Call& c);
 net::Response routing(const Call& c);
+net::Response reload(const Call& c);
+void require_admin(const Call& c);
 net::Response stats(const Call& c);
 net::Response call(const Route& r, const Call& c);
 
@@ -129,6 +132,7 @@ std::optional<net::Response> route(AdminContext& ctx, const net::Request& req) {
   };
   // Matched on the target's decoded segments.
   static constexpr Route kSegmentRoutes[] = {
+      {Methods::any, "/api/reload", reload},
       {Methods::get, "/api/models", models},
       {Methods::get, "/api/models/{name}", model},
       {Methods::get, "/api/models/{name}/logs", logs},
@@ -254,18 +258,46 @@ net::Response sessions(const Call& c) {
   return json_response(c.req, 200, out);
 }
 
-net::Response routing(const Call& c) {
-  if (c.req.method() != http::verb::patch && c.req.method() != http::verb::put) {
-    throw AdminError{405,
-                     "use PATCH with {\"affinity\": bool, \"spill_threshold\": \"auto\"|N, \"rebalance\": "
-                     "bool, \"cost_spill\": \"on\"|\"off\"|{...}, \"admission\": \"off\"|\"auto\"|{...}}"};
-  }
+// A change through the admin API needs the admin token (and is refused outright without one configured).
+void require_admin(const Call& c) {
   if (c.ctx.config().admin_token.empty()) {
     throw AdminError{403, "admin changes are disabled: no admin_token is configured"};
   }
   if (!bearer_matches(c.req, c.ctx.config().admin_token)) {
     throw AdminError{401, "missing or wrong admin token (Authorization: Bearer TOKEN)"};
   }
+}
+
+net::Response reload(const Call& c) {
+  if (c.req.method() != http::verb::post) {
+    throw AdminError{405, "use POST to read the configuration file again"};
+  }
+  require_admin(c);
+  const ReloadOutcome out = c.ctx.reload();
+  if (!out.ok) {
+    throw AdminError{400, fmt::format("the configuration file has errors; nothing changed:\n{}",
+                                      fmt::join(out.errors, "\n"))};
+  }
+  auto strings = [](const std::vector<std::string>& v) {
+    boost::json::array a;
+    for (const auto& s : v) {
+      a.emplace_back(s);
+    }
+    return a;
+  };
+  return json_response(c.req, 200,
+                       boost::json::object{{"reloaded", true},
+                                           {"applied", strings(out.plan.applied)},
+                                           {"restart_required", strings(out.plan.restart_required)}});
+}
+
+net::Response routing(const Call& c) {
+  if (c.req.method() != http::verb::patch && c.req.method() != http::verb::put) {
+    throw AdminError{405,
+                     "use PATCH with {\"affinity\": bool, \"spill_threshold\": \"auto\"|N, \"rebalance\": "
+                     "bool, \"cost_spill\": \"on\"|\"off\"|{...}, \"admission\": \"off\"|\"auto\"|{...}}"};
+  }
+  require_admin(c);
   ModelRuntime& m = model_named(c.ctx, c.name);
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
   const auto routing = patch_routing(m.router().routing_config(), c.req.body(), RoutingScope::admin);

@@ -47,6 +47,8 @@ class Gateway::AdminAccess final : public AdminContext {
     return g_.launcher_.logs_json(model, lines);
   }
 
+  ReloadOutcome reload() override { return g_.reload(); }
+
  private:
   Gateway& g_;
 };

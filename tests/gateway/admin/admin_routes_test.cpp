@@ -28,12 +28,18 @@ class FakeGateway final : public AdminContext {
   void routing_changed(ModelRuntime&) override { ++routing_changes; }
   boost::json::value launch_status(std::string_view) const override { return nullptr; }
   boost::json::value shared_state() const override { return nullptr; }
+  ReloadOutcome reload() override {
+    ++reloads;
+    return reload_outcome;
+  }
   std::optional<boost::json::object> engine_logs(std::string_view, std::size_t) const override {
     return std::nullopt;
   }
 
   ModelRuntime& model() { return *models_.front(); }
   int routing_changes = 0;
+  int reloads = 0;
+  ReloadOutcome reload_outcome;
 
  private:
   static Config parsed(std::string_view yaml) {

@@ -1,0 +1,118 @@
+// Gateway::reload(): the configuration file read again while the warden serves (SIGHUP, POST /api/reload).
+// Only what plan_reload() finds changed is touched, in place: the ModelRuntime objects and the ModelConfig
+// entries that requests in flight point at stay where they are, so a stream relayed while the file is
+// read again ends as it began.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "gateway/gateway.hpp"
+#include "net/service_notify.hpp"
+
+namespace warden::gateway {
+
+namespace {
+
+// The settings of a model's routing that the file changed, set on its Router (its conversation homes
+// stay). A setting the file left as it was keeps a change made through the admin API.
+void apply_routing(core::Router& router, const core::RoutingConfig& was, const core::RoutingConfig& now) {
+  core::RoutingConfig next = router.routing_config();
+  const auto take = [](auto& field, const auto& old_value, const auto& new_value) {
+    if (old_value != new_value) {
+      field = new_value;
+    }
+  };
+  take(next.affinity, was.affinity, now.affinity);
+  take(next.spill_threshold, was.spill_threshold, now.spill_threshold);
+  take(next.max_num_seqs, was.max_num_seqs, now.max_num_seqs);
+  take(next.policy, was.policy, now.policy);  // validated by the config parser
+  take(next.admission, was.admission, now.admission);
+  take(next.cost_spill, was.cost_spill, now.cost_spill);
+  take(next.rebalance, was.rebalance, now.rebalance);
+  take(next.vllm_balancer, was.vllm_balancer, now.vllm_balancer);
+  router.set_routing(std::move(next));
+}
+
+}  // namespace
+
+void Gateway::set_config_loader(std::function<ConfigResult()> load) {
+  load_config_ = std::move(load);
+}
+
+ReloadOutcome Gateway::reload() {
+  const net::ServiceNotifier& notifier = net::service_notifier();
+  notifier.notify_reloading();
+  ReloadOutcome out;
+  ConfigResult loaded = load_config_ ? load_config_() : load_config_file(config_.source);
+  if (!loaded.ok()) {
+    for (const auto& e : loaded.errors) {
+      out.errors.push_back(e.message);
+      spdlog::error("{}", e.message);
+    }
+    spdlog::error("configuration not reloaded: {} error{} in {}; the running configuration stays",
+                  out.errors.size(), out.errors.size() == 1 ? "" : "s", config_.source);
+  } else {
+    out.ok = true;
+    out.plan = apply_config(std::move(*loaded.config));
+    spdlog::info("configuration reloaded from {}: {}", config_.source,
+                 out.plan.applied.empty() ? std::string("nothing changed")
+                                          : fmt::format("{}", fmt::join(out.plan.applied, ", ")));
+    for (const auto& r : out.plan.restart_required) {
+      spdlog::warn("configuration reload: {} changed in the file but needs a restart", r);
+    }
+  }
+  notifier.notify_ready();
+  return out;
+}
+
+ReloadPlan Gateway::apply_config(Config next) {
+  ReloadPlan plan = plan_reload(config_, next);
+  config_.api_keys = std::move(next.api_keys);
+  config_.admin_token = std::move(next.admin_token);
+  config_.auth = next.auth;
+  config_.timeouts = next.timeouts;
+  for (const auto& name : plan.models_updated) {
+    ModelRuntime* m = find_model(name);
+    const ModelConfig* theirs = next.find_model(name);
+    auto mine = std::find_if(config_.models.begin(), config_.models.end(),
+                             [&](const ModelConfig& c) { return c.name == name; });
+    if (!m || !theirs || mine == config_.models.end()) {
+      continue;  // plan_reload() names only models both configurations have
+    }
+    mine->served_model_name = theirs->served_model_name;
+    mine->fit_max_tokens = theirs->fit_max_tokens;
+    mine->normalize_prompt = theirs->normalize_prompt;
+    if (!same_routing(mine->routing, theirs->routing)) {
+      apply_routing(m->router(), mine->routing, theirs->routing);
+      mine->routing = theirs->routing;
+      queue_of(*m).configure(m->router().routing_config().admission);
+      retry_queued(*m);  // a held request may go under the new rules
+    }
+  }
+  for (const auto& name : plan.models_resized) {
+    resize_model(name, next.find_model(name)->dp_size);
+  }
+  return plan;
+}
+
+// The ranks above the new size leave: requests in flight there finish as they would have (the Router's
+// counts cover every index it has seen), and their conversations are placed afresh at their next turn
+// (a home beyond the replicas is a failover to the Router). New ranks are routed to once scraped healthy.
+void Gateway::resize_model(const std::string& name, int dp_size) {
+  ModelRuntime* m = find_model(name);
+  auto mine = std::find_if(config_.models.begin(), config_.models.end(),
+                           [&](const ModelConfig& c) { return c.name == name; });
+  if (!m || mine == config_.models.end()) {
+    return;
+  }
+  const auto was = static_cast<std::size_t>(mine->dp_size);
+  mine->dp_size = dp_size;
+  m->resize_replicas();
+  for (std::size_t i = was; i < m->replicas().size(); ++i) {
+    m->replicas()[i].metrics.healthy = false;  // until its first scrape
+    m->replicas()[i].last_error = "added by a reload, not scraped yet";
+  }
+  retry_queued(*m);
+}
+
+}  // namespace warden::gateway

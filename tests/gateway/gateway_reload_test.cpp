@@ -1,0 +1,214 @@
+// The configuration file read again while the warden serves (docs/config.md, "Reloading"): SIGHUP and
+// POST /api/reload, each while a stream is in flight that must end whole.
+#include <signal.h>
+
+#include <fstream>
+#include <thread>
+
+#include "gateway_support.hpp"
+
+using namespace gateway_test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// A streamed chat request of `tokens` tokens on its own thread (about 20 ms a token with the slow sim).
+class Stream {
+ public:
+  Stream(int port, warden::net::Headers headers, int tokens = 150) {
+    thread_ = std::thread([this, port, headers = std::move(headers), tokens] {
+      Client c(port);
+      auto r = c.post("/v1/chat/completions", chat_body("reload while streaming", tokens, true), headers);
+      status_ = r.status;
+      whole_ = r.body.find("data: [DONE]") != std::string::npos;
+    });
+  }
+  ~Stream() { join(); }
+  void join() {
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+  }
+  // Joins, then: the stream answered 200 and ended with [DONE].
+  bool whole() {
+    join();
+    return status_ == 200 && whole_;
+  }
+
+ private:
+  std::thread thread_;
+  unsigned status_ = 0;
+  bool whole_ = false;
+};
+
+// The warden's config file rewritten as Warden::start() writes it.
+void rewrite(Warden& w, const std::string& models_yaml, const std::string& extra) {
+  std::ofstream(w.dir.path / "warden.yaml") << "admin_token: secret\nmetrics: { scrape_interval: 100ms, "
+                                               "scrape_timeout: 500ms, unhealthy_after: 2 }\n"
+                                            << extra << "models:\n"
+                                            << models_yaml;
+}
+
+warden::net::Headers bearer(const std::string& key) {
+  return {{"Authorization", "Bearer " + key}};
+}
+
+unsigned small_request(int port, const std::string& key) {
+  Client c(port);
+  return c.post("/v1/chat/completions", chat_body("hi", 2, false), bearer(key)).status;
+}
+
+bool in_flight(int sim_port, int ranks) {
+  double sum = 0;
+  for (int r = 0; r < ranks; ++r) {
+    sum += sim_running(sim_port, r);
+  }
+  return sum >= 1;
+}
+
+}  // namespace
+
+// A rotated key: the new one is taken and the old one refused from the reload on, while the stream that
+// came in with the old key streams to its end.
+TEST(GatewayReload, SighupRotatesTheApiKeysAndTheStreamInFlightCompletes) {
+  auto sim = start_sim(1, 0.005);
+  const std::string model = dp_model(sim->port(), 1);
+  Warden w(model, "api_keys: [old-key]\n");
+  ASSERT_EQ(small_request(w.port, "new-key"), 401u);
+  Stream stream(w.port, bearer("old-key"));
+  ASSERT_TRUE(wait_until([&] { return in_flight(sim->port(), 1); }, 20s));
+  rewrite(w, model, "api_keys: [new-key]\n");
+  w.proc->signal(SIGHUP);
+  ASSERT_TRUE(wait_until([&] { return small_request(w.port, "new-key") == 200u; }, 10s));
+  EXPECT_EQ(small_request(w.port, "old-key"), 401u);
+  EXPECT_TRUE(stream.whole());
+}
+
+// A routing change in the file reaches the model's router; the conversation homes are kept.
+TEST(GatewayReload, SighupAppliesARoutingChange) {
+  auto sim = start_sim(2, 0.005);
+  Warden w(dp_model(sim->port(), 2));
+  ASSERT_TRUE(card(w.port).at("routing").at("affinity").as_bool());
+  Stream stream(w.port, {});
+  ASSERT_TRUE(wait_until([&] { return in_flight(sim->port(), 2); }, 20s));
+  const auto homes = num(card(w.port).at("routing").at("live_sessions"));
+  rewrite(w, dp_model(sim->port(), 2, "{ affinity: false, spill_threshold: 4 }"), "");
+  w.proc->signal(SIGHUP);
+  ASSERT_TRUE(wait_until([&] { return !card(w.port).at("routing").at("affinity").as_bool(); }, 10s));
+  EXPECT_EQ(num(card(w.port).at("routing").at("live_sessions")), homes);
+  EXPECT_TRUE(stream.whole());
+}
+
+// A file with errors changes nothing: every error is logged with its line, the running keys stay, and the
+// stream goes on; the endpoint answers 400 with the errors.
+TEST(GatewayReload, ABrokenFileIsRefusedWhole) {
+  auto sim = start_sim(1, 0.005);
+  const std::string model = dp_model(sim->port(), 1);
+  Warden w(model, "api_keys: [old-key]\n");
+  Stream stream(w.port, bearer("old-key"));
+  ASSERT_TRUE(wait_until([&] { return in_flight(sim->port(), 1); }, 20s));
+  // A valid key change next to two errors: none of it may apply.
+  rewrite(w, model, "api_keys: [new-key]\nmax_connections: lots\ntimeouts: { idle: soon }\n");
+  w.proc->signal(SIGHUP);
+  ASSERT_TRUE(wait_until(
+      [&] { return w.proc->stderr_text().find("configuration not reloaded") != std::string::npos; }, 10s));
+  const std::string log = w.proc->stderr_text();
+  EXPECT_NE(log.find("warden.yaml:4:"), std::string::npos) << log;
+  EXPECT_NE(log.find("warden.yaml:5:"), std::string::npos) << log;
+  EXPECT_EQ(small_request(w.port, "old-key"), 200u);
+  EXPECT_EQ(small_request(w.port, "new-key"), 401u);
+  Client admin(w.port);
+  auto r = admin.post("/api/reload", "", bearer("secret"));
+  EXPECT_EQ(r.status, 400u) << r.body;
+  EXPECT_NE(r.body.find("warden.yaml:4:"), std::string::npos) << r.body;
+  EXPECT_EQ(small_request(w.port, "old-key"), 200u);
+  EXPECT_TRUE(stream.whole());
+}
+
+std::size_t replica_count(int port) {
+  return card(port).at("routing").at("replicas").as_array().size();
+}
+
+// A rank added behind the data-parallel URL: routed to once scraped, while the stream on rank 0 goes on
+// and the conversation homes stay.
+TEST(GatewayReload, SighupAddsAReplica) {
+  auto sim = start_sim(2, 0.005);
+  Warden w(dp_model(sim->port(), 1));
+  Stream stream(w.port, {});
+  ASSERT_TRUE(wait_until([&] { return in_flight(sim->port(), 1); }, 20s));
+  const auto homes = num(card(w.port).at("routing").at("live_sessions"));
+  rewrite(w, dp_model(sim->port(), 2), "");
+  w.proc->signal(SIGHUP);
+  ASSERT_TRUE(wait_until(
+      [&] { return replica_count(w.port) == 2 && replica_of(card(w.port), 1).at("healthy").as_bool(); },
+      10s));
+  EXPECT_EQ(num(card(w.port).at("routing").at("live_sessions")), homes);
+  Client c(w.port);
+  auto r =
+      c.post("/v1/chat/completions", chat_body("to the new rank", 2, false), {{"X-Warden-Replica", "1"}});
+  EXPECT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(r.header("x-warden-replica"), "1");
+  EXPECT_TRUE(stream.whole());
+}
+
+// A rank removed while a stream runs on it: the stream ends whole, new requests go to the rank that
+// remains.
+TEST(GatewayReload, SighupRemovesAReplica) {
+  auto sim = start_sim(2, 0.005);
+  Warden w(dp_model(sim->port(), 2));
+  Stream stream(w.port, {{"X-Warden-Replica", "1"}});
+  ASSERT_TRUE(wait_until([&] { return sim_running(sim->port(), 1) >= 1; }, 20s));
+  rewrite(w, dp_model(sim->port(), 1), "");
+  w.proc->signal(SIGHUP);
+  ASSERT_TRUE(wait_until([&] { return replica_count(w.port) == 1; }, 10s));
+  Client c(w.port);
+  auto r = c.post("/v1/chat/completions", chat_body("after the removal", 2, false));
+  EXPECT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(r.header("x-warden-replica"), "0");
+  EXPECT_TRUE(stream.whole());
+}
+
+// What only a restart changes is listed with the value in force, the rest applies.
+TEST(GatewayReload, WhatNeedsARestartIsReported) {
+  auto sim = start_sim(2);
+  Warden w(dp_model(sim->port(), 2), "shutdown_grace: 20s\n");
+  rewrite(w, dp_model(sim->port(), 2, "{ affinity: false, spill_threshold: 8 }"), "shutdown_grace: 5s\n");
+  Client admin(w.port);
+  auto r = admin.post("/api/reload", "", bearer("secret"));
+  ASSERT_EQ(r.status, 200u) << r.body;
+  const auto v = boost::json::parse(r.body).as_object();
+  const auto& restart = v.at("restart_required").as_array();
+  ASSERT_EQ(restart.size(), 1u) << r.body;
+  EXPECT_EQ(restart.at(0).as_string(), "shutdown_grace (in force: 20000ms)") << r.body;
+  ASSERT_EQ(v.at("applied").as_array().size(), 1u) << r.body;
+  EXPECT_EQ(v.at("applied").as_array().at(0).as_string(), "model m: routing") << r.body;
+}
+
+// The endpoint is an admin change: the admin token or nothing.
+TEST(GatewayReload, TheEndpointNeedsTheAdminToken) {
+  auto sim = start_sim(1);
+  Warden w(dp_model(sim->port(), 1));
+  Client c(w.port);
+  EXPECT_EQ(c.post("/api/reload", "", bearer("wrong")).status, 401u);
+  EXPECT_EQ(c.get("/api/reload", bearer("secret")).status, 405u);
+  auto r = c.post("/api/reload", "", bearer("secret"));
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_TRUE(boost::json::parse(r.body).at("applied").as_array().empty()) << r.body;
+}
+
+// A routing setting the file left as it was keeps its admin change; the one the file changed takes the
+// file's value.
+TEST(GatewayReload, AnAdminRoutingChangeStaysUnlessTheFileChangesThatSetting) {
+  auto sim = start_sim(2);
+  Warden w(dp_model(sim->port(), 2, "{ affinity: true, spill_threshold: 8 }"));
+  Client c(w.port);
+  const auto patched = c.raw().request(boost::beast::http::verb::patch, "/api/models/m/routing",
+                                       R"({"affinity": false})", bearer("secret"));
+  ASSERT_TRUE(patched && patched->status == 200u);
+  rewrite(w, dp_model(sim->port(), 2, "{ affinity: true, spill_threshold: 3 }"), "");
+  auto r = c.post("/api/reload", "", bearer("secret"));
+  ASSERT_EQ(r.status, 200u) << r.body;
+  const auto routing = card(w.port).at("routing").as_object();
+  EXPECT_FALSE(routing.at("affinity").as_bool());
+  EXPECT_EQ(num(routing.at("spill_threshold")), 3);
+}

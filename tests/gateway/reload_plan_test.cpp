@@ -1,0 +1,78 @@
+#include "gateway/reload/reload_plan.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace warden::gateway;
+
+namespace {
+
+const std::string kBase = R"(listen: 127.0.0.1:9090
+state_dir: /tmp/x
+api_keys: [k1]
+models:
+  - name: a
+    routing: { affinity: true, spill_threshold: auto }
+    replicas: { urls: [http://127.0.0.1:8001, http://127.0.0.1:8002] }
+)";
+
+Config parsed(const std::string& yaml) {
+  auto r = parse_config(yaml, "w.yaml");
+  EXPECT_TRUE(r.ok()) << r.error_text();
+  return r.ok() ? *r.config : Config{};
+}
+
+// kBase with `from` replaced by `to` (once).
+Config edited(const std::string& from, const std::string& to) {
+  std::string y = kBase;
+  const auto at = y.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return parsed(y.replace(at, from.size(), to));
+}
+
+}  // namespace
+
+TEST(ReloadPlan, TheSameFileChangesNothing) {
+  const auto plan = plan_reload(parsed(kBase), parsed(kBase));
+  EXPECT_TRUE(plan.applied.empty());
+  EXPECT_TRUE(plan.restart_required.empty());
+  EXPECT_TRUE(plan.models_updated.empty());
+}
+
+TEST(ReloadPlan, KeysTimeoutsAndRoutingApply) {
+  auto next = edited("api_keys: [k1]", "api_keys: [k2]\ntimeouts: { idle: 5s }");
+  auto plan = plan_reload(parsed(kBase), next);
+  EXPECT_EQ(plan.applied, (std::vector<std::string>{"api_keys", "timeouts"}));
+  EXPECT_TRUE(plan.restart_required.empty());
+  plan = plan_reload(parsed(kBase), edited("affinity: true", "affinity: false"));
+  EXPECT_EQ(plan.applied, (std::vector<std::string>{"model a: routing"}));
+  EXPECT_EQ(plan.models_updated, (std::vector<std::string>{"a"}));
+}
+
+TEST(ReloadPlan, WhatOnlyARestartChangesIsNamedWithTheValueInForce) {
+  auto plan = plan_reload(parsed(kBase), edited("127.0.0.1:9090", "127.0.0.1:9091"));
+  ASSERT_EQ(plan.restart_required.size(), 1u);
+  EXPECT_EQ(plan.restart_required[0], "listen (in force: 127.0.0.1:9090)");
+  plan = plan_reload(parsed(kBase), edited("/tmp/x", "/tmp/y"));
+  ASSERT_EQ(plan.restart_required.size(), 1u);
+  EXPECT_EQ(plan.restart_required[0], "state_dir (in force: /tmp/x)");
+}
+
+TEST(ReloadPlan, AReplicaListChangeIsNotTakenAsARoutingChange) {
+  auto plan = plan_reload(parsed(kBase), edited(", http://127.0.0.1:8002", ""));
+  ASSERT_EQ(plan.restart_required.size(), 1u);
+  EXPECT_NE(plan.restart_required[0].find("model a: replicas"), std::string::npos);
+  EXPECT_TRUE(plan.models_updated.empty());
+}
+
+TEST(ReloadPlan, ADataParallelSizeChangeApplies) {
+  const std::string dp = "replicas: { data_parallel: { url: http://127.0.0.1:8000, size: 2 } }";
+  const std::string urls = "replicas: { urls: [http://127.0.0.1:8001, http://127.0.0.1:8002] }";
+  const auto running = edited(urls, dp);
+  std::string y = kBase;
+  y.replace(y.find(urls), urls.size(),
+            "replicas: { data_parallel: { url: http://127.0.0.1:8000, size: 3 } }");
+  auto plan = plan_reload(running, parsed(y));
+  EXPECT_EQ(plan.applied, (std::vector<std::string>{"model a: data_parallel size 2 -> 3"}));
+  EXPECT_EQ(plan.models_resized, (std::vector<std::string>{"a"}));
+  EXPECT_TRUE(plan.restart_required.empty());
+}
