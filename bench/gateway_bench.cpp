@@ -43,6 +43,7 @@
 
 #include "../tests/support/child_process.hpp"
 #include "../tests/support/http.hpp"
+#include "../tests/support/wait.hpp"
 #include "net/sync_client.hpp"
 
 namespace {

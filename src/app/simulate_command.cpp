@@ -359,6 +359,62 @@ int run_simulate(const SimulateOptions& o) {
   return 0;
 }
 
+// The routing knobs of the policies (core::RoutingConfig's fields that simulate lets one set).
+void add_routing_options(CLI::App& cmd, SimulateOptions& o) {
+  cmd.add_option("--spill-threshold", o.spill_threshold, "auto or a number of requests in flight")
+      ->capture_default_str();
+  cmd.add_option("--rebalance", o.rebalance,
+                 "Policies affinity and admission: a conversation moves off an overloaded home (on) or never")
+      ->capture_default_str();
+  cmd.add_option("--admission-high", o.admission_high,
+                 "Policy admission: admit new conversations while working set + prompt <= this x KV capacity")
+      ->capture_default_str();
+  cmd.add_option("--admission-low", o.admission_low,
+                 "Policy admission: once one was held, admit again only within this x KV capacity")
+      ->capture_default_str();
+  cmd.add_option(
+         "--admission-when-waiting", o.when_waiting,
+         "Policy admission: hold only while requests wait on the replicas (on) or by the estimate alone")
+      ->capture_default_str();
+  cmd.add_option("--max-wait", o.max_wait, "Policy admission: a held request is admitted after this wait")
+      ->capture_default_str();
+  cmd.add_option("--max-queue", o.max_queue, "Policy admission: held requests beyond which one is refused")
+      ->capture_default_str();
+  cmd.add_option(
+         "--cost-spill", o.cost_spill,
+         "Policy admission: spill by predicted time to first token (on) or by --spill-threshold (off)")
+      ->capture_default_str();
+  cmd.add_option("--spill-margin", o.spill_margin, "Policy admission: predicted TTFT gain a cost spill needs")
+      ->capture_default_str();
+  cmd.add_option(
+         "--resident-gaps", o.resident_gaps,
+         "Policy admission: a conversation stays resident this many typical turn gaps after its last turn")
+      ->capture_default_str();
+  cmd.add_option("--min-resident", o.min_resident, "Policy admission: ... but at least this long")
+      ->capture_default_str();
+}
+
+// One flag per engine parameter (--max-num-seqs, ...), over the preset's value.
+void add_engine_options(CLI::App& cmd, const std::shared_ptr<SimulateOptions>& o) {
+  for (const std::string& name : engine::param_names()) {
+    if (name.starts_with("tool_")) {
+      continue;  // the workload's tool rounds (--tool-rounds above), not the engine's tool-call answers
+    }
+    std::string flag = name;
+    for (char& ch : flag) {
+      if (ch == '_') {
+        ch = '-';
+      }
+    }
+    cmd.add_option_function<std::string>(
+           "--" + flag, [o, name](const std::string& v) { o->engine_params[name] = v; },
+           name.starts_with("reply_")
+               ? "Replies of the workload: " + name + " (default 0: every reply runs to --max-output)"
+               : "Engine parameter " + name + " (overrides the preset)")
+        ->group("Engine");
+  }
+}
+
 }  // namespace
 
 void add_simulate_command(CLI::App& app) {
@@ -386,40 +442,7 @@ void add_simulate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--client-rtt", o->client_rtt, "Client <-> warden round trip (counted in TTFB)")
       ->capture_default_str();
-  cmd->add_option("--spill-threshold", o->spill_threshold, "auto or a number of requests in flight")
-      ->capture_default_str();
-  cmd->add_option(
-         "--rebalance", o->rebalance,
-         "Policies affinity and admission: a conversation moves off an overloaded home (on) or never")
-      ->capture_default_str();
-  cmd->add_option(
-         "--admission-high", o->admission_high,
-         "Policy admission: admit new conversations while working set + prompt <= this x KV capacity")
-      ->capture_default_str();
-  cmd->add_option("--admission-low", o->admission_low,
-                  "Policy admission: once one was held, admit again only within this x KV capacity")
-      ->capture_default_str();
-  cmd->add_option(
-         "--admission-when-waiting", o->when_waiting,
-         "Policy admission: hold only while requests wait on the replicas (on) or by the estimate alone")
-      ->capture_default_str();
-  cmd->add_option("--max-wait", o->max_wait, "Policy admission: a held request is admitted after this wait")
-      ->capture_default_str();
-  cmd->add_option("--max-queue", o->max_queue, "Policy admission: held requests beyond which one is refused")
-      ->capture_default_str();
-  cmd->add_option(
-         "--cost-spill", o->cost_spill,
-         "Policy admission: spill by predicted time to first token (on) or by --spill-threshold (off)")
-      ->capture_default_str();
-  cmd->add_option("--spill-margin", o->spill_margin,
-                  "Policy admission: predicted TTFT gain a cost spill needs")
-      ->capture_default_str();
-  cmd->add_option(
-         "--resident-gaps", o->resident_gaps,
-         "Policy admission: a conversation stays resident this many typical turn gaps after its last turn")
-      ->capture_default_str();
-  cmd->add_option("--min-resident", o->min_resident, "Policy admission: ... but at least this long")
-      ->capture_default_str();
+  add_routing_options(*cmd, *o);
   cmd->add_option("--vllm-api-servers", o->vllm_api_servers,
                   "vLLM API server processes (0 = one per replica)")
       ->capture_default_str();
@@ -440,23 +463,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--max-output", o->max_output, "max_tokens of every request (default 256)");
   cmd->add_option("--think-time", o->think_time, "Client time between a turn's end and the next turn")
       ->capture_default_str();
-  for (const std::string& name : engine::param_names()) {
-    if (name.starts_with("tool_")) {
-      continue;  // the workload's tool rounds (--tool-rounds above), not the engine's tool-call answers
-    }
-    std::string flag = name;
-    for (char& ch : flag) {
-      if (ch == '_') {
-        ch = '-';
-      }
-    }
-    cmd->add_option_function<std::string>(
-           "--" + flag, [o, name](const std::string& v) { o->engine_params[name] = v; },
-           name.starts_with("reply_")
-               ? "Replies of the workload: " + name + " (default 0: every reply runs to --max-output)"
-               : "Engine parameter " + name + " (overrides the preset)")
-        ->group("Engine");
-  }
+  add_engine_options(*cmd, o);
   cmd->callback([o] {
     const int rc = run_simulate(*o);
     if (rc != 0) {

@@ -110,6 +110,14 @@ class Runner {
   asio::awaitable<void> sample(Level& level);
   asio::awaitable<void> progress(Level& level, double end);
   asio::awaitable<void> turn(Level& level, std::size_t slot);
+  // What came of one request sent to a target: a whole reply read into `reader` (ok), or why not.
+  struct Exchanged {
+    bool ok = false;
+    bool cancelled = false;  // the request was cut by this process (Ctrl-C, the drain timeout)
+    std::string problem;
+  };
+  asio::awaitable<Exchanged> exchange(std::size_t target, const workload::HttpRequestSpec& spec,
+                                      StreamReader& reader, report::RequestRecord& rec);
   asio::awaitable<void> sleep_model(asio::steady_timer& t, double model_seconds);
   void print_progress(const Level& level, double end, bool final_line);
 
@@ -210,6 +218,65 @@ asio::awaitable<std::optional<MetricsSample>> Runner::scrape() {
   co_return sample;
 }
 
+asio::awaitable<Runner::Exchanged> Runner::exchange(std::size_t target, const workload::HttpRequestSpec& spec,
+                                                    StreamReader& reader, report::RequestRecord& rec) {
+  Exchanged x;
+  try {
+    net::Request req{http::verb::post, spec.target, 11};
+    for (const auto& [name, value] : spec.headers) {
+      req.set(name, value);
+    }
+    req.body() = spec.body;
+    req.prepare_payload();
+    auto r = co_await pool_.send(targets_[target], std::move(req));
+    if (!r) {
+      x.cancelled = r.error() == asio::error::operation_aborted;
+      x.problem = r.error().message();
+    } else {
+      net::UpstreamResponse& up = *r;
+      if (auto route = up.header().find("x-warden-route"); route != up.header().end()) {
+        rec.route = std::string(route->value());
+      }
+      if (auto replica = up.header().find("x-warden-replica"); replica != up.header().end()) {
+        int v = 0;
+        const std::string_view text = replica->value();
+        if (auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v); ec == std::errc{}) {
+          rec.replica = v;
+        }
+      }
+      if (const unsigned status = up.status(); status != 200) {
+        auto body = co_await up.read_all(64 << 10);
+        x.problem = fmt::format("HTTP {}: {}", status, body ? body->substr(0, 200) : std::string());
+      } else {
+        while (true) {
+          auto piece = co_await up.next();
+          if (!piece) {
+            x.cancelled = piece.error() == asio::error::operation_aborted;
+            x.problem = piece.error().message();
+            break;
+          }
+          if (piece->done) {
+            x.ok = reader.finish();
+            if (!x.ok) {
+              x.problem = reader.error_text();
+            }
+            break;
+          }
+          if (reader.feed(piece->data)) {
+            rec.ttfb = now() - rec.started_at;
+          }
+        }
+      }
+    }
+  } catch (const boost::system::system_error& e) {
+    x.cancelled = e.code() == asio::error::operation_aborted;
+    x.problem = e.what();
+  } catch (const std::exception& e) {
+    x.problem = e.what();
+  }
+  co_return x;
+}
+
 asio::awaitable<void> Runner::turn(Level& level, std::size_t slot) {
   ++level.active;
   const workload::Conversation& conversation = level.loop->conversation(slot);
@@ -227,62 +294,11 @@ asio::awaitable<void> Runner::turn(Level& level, std::size_t slot) {
   }
   ++level.sent[target];
   StreamReader reader(api_);
-  std::string problem;
-  bool ok = false;
-  bool cancelled = false;
-  try {
-    net::Request req{http::verb::post, spec.target, 11};
-    for (const auto& [name, value] : spec.headers) {
-      req.set(name, value);
-    }
-    req.body() = spec.body;
-    req.prepare_payload();
-    auto r = co_await pool_.send(targets_[target], std::move(req));
-    if (!r) {
-      cancelled = r.error() == asio::error::operation_aborted;
-      problem = r.error().message();
-    } else {
-      net::UpstreamResponse& up = *r;
-      if (auto route = up.header().find("x-warden-route"); route != up.header().end()) {
-        rec.route = std::string(route->value());
-      }
-      if (auto replica = up.header().find("x-warden-replica"); replica != up.header().end()) {
-        int v = 0;
-        const std::string_view text = replica->value();
-        if (auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v); ec == std::errc{}) {
-          rec.replica = v;
-        }
-      }
-      if (const unsigned status = up.status(); status != 200) {
-        auto body = co_await up.read_all(64 << 10);
-        problem = fmt::format("HTTP {}: {}", status, body ? body->substr(0, 200) : std::string());
-      } else {
-        while (true) {
-          auto piece = co_await up.next();
-          if (!piece) {
-            cancelled = piece.error() == asio::error::operation_aborted;
-            problem = piece.error().message();
-            break;
-          }
-          if (piece->done) {
-            ok = reader.finish();
-            if (!ok) {
-              problem = reader.error_text();
-            }
-            break;
-          }
-          if (reader.feed(piece->data)) {
-            rec.ttfb = now() - rec.started_at;
-          }
-        }
-      }
-    }
-  } catch (const boost::system::system_error& e) {
-    cancelled = e.code() == asio::error::operation_aborted;
-    problem = e.what();
-  } catch (const std::exception& e) {
-    problem = e.what();
-  }
+  // Named, not a temporary: GCC 12 destroys temporaries of a co_await expression twice.
+  Exchanged x = co_await exchange(target, spec, reader, rec);
+  const bool ok = x.ok;
+  const bool cancelled = x.cancelled;
+  const std::string& problem = x.problem;
   const double end = now();
   rec.ended_at = end;
   rec.ok = ok;

@@ -90,7 +90,7 @@ RequestFacts task_start(std::uint32_t prompt_tokens, bool start = true) {
 TEST(Admission, HoldsATaskStartWhileItsHomeHasNoRoom) {
   ScriptedRng rng;
   Snapshot s = working_sets(9'500, 2'000);
-  s.admission.hold_task_starts = true;
+  s.routing.admission.hold_task_starts = true;
   EXPECT_TRUE(decide(s, task_start(1000), rng).queued());
   // Released on its home, not elsewhere, once the home has room.
   s.replicas[0].held_tokens = 8'000;
@@ -100,7 +100,7 @@ TEST(Admission, HoldsATaskStartWhileItsHomeHasNoRoom) {
 TEST(Admission, ATaskUnderWayIsNeverHeld) {
   ScriptedRng rng;
   Snapshot s = working_sets(20'000, 20'000, true);
-  s.admission.hold_task_starts = true;
+  s.routing.admission.hold_task_starts = true;
   EXPECT_EQ(decide(s, task_start(1000, false), rng), routed(0, Route::sticky));
 }
 
@@ -108,11 +108,11 @@ TEST(Admission, TaskStartsAreHeldOnlyWhenAskedAndUntilTheWaitBound) {
   ScriptedRng rng;
   Snapshot s = working_sets(9'500, 9'500);
   EXPECT_EQ(decide(s, task_start(1000), rng), routed(0, Route::sticky));
-  s.admission.hold_task_starts = true;
+  s.routing.admission.hold_task_starts = true;
   RequestFacts waited = task_start(1000);
-  waited.queued_for = s.admission.max_wait;
+  waited.queued_for = s.routing.admission.max_wait;
   EXPECT_EQ(decide(s, waited, rng), routed(0, Route::sticky));
-  s.admission.enabled = false;
+  s.routing.admission.enabled = false;
   EXPECT_EQ(decide(s, task_start(1000), rng), routed(0, Route::sticky));
 }
 

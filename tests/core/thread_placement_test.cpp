@@ -60,7 +60,7 @@ TEST(ThreadPlacement, NeverStacksAThreadWhereAnIdlerReplicaWaits) {
 TEST(ThreadPlacement, NeverStacksAThreadWhereItsNextTurnWouldSpill) {
   SplitMixRng rng(1);
   Snapshot s = with_held({0, 5});
-  s.spill_threshold = 8;
+  s.routing.spill_threshold.fixed = 8;
   s.replicas[0].in_flight = 8;
   s.replicas[1].in_flight = 8;
   EXPECT_EQ(decide(s, new_thread(0b10), rng), routed(0, Route::new_conversation));

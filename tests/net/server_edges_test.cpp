@@ -17,6 +17,7 @@
 #include "net/server.hpp"
 #include "support/child_process.hpp"
 #include "support/http.hpp"
+#include "support/wait.hpp"
 #include "test_server.hpp"
 
 using namespace std::chrono_literals;

@@ -97,9 +97,9 @@ TEST(WhatifAgentic, TheCeilingFindsEachThreadsPreviousRequestCached) {
 TEST(WhatifAgentic, HeldTaskStartsAreReleasedAndNothingFails) {
   SimulationConfig c = agentic_config();
   c.policies = {"tasks"};
-  c.admission.high_water = 0.2;  // every home is short of room: task starts wait for the bound
-  c.admission.low_water = 0.2;
-  c.admission.max_wait = std::chrono::seconds(5);
+  c.routing.admission.high_water = 0.2;  // every home is short of room: task starts wait for the bound
+  c.routing.admission.low_water = 0.2;
+  c.routing.admission.max_wait = std::chrono::seconds(5);
   const auto o = simulate(c);
   ASSERT_TRUE(o) << o.error();
   const LevelStats& level = o->levels.at(0);
