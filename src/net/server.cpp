@@ -1029,6 +1029,7 @@ int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()
       return;
     }
     if (sig == SIGHUP && on_reload) {
+      spdlog::info("SIGHUP: reloading the configuration");
       on_reload();
     } else if (sig == SIGHUP || sig == SIGUSR1 || sig == SIGUSR2) {
       spdlog::warn("{} ignored: it has no meaning here (SIGTERM, SIGINT or SIGQUIT stop)", signal_name(sig));

@@ -53,8 +53,9 @@ class Streaming {
 
 }  // namespace
 
-// SIGHUP (a closed terminal, `systemctl reload`, log rotation), SIGUSR1 and SIGUSR2 while a stream is in
-// flight: the warden logs each, keeps running, the stream ends whole and a new request is answered.
+// SIGHUP (a closed terminal, `systemctl reload`, log rotation: the file is read again, here unchanged),
+// SIGUSR1 and SIGUSR2 while a stream is in flight: the warden logs each, keeps running, the stream ends
+// whole and a new request is answered.
 TEST(GatewaySignals, HangupAndUserSignalsChangeNothing) {
   auto sim = start_sim(1, 0.005);  // ~20 ms a token: 150 tokens stream for about 3 s
   Warden w(dp_model(sim->port(), 1), "shutdown_grace: 20s\n");
@@ -63,7 +64,8 @@ TEST(GatewaySignals, HangupAndUserSignalsChangeNothing) {
   for (int sig : {SIGHUP, SIGUSR1, SIGUSR2}) {
     w.proc->signal(sig);
   }
-  for (const char* line : {"SIGHUP: reloading", "SIGUSR1 ignored", "SIGUSR2 ignored"}) {
+  // What SIGHUP's reload changes is tested in gateway_reload_test.cpp; here only that nothing stops.
+  for (const char* line : {"SIGUSR1 ignored", "SIGUSR2 ignored"}) {
     EXPECT_TRUE(wait_until([&] { return w.proc->stderr_text().find(line) != std::string::npos; }, 10s))
         << line << "\n"
         << w.proc->stderr_text();

@@ -148,7 +148,7 @@ TEST(AdminRoutes, ModelsAndModelShapes) {
   EXPECT_EQ(body_of(one), card);
   const auto missing = answer_admin(g, request(http::verb::get, "/api/models/nope"));
   EXPECT_EQ(missing.result_int(), 404u);
-  EXPECT_EQ(error_type(missing), "not_found_error");
+  EXPECT_EQ(error_type(missing), "invalid_request_error");
   EXPECT_EQ(answer_admin(g, request(http::verb::get, "/api/models/m/logs")).result_int(), 404u)
       << "no launch: section";
 }
