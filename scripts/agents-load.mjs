@@ -19,6 +19,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { writeCodexHome } from './codex-home.mjs';
+
 const sourceDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 // Tasks that make an agent read, list and search its project, and one that asks for a subagent. Against
@@ -185,29 +187,7 @@ function claudeEnv(o, home) {
 }
 
 function codexEnv(o, home) {
-  const codexHome = path.join(home, '.codex');
-  fs.mkdirSync(codexHome, { recursive: true });
-  fs.writeFileSync(path.join(codexHome, 'config.toml'), `# Written by scripts/agents-load.mjs
-model = "${o.model}"
-model_provider = "warden"
-model_context_window = ${o.context}
-check_for_update_on_startup = false
-
-[model_providers.warden]
-name = "LM Warden"
-base_url = "${o.url}/v1"
-wire_api = "responses"
-env_key = "WARDEN_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-`);
-  return { PATH: process.env.PATH, HOME: home, CODEX_HOME: codexHome, WARDEN_API_KEY: 'dummy' };
+  return writeCodexHome(home, { model: o.model, contextWindow: o.context, url: o.url });
 }
 
 // One agent: its tasks in order, the first a new session, the next ones continuing it, a pause between.

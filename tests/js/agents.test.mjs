@@ -13,6 +13,8 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 
+import { writeCodexHome } from '../../scripts/codex-home.mjs';
+
 import {
   Child, freePort, MODEL, sourceDir, tempDir, waitFor, warden, writeConfig,
 } from './console_support.mjs';
@@ -309,36 +311,11 @@ describe('real agents through the warden', { skip, timeout: 540000 }, () => {
 
   test('Codex: exec and a resumed turn answer briefly', async () => {
     const home = path.join(dir, 'codex', 'home');
-    const codexHome = path.join(home, '.codex');
     const cwd = path.join(dir, 'codex', 'work');
-    fs.mkdirSync(codexHome, { recursive: true });
     fs.mkdirSync(cwd, { recursive: true });
     const recorder = await startRecorder(base);
     recorders.push(recorder);
-    fs.writeFileSync(
-      path.join(codexHome, 'config.toml'),
-      `# Written by tests/js/agents.test.mjs
-model = "${MODEL}"
-model_provider = "warden"
-model_context_window = ${MAX_MODEL_LEN}
-check_for_update_on_startup = false
-
-[model_providers.warden]
-name = "LM Warden"
-base_url = "${recorder.url}/v1"
-wire_api = "responses"
-env_key = "WARDEN_API_KEY"
-request_max_retries = 0
-stream_max_retries = 0
-
-[analytics]
-enabled = false
-
-[feedback]
-enabled = false
-`,
-    );
-    const env = { PATH: process.env.PATH, HOME: home, CODEX_HOME: codexHome, WARDEN_API_KEY: 'dummy' };
+    const env = writeCodexHome(home, { model: MODEL, contextWindow: MAX_MODEL_LEN, url: recorder.url });
     const opts = { cwd, env };
     const first = await run(CODEX, ['exec', '--skip-git-repo-check', 'say hi'], opts);
     assert.equal(first.code, 0, describeRun('codex exec', first));
