@@ -18,6 +18,18 @@ endif()
 
 set(WARDEN_LAYERS "")
 
+# The I/O targets share one precompiled Boost header: the first I/O layer builds it and every other I/O
+# library and test binary reuses it (one 300 MB .gch instead of one per target, and one compile of it).
+function(warden_precompiled_header target)
+  get_property(owner GLOBAL PROPERTY WARDEN_PCH_OWNER)
+  if(owner)
+    target_precompile_headers(${target} REUSE_FROM ${owner})
+  else()
+    target_precompile_headers(${target} PRIVATE ${CMAKE_SOURCE_DIR}/src/net/pch.hpp)
+    set_property(GLOBAL PROPERTY WARDEN_PCH_OWNER ${target})
+  endif()
+endfunction()
+
 # warden_layer(NAME PURE|IO DEPS ...): a static library from src/NAME/**.cpp.
 # Pure layers must not use sockets, threads or clocks; IO layers get a precompiled Boost header.
 # Each layer's include root holds only its own folder (build/layer-include/NAME/NAME -> src/NAME), and a
@@ -37,7 +49,7 @@ function(warden_layer name kind)
     target_compile_definitions(${target} PUBLIC BOOST_ASIO_NO_DEPRECATED)
     target_include_directories(${target} PUBLIC ${XXHASH_INCLUDE_DIR})
     if(kind STREQUAL "IO")
-      target_precompile_headers(${target} PRIVATE ${CMAKE_SOURCE_DIR}/src/net/pch.hpp)
+      warden_precompiled_header(${target})
     endif()
   else()
     add_library(${target} INTERFACE)
@@ -92,7 +104,7 @@ function(warden_layer_tests)
       add_dependencies(${target} lm-warden)
       target_compile_definitions(${target} PRIVATE WARDEN_BINARY="$<TARGET_FILE:lm-warden>"
                                                    WARDEN_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
-      target_precompile_headers(${target} PRIVATE ${CMAKE_SOURCE_DIR}/src/net/pch.hpp)
+      warden_precompiled_header(${target})
     else()
       target_compile_definitions(${target} PRIVATE WARDEN_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
     endif()
