@@ -103,9 +103,8 @@ int run_serve(const ServeOptions& o) {
   ServiceStatus service(ioc, net::service_notifier());
   gateway::Gateway gw(ioc, std::move(config));
   gw.set_config_loader([&o] { return load_with_overrides(o); });
-  std::string error;
-  if (!gw.start(&error)) {
-    fmt::print(stderr, "lm-warden serve: {}\n", error);
+  if (auto started = gw.start(); !started) {
+    fmt::print(stderr, "lm-warden serve: {}\n", started.error());
     return 1;
   }
   for (const auto& m : gw.config().models) {

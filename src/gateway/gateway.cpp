@@ -209,9 +209,9 @@ net::ClientTimeouts Gateway::client_timeouts() const {
   return t;
 }
 
-bool Gateway::start(std::string* error) {
-  if (!durable_.open(config_.state_dir, stats_, unix_now(), error)) {
-    return false;
+base::Result<void> Gateway::start() {
+  if (auto opened = durable_.open(config_.state_dir, stats_, unix_now()); !opened) {
+    return opened;
   }
   launcher_.start();
   durable_.restore(models_, clocks_now());
@@ -226,7 +226,7 @@ bool Gateway::start(std::string* error) {
     asio::co_spawn(ioc_, poll_loop(up), asio::bind_cancellation_slot(up->cancel.slot(), asio::detached));
   }
   asio::co_spawn(ioc_, flush_loop(), asio::bind_cancellation_slot(flush_cancel_.slot(), asio::detached));
-  return true;
+  return {};
 }
 
 void Gateway::stop() {

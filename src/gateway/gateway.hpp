@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/result.hpp"
 #include "core/rng.hpp"
 #include "gateway/config.hpp"
 #include "gateway/model_runtime.hpp"
@@ -45,8 +46,8 @@ class Gateway {
   Gateway& operator=(const Gateway&) = delete;
 
   // Opens the stats history (state_dir) and starts the poller and the periodic stats flush.
-  // Returns false (with `error` set) if the state directory cannot be used.
-  bool start(std::string* error);
+  // Fails if the state directory cannot be used.
+  base::Result<void> start();
   // Stops the background loops and writes the stats history and the routing state. Idempotent.
   void stop();
   // Writes what changed in the stats history and the routing state (conversation homes) now, and shares
