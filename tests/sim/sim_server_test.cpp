@@ -381,6 +381,16 @@ TEST_F(SimServer, BadInputsGetVllmStyleErrors) {
   check("/v1/messages", R"({"model":"nope","max_tokens":1,"messages":[{"role":"user","content":"x"}]})", 404,
         true);
   check("/v1/messages", "{", 400, true);
+  // vLLM's `priority`: an integer, and not 0 only where the engine schedules by priority (not here).
+  const std::string chat_x =
+      R"({"model":"test-model","max_tokens":1,"messages":[{"role":"user","content":"x"}])";
+  check("/v1/chat/completions", chat_x + R"(,"priority":"high"})", 400);
+  check("/v1/chat/completions", chat_x + R"(,"priority":1.5})", 400);
+  check("/v1/chat/completions", chat_x + R"(,"priority":3})", 400);
+  check("/v1/completions", R"({"model":"test-model","max_tokens":1,"prompt":"x","priority":-2})", 400);
+  EXPECT_EQ(c.post("/v1/chat/completions", chat_x + R"(,"priority":0})").status, 200u);
+  // Its Anthropic endpoint has no such field: ignored there, whatever it holds.
+  EXPECT_EQ(c.post("/v1/messages", chat_x + R"(,"priority":"high"})").status, 200u);
   EXPECT_EQ(c.get("/v1/chat/completions").status, 405u);
   EXPECT_EQ(c.get("/nope").status, 404u);
   EXPECT_EQ(c.get("/health").status, 200u);
@@ -467,6 +477,19 @@ TEST(SimLimits, BodyLimitAndModelLength) {
   EXPECT_EQ(fits.status, 400u);
   EXPECT_EQ(c.get("/health").status, 200u);
   EXPECT_EQ(sim.stop(), 0);
+}
+
+TEST(SimLimits, PrioritySchedulingAcceptsAnyIntegerPriority) {
+  ChildProcess sim(sim_args({"--preset", "instant", "--scheduling-policy", "priority"}));
+  Client c(sim.wait_for_port());
+  const std::string chat_x =
+      R"({"model":"test-model","max_tokens":1,"messages":[{"role":"user","content":"x"}])";
+  EXPECT_EQ(c.post("/v1/chat/completions", chat_x + R"(,"priority":-7})").status, 200u);
+  EXPECT_EQ(c.post("/v1/chat/completions", chat_x + R"(,"priority":1764670000000})").status, 200u);
+  EXPECT_EQ(c.post("/v1/chat/completions", chat_x + R"(,"priority":"first"})").status, 400u);
+  EXPECT_EQ(sim.stop(), 0);
+  ChildProcess bad(sim_args({"--preset", "instant", "--scheduling-policy", "soonest"}));
+  EXPECT_EQ(bad.wait_exit(std::chrono::seconds(20)), std::optional<int>(2));
 }
 
 TEST(SimBalancing, OneConnectionSpreadsIdleRanksThenDisconnectFreesTheSlot) {
