@@ -218,11 +218,20 @@ struct Engine::Impl {
   StepResult step(double now) {
     StepResult out;
     std::vector<Scheduled> scheduled;
-    std::uint32_t budget = config.max_num_batched_tokens;
-    schedule_running(out, scheduled, budget);
-    // Admission is skipped in a step that already had to preempt.
-    if (out.stats.num_preempted == 0) {
-      admit_waiting(scheduled, budget);
+    // A pass that preempted the very request it was scheduling before scheduling anything (under the
+    // priority policy the first running request may have the lowest priority) runs no batch: vLLM's engine
+    // loop calls its scheduler again at once, and that pass goes on without the preempted request. Each
+    // extra pass follows a preemption, so there are at most as many as running requests.
+    for (bool again = true; again;) {
+      const std::uint32_t preempted_before = out.stats.num_preempted;
+      std::uint32_t budget = config.max_num_batched_tokens;
+      schedule_running(out, scheduled, budget);
+      const bool preempted = out.stats.num_preempted > preempted_before;
+      // Admission is skipped in a pass that had to preempt.
+      if (!preempted) {
+        admit_waiting(scheduled, budget);
+      }
+      again = preempted && scheduled.empty();
     }
     if (!scheduled.empty()) {
       apply_batch(now, scheduled, out);

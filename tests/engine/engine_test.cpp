@@ -209,6 +209,27 @@ TEST(Engine, PriorityPolicyPreemptsTheLowestPriorityRunningRequest) {
   }
 }
 
+// The first running request is the lowest priority one and the first to need a block: it preempts itself
+// before anything is scheduled. The step must still run the others (vLLM schedules again at once), not
+// return an empty step while work remains (a driver would then wait forever).
+TEST(Engine, PriorityPolicySelfPreemptionOfTheFirstRunningRequestStillRunsTheOthers) {
+  Engine engine(by_priority(tiny(6, 8, 64)), 1);
+  ASSERT_TRUE(engine.add_request(req(1, seq(1, 8), 12, 0.0, 1)));
+  ASSERT_TRUE(engine.add_request(req(2, seq(100, 8), 12, 0.0, 0)));
+  Trace t;
+  for (int i = 0; i < 5; ++i) {
+    apply(t, engine.step(t.now));
+  }
+  const StepResult s6 = engine.step(t.now);
+  apply(t, s6);
+  EXPECT_GT(s6.duration, 0.0);
+  EXPECT_EQ(t.preemptions, (std::vector<std::pair<int, RequestId>>{{6, 1}}));
+  EXPECT_EQ(s6.stats.num_scheduled_requests, 1U);
+  t = run(engine, t);
+  EXPECT_EQ(t.finish_order, (std::vector<RequestId>{2, 1}));
+  EXPECT_EQ(t.tokens.at(1).size(), 12U);
+}
+
 // A preempted request rejoins the waiting queue by priority, not at its front.
 TEST(Engine, PriorityPolicyRequeuesAPreemptedRequestByPriority) {
   Engine engine(by_priority(tiny(6, 8, 64)), 1);
