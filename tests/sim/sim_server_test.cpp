@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -490,6 +491,48 @@ TEST(SimLimits, PrioritySchedulingAcceptsAnyIntegerPriority) {
   EXPECT_EQ(sim.stop(), 0);
   ChildProcess bad(sim_args({"--preset", "instant", "--scheduling-policy", "soonest"}));
   EXPECT_EQ(bad.wait_exit(std::chrono::seconds(20)), std::optional<int>(2));
+}
+
+// One seat (--max-num-seqs 1) taken by a long request; B (priority 5) then C (priority 1) queue behind it.
+// Under priority scheduling C is admitted first and finishes first, though it came last.
+TEST(SimLimits, PrioritySchedulingServesTheLowerPriorityFirst) {
+  // 0.1 ms model steps at --time-scale 0.001: 0.1 s of wall time each, so A runs ~3 s.
+  ChildProcess sim(sim_args({"--preset", "instant", "--scheduling-policy", "priority", "--max-num-seqs", "1",
+                             "--time-scale", "0.001"}));
+  const int port = sim.wait_for_port();
+  Client watcher(port);
+  const auto gauge = [&](const char* name) {
+    const auto values = metric(watcher, name);
+    return values.empty() ? -1.0 : values.begin()->second;
+  };
+  const auto body = [](const std::string& user, int max_tokens, int priority) {
+    json::object o = json::parse(chat_body(user, max_tokens)).as_object();
+    o["priority"] = priority;
+    return json::serialize(o);
+  };
+  std::mutex mu;
+  std::vector<std::string> finished;
+  const auto send = [&](std::string name, std::string b) {
+    return std::thread([&, name, b] {
+      Client c(port);
+      const auto r = c.post("/v1/chat/completions", b);
+      EXPECT_EQ(r.status, 200u) << name << " " << r.body;
+      const std::lock_guard lock(mu);
+      finished.push_back(name);
+    });
+  };
+  std::thread a = send("A", body("hold the only seat", 30, 3));
+  ASSERT_TRUE(test_support::wait_until([&] { return gauge("vllm:num_requests_running") == 1; }));
+  std::thread b = send("B", body("second in line", 1, 5));
+  ASSERT_TRUE(test_support::wait_until([&] { return gauge("vllm:num_requests_waiting") == 1; }));
+  std::thread c = send("C", body("third but urgent", 1, 1));
+  const bool both_waiting = test_support::wait_until([&] { return gauge("vllm:num_requests_waiting") == 2; });
+  a.join();
+  b.join();
+  c.join();
+  ASSERT_TRUE(both_waiting) << "A finished before B and C were both queued";
+  EXPECT_EQ(finished, (std::vector<std::string>{"A", "C", "B"}));
+  EXPECT_EQ(sim.stop(), 0);
 }
 
 TEST(SimBalancing, OneConnectionSpreadsIdleRanksThenDisconnectFreesTheSlot) {
