@@ -65,6 +65,7 @@ struct Parsed {
   bool count_tokens = false;
   engine::Tokens prompt;
   int max_tokens = 16;
+  std::int64_t priority = 0;  // vLLM's request priority (lower first), OpenAI-style APIs only
   bool stream = false;
   bool include_usage = false;
   engine::ToolReply tools;  // the reply's tool calls, when the engine answers with some
@@ -127,6 +128,30 @@ base::Result<std::optional<int>, HttpError> positive_int(const json::object& o, 
     return HttpError{400, fmt::format("'{}' must be at least 1, got {}.", key, n), std::string(key)};
   }
   return std::optional<int>{static_cast<int>(std::min<std::int64_t>(n, 1'000'000'000))};
+}
+
+// vLLM's `priority` (OpenAI-style APIs; its Anthropic endpoint has no such field and drops it): an integer,
+// and one other than 0 only when the engine schedules by priority, as vLLM refuses it otherwise.
+std::optional<HttpError> parse_priority(Api api, const json::object& o, engine::SchedulingPolicy policy,
+                                        Parsed& p) {
+  const auto it = o.find("priority");
+  if (api == Api::messages || it == o.end() || it->value().is_null()) {
+    return std::nullopt;
+  }
+  const json::value& v = it->value();
+  if (v.is_int64()) {
+    p.priority = v.get_int64();
+  } else if (v.is_double() && std::floor(v.get_double()) == v.get_double() &&
+             std::abs(v.get_double()) < 9e18) {
+    p.priority = static_cast<std::int64_t>(v.get_double());
+  } else {
+    return HttpError{400, "'priority' must be an integer", "priority"};
+  }
+  if (p.priority != 0 && policy != engine::SchedulingPolicy::priority) {
+    return HttpError{400, fmt::format("Got priority {} but Priority scheduling is not enabled.", p.priority),
+                     "priority"};
+  }
+  return std::nullopt;
 }
 
 // `stream` and `stream_options.include_usage`.
@@ -419,6 +444,9 @@ base::Result<Parsed, HttpError> Sim::Impl::parse(Api api, bool count_tokens, std
   if (auto bad = parse_stream(o, p)) {
     return *bad;
   }
+  if (auto bad = parse_priority(api, o, opts.engine.scheduling_policy, p)) {
+    return *bad;
+  }
   auto max_tokens = output_limit(api, o, static_cast<std::int64_t>(p.prompt.size()));
   if (!max_tokens) {
     return max_tokens.error();
@@ -579,6 +607,7 @@ base::Result<std::shared_ptr<Job>, HttpError> Sim::Impl::submit(Rank& r, Parsed&
   spec.id = job->id;
   spec.prompt = std::move(p.prompt);
   spec.max_tokens = p.max_tokens;
+  spec.priority = p.priority;
   if (!p.tools.calls.empty()) {
     spec.reply = p.tools.tokens;  // generated like any reply: same steps, same usage
   }
