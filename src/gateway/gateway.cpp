@@ -1,6 +1,7 @@
 #include "gateway/gateway.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -99,7 +100,7 @@ Gateway::Gateway(asio::io_context& ioc, Config config)
       if (it == upstreams_.end()) {
         auto up = std::make_shared<Upstream>();
         up->url = u;
-        up->endpoint = net::Endpoint{u.host, u.port};
+        up->endpoint = net::Endpoint{u.host, u.port, u.tls};
         upstreams_.push_back(up);
         it = upstreams_.end() - 1;
       }
@@ -210,6 +211,11 @@ net::ClientTimeouts Gateway::client_timeouts() const {
 }
 
 bool Gateway::start(std::string* error) {
+  std::vector<std::string> tls_errors;
+  if (!use_tls_files(config_, tls_errors)) {
+    *error = fmt::format("{}", fmt::join(tls_errors, "\n"));
+    return false;
+  }
   if (!durable_.open(config_.state_dir, stats_, unix_now(), error)) {
     return false;
   }
