@@ -935,6 +935,11 @@ void Server::check_drained() {
   }
 }
 
+// A TLS handshake takes a few round trips: a client still at it after this long is gone or stalling, and
+// a handshake in flight is not among the connections stop() closes, so this also bounds how long one
+// delays the end of a shutdown.
+constexpr std::chrono::milliseconds kHandshakeBound{10'000};
+
 // A TLS connection is served on the plain end of its relay (net/tls.hpp) once its handshake is done.
 asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
                                       std::shared_ptr<DisconnectWatch> watch,
@@ -942,8 +947,8 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
   boost::system::error_code ignored;
   const tcp::endpoint remote = socket.remote_endpoint(ignored);
   if (tls) {
-    auto plain =
-        co_await accept_tls(std::move(socket), std::move(tls), opts_.read_timeout, opts_.write_timeout);
+    auto plain = co_await accept_tls(std::move(socket), std::move(tls),
+                                     std::min(opts_.read_timeout, kHandshakeBound), opts_.write_timeout);
     if (!plain) {
       ++stats_.tls_handshake_failures;
       spdlog::debug("connection {}: TLS handshake failed: {}", id, plain.error().message());

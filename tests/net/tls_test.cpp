@@ -150,3 +150,21 @@ TEST(NetTls, ANewContextServesNewConnectionsWhileAnOpenStreamGoesOn) {
   stream.join();
   EXPECT_EQ(streamed, "data: before\n\ndata: after\n\n");
 }
+
+// A client that connects and never starts its handshake is closed after the read timeout (the handshake's
+// bound), counted as a failed handshake.
+TEST(NetTls, AClientThatNeverHandshakesIsClosedAfterTheReadTimeout) {
+  test_support::TempDir dir;
+  net::ServerOptions opts;
+  opts.read_timeout = 200ms;
+  net_test::TestServer server(three_events(), opts);
+  server.set_tls(server_tls(make_certificate(dir.path, "server")));
+  net::asio::io_context ioc;
+  net::tcp::socket silent(ioc);
+  silent.connect({net::asio::ip::make_address("127.0.0.1"), static_cast<std::uint16_t>(server.port())});
+  ASSERT_TRUE(test_support::wait_until([&] { return server.stats().tls_handshake_failures == 1; }, 10s));
+  char byte = 0;
+  boost::system::error_code ec;
+  silent.read_some(net::asio::buffer(&byte, 1), ec);
+  EXPECT_EQ(ec, net::asio::error::eof);
+}
