@@ -123,6 +123,8 @@ int run_serve(const ServeOptions& o) {
   net::Server server(ioc, server_options, [&gw](net::Request& req, const net::ConnectionInfo& conn) {
     return gw.handle(req, conn);
   });
+  server.set_tls(gw.listener_tls());
+  gw.on_listener_tls([&server](std::shared_ptr<net::TlsContext> ctx) { server.set_tls(std::move(ctx)); });
   service.start(gw);
   boost::asio::cancellation_signal trim_cancel;
   boost::asio::co_spawn(ioc, trim_when_idle(server),

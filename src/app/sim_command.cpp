@@ -142,6 +142,8 @@ void add_sim_command(CLI::App& app) {
   add_vllm_balancer_option(*cmd, o.vllm_balancer);
   cmd->add_option("--max-body-bytes", o.max_body_bytes, "Largest request body (413 above)")
       ->default_val(32u << 20);
+  cmd->add_option("--ssl-certfile", o.ssl_certfile, "PEM certificate: serve HTTPS (as vllm serve)");
+  cmd->add_option("--ssl-keyfile", o.ssl_keyfile, "PEM private key of --ssl-certfile");
   cmd->add_option("--log-level", args->log_level, "trace, debug, info, warn, error, off")
       ->default_val("info");
   cmd->callback([args] {

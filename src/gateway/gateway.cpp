@@ -1,6 +1,7 @@
 #include "gateway/gateway.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -99,7 +100,7 @@ Gateway::Gateway(asio::io_context& ioc, Config config)
       if (it == upstreams_.end()) {
         auto up = std::make_shared<Upstream>();
         up->url = u;
-        up->endpoint = net::Endpoint{u.host, u.port};
+        up->endpoint = net::Endpoint{u.host, u.port, u.tls};
         upstreams_.push_back(up);
         it = upstreams_.end() - 1;
       }
@@ -210,6 +211,10 @@ net::ClientTimeouts Gateway::client_timeouts() const {
 }
 
 base::Result<void> Gateway::start() {
+  std::vector<std::string> tls_errors;
+  if (!use_tls_files(config_, tls_errors)) {
+    return base::Failure{fmt::format("{}", fmt::join(tls_errors, "\n"))};
+  }
   if (auto opened = durable_.open(config_.state_dir, stats_, unix_now()); !opened) {
     return opened;
   }

@@ -71,6 +71,12 @@ class Gateway {
   // Calls `done` once every engine URL has been scraped once, answered or not (at once if that is past):
   // from then on routing works from real figures (serve tells systemd it is ready then).
   void when_scraped(std::function<void()> done);
+  // The listener's TLS context (null: plain HTTP), loaded by start() and again by every reload, which
+  // hands the new one to `use` (the server takes it for new connections).
+  std::shared_ptr<net::TlsContext> listener_tls() const {
+    return config_.tls ? config_.tls->context : nullptr;
+  }
+  void on_listener_tls(std::function<void(std::shared_ptr<net::TlsContext>)> use);
 
  private:
   struct Upstream;    // one distinct engine URL: scraped once per interval
@@ -154,8 +160,10 @@ class Gateway {
   std::shared_ptr<bool> alive_;          // background loops stop when this is false
   net::asio::cancellation_signal flush_cancel_;
   bool stopped_ = false;
-  std::function<ConfigResult()> load_config_;  // set_config_loader()
-  std::function<void()> on_scraped_;           // when_scraped()
+  std::function<ConfigResult()> load_config_;                              // set_config_loader()
+  std::function<void()> on_scraped_;                                       // when_scraped()
+  std::function<void(std::shared_ptr<net::TlsContext>)> on_listener_tls_;  // on_listener_tls()
+  bool use_tls_files(Config& config, std::vector<std::string>& errors);    // gateway_reload.cpp
 };
 
 }  // namespace warden::gateway

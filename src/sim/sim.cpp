@@ -30,6 +30,7 @@
 #include "engine/tokenizer.hpp"
 #include "engine/tool_calls.hpp"
 #include "net/notifier.hpp"
+#include "net/tls.hpp"
 #include "protocol/error_body.hpp"
 #include "sim/formats.hpp"
 
@@ -855,6 +856,15 @@ int run_sim(const SimOptions& opts) {
     return res;
   };
   net::Server server(ioc, so, sim.handler());
+  if (!opts.ssl_certfile.empty() || !opts.ssl_keyfile.empty()) {
+    std::string why;
+    auto tls = net::make_server_tls({opts.ssl_certfile, opts.ssl_keyfile}, &why);
+    if (!tls) {
+      spdlog::error("sim: --ssl-certfile/--ssl-keyfile: {}", why);
+      return 2;
+    }
+    server.set_tls(std::move(tls));
+  }
   sim.start();
   spdlog::info("sim: {} rank(s), preset {}, time scale {}, model {}", opts.data_parallel_size,
                opts.engine.preset, opts.time_scale, opts.served_model_name);
