@@ -143,6 +143,10 @@ struct RoutingConfig {
   /// Re-home a conversation whose home is overloaded (rebalance.hpp); off = a conversation leaves its home
   /// only by a spill (one request) or a failover.
   bool rebalance = true;
+  /// Threads of a session (an agent's subagents) have their own homes, and a new conversation or thread
+  /// prefers the replicas where its prompt start is cached (decide.hpp, rule 7). Off = one home per
+  /// session, every thread's requests included, and new conversations placed by load alone.
+  bool threads = true;
 
   friend bool operator==(const RoutingConfig&, const RoutingConfig&) = default;
 };
