@@ -40,14 +40,16 @@ double memory_with(const ReplicaState& r, std::uint64_t added) {
 }
 
 // Rule 7's comparable load: the replica `holder`, which holds part of the new thread's prompt, may take it
-// instead of `best` if it carries at most cached_start_slots() more requests and conversations, its working
+// instead of `best` if it carries at most cached_start_slots() more requests and conversations (none more
+// for a start shorter than the digest: a few hundred tokens are not worth a conversation's load), its working
 // set with the new thread (whose start it holds already, so counted once) is within cached_start_margin of
 // the best's with the whole prompt added, and it is under the spill threshold.
 bool comparable_load(const Snapshot& snapshot, const RequestFacts& facts, ReplicaIndex holder,
                      ReplicaIndex best) {
   const ReplicaState& h = snapshot.replicas[holder];
   const ReplicaState& b = snapshot.replicas[best];
-  return slots_of(h) <= slots_of(b) + cached_start_slots(snapshot.max_num_seqs()) &&
+  const std::uint64_t more = facts.thread.long_start ? cached_start_slots(snapshot.max_num_seqs()) : 0;
+  return slots_of(h) <= slots_of(b) + more &&
          memory_with(h, 0) <=
              memory_with(b, facts.prompt_tokens) + cached_start_margin + detail::tie_epsilon &&
          h.in_flight < snapshot.spill_threshold();

@@ -39,9 +39,10 @@ namespace warden::core {
 ///     served its prompt start, so part of its prompt is cached there) whose best eligible replica is not
 ///     one of them goes to the best-scoring preferred one of comparable load among those eligible: at most
 ///     cached_start_slots() more requests and conversations (in_flight + active_conversations, the other
-///     wardens' included) than the best, a working set with the thread (its start counted once, where it
-///     is cached) within cached_start_margin of the best's with the whole prompt, and fewer requests in
-///     flight than the spill threshold (background subagents are never stacked where they would spill).
+///     wardens' included) than the best (no more with a start shorter than the digest, !long_start), a
+///     working set with the thread (its start counted once, where it is cached) within cached_start_margin of
+///     the best's with the whole prompt, and fewer requests in flight than the spill threshold (background
+///     subagents are never stacked where they would spill).
 [[nodiscard]] Decision decide(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng);
 
 /// How much more of its KV cache (the memory term of placement_score, the new thread's start counted once

@@ -113,7 +113,7 @@ struct Flight {
   std::uint32_t prompt_tokens_estimate = 0;
   std::uint64_t session_hash = 0;  // the thread's key (the session's own for its main thread)
   std::uint64_t thread_session = 0;
-  std::uint64_t start = 0;
+  protocol::PromptStart start;  // of its thread's system prompt and tools
   bool failed = false;
   double arrived = 0;  // at the warden
   core::Decision decision;
@@ -372,7 +372,7 @@ class Driver {
   // The digest of the prompt's start the gateway takes (protocol::prompt_start(), the billing line left
   // out as a gateway that normalizes prompts does): every main thread of the workload starts with its
   // system prompt and tools, every subagent of one type with that type's.
-  std::uint64_t prompt_start_digest(const workload::Conversation& conv) {
+  protocol::PromptStart prompt_start_digest(const workload::Conversation& conv) {
     const std::string& system = workload_.system_prompt(conv);
     const std::string& tools = workload_.tools_json(conv);
     const auto key = std::make_pair(system.data(), tools.data());
@@ -386,7 +386,8 @@ class Driver {
     }
     const std::string body = boost::json::serialize(request);
     const auto layout = protocol::scan_layout(body);
-    const std::uint64_t digest = layout ? protocol::prompt_start(body, *layout, false).hash : 0;
+    const protocol::PromptStart digest =
+        layout ? protocol::prompt_start(body, *layout, false) : protocol::PromptStart{};
     start_digests_.emplace(key, digest);
     return digest;
   }
@@ -456,7 +457,8 @@ class Driver {
     core::RequestFacts facts;
     facts.session = core::SessionKey{f.session_hash};
     facts.thread.session = f.thread_session;
-    facts.thread.start = f.start;
+    facts.thread.start = f.start.hash;
+    facts.thread.long_start = f.start.bytes >= protocol::kPromptStartBytes;
     facts.prompt_tokens = f.prompt_tokens_estimate;
     facts.queued_for = to_time(now_ - f.arrived);
     facts.task_start = f.task_start;
@@ -775,7 +777,7 @@ class Driver {
   std::vector<IncrementalPrompt> prompts_;
   std::unordered_map<std::uint64_t, Flight> flights_;
   std::unordered_map<std::string, ThreadKeys> thread_keys_;
-  std::map<std::pair<const char*, const char*>, std::uint64_t> start_digests_;
+  std::map<std::pair<const char*, const char*>, protocol::PromptStart> start_digests_;
   std::priority_queue<Timed, std::vector<Timed>, std::greater<>> queue_;
   std::uint64_t seq_ = 0;
   std::uint64_t next_request_id_ = 1;

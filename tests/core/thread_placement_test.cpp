@@ -16,9 +16,11 @@ namespace {
 using namespace warden::core::testing;
 using std::chrono::seconds;
 
+// A new thread whose system prompt and tools fill the start's digest (long_start), preferring `preferred`.
 RequestFacts new_thread(ReplicaSet preferred) {
   RequestFacts f = new_conversation(7);
   f.preferred = preferred;
+  f.thread.long_start = true;
   return f;
 }
 
@@ -76,6 +78,17 @@ TEST(ThreadPlacement, TheSlotMarginIsOnePer32BatchSlotsAndAtLeastOne) {
   EXPECT_EQ(decide(s, new_thread(0b10), rng), routed(0, Route::new_conversation));
 }
 
+TEST(ThreadPlacement, AShortStartIsNotWorthAConversationMore) {
+  SplitMixRng rng(1);
+  Snapshot s = idle_snapshot(2);
+  s.replicas[1].active_conversations = 1;
+  RequestFacts f = new_thread(0b10);
+  f.thread.long_start = false;  // a few hundred tokens in common at most: placed by load
+  EXPECT_EQ(decide(s, f, rng), routed(0, Route::new_conversation));
+  s.replicas[0].active_conversations = 1;  // as loaded: the start still decides
+  EXPECT_EQ(decide(s, f, rng), routed(1, Route::new_conversation));
+}
+
 TEST(ThreadPlacement, TheCachedStartCountsOnceInTheWorkingSet) {
   SplitMixRng rng(1);
   // Replica 1 holds 14k tokens (a 13k-token start among them); the new thread's prompt is 13k tokens.
@@ -127,6 +140,7 @@ class ThreadRouterTest : public ::testing::Test {
     f.session = SessionKey{thread};
     f.thread.session = session;
     f.thread.start = start;
+    f.thread.long_start = true;
     f.prompt_tokens = tokens;
     return f;
   }
