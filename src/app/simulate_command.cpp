@@ -16,6 +16,7 @@
 
 #include "app/agentic_options.hpp"
 #include "app/cli.hpp"
+#include "app/placement_overrides.hpp"
 #include "base/parse.hpp"
 #include "base/result.hpp"
 #include "engine/presets.hpp"
@@ -51,6 +52,7 @@ struct SimulateOptions {
   std::string when_waiting = "off";
   std::string task_priority = "start";
   std::string rebalance = "on";
+  std::string threads = "on";
   std::string spill_margin = "2s";
   double resident_gaps = 2.0;
   std::string min_resident = "3s";
@@ -59,6 +61,7 @@ struct SimulateOptions {
   std::string out;
   std::string svg;
   bool vs_reference = false;
+  bool placement_overrides = false;
   std::string workload = "claude-code";
   // Unset: the workload preset's.
   std::optional<std::size_t> system_tokens, first_tokens, turn_tokens, turns, max_output;
@@ -128,7 +131,7 @@ base::Result<engine::EngineConfig> engine_from(const SimulateOptions& o, engine:
   return config;
 }
 
-// The knobs of policy `admission`, and `--rebalance` (policies affinity and admission).
+// The knobs of policy `admission`, and `--rebalance` and `--threads` (policies affinity and admission).
 base::Result<void> admission_from(const SimulateOptions& o, whatif::SimulationConfig& c) {
   const auto wait = base::parse_seconds(o.max_wait);
   const auto margin = base::parse_seconds(o.spill_margin);
@@ -150,7 +153,11 @@ base::Result<void> admission_from(const SimulateOptions& o, whatif::SimulationCo
   }
   c.task_priority = o.task_priority == "stage" ? whatif::SimulationConfig::TaskPriority::stage
                                                : whatif::SimulationConfig::TaskPriority::start;
+  if (o.threads != "on" && o.threads != "off") {
+    return std::string("--threads is on or off");
+  }
   c.routing.rebalance = o.rebalance == "on";
+  c.routing.threads = o.threads == "on";
   c.routing.admission.only_when_waiting = o.when_waiting == "on";
   const auto to_time = [](double seconds) {
     return core::Time(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
@@ -352,13 +359,19 @@ int run_simulate(const SimulateOptions& o) {
   if (!c) {
     return fail(c.error());
   }
-  const auto outcome = whatif::simulate(*c);
+  PlacementOverrides overrides;
+  whatif::Hooks hooks;
+  if (o.placement_overrides) {
+    hooks.on_decision = [&](const whatif::DecisionTrace& t) { overrides.observe(t); };
+  }
+  const auto outcome = whatif::simulate(*c, hooks);
   if (!outcome) {
     return fail(outcome.error());
   }
   print_outcome(o, *c, outcome->rows);
   print_admission(*outcome);
   print_ceiling(outcome->rows);
+  fmt::print("{}", overrides.summary());
   if (auto ok = write_outputs(o, *c, *outcome); !ok) {
     return fail(ok.error());
   }
@@ -371,6 +384,11 @@ void add_routing_options(CLI::App& cmd, SimulateOptions& o) {
       ->capture_default_str();
   cmd.add_option("--rebalance", o.rebalance,
                  "Policies affinity and admission: a conversation moves off an overloaded home (on) or never")
+      ->capture_default_str();
+  cmd.add_option(
+         "--threads", o.threads,
+         "Policies affinity and admission: subagents get their own homes and new conversations prefer "
+         "their cached prompt start (on), or one home per session placed by load (off)")
       ->capture_default_str();
   cmd.add_option("--admission-high", o.admission_high,
                  "Policy admission: admit new conversations while working set + prompt <= this x KV capacity")
@@ -462,6 +480,9 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--out", o->out, "Write the rows to FILE (.json, .csv, .md)");
   cmd->add_option("--svg", o->svg, "Write the TTFB chart to FILE");
   cmd->add_flag("--vs-reference", o->vs_reference, "Print the reference table side by side with residuals");
+  cmd->add_flag(
+      "--placement-overrides", o->placement_overrides,
+      "Print how much load the preference for a cached prompt start overrode, per policy and level");
   cmd->add_option("--workload", o->workload,
                   "Workload preset: claude-code (chat turns, the reference) or agentic (coding agents: tool "
                   "rounds, subagents, compaction, tasks)")

@@ -24,31 +24,53 @@ Decision place(const Snapshot& snapshot, Route route, Rng& rng) {
   return none(route, NoReplicaReason::no_healthy_replica);
 }
 
-// The best eligible replica by placement_score, or a preferred one (rule 7) within the margin of it.
+// Requests and conversations on a replica, this warden's and the other wardens'.
+std::uint64_t slots_of(const ReplicaState& r) {
+  return std::uint64_t{r.in_flight} + r.peer_in_flight + r.active_conversations + r.peer_active_conversations;
+}
+
+// The memory term of placement_score once the replica also holds `added` more tokens of working set.
+double memory_with(const ReplicaState& r, std::uint64_t added) {
+  double memory = std::clamp(r.kv_usage, 0.0, 1.0);
+  if (r.kv_capacity_tokens > 0) {
+    const double held = static_cast<double>(r.held_tokens + r.peer_held_tokens + added);
+    memory = std::max(memory, held / static_cast<double>(r.kv_capacity_tokens));
+  }
+  return memory;
+}
+
+// Rule 7's comparable load: the replica `holder`, which holds part of the new thread's prompt, may take it
+// instead of `best` if it carries at most cached_start_slots() more requests and conversations (none more
+// for a start shorter than the digest: a few hundred tokens are not worth a conversation's load), its working
+// set with the new thread (whose start it holds already, so counted once) is within cached_start_margin of
+// the best's with the whole prompt added, and it is under the spill threshold.
+bool comparable_load(const Snapshot& snapshot, const RequestFacts& facts, ReplicaIndex holder,
+                     ReplicaIndex best) {
+  const ReplicaState& h = snapshot.replicas[holder];
+  const ReplicaState& b = snapshot.replicas[best];
+  const std::uint64_t more = facts.thread.long_start ? cached_start_slots(snapshot.max_num_seqs()) : 0;
+  return slots_of(h) <= slots_of(b) + more &&
+         memory_with(h, 0) <=
+             memory_with(b, facts.prompt_tokens) + cached_start_margin + detail::tie_epsilon &&
+         h.in_flight < snapshot.spill_threshold();
+}
+
+// The best eligible replica by placement_score, or a preferred one (rule 7) of comparable load.
 template <class Eligible>
-std::optional<ReplicaIndex> place_among(const Snapshot& snapshot, ReplicaSet preferred, Eligible&& eligible,
-                                        Rng& rng) {
+std::optional<ReplicaIndex> place_among(const Snapshot& snapshot, const RequestFacts& facts,
+                                        Eligible&& eligible, Rng& rng) {
+  const ReplicaSet preferred = facts.preferred;
   const auto score = [&](const ReplicaState& r) { return placement_score(r, snapshot.max_num_seqs()); };
   const auto best = detail::pick_min(snapshot, eligible, score, rng);
   if (!best || preferred == 0 || (*best < replica_set_size && (preferred >> *best & 1) != 0)) {
     return best;
   }
-  // Comparable load: no more requests and conversations than the best (a preference never stacks a
-  // conversation where an idler replica waits), a score within the margin, and under the spill threshold.
-  const auto slots = [&](ReplicaIndex i) {
-    const ReplicaState& r = snapshot.replicas[i];
-    return r.in_flight + r.peer_in_flight + r.active_conversations + r.peer_active_conversations;
-  };
   const auto holds_start = [&](ReplicaIndex i) {
-    return i < replica_set_size && (preferred >> i & 1) != 0 && eligible(i) && slots(i) <= slots(*best) &&
-           snapshot.replicas[i].in_flight < snapshot.spill_threshold();
+    return i < replica_set_size && (preferred >> i & 1) != 0 && eligible(i) &&
+           comparable_load(snapshot, facts, i, *best);
   };
   const auto cached = detail::pick_min(snapshot, holds_start, score, rng);
-  if (cached && score(snapshot.replicas[*cached]) <=
-                    score(snapshot.replicas[*best]) + cached_start_margin + detail::tie_epsilon) {
-    return cached;
-  }
-  return best;
+  return cached ? cached : best;
 }
 
 // Rule 7: a new conversation, admitted (or held) by working set, then placed by placement_score.
@@ -59,7 +81,7 @@ Decision place_new(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng
   }
   if (admission == Admission::anywhere) {
     const auto healthy = [&](ReplicaIndex i) { return snapshot.replicas[i].healthy; };
-    if (auto chosen = place_among(snapshot, facts.preferred, healthy, rng)) {
+    if (auto chosen = place_among(snapshot, facts, healthy, rng)) {
       return Decision{chosen, Route::new_conversation, NoReplicaReason::none};
     }
     return none(Route::new_conversation, NoReplicaReason::no_healthy_replica);
@@ -69,8 +91,7 @@ Decision place_new(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng
     return can_admit(snapshot.replicas[i], facts.prompt_tokens, mark,
                      snapshot.routing.admission.only_when_waiting);
   };
-  return Decision{place_among(snapshot, facts.preferred, fits, rng), Route::new_conversation,
-                  NoReplicaReason::none};
+  return Decision{place_among(snapshot, facts, fits, rng), Route::new_conversation, NoReplicaReason::none};
 }
 
 // Rule 5 by count: over the threshold, move this one request to the least-loaded other replica, but never
@@ -92,21 +113,15 @@ Decision spill_by_count(const Snapshot& snapshot, ReplicaIndex home, Rng& rng) {
 }  // namespace
 
 double placement_score(const ReplicaState& replica, std::uint32_t max_num_seqs) {
-  const double seqs = std::max<std::uint32_t>(1, max_num_seqs);
-  // Slot pressure: live requests plus the conversations that will send the next ones (this warden's and
-  // the other wardens').
-  const double slots = (static_cast<double>(replica.in_flight) + replica.peer_in_flight +
-                        replica.active_conversations + replica.peer_active_conversations) /
-                       seqs;
-  // Memory pressure: what is allocated now, or what the working set needs if that is larger (the two
-  // overlap, so they are not added).
-  double memory = std::clamp(replica.kv_usage, 0.0, 1.0);
-  if (replica.kv_capacity_tokens > 0) {
-    const double held =
-        static_cast<double>(replica.held_tokens) + static_cast<double>(replica.peer_held_tokens);
-    memory = std::max(memory, held / static_cast<double>(replica.kv_capacity_tokens));
-  }
-  return slots + memory;
+  // Slot pressure: live requests plus the conversations that will send the next ones. Memory pressure:
+  // what is allocated now, or what the working set needs if that is larger (the two overlap, so they are
+  // not added).
+  return static_cast<double>(slots_of(replica)) / std::max<std::uint32_t>(1, max_num_seqs) +
+         memory_with(replica, 0);
+}
+
+std::uint64_t cached_start_slots(std::uint32_t max_num_seqs) {
+  return std::max<std::uint64_t>(1, max_num_seqs / cached_start_seqs_per_slot);
 }
 
 double load_score(const ReplicaState& replica, std::uint32_t max_num_seqs) {

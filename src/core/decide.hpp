@@ -37,17 +37,25 @@ namespace warden::core {
 ///     (reason none). Known conversations are never held.
 ///     A new thread with preferred replicas (facts.preferred: they hold another thread of its session, or
 ///     served its prompt start, so part of its prompt is cached there) whose best eligible replica is not
-///     one of them goes to the best-scoring preferred one among those eligible, if that has no more
-///     requests and conversations (in_flight + active_conversations, the other wardens' included) than
-///     the best, scores within cached_start_margin of it, and has fewer requests in flight than the
-///     spill threshold (a preference never stacks a thread where an idler replica waits, nor background
-///     subagents where their next turns would spill).
+///     one of them goes to the best-scoring preferred one of comparable load among those eligible: at most
+///     cached_start_slots() more requests and conversations (in_flight + active_conversations, the other
+///     wardens' included) than the best (no more with a start shorter than the digest, !long_start), a
+///     working set with the thread (its start counted once, where it is cached) within cached_start_margin of
+///     the best's with the whole prompt, and fewer requests in flight than the spill threshold (background
+///     subagents are never stacked where they would spill).
 [[nodiscard]] Decision decide(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng);
 
-/// How much more placement_score a replica that holds part of a new thread's prompt may have than the best
-/// one and still take it, with no more requests and conversations: 0.1, a tenth of its KV cache in working
-/// set or allocated blocks. docs/routing.md ("Threads") has the measurement behind the value.
+/// How much more of its KV cache (the memory term of placement_score, the new thread's start counted once
+/// where it is cached) a replica that holds part of a new thread's prompt may fill than the best one and
+/// still take it. docs/routing.md ("Threads") has the measurement behind the value.
 inline constexpr double cached_start_margin = 0.1;
+
+/// How many more requests and conversations such a replica may carry than the best one: one per 32 batch
+/// slots, at least one (1 at max_num_seqs 32, 8 at vLLM's default 256). Three at 32 (a tenth of the batch)
+/// stacked new agents two by two on idle replicas and doubled the TTFB p95 at 4 agents on 4 replicas;
+/// docs/routing.md ("Threads") has the measurement.
+inline constexpr std::uint32_t cached_start_seqs_per_slot = 32;
+[[nodiscard]] std::uint64_t cached_start_slots(std::uint32_t max_num_seqs);
 
 /// Score for placing a conversation (lower is better). With S = max(1, max_num_seqs) and C the KV capacity
 /// in tokens, each count being this warden's plus the other wardens' (peer_*):

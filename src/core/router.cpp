@@ -9,6 +9,21 @@
 
 namespace warden::core {
 
+namespace {
+
+// routing.threads off: every thread of a session is the session itself (one home for all of them), and no
+// prompt start is remembered or preferred, so a new conversation is placed by load alone. A side request
+// stays one.
+RequestFacts session_only(RequestFacts facts) {
+  if (facts.session && facts.thread.session != 0) {
+    facts.session = SessionKey{facts.thread.session};
+  }
+  facts.thread = ThreadFacts{.side = facts.thread.side};
+  return facts;
+}
+
+}  // namespace
+
 RouterConfig router_config(const RoutingConfig& routing, const SessionTableConfig& sessions) {
   RouterConfig config{routing, sessions};
   config.routing.max_num_seqs = std::max<std::uint32_t>(1, routing.max_num_seqs);
@@ -103,6 +118,9 @@ void Router::commit(const RequestFacts& facts, const Decision& decision,
 }
 
 Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metrics, Time now, Rng& rng) {
+  if (!routing_.threads) {
+    facts = session_only(std::move(facts));
+  }
   build_snapshot(metrics, now);
   look_up_home(facts, metrics, now);
   Decision decision = policy_->pick(snapshot_, facts, rng);

@@ -143,6 +143,10 @@ struct RoutingConfig {
   /// Re-home a conversation whose home is overloaded (rebalance.hpp); off = a conversation leaves its home
   /// only by a spill (one request) or a failover.
   bool rebalance = true;
+  /// Threads of a session (an agent's subagents) have their own homes, and a new conversation or thread
+  /// prefers the replicas where its prompt start is cached (decide.hpp, rule 7). Off = one home per
+  /// session, every thread's requests included, and new conversations placed by load alone.
+  bool threads = true;
 
   friend bool operator==(const RoutingConfig&, const RoutingConfig&) = default;
 };
@@ -183,6 +187,9 @@ struct ThreadFacts {
   /// A digest of the prompt's start (0 = none): where requests with the same start went, its prefix is
   /// cached.
   std::uint64_t start = 0;
+  /// The start fills the whole digest (its first 4 KiB, about a thousand tokens or more, are shared with
+  /// where it ran): only then is reading it from a cache worth a conversation more of load (decide.hpp).
+  bool long_start = false;
   /// A side request (a title, a count, a quota probe: no tools offered in a session whose turns offer
   /// them): it belongs to no thread. It goes to the session's home if it has one, and moves, places and
   /// remembers nothing.

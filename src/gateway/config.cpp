@@ -345,7 +345,8 @@ void parse_routing(Validator& v, const YAML::Node& n, const std::string& where, 
   if (!v.expect_map(n, where)) {
     return;
   }
-  v.known_keys(n, where, {"affinity", "spill_threshold", "rebalance", "cost_spill", "policy", "admission"});
+  v.known_keys(n, where,
+               {"affinity", "spill_threshold", "rebalance", "threads", "cost_spill", "policy", "admission"});
   if (auto a = n["admission"]) {
     parse_admission(v, a, where + ".admission", out.admission);
   }
@@ -376,6 +377,11 @@ void parse_routing(Validator& v, const YAML::Node& n, const std::string& where, 
   if (auto r = n["rebalance"]) {
     if (auto b = v.boolean(r, where + ".rebalance")) {
       out.rebalance = *b;
+    }
+  }
+  if (auto t = n["threads"]) {
+    if (auto b = v.boolean(t, where + ".threads")) {
+      out.threads = *b;
     }
   }
   if (auto s = n["spill_threshold"]) {

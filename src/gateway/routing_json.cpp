@@ -200,7 +200,7 @@ json::object write_switch(const T& value, bool enabled, std::string_view on,
 }
 
 // The field list: every knob of core::RoutingConfig, once.
-const std::array<Member<RoutingConfig>, 8> kRouting = {{
+const std::array<Member<RoutingConfig>, 9> kRouting = {{
     {"affinity", [](const RoutingConfig& c) { return json::value(c.affinity); },
      [](const json::value& v, RoutingConfig& c, RoutingScope) {
        return read_bool(v, c.affinity, "affinity");
@@ -223,6 +223,8 @@ const std::array<Member<RoutingConfig>, 8> kRouting = {{
      [](const json::value& v, RoutingConfig& c, RoutingScope) {
        return read_bool(v, c.rebalance, "rebalance");
      }},
+    {"threads", [](const RoutingConfig& c) { return json::value(c.threads); },
+     [](const json::value& v, RoutingConfig& c, RoutingScope) { return read_bool(v, c.threads, "threads"); }},
     {"cost_spill",
      [](const RoutingConfig& c) {
        return json::value(write_switch(c.cost_spill, c.cost_spill.enabled, "on", kCostSpill));

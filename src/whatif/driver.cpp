@@ -7,10 +7,13 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <map>
 #include <queue>
 #include <unordered_map>
+#include <utility>
 
 #include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
 #include "base/splitmix.hpp"
@@ -117,7 +120,9 @@ struct Flight {
   engine::Tokens reply;
   std::optional<double> ttfb;
   std::uint32_t prompt_tokens_estimate = 0;
-  std::uint64_t session_hash = 0;
+  std::uint64_t session_hash = 0;  // the thread's key (the session's own for its main thread)
+  std::uint64_t thread_session = 0;
+  protocol::PromptStart start;  // of its thread's system prompt and tools
   bool failed = false;
   double arrived = 0;  // at the warden
   core::Decision decision;
@@ -333,7 +338,10 @@ class Driver {
       } else {
         f.prompt = std::move(*prompt);
       }
-      f.session_hash = session_hash(conv.session_id);
+      const ThreadKeys keys = thread_keys(conv);
+      f.session_hash = keys.thread;
+      f.thread_session = keys.session;
+      f.start = prompt_start_digest(conv);
       f.task_start = is_task_start(conv);
       if (ceiling_ && !f.task_start) {
         // What the thread's previous request left in a cache that kept everything.
@@ -356,30 +364,50 @@ class Driver {
 
   bool window_open() const { return !recorder_->end_time().has_value(); }
 
-  // The session key the gateway derives from X-Claude-Code-Session-Id, through the same inspection code.
-  std::uint64_t session_hash(const std::string& session_id) {
-    if (const auto it = session_hashes_.find(session_id); it != session_hashes_.end()) {
+  // The keys the gateway derives from X-Claude-Code-Session-Id and X-Claude-Code-Agent-Id, through the same
+  // inspection code: a subagent is a thread of its session with a key of its own.
+  struct ThreadKeys {
+    std::uint64_t thread = 0;
+    std::uint64_t session = 0;
+  };
+  ThreadKeys thread_keys(const workload::Conversation& conv) {
+    const std::string id = conv.session_id + '/' + conv.agent_id;
+    if (const auto it = thread_keys_.find(id); it != thread_keys_.end()) {
       return it->second;
     }
-    const protocol::HeaderField headers[] = {{"X-Claude-Code-Session-Id", session_id}};
+    std::vector<protocol::HeaderField> headers{{"X-Claude-Code-Session-Id", conv.session_id}};
+    if (!conv.agent_id.empty()) {
+      headers.push_back({"X-Claude-Code-Agent-Id", conv.agent_id});
+    }
     const auto info = protocol::inspect_request(protocol::ApiKind::anthropic_messages,
                                                 protocol::HeaderLookup{std::span(headers)},
                                                 R"({"model":"m","messages":[]})");
-    const std::uint64_t h = info ? info->session_hash : 0;
-    session_hashes_.emplace(session_id, h);
-    return h;
+    const ThreadKeys keys = info ? ThreadKeys{info->thread_hash, info->session_hash} : ThreadKeys{};
+    thread_keys_.emplace(id, keys);
+    return keys;
   }
 
-  // The digest of the prompt's start the gateway takes (protocol::prompt_start()): every conversation of
-  // the workload starts with its system prompt, so they share it.
-  std::uint64_t prompt_start_digest() {
-    if (!start_digest_) {
-      const std::string body =
-          boost::json::serialize(boost::json::object{{"model", "m"}, {"system", workload_.system_prompt()}});
-      const auto layout = protocol::scan_layout(body);
-      start_digest_ = layout ? protocol::prompt_start(body, *layout, false).hash : 0;
+  // The digest of the prompt's start the gateway takes (protocol::prompt_start(), the billing line left
+  // out as a gateway that normalizes prompts does): every main thread of the workload starts with its
+  // system prompt and tools, every subagent of one type with that type's.
+  protocol::PromptStart prompt_start_digest(const workload::Conversation& conv) {
+    const std::string& system = workload_.system_prompt(conv);
+    const std::string& tools = workload_.tools_json(conv);
+    const auto key = std::make_pair(system.data(), tools.data());
+    if (const auto it = start_digests_.find(key); it != start_digests_.end()) {
+      return it->second;
     }
-    return *start_digest_;
+    boost::json::object request{{"model", "m"}, {"system", system}};
+    if (!tools.empty()) {
+      boost::system::error_code ec;
+      request["tools"] = boost::json::parse(tools, ec);
+    }
+    const std::string body = boost::json::serialize(request);
+    const auto layout = protocol::scan_layout(body);
+    const protocol::PromptStart digest =
+        layout ? protocol::prompt_start(body, *layout, false) : protocol::PromptStart{};
+    start_digests_.emplace(key, digest);
+    return digest;
   }
 
   Result<void> handle(const Timed& ev) {
@@ -450,6 +478,7 @@ class Driver {
       DecisionTrace trace;
       trace.time = now_;
       trace.policy = policy_;
+      trace.sessions = stats_.sessions;
       trace.decision = core::Decision{f.replica, core::Route::balanced, core::NoReplicaReason::none};
       trace.live = live_loads();
       hooks_.on_decision(trace);
@@ -461,7 +490,9 @@ class Driver {
     Flight& f = flights_.at(id);
     core::RequestFacts facts;
     facts.session = core::SessionKey{f.session_hash};
-    facts.thread.start = prompt_start_digest();
+    facts.thread.session = f.thread_session;
+    facts.thread.start = f.start.hash;
+    facts.thread.long_start = f.start.bytes >= protocol::kPromptStartBytes;
     facts.prompt_tokens = f.prompt_tokens_estimate;
     facts.queued_for = to_time(now_ - f.arrived);
     facts.task_start = f.task_start;
@@ -474,6 +505,7 @@ class Driver {
       DecisionTrace trace;
       trace.time = now_;
       trace.policy = policy_;
+      trace.sessions = stats_.sessions;
       trace.snapshot = std::move(*seen);
       trace.decision = d;
       trace.live = live_loads();
@@ -783,8 +815,8 @@ class Driver {
   std::optional<report::LevelRecorder> recorder_;
   std::vector<IncrementalPrompt> prompts_;
   std::unordered_map<std::uint64_t, Flight> flights_;
-  std::unordered_map<std::string, std::uint64_t> session_hashes_;
-  std::optional<std::uint64_t> start_digest_;
+  std::unordered_map<std::string, ThreadKeys> thread_keys_;
+  std::map<std::pair<const char*, const char*>, protocol::PromptStart> start_digests_;
   std::priority_queue<Timed, std::vector<Timed>, std::greater<>> queue_;
   std::uint64_t seq_ = 0;
   std::uint64_t next_request_id_ = 1;

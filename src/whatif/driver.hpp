@@ -133,6 +133,7 @@ struct Outcome {
 struct DecisionTrace {
   double time = 0;
   std::string policy;
+  int sessions = 0;         // the level
   core::Snapshot snapshot;  // empty replicas for vllm-lb (the balancer has its own views)
   core::Decision decision;
   std::vector<RankLoad> live;  // the engines' true waiting/running at that moment

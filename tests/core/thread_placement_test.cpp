@@ -1,7 +1,9 @@
-// Threads: a new thread prefers the replicas that hold its siblings or its prompt start, within the
-// margin of the best placement score and under the spill threshold; side requests move nothing; the
-// thread table is bounded.
+// Threads: a new thread prefers the replicas that hold its siblings or its prompt start at comparable load
+// (a bounded number of conversations more, a working set within the margin) and under the spill threshold;
+// side requests move nothing; the thread table is bounded.
 #include <gtest/gtest.h>
+
+#include <set>
 
 #include "core/decide.hpp"
 #include "core/router.hpp"
@@ -14,9 +16,11 @@ namespace {
 using namespace warden::core::testing;
 using std::chrono::seconds;
 
+// A new thread whose system prompt and tools fill the start's digest (long_start), preferring `preferred`.
 RequestFacts new_thread(ReplicaSet preferred) {
   RequestFacts f = new_conversation(7);
   f.preferred = preferred;
+  f.thread.long_start = true;
   return f;
 }
 
@@ -34,27 +38,70 @@ Snapshot with_held(std::initializer_list<std::uint64_t> thousands) {
 
 TEST(ThreadPlacement, APreferredReplicaWithinTheMarginWins) {
   SplitMixRng rng(1);
-  const Snapshot s = with_held({0, 5, 9});  // replica 2: 0.09 more than replica 0
+  // Replica 2 holds 9k tokens; replica 0 would hold the thread's 1k: 0.08 more.
+  const Snapshot s = with_held({0, 5, 9});
   EXPECT_EQ(decide(s, new_thread(0b100), rng), routed(2, Route::new_conversation));
   EXPECT_EQ(decide(s, new_thread(0), rng), routed(0, Route::new_conversation));
 }
 
 TEST(ThreadPlacement, APreferredReplicaBeyondTheMarginLoses) {
   SplitMixRng rng(1);
-  const Snapshot s = with_held({0, 5, 11});  // 0.11 more: beyond the margin
+  const Snapshot s = with_held({0, 5, 12});  // 0.11 more than replica 0 with the thread: beyond the margin
   EXPECT_EQ(decide(s, new_thread(0b100), rng), routed(0, Route::new_conversation));
   // Of two preferred replicas, the better-scoring one.
   EXPECT_EQ(decide(s, new_thread(0b110), rng), routed(1, Route::new_conversation));
 }
 
-TEST(ThreadPlacement, NeverStacksAThreadWhereAnIdlerReplicaWaits) {
+TEST(ThreadPlacement, APreferredReplicaMayCarryUpToTheSlotMarginMore) {
+  SplitMixRng rng(1);
+  Snapshot s = idle_snapshot(2, 64);  // max_num_seqs 64: up to 2 more requests and conversations
+  ASSERT_EQ(cached_start_slots(64), 2u);
+  s.replicas[1].active_conversations = 1;
+  s.replicas[1].in_flight = 1;
+  EXPECT_EQ(decide(s, new_thread(0b10), rng), routed(1, Route::new_conversation));
+  s.replicas[1].active_conversations = 2;  // 3 more: load differs by more than the margin, so it spreads
+  EXPECT_EQ(decide(s, new_thread(0b10), rng), routed(0, Route::new_conversation));
+  s.replicas[0].active_conversations = 1;  // 2 more again
+  EXPECT_EQ(decide(s, new_thread(0b10), rng), routed(1, Route::new_conversation));
+}
+
+TEST(ThreadPlacement, TheSlotMarginIsOnePer32BatchSlotsAndAtLeastOne) {
+  EXPECT_EQ(cached_start_slots(4), 1u);
+  EXPECT_EQ(cached_start_slots(0), 1u);
+  EXPECT_EQ(cached_start_slots(32), 1u);
+  EXPECT_EQ(cached_start_slots(256), 8u);
+  SplitMixRng rng(1);
+  Snapshot s = idle_snapshot(2, 4);
+  s.replicas[1].active_conversations = 1;  // a quarter of the batch more: still one
+  EXPECT_EQ(decide(s, new_thread(0b10), rng), routed(1, Route::new_conversation));
+  s.replicas[1].in_flight = 1;
+  EXPECT_EQ(decide(s, new_thread(0b10), rng), routed(0, Route::new_conversation));
+}
+
+TEST(ThreadPlacement, AShortStartIsNotWorthAConversationMore) {
   SplitMixRng rng(1);
   Snapshot s = idle_snapshot(2);
-  s.replicas[1].active_conversations = 1;  // 1/32 more: within the margin, but one conversation more
-  EXPECT_EQ(decide(s, new_thread(0b10), rng), routed(0, Route::new_conversation));
-  s.replicas[0].active_conversations = 1;
-  s.replicas[0].kv_usage = 0.01;  // now replica 0 is best by a little, with as many conversations
-  EXPECT_EQ(decide(s, new_thread(0b10), rng), routed(1, Route::new_conversation));
+  s.replicas[1].active_conversations = 1;
+  RequestFacts f = new_thread(0b10);
+  f.thread.long_start = false;  // a few hundred tokens in common at most: placed by load
+  EXPECT_EQ(decide(s, f, rng), routed(0, Route::new_conversation));
+  s.replicas[0].active_conversations = 1;  // as loaded: the start still decides
+  EXPECT_EQ(decide(s, f, rng), routed(1, Route::new_conversation));
+}
+
+TEST(ThreadPlacement, TheCachedStartCountsOnceInTheWorkingSet) {
+  SplitMixRng rng(1);
+  // Replica 1 holds 14k tokens (a 13k-token start among them); the new thread's prompt is 13k tokens.
+  // On replica 0 it would hold 13k, on replica 1 its start is there already: 14k against 13k, within the
+  // margin, where the scores before placing (0 against 0.14 + a conversation) are not.
+  Snapshot s = with_held({0, 14});
+  s.replicas[1].active_conversations = 1;
+  RequestFacts f = new_thread(0b10);
+  f.prompt_tokens = 13'000;
+  EXPECT_EQ(decide(s, f, rng), routed(1, Route::new_conversation));
+  // A prompt much smaller than the holder's working set: the holder would fill far more of its cache.
+  f.prompt_tokens = 1'000;
+  EXPECT_EQ(decide(s, f, rng), routed(0, Route::new_conversation));
 }
 
 TEST(ThreadPlacement, NeverStacksAThreadWhereItsNextTurnWouldSpill) {
@@ -93,6 +140,7 @@ class ThreadRouterTest : public ::testing::Test {
     f.session = SessionKey{thread};
     f.thread.session = session;
     f.thread.start = start;
+    f.thread.long_start = true;
     f.prompt_tokens = tokens;
     return f;
   }
@@ -157,11 +205,32 @@ TEST_F(ThreadRouterTest, ANewConversationGoesWhereItsPromptStartWasServedWhenLoa
   }
 }
 
-TEST_F(ThreadRouterTest, ANewConversationDoesNotStackOnItsStartWhileAnotherReplicaIsIdle) {
+TEST_F(ThreadRouterTest, IdenticalNewConversationsGatherOnTheirStartOnlyWithinTheSlotMargin) {
+  // Between turns (nothing in flight), with no KV capacity known: the first conversation's replica takes
+  // an identical new one while it carries at most cached_start_slots(32) = 1 conversation more than an
+  // idle replica; the next one goes to an idle replica, and the one after joins it there.
   const Decision first = route(request(1, 1, 100));
-  const Decision second = route(request(2, 2, 100));
-  ASSERT_TRUE(first.ok() && second.ok());
-  EXPECT_NE(first.replica, second.replica);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(route(request(2, 2, 100)).replica, first.replica);
+  const Decision third = route(request(3, 3, 100));
+  ASSERT_TRUE(third.ok());
+  EXPECT_NE(third.replica, first.replica);
+  EXPECT_EQ(route(request(4, 4, 100)).replica, third.replica);
+  // Two replicas with two conversations, two idle: the fifth spreads again.
+  const Decision fifth = route(request(5, 5, 100));
+  EXPECT_NE(fifth.replica, first.replica);
+  EXPECT_NE(fifth.replica, third.replica);
+}
+
+TEST_F(ThreadRouterTest, ANewConversationArrivingWhileTheFirstIsInFlightSpreads) {
+  // Four agents starting at once: the first one's request is still in flight (a request and a
+  // conversation more than an idle replica), so each goes to a replica of its own.
+  release_ = false;
+  std::set<ReplicaIndex> homes;
+  for (std::uint64_t s = 1; s <= 4; ++s) {
+    homes.insert(*route(request(s, s, 100)).replica);
+  }
+  EXPECT_EQ(homes.size(), 4u);
 }
 
 TEST_F(ThreadRouterTest, ANewSubagentPrefersItsSessionsReplicas) {
@@ -187,6 +256,23 @@ TEST_F(ThreadRouterTest, ASideRequestGoesToTheSessionsHomeAndMovesNothing) {
   EXPECT_EQ(route(sub_side, 2).replica, main.replica);
   EXPECT_EQ(router_.home_of(9, seconds(2)), std::nullopt);
   EXPECT_EQ(router_.view(seconds(2)).threads, 0u);
+}
+
+TEST_F(ThreadRouterTest, ThreadsOffKeepsOneHomePerSessionAndPlacesByLoad) {
+  Router router(router_config(RoutingConfig{.max_num_seqs = 32, .threads = false}));
+  const auto send = [&](const RequestFacts& f) {
+    const Decision d = router.route(f, metrics_, seconds(0), rng_);
+    router.finish(*d.replica);
+    return d;
+  };
+  const Decision main = send(request(1, 1, 100));
+  const Decision sub = send(request(1, 2, 200));  // a subagent: the session's own home, as a later turn
+  EXPECT_EQ(sub.replica, main.replica);
+  EXPECT_EQ(sub.route, Route::sticky);
+  EXPECT_EQ(router.home_of(2, seconds(0)), std::nullopt);
+  EXPECT_EQ(router.view(seconds(0)).threads, 0u);
+  // An identical new conversation goes to the idlest replica, not to where its start is cached.
+  EXPECT_NE(send(request(3, 3, 100)).replica, main.replica);
 }
 
 TEST(ThreadIndex, ANewThreadIdOnEveryRequestCannotGrowASession) {

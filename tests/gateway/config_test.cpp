@@ -154,25 +154,30 @@ TEST(Config, AdmissionIsAWordOrAMapWithItsBounds) {
   }
 }
 
-TEST(Config, RebalanceAndCostSpillAreRoutingSwitches) {
+TEST(Config, RebalanceThreadsAndCostSpillAreRoutingSwitches) {
   const auto model = [](const std::string& routing) {
     return "models:\n  - name: m\n    routing: " + routing + "\n    replicas: { urls: [http://a:1] }\n";
   };
   auto r = parse_config(model("{ affinity: true }"), "w.yaml");
   ASSERT_TRUE(r.ok()) << r.error_text();
   EXPECT_TRUE(r.config->models[0].routing.rebalance) << "on unless switched off";
+  EXPECT_TRUE(r.config->models[0].routing.threads) << "on unless switched off";
   EXPECT_FALSE(r.config->models[0].routing.cost_spill.enabled) << "off unless asked for";
-  r = parse_config(model("{ rebalance: false, cost_spill: { mode: on, margin: 500ms } }"), "w.yaml");
+  r = parse_config(model("{ rebalance: false, threads: false, cost_spill: { mode: on, margin: 500ms } }"),
+                   "w.yaml");
   ASSERT_TRUE(r.ok()) << r.error_text();
   EXPECT_FALSE(r.config->models[0].routing.rebalance);
+  EXPECT_FALSE(r.config->models[0].routing.threads);
   EXPECT_TRUE(r.config->models[0].routing.cost_spill.enabled);
   EXPECT_EQ(r.config->models[0].routing.cost_spill.margin, std::chrono::milliseconds(500));
   r = parse_config(model("{ cost_spill: on }"), "w.yaml");
   ASSERT_TRUE(r.ok()) << r.error_text();
   EXPECT_TRUE(r.config->models[0].routing.cost_spill.enabled);
 
-  const auto e = errors_of(model("{ rebalance: sometimes, cost_spill: { mode: auto, slack: 1s } }"));
+  const auto e =
+      errors_of(model("{ rebalance: sometimes, threads: 2, cost_spill: { mode: auto, slack: 1s } }"));
   for (const char* want : {"models[0].routing.rebalance must be true or false",
+                           "models[0].routing.threads must be true or false",
                            "models[0].routing.cost_spill.mode must be off or on",
                            "unknown key 'slack' in models[0].routing.cost_spill"}) {
     EXPECT_NE(e.find(want), std::string::npos) << "missing: " << want << "\nin:\n" << e;

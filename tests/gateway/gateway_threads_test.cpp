@@ -1,7 +1,7 @@
 // Threads through real processes (a warden in front of `lm-warden sim`): a Claude Code session's main
 // thread and its subagent (its requests carry X-Claude-Code-Agent-Id and another system prompt) each keep
 // their own home, with no prefix break; a side request moves nothing; the admin API and /metrics show
-// the session's threads.
+// the session's threads; a fingerprint-keyed conversation that compacts starts afresh without a break.
 #include <gtest/gtest.h>
 
 #include "gateway_support.hpp"
@@ -36,8 +36,13 @@ struct Sent {
   std::string route;
 };
 
-Sent send(Client& c, const std::string& body, const std::string& agent = "") {
-  warden::net::Headers h{{"X-Claude-Code-Session-Id", kSession}};
+// A request of the session (of its thread `agent` if given), or with `keyed` false one that names no
+// session: the warden keys it by its fingerprint.
+Sent send(Client& c, const std::string& body, const std::string& agent = "", bool keyed = true) {
+  warden::net::Headers h;
+  if (keyed) {
+    h.push_back({"X-Claude-Code-Session-Id", kSession});
+  }
   if (!agent.empty()) {
     h.push_back({"X-Claude-Code-Agent-Id", agent});
   }
@@ -93,6 +98,38 @@ TEST(GatewayThreads, MainThreadAndSubagentEachKeepTheirHomeWithoutBreaks) {
   const auto r = admin.get("/api/models/m/sessions?limit=5", {{"Authorization", "Bearer secret"}});
   ASSERT_EQ(r.status, 200u) << r.body;
   EXPECT_EQ(json_of(r).at("sessions").as_array().size(), 1u);
+}
+
+// A client that names no session is keyed by its fingerprint (system, tools, first user message). When it
+// compacts (the history replaced by a summary) its fingerprint changes: a new conversation, not a break,
+// and it goes back to the replica that holds its system prompt and tools (the one its earlier turns left
+// there counts as one conversation more, within the margin).
+TEST(GatewayThreads, AFingerprintKeyedConversationCompactedStartsAfreshWhereItsStartIsCached) {
+  auto sim = start_sim(4);
+  Warden w(dp_model(sim->port(), 4));
+  Client c(w.port);
+  const std::string system(6000, 's');
+  const Sent first = send(c, agent_body(system, 1), "", false);
+  EXPECT_EQ(first.route, "new");
+  for (int turn = 2; turn <= 4; ++turn) {
+    const Sent later = send(c, agent_body(system, turn), "", false);
+    EXPECT_EQ(later.route, "sticky");
+    EXPECT_EQ(later.replica, first.replica);
+  }
+  boost::json::object compacted = boost::json::parse(agent_body(system, 1)).as_object();
+  compacted["messages"] = boost::json::array{
+      boost::json::object{{"role", "user"}, {"content", "Summary of the conversation so far: steps 0-3."}}};
+  const Sent after = send(c, boost::json::serialize(compacted), "", false);
+  EXPECT_EQ(after.route, "new");
+  EXPECT_EQ(after.replica, first.replica);
+  compacted["messages"].as_array().push_back(boost::json::object{{"role", "assistant"}, {"content", "ok"}});
+  compacted["messages"].as_array().push_back(boost::json::object{{"role", "user"}, {"content", "go on"}});
+  const Sent next = send(c, boost::json::serialize(compacted), "", false);
+  EXPECT_EQ(next.route, "sticky");
+  EXPECT_EQ(next.replica, first.replica);
+  const auto m = card(w.port);
+  EXPECT_EQ(num(m.at("prefix_breaks")), 0);
+  EXPECT_EQ(num(m.at("thread_compactions")), 0);
 }
 
 }  // namespace

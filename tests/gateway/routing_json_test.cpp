@@ -37,6 +37,7 @@ RoutingConfig unusual() {
   c.vllm_balancer = warden::core::VllmBalancerModel::legacy;
   c.cost_spill = {true, std::chrono::milliseconds(750)};
   c.rebalance = false;
+  c.threads = false;
   return c;
 }
 
@@ -74,6 +75,9 @@ TEST(RoutingJson, APatchChangesOnlyWhatItNames) {
   want = base;
   want.rebalance = true;
   EXPECT_EQ(patched(base, R"({"rebalance": true})"), want);
+  want = base;
+  want.threads = true;
+  EXPECT_EQ(patched(base, R"({"threads": true})"), want);
 }
 
 TEST(RoutingJson, TheAdminScopeLeavesWhatTheConfigAndEnginesFix) {
@@ -83,7 +87,7 @@ TEST(RoutingJson, TheAdminScopeLeavesWhatTheConfigAndEnginesFix) {
     EXPECT_TRUE(error_of(body, RoutingScope::stored).empty()) << body;
   }
   EXPECT_NE(error_of(R"({"colour": 1})")
-                .find("expected affinity, spill_threshold, rebalance, cost_spill, admission"),
+                .find("expected affinity, spill_threshold, rebalance, threads, cost_spill, admission"),
             std::string::npos)
       << error_of(R"({"colour": 1})");
 }
@@ -100,6 +104,7 @@ TEST(RoutingJson, BadPatchesAreRefusedWithAReason) {
                           R"({"spill_threshold": 2.5})",
                           R"({"spill_threshold": 1000001})",
                           R"({"rebalance": "yes"})",
+                          R"({"threads": 1})",
                           R"({"cost_spill": true})",
                           R"({"cost_spill": {"margin": -1}})",
                           R"({"admission": "on"})",

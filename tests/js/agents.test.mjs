@@ -3,9 +3,13 @@
 // (`claude -p`, then `claude -c -p`, each in its own directory), a later conversation in the first one's
 // project sent to the replica that served it (its first turn must find the shared system and tool prefix
 // cached: Claude Code's per-conversation billing line, its first system block, is removed), and a
-// Codex turn plus a resumed one. Every agent talks through its own small recording proxy, which passes bytes
-// unchanged and keeps each request's body, the warden's x-warden-replica and the reply's usage. Offline:
-// dummy keys, a temporary HOME per agent, telemetry, updates and non-essential traffic off.
+// Codex turn plus a resumed one. A second warden whose sim answers with tool calls runs two Claude Code
+// conversations in one project, each of whose prompt starts a subagent: every thread stays on its own
+// replica, no prefix break is counted, and the second conversation's main thread and subagent each find
+// their system and tool prefix cached on their first request. Every agent talks through its own small
+// recording proxy, which passes bytes unchanged and keeps each request's body, the warden's
+// x-warden-replica and x-warden-route and the reply's usage. Offline: dummy keys, a temporary HOME per
+// agent, telemetry, updates and non-essential traffic off.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -42,14 +46,32 @@ if (notInstalled && process.env.CI) {
 }
 
 // The model entry's launch section: the warden starts the sim on the replicas' port and supervises it.
-function launchYaml() {
+// `extra`: more sim arguments (e.g. --tool-rounds, so the sim answers with tool calls).
+function launchYaml(extra = []) {
+  const more = extra.map((a) => `, "${a}"`).join('');
   return `    launch:
       command: ["\${WARDEN_BINARY}", sim, --port, "\${PORT}", --data-parallel-size, "\${DP_SIZE}",
                 --preset, a4000-qwen3-4b, --time-scale, "${TIME_SCALE}", --max-model-len, "${MAX_MODEL_LEN}",
-                --served-model-name, "\${SERVED_MODEL_NAME}"]
+                --served-model-name, "\${SERVED_MODEL_NAME}"${more}]
       health_timeout: 30s
       stop_grace: 2s
 `;
+}
+
+// Starts `lm-warden serve` launching the 4-rank sim in `dir`; resolves {serve, base} once all 4 are healthy.
+async function startServe(dir, simArgs = []) {
+  const config = writeConfig(dir, `http://127.0.0.1:${await freePort()}`, '', launchYaml(simArgs));
+  const serve = new Child('serve', warden(), ['serve', '--config', config]);
+  const base = `http://127.0.0.1:${await serve.port()}`;
+  await waitFor(
+    async () => {
+      const r = await fetch(`${base}/api/models/${encodeURIComponent(MODEL)}`);
+      const m = r.ok ? await r.json() : null;
+      return m?.healthy_replicas === 4;
+    },
+    { timeoutMs: 40000, intervalMs: 200, what: 'the launched sim to serve 4 healthy replicas' },
+  );
+  return { serve, base };
 }
 
 // Usage of one reply, whichever API: Anthropic SSE (message_start / message_delta), Responses SSE
@@ -189,9 +211,9 @@ function claudeEnv(home, baseUrl) {
   return env;
 }
 
-function claudeTurn(conv, prompt, { resume, headers }) {
+function claudeTurn(conv, prompt, { resume, headers, extraEnv = {} }) {
   const args = [...(resume ? ['-c'] : []), '-p', prompt, '--output-format', 'json', '--model', MODEL];
-  const env = claudeEnv(conv.home, conv.recorder.url);
+  const env = { ...claudeEnv(conv.home, conv.recorder.url), ...extraEnv };
   if (headers) {
     env.ANTHROPIC_CUSTOM_HEADERS = headers;
   }
@@ -218,48 +240,51 @@ async function countTokens(base, body) {
   return json.input_tokens;
 }
 
-describe('real agents through the warden', { skip, timeout: 540000 }, () => {
-  let dir;
-  let serve;
-  let base;
-  const recorders = [];
+// Kills the agents still running, closes the recorders, stops the warden (which stops the sim it launched)
+// and removes the test's folder.
+async function tearDown(serve, dir, recorders) {
+  for (const child of running) {
+    child.kill('SIGKILL');
+  }
+  for (const r of recorders) {
+    r.close();
+  }
+  await serve?.stop();
+  if (dir) {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
 
+// The tokens of a request's system prompt and tools (its start, shared by the conversations of a project).
+async function startTokens(base, body) {
+  const one = [{ role: 'user', content: 'x' }];
+  return (
+    (await countTokens(base, { system: body.system, tools: body.tools, messages: one })) -
+    (await countTokens(base, { messages: one }))
+  );
+}
+
+// A warden launching the sim for the tests of one describe block: started before them, stopped after.
+function useWarden(simArgs = []) {
+  const w = { dir: null, serve: null, base: null, recorders: [] };
   before(async () => {
-    dir = tempDir();
-    const config = writeConfig(dir, `http://127.0.0.1:${await freePort()}`, '', launchYaml());
-    serve = new Child('serve', warden(), ['serve', '--config', config]);
-    base = `http://127.0.0.1:${await serve.port()}`;
-    await waitFor(
-      async () => {
-        const r = await fetch(`${base}/api/models/${encodeURIComponent(MODEL)}`);
-        const m = r.ok ? await r.json() : null;
-        return m?.healthy_replicas === 4;
-      },
-      { timeoutMs: 40000, intervalMs: 200, what: 'the launched sim to serve 4 healthy replicas' },
-    );
+    w.dir = tempDir();
+    ({ serve: w.serve, base: w.base } = await startServe(w.dir, simArgs));
   });
+  after(() => tearDown(w.serve, w.dir, w.recorders));
+  return w;
+}
 
-  after(async () => {
-    for (const child of running) {
-      child.kill('SIGKILL');
-    }
-    for (const r of recorders) {
-      r.close();
-    }
-    // The warden stops the sim it launched.
-    await serve?.stop();
-    if (dir) {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
-  });
+describe('real agents through the warden', { skip, timeout: 540000 }, () => {
+  const w = useWarden();
 
   async function conversation(name) {
-    const home = path.join(dir, name, 'home');
-    const cwd = path.join(dir, name, 'work');
+    const home = path.join(w.dir, name, 'home');
+    const cwd = path.join(w.dir, name, 'work');
     fs.mkdirSync(home, { recursive: true });
     fs.mkdirSync(cwd, { recursive: true });
-    const recorder = await startRecorder(base);
-    recorders.push(recorder);
+    const recorder = await startRecorder(w.base);
+    w.recorders.push(recorder);
     return { name, home, cwd, recorder };
   }
 
@@ -297,10 +322,7 @@ describe('real agents through the warden', { skip, timeout: 540000 }, () => {
     assert.equal(first.replica, replica, `${conv.name} was sent to replica ${replica}`);
     const session = (r) => r.headers['x-claude-code-session-id'];
     assert.notEqual(session(first), session(mainRequests(c0)[0]), `${conv.name} is a conversation of its own`);
-    const one = [{ role: 'user', content: 'x' }];
-    const prefix =
-      (await countTokens(base, { system: first.body.system, tools: first.body.tools, messages: one })) -
-      (await countTokens(base, { messages: one }));
+    const prefix = await startTokens(w.base, first.body);
     const cached = first.usage?.cached ?? 0;
     assert.ok(
       cached >= 0.8 * prefix,
@@ -310,11 +332,11 @@ describe('real agents through the warden', { skip, timeout: 540000 }, () => {
   });
 
   test('Codex: exec and a resumed turn answer briefly', async () => {
-    const home = path.join(dir, 'codex', 'home');
-    const cwd = path.join(dir, 'codex', 'work');
+    const home = path.join(w.dir, 'codex', 'home');
+    const cwd = path.join(w.dir, 'codex', 'work');
     fs.mkdirSync(cwd, { recursive: true });
-    const recorder = await startRecorder(base);
-    recorders.push(recorder);
+    const recorder = await startRecorder(w.base);
+    w.recorders.push(recorder);
     const env = writeCodexHome(home, { model: MODEL, contextWindow: MAX_MODEL_LEN, url: recorder.url });
     const opts = { cwd, env };
     const first = await run(CODEX, ['exec', '--skip-git-repo-check', 'say hi'], opts);
@@ -330,6 +352,79 @@ describe('real agents through the warden', { skip, timeout: 540000 }, () => {
       // 250 tokens, p99 about 2,600).
       assert.match(r.reply, /response\.completed/, `the reply ended on its own: ${r.reply?.slice(-300)}`);
       assert.ok((r.usage?.output ?? Infinity) <= 4096, `reply of ${r.usage?.output} output tokens`);
+    }
+  });
+});
+
+// Claude Code's agent-loop requests of one conversation by thread: the main thread (no agent id) and each
+// subagent (X-Claude-Code-Agent-Id), in the order they arrived.
+function threadsOf(conv) {
+  const threads = new Map();
+  for (const r of mainRequests(conv)) {
+    const id = r.headers['x-claude-code-agent-id'] ?? 'main';
+    threads.set(id, [...(threads.get(id) ?? []), r]);
+  }
+  return threads;
+}
+
+describe('a Claude Code subagent through the warden', { skip, timeout: 420000 }, () => {
+  // The sim answers a request that offers tools with tool calls (docs/sim.md, Tool calls), and always
+  // starts a subagent when the opening prompt asks for one.
+  const w = useWarden(['--tool-rounds', '3.5']);
+
+  test('threads stay home, no prefix breaks, the next conversation reads both shared starts from cache', async () => {
+    // One project (the same HOME and working directory, so the same system prompts and tools) and two
+    // conversations in it, the second started as soon as the first ends: the first one's threads still
+    // count as load on their replicas.
+    const home = path.join(w.dir, 'home');
+    const cwd = path.join(w.dir, 'project');
+    fs.mkdirSync(home, { recursive: true });
+    fs.mkdirSync(cwd, { recursive: true });
+    fs.writeFileSync(path.join(cwd, 'notes.txt'), 'The release is planned for Friday.\n');
+    fs.writeFileSync(path.join(cwd, 'README.md'), '# Demo\nA small project to explore.\n');
+    fs.writeFileSync(path.join(cwd, 'main.py'), 'print("hello")\n');
+    const prompt = 'explore this folder using a subagent, then read notes.txt';
+    const convs = [];
+    for (const name of ['first', 'second']) {
+      const recorder = await startRecorder(w.base);
+      w.recorders.push(recorder);
+      const conv = { name, home, cwd, recorder };
+      // 4,096 output tokens leave room to compact in a 32k window (docs/agents.md); with the default
+      // 32,000 the agent loop compacts on every turn and gives up.
+      const extraEnv = { CLAUDE_CODE_MAX_OUTPUT_TOKENS: '4096' };
+      const res = await claudeTurn(conv, prompt, { resume: false, extraEnv });
+      assert.equal(res.code, 0, describeRun(name, res));
+      assert.equal(JSON.parse(res.stdout).is_error, false, describeRun(name, res));
+      convs.push(conv);
+    }
+
+    for (const conv of convs) {
+      const threads = threadsOf(conv);
+      const subagents = [...threads.keys()].filter((k) => k !== 'main');
+      assert.ok(threads.has('main') && subagents.length >= 1, `${conv.name}: threads ${[...threads.keys()]}`);
+      for (const [id, reqs] of threads) {
+        const what = `${conv.name} thread ${id}`;
+        assert.ok(reqs.every((r) => r.status === 200), `${what}: ${reqs.map((r) => r.status)}`);
+        assert.equal(new Set(reqs.map((r) => r.replica)).size, 1, `${what} replicas ${reqs.map((r) => r.replica)}`);
+        const later = reqs.slice(1).map((r) => r.route);
+        assert.ok(later.every((route) => route === 'sticky'), `${what} routes ${reqs.map((r) => r.route)}`);
+      }
+    }
+    const card = await (await fetch(`${w.base}/api/models/${encodeURIComponent(MODEL)}`)).json();
+    assert.equal(card.prefix_breaks, 0, `prefix breaks: ${JSON.stringify(card.sessions)}`);
+
+    // The second conversation's first requests, main thread and subagent, each found its start cached
+    // where the first conversation's thread of that kind had run.
+    const threads = threadsOf(convs[1]);
+    const firstSub = [...threads.entries()].find(([k]) => k !== 'main')[1][0];
+    for (const [what, first] of [['main thread', threads.get('main')[0]], ['subagent', firstSub]]) {
+      const shared = await startTokens(w.base, first.body);
+      const cached = first.usage?.cached ?? 0;
+      assert.ok(
+        cached >= 0.8 * shared,
+        `second conversation's ${what}, first request on replica ${first.replica} (${first.route}): ` +
+          `${cached} cached tokens of a ${shared}-token system+tools start (usage ${JSON.stringify(first.usage)})`,
+      );
     }
   });
 });

@@ -135,6 +135,25 @@ TEST(WhatifAgentic, TaskPriorityReschedulesTheEnginesAndNothingFails) {
   EXPECT_EQ(warm->rows.at(1).errors, 0);
 }
 
+// A subagent is a thread of its own, as the gateway keys it: placed (route new) apart from its main thread
+// with threads on; with routing.threads off it is a later turn of its session on the session's home.
+TEST(WhatifAgentic, SubagentsArePlacedAsThreadsUnlessThreadsAreOff) {
+  SimulationConfig c = agentic_config();
+  c.policies = {"affinity"};
+  c.routing.rebalance = false;  // no move hides a placement
+  const auto new_routes = [](const Outcome& o) {
+    return o.levels.at(0).routes[static_cast<std::size_t>(core::Route::new_conversation)];
+  };
+  const auto on = simulate(c);
+  c.routing.threads = false;
+  const auto off = simulate(c);
+  ASSERT_TRUE(on && off);
+  const std::uint64_t sessions = off->levels.at(0).sessions_started;
+  EXPECT_EQ(new_routes(*off), sessions);
+  EXPECT_GT(new_routes(*on), new_routes(*off));
+  EXPECT_GT(on->levels.at(0).routes[static_cast<std::size_t>(core::Route::sticky)], 0U);
+}
+
 TEST(WhatifAgentic, TheReferenceWorkloadHasNoTaskColumns) {
   SimulationConfig c = agentic_config();
   c.workload = workload::WorkloadConfig{};

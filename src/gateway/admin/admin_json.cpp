@@ -131,6 +131,7 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
   routing["spill_threshold_auto"] = view.routing.spill_threshold.is_auto();
   routing["spill_label"] = view.spill_label;
   routing["rebalance"] = view.routing.rebalance;
+  routing["threads"] = view.routing.threads;
   routing["cost_spill"] = {
       {"mode", view.routing.cost_spill.enabled ? "on" : "off"},
       {"margin_s", std::chrono::duration<double>(view.routing.cost_spill.margin).count()}};

@@ -295,7 +295,8 @@ net::Response routing(const Call& c) {
   if (c.req.method() != http::verb::patch && c.req.method() != http::verb::put) {
     throw AdminError{405,
                      "use PATCH with {\"affinity\": bool, \"spill_threshold\": \"auto\"|N, \"rebalance\": "
-                     "bool, \"cost_spill\": \"on\"|\"off\"|{...}, \"admission\": \"off\"|\"auto\"|{...}}"};
+                     "bool, \"threads\": bool, \"cost_spill\": \"on\"|\"off\"|{...}, \"admission\": "
+                     "\"off\"|\"auto\"|{...}}"};
   }
   require_admin(c);
   ModelRuntime& m = model_named(c.ctx, c.name);

@@ -354,6 +354,7 @@ void Gateway::watch_prefix(ModelRuntime& model, const protocol::RequestInfo& inf
   const StartVerdict verdict = model.prefix_watch().observe(
       {info.session_hash, info.thread_hash, start, info.offers_tools, info.prompt_tokens_estimate});
   facts.thread.start = start.hash;
+  facts.thread.long_start = start.bytes >= protocol::kPromptStartBytes;
   facts.thread.side = verdict == StartVerdict::side;
   if (verdict == StartVerdict::broke || verdict == StartVerdict::compacted) {
     spdlog::debug("prefix {}: model {} session {} thread {}",

@@ -120,7 +120,8 @@ void plan_models(const Config& running, const Config& next, ReloadPlan& plan) {
 bool same_routing(const core::RoutingConfig& a, const core::RoutingConfig& b) {
   return a.affinity == b.affinity && a.spill_threshold == b.spill_threshold &&
          a.max_num_seqs == b.max_num_seqs && a.policy == b.policy && a.admission == b.admission &&
-         a.vllm_balancer == b.vllm_balancer && a.cost_spill == b.cost_spill && a.rebalance == b.rebalance;
+         a.vllm_balancer == b.vllm_balancer && a.cost_spill == b.cost_spill && a.rebalance == b.rebalance &&
+         a.threads == b.threads;
 }
 
 namespace {
