@@ -127,6 +127,60 @@ TEST(ModelRuntime, UnhealthyAfterConsecutiveFailuresAndRecoversOnScrape) {
   EXPECT_EQ(m.replicas()[0].metrics.running, 0u);
 }
 
+// What the routing core reads of an ejected replica: unhealthy, until its probe is out and back.
+TEST(ModelRuntime, AnEjectedReplicaReadsAsUnhealthyUntilItsProbeSucceeds) {
+  Config c = config_of(kUrls);
+  ModelRuntime m(c.models[0], 3);
+  warden::core::OutlierConfig o;
+  o.consecutive_failures = 2;
+  o.base_ejection = std::chrono::seconds(10);
+  m.set_outlier(o);
+  using std::chrono::seconds;
+  EXPECT_FALSE(m.request_failed(1, warden::core::OutlierReason::first_byte, seconds(1)));
+  EXPECT_TRUE(m.request_failed(1, warden::core::OutlierReason::first_byte, seconds(2)));
+  EXPECT_FALSE(m.metrics(seconds(3))[1].healthy);
+  EXPECT_TRUE(m.metrics(seconds(3))[0].healthy);
+  EXPECT_TRUE(m.replicas()[1].metrics.healthy);  // what the scrapes say is kept apart
+  EXPECT_FALSE(m.take_probe(1, seconds(11)));    // still in its backoff (until 12 s)
+  EXPECT_TRUE(m.metrics(seconds(12))[1].healthy);
+  EXPECT_TRUE(m.take_probe(1, seconds(12)));
+  EXPECT_FALSE(m.metrics(seconds(12))[1].healthy);  // one probe at a time
+  EXPECT_TRUE(m.request_succeeded(1, seconds(13)));
+  EXPECT_TRUE(m.metrics(seconds(13))[1].healthy);
+  EXPECT_FALSE(m.request_failed(7, warden::core::OutlierReason::first_byte, seconds(13)));  // no such replica
+}
+
+// The progress watchdog from scrapes: running requests and token counters that stand still for
+// stall_after eject the replica; it is probed only once its counters move again.
+TEST(ModelRuntime, AStalledEngineIsEjectedAndProbedOnlyOnceItMovesAgain) {
+  Config c = config_of(kUrls);
+  ModelRuntime m(c.models[0], 3);
+  warden::core::OutlierConfig o;
+  o.base_ejection = std::chrono::seconds(5);
+  o.stall_after = std::chrono::seconds(20);
+  m.set_outlier(o);
+  const auto& u0 = c.models[0].urls[0];
+  auto scrape = [&](double running, double tokens, int at) {
+    const std::string text = "vllm:num_requests_running{model_name=\"served\"} " + std::to_string(running) +
+                             "\nvllm:generation_tokens_total{model_name=\"served\"} " +
+                             std::to_string(tokens) +
+                             "\nvllm:prompt_tokens_total{model_name=\"served\"} 100\n";
+    m.apply_scrape(u0, *parse_vllm_metrics(text, "served"), std::chrono::seconds(at));
+  };
+  scrape(2, 500, 0);
+  scrape(2, 500, 19);
+  EXPECT_TRUE(m.eject_stalled(std::chrono::seconds(19)).empty());
+  scrape(2, 500, 20);
+  EXPECT_EQ(m.eject_stalled(std::chrono::seconds(20)), std::vector<int>{0});
+  EXPECT_TRUE(m.eject_stalled(std::chrono::seconds(21)).empty());  // once
+  EXPECT_EQ(m.replicas()[0].outlier.reason(), warden::core::OutlierReason::no_progress);
+  scrape(2, 500, 30);
+  EXPECT_FALSE(m.routable(0, std::chrono::seconds(30)));  // backoff over, still stalled
+  scrape(2, 530, 31);
+  EXPECT_TRUE(m.routable(0, std::chrono::seconds(31)));
+  EXPECT_TRUE(m.take_probe(0, std::chrono::seconds(31)));
+}
+
 TEST(ModelRuntime, HostileMetricValuesAreClamped) {
   Config c = config_of(kDp);
   ModelRuntime m(c.models[0], 1);

@@ -137,6 +137,9 @@ ReloadPlan plan_reload(const Config& running, const Config& next) {
   if (!same_timeouts(running.timeouts, next.timeouts)) {
     plan.applied.emplace_back("timeouts");
   }
+  if (running.outlier != next.outlier) {
+    plan.applied.emplace_back("outlier");
+  }
   plan_restart_only(running, next, plan);
   plan_models(running, next, plan);
   return plan;
