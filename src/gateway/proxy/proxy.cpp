@@ -411,6 +411,7 @@ bool Gateway::route(Exchange& ex, const Outgoing& out, int attempt, Attempt& at)
 
 bool Gateway::take_decision(Exchange& ex, const Outgoing& out, int attempt, Attempt& at) {
   RequestRecord& rec = ex.record;
+  ex.drop_probe();  // routed again (another warden placed it first): the earlier pick probes nothing
   ex.routed = !out.counting_only && at.decision.ok();
   const core::Decision& d = at.decision;
   if (!d.ok()) {
