@@ -52,6 +52,7 @@ class FaultyEngine {
   enum class Fault {
     hang,   // accepts inference requests and never answers them (the engine core is stuck)
     stall,  // answers a stream's header and first event, then sends nothing more
+    error,  // answers every request at once with a 500 (an engine core that died under its API server)
     none,   // answers every request at once (a healed engine)
   };
 
@@ -204,6 +205,13 @@ class FaultyEngine {
       case Fault::none:
         send_all(fd, answer());
         return true;
+      case Fault::error: {
+        const std::string body = R"({"error":{"message":"EngineCore died","type":"InternalServerError"}})";
+        send_all(fd,
+                 "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: " +
+                     std::to_string(body.size()) + "\r\n\r\n" + body);
+        return true;
+      }
       case Fault::stall: {
         const std::string event =
             R"(data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"first"}}]})"

@@ -186,6 +186,22 @@ TEST(GatewayEjection, StreamsThatStallAfterTheirFirstEventEjectTheReplica) {
   expect_routed_around(w.port, convs);
 }
 
+// An engine that answers 500 at once: its answers reach the client as they are, and two in a row eject it.
+TEST(GatewayEjection, AnEngineAnswering5xxIsEjected) {
+  FaultyEngine bad(FaultyEngine::Fault::error, kServed);
+  auto sim = start_sim(1, 0.005);
+  Warden w(two_replicas(bad.port(), sim->port()), kFastFailures);
+  const auto convs = sessions("error-", 8);
+  int errors = 0;
+  for (const Turn& t : turns(w.port, convs)) {
+    EXPECT_TRUE((t.status == 500 && t.replica == "0") || (t.status == 200 && t.replica == "1")) << t.status;
+    errors += t.status == 500 ? 1 : 0;
+  }
+  ASSERT_GE(errors, 2) << "placement used the failing replica less than twice";
+  EXPECT_EQ(metric_value(w.port, ejections("gateway_error")), 1);
+  expect_routed_around(w.port, convs);
+}
+
 // A stuck engine that reports its requests running while its token counters stand still is ejected by the
 // progress watchdog (stall_after 1 s) long before first_byte (30 s): the requests waiting there answer
 // from the other replica within a second of the ejection.
