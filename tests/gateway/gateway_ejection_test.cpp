@@ -97,6 +97,19 @@ std::int64_t ejected_at_ms(int port, std::chrono::milliseconds backoff) {
   return e.is_null() ? 0 : num(e.at("until_unix_ms")) - backoff.count();
 }
 
+// The first turns: each failed on replica 0 with `failed` (the failures that ejected it) or was answered by
+// replica 1, and none waited longer than `bound`. Returns how many failed.
+int failed_on_0(const std::vector<Turn>& turns, unsigned failed, Clock::duration bound) {
+  int n = 0;
+  for (const Turn& t : turns) {
+    EXPECT_LT(t.waited, bound) << t.body;
+    EXPECT_TRUE((t.status == failed && t.replica == "0") || (t.status == 200 && t.replica == "1"))
+        << t.status << " " << t.replica << " " << t.body;
+    n += t.status == failed ? 1 : 0;
+  }
+  return n;
+}
+
 // After the first failures: every conversation's next turn and every new conversation answer 200 from the
 // working replica.
 void expect_routed_around(int port, const std::vector<std::string>& old_sessions) {
@@ -125,13 +138,8 @@ TEST(GatewayEjection, AReplicaThatNeverAnswersIsEjectedAfterTheFirstTimeouts) {
   auto sim = start_sim(1, 0.005);  // ~20 ms a token: busy enough that placement uses both replicas
   Warden w(two_replicas(bad.port(), sim->port()), kFastFailures);
   const auto convs = sessions("hang-", 10);
-  const std::vector<Turn> first = turns(w.port, convs);
-  for (const Turn& t : first) {
-    EXPECT_LT(t.waited, 3500ms) << t.body;  // one first_byte and the answer from the other replica
-    // 504: timed out there (the failures that ejected it); 200: answered by the other replica.
-    EXPECT_TRUE((t.status == 504 && t.replica == "0") || (t.status == 200 && t.replica == "1"))
-        << t.status << " " << t.replica << " " << t.body;
-  }
+  // One first_byte, and the answer from the other replica.
+  EXPECT_GE(failed_on_0(turns(w.port, convs), 504, 3500ms), 2);  // the two that ejected it
   ASSERT_GE(bad.inference_requests(), 2) << "placement never used the hanging replica twice";
   EXPECT_EQ(metric_value(w.port, ejections("first_byte")), 1);
   const auto c = card(w.port);
@@ -152,12 +160,8 @@ TEST(GatewayEjection, ABlackHoleIsEjectedWithoutWaitingForItsScrapes) {
   Warden w(two_replicas(hole.port(), sim->port()),
            "metrics: { scrape_interval: 1s, scrape_timeout: 60s, unhealthy_after: 3 }\n" + kFastFailures);
   const auto convs = sessions("hole-", 10);
-  int on_hole = 0;
-  for (const Turn& t : turns(w.port, convs)) {
-    EXPECT_LT(t.waited, 3500ms) << t.body;
-    on_hole += t.status == 504 ? 1 : 0;
-  }
-  ASSERT_GE(on_hole, 2) << "placement used the black hole less than twice";
+  ASSERT_GE(failed_on_0(turns(w.port, convs), 504, 3500ms), 2)
+      << "placement used the black hole less than twice";
   EXPECT_EQ(metric_value(w.port, ejections("first_byte")), 1);
   EXPECT_EQ(replica_of(card(w.port), 0).at("healthy").as_bool(), true);  // its scrape still hangs
   expect_routed_around(w.port, convs);
@@ -192,12 +196,8 @@ TEST(GatewayEjection, AnEngineAnswering5xxIsEjected) {
   auto sim = start_sim(1, 0.005);
   Warden w(two_replicas(bad.port(), sim->port()), kFastFailures);
   const auto convs = sessions("error-", 8);
-  int errors = 0;
-  for (const Turn& t : turns(w.port, convs)) {
-    EXPECT_TRUE((t.status == 500 && t.replica == "0") || (t.status == 200 && t.replica == "1")) << t.status;
-    errors += t.status == 500 ? 1 : 0;
-  }
-  ASSERT_GE(errors, 2) << "placement used the failing replica less than twice";
+  ASSERT_GE(failed_on_0(turns(w.port, convs), 500, 2s), 2)
+      << "placement used the failing replica less than twice";
   EXPECT_EQ(metric_value(w.port, ejections("gateway_error")), 1);
   expect_routed_around(w.port, convs);
 }
