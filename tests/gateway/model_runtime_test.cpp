@@ -228,6 +228,34 @@ TEST(AdminJson, ModelCardHasEveryFieldOfTheRoutingCard) {
     EXPECT_TRUE(chosen.contains(key)) << key;
   }
   EXPECT_TRUE(chosen.at("prefix_hit_rate").is_null());
+  EXPECT_FALSE(chosen.at("ejected").as_bool());
+  EXPECT_TRUE(chosen.at("ejection").is_null());
+}
+
+// An ejected replica's row says why and until when (unix ms from the steady clock's backoff end).
+TEST(AdminJson, AnEjectedReplicaShowsItsEjection) {
+  Config c = config_of(kDp);
+  ModelRuntime m(c.models[0], 3);
+  warden::core::OutlierConfig o;
+  o.consecutive_failures = 1;
+  o.base_ejection = std::chrono::seconds(30);
+  m.set_outlier(o);
+  const auto t = std::chrono::seconds(100);
+  ASSERT_TRUE(m.request_failed(1, warden::core::OutlierReason::stream_stall, t));
+  const auto before = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  auto card = model_card(m, t, 1795944011);
+  const auto& row = card.at("routing").at("replicas").as_array().at(1).as_object();
+  EXPECT_TRUE(row.at("ejected").as_bool());
+  const auto& e = row.at("ejection").as_object();
+  EXPECT_EQ(e.at("reason").as_string(), "stream_stall");
+  EXPECT_EQ(e.at("ejections").to_number<int>(), 1);
+  EXPECT_FALSE(e.at("probing").as_bool());
+  const auto until = e.at("until_unix_ms").to_number<std::int64_t>();
+  EXPECT_GE(until, before + 30000);
+  EXPECT_LT(until, before + 31000);
+  EXPECT_TRUE(card.at("routing").at("replicas").as_array().at(0).at("ejection").is_null());
 }
 
 TEST(AdminJson, StatsAndModelsShapes) {
