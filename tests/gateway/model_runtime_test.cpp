@@ -41,6 +41,14 @@ std::string rank_metrics(int engine, double running, double waiting, double kv, 
          "\",num_gpu_blocks=\"2500\"} 1.0\n";
 }
 
+// Ejection after `failures` in a row, for `base` the first time.
+warden::core::OutlierConfig outlier_of(int failures, std::chrono::seconds base) {
+  warden::core::OutlierConfig o;
+  o.consecutive_failures = failures;
+  o.base_ejection = base;
+  return o;
+}
+
 }  // namespace
 
 TEST(CounterDelta, CountsFromFirstObservationAndSurvivesResets) {
@@ -131,10 +139,7 @@ TEST(ModelRuntime, UnhealthyAfterConsecutiveFailuresAndRecoversOnScrape) {
 TEST(ModelRuntime, AnEjectedReplicaReadsAsUnhealthyUntilItsProbeSucceeds) {
   Config c = config_of(kUrls);
   ModelRuntime m(c.models[0], 3);
-  warden::core::OutlierConfig o;
-  o.consecutive_failures = 2;
-  o.base_ejection = std::chrono::seconds(10);
-  m.set_outlier(o);
+  m.set_outlier(outlier_of(2, std::chrono::seconds(10)));
   using std::chrono::seconds;
   EXPECT_FALSE(m.request_failed(1, warden::core::OutlierReason::first_byte, seconds(1)));
   EXPECT_TRUE(m.request_failed(1, warden::core::OutlierReason::first_byte, seconds(2)));
@@ -236,10 +241,7 @@ TEST(AdminJson, ModelCardHasEveryFieldOfTheRoutingCard) {
 TEST(AdminJson, AnEjectedReplicaShowsItsEjection) {
   Config c = config_of(kDp);
   ModelRuntime m(c.models[0], 3);
-  warden::core::OutlierConfig o;
-  o.consecutive_failures = 1;
-  o.base_ejection = std::chrono::seconds(30);
-  m.set_outlier(o);
+  m.set_outlier(outlier_of(1, std::chrono::seconds(30)));
   const auto t = std::chrono::seconds(100);
   ASSERT_TRUE(m.request_failed(1, warden::core::OutlierReason::stream_stall, t));
   const auto before = std::chrono::duration_cast<std::chrono::milliseconds>(
