@@ -13,6 +13,7 @@ debs=(
   libhiredis-dev redis-server  # shared state of several wardens (state.redis) and its tests
   prometheus haproxy  # deploy/: the dashboard and alert rules' test, the load balancer's test
   dpkg-dev lintian   # make deb: dpkg-shlibdeps for the package's dependencies, lintian to check it
+  libssl-dev openssl  # TLS on the listener and to https:// engines; the TLS tests make their certificates
 )
 
 missing=()

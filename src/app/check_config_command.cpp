@@ -8,6 +8,7 @@
 
 #include "app/cli.hpp"
 #include "gateway/config.hpp"
+#include "gateway/tls_files.hpp"
 
 namespace warden::app {
 
@@ -23,7 +24,10 @@ int replica_total(const gateway::Config& config) {
 
 // 0 with one line on stdout when the file is valid; 1 with every error (FILE:LINE:COL: ...) on stderr.
 int run_check_config(const std::string& path) {
-  const auto loaded = gateway::load_config_file(path);
+  auto loaded = gateway::load_config_file(path);
+  if (loaded.ok() && !gateway::load_tls_files(*loaded.config, loaded.errors)) {
+    loaded.config.reset();  // the certificate, key or CA files named in the file do not load
+  }
   if (!loaded.ok()) {
     fmt::print(stderr, "{}\nlm-warden check-config: {} is not valid ({} error{})\n", loaded.error_text(),
                path, loaded.errors.size(), loaded.errors.size() == 1 ? "" : "s");
@@ -31,9 +35,9 @@ int run_check_config(const std::string& path) {
   }
   const gateway::Config& c = *loaded.config;
   const int replicas = replica_total(c);
-  fmt::print("lm-warden check-config: {} is valid ({} model{}, {} replica{}, listen {}:{})\n", path,
+  fmt::print("lm-warden check-config: {} is valid ({} model{}, {} replica{}, listen {}:{}{})\n", path,
              c.models.size(), c.models.size() == 1 ? "" : "s", replicas, replicas == 1 ? "" : "s",
-             c.listen_host, c.listen_port);
+             c.listen_host, c.listen_port, c.tls ? " with TLS" : "");
   return 0;
 }
 

@@ -103,9 +103,8 @@ int run_serve(const ServeOptions& o) {
   ServiceStatus service(ioc, net::service_notifier());
   gateway::Gateway gw(ioc, std::move(config));
   gw.set_config_loader([&o] { return load_with_overrides(o); });
-  std::string error;
-  if (!gw.start(&error)) {
-    fmt::print(stderr, "lm-warden serve: {}\n", error);
+  if (auto started = gw.start(); !started) {
+    fmt::print(stderr, "lm-warden serve: {}\n", started.error());
     return 1;
   }
   for (const auto& m : gw.config().models) {
@@ -124,6 +123,8 @@ int run_serve(const ServeOptions& o) {
   net::Server server(ioc, server_options, [&gw](net::Request& req, const net::ConnectionInfo& conn) {
     return gw.handle(req, conn);
   });
+  server.set_tls(gw.listener_tls());
+  gw.on_listener_tls([&server](std::shared_ptr<net::TlsContext> ctx) { server.set_tls(std::move(ctx)); });
   service.start(gw);
   boost::asio::cancellation_signal trim_cancel;
   boost::asio::co_spawn(ioc, trim_when_idle(server),

@@ -27,7 +27,8 @@ struct SimArgs {
   std::uint32_t block_size = 0;
   std::uint32_t max_num_batched_tokens = 0;
   std::uint32_t max_model_len = 0;
-  std::string reply_median;  // empty: the preset's
+  std::string scheduling_policy;  // empty: the preset's (fcfs)
+  std::string reply_median;       // empty: the preset's
   std::string reply_sigma;
   std::string tool_rounds;  // empty: the preset's (off)
   std::string tool_parallel;
@@ -77,7 +78,8 @@ engine::EngineConfig build_config(const SimArgs& a) {
   set("block-size", a.block_size);
   set("max-num-batched-tokens", a.max_num_batched_tokens);
   set("max-model-len", a.max_model_len);
-  for (const auto& [key, text] : {std::pair{"reply-median", &a.reply_median},
+  for (const auto& [key, text] : {std::pair{"scheduling-policy", &a.scheduling_policy},
+                                  {"reply-median", &a.reply_median},
                                   {"reply-sigma", &a.reply_sigma},
                                   {"tool-rounds", &a.tool_rounds},
                                   {"tool-parallel", &a.tool_parallel},
@@ -122,6 +124,9 @@ void add_sim_command(CLI::App& app) {
   cmd->add_option("--block-size", args->block_size, "Tokens per KV block (overrides the preset)");
   cmd->add_option("--max-num-batched-tokens", args->max_num_batched_tokens, "Token budget per step");
   cmd->add_option("--max-model-len", args->max_model_len, "Prompt + output limit per request");
+  cmd->add_option(
+      "--scheduling-policy", args->scheduling_policy,
+      "fcfs, or priority: requests' `priority` orders the waiting queue and picks who is preempted");
   cmd->add_option("--reply-median", args->reply_median,
                   "Median reply length in tokens, where replies end by themselves (0 = always max_tokens)");
   cmd->add_option("--reply-sigma", args->reply_sigma, "Spread of reply lengths: sigma of ln(length)");
@@ -137,6 +142,8 @@ void add_sim_command(CLI::App& app) {
   add_vllm_balancer_option(*cmd, o.vllm_balancer);
   cmd->add_option("--max-body-bytes", o.max_body_bytes, "Largest request body (413 above)")
       ->default_val(32u << 20);
+  cmd->add_option("--ssl-certfile", o.ssl_certfile, "PEM certificate: serve HTTPS (as vllm serve)");
+  cmd->add_option("--ssl-keyfile", o.ssl_keyfile, "PEM private key of --ssl-certfile");
   cmd->add_option("--log-level", args->log_level, "trace, debug, info, warn, error, off")
       ->default_val("info");
   cmd->callback([args] {

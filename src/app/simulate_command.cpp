@@ -49,6 +49,7 @@ struct SimulateOptions {
   std::uint32_t max_queue = core::AdmissionConfig{}.max_queue;
   std::string cost_spill = "on";
   std::string when_waiting = "off";
+  std::string task_priority = "start";
   std::string rebalance = "on";
   std::string spill_margin = "2s";
   double resident_gaps = 2.0;
@@ -144,6 +145,11 @@ base::Result<void> admission_from(const SimulateOptions& o, whatif::SimulationCo
   if (o.rebalance != "on" && o.rebalance != "off") {
     return std::string("--rebalance is on or off");
   }
+  if (o.task_priority != "start" && o.task_priority != "stage") {
+    return std::string("--task-priority is start or stage");
+  }
+  c.task_priority = o.task_priority == "stage" ? whatif::SimulationConfig::TaskPriority::stage
+                                               : whatif::SimulationConfig::TaskPriority::start;
   c.routing.rebalance = o.rebalance == "on";
   c.routing.admission.only_when_waiting = o.when_waiting == "on";
   const auto to_time = [](double seconds) {
@@ -376,6 +382,10 @@ void add_routing_options(CLI::App& cmd, SimulateOptions& o) {
          "--admission-when-waiting", o.when_waiting,
          "Policy admission: hold only while requests wait on the replicas (on) or by the estimate alone")
       ->capture_default_str();
+  cmd.add_option("--task-priority", o.task_priority,
+                 "Policies priority, tasks-priority: a request's priority is its task's start (older tasks "
+                 "first) or its stage (tasks under way before task starts)")
+      ->capture_default_str();
   cmd.add_option("--max-wait", o.max_wait, "Policy admission: a held request is admitted after this wait")
       ->capture_default_str();
   cmd.add_option("--max-queue", o.max_queue, "Policy admission: held requests beyond which one is refused")
@@ -431,7 +441,9 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--policies", o->policies,
                   "Policies to run one after the other: vllm-lb, warden-lb, affinity, admission, tasks "
                   "(admission that also holds task starts), ceiling (vllm-lb with every prefix after a "
-                  "task's first request cached), round-robin, session-hash, chwbl");
+                  "task's first request cached), priority (affinity, with vLLM's request priority = "
+                  "the task's start, engines scheduling by priority), tasks-priority (tasks with it), "
+                  "round-robin, session-hash, chwbl");
   cmd->add_option("--compare", o->compare,
                   "A,B: the reference method (A over all levels, then B, warm caches)");
   cmd->add_option("--seed", o->seed, "Seed of the prompts and of routing ties")->capture_default_str();

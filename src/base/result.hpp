@@ -8,9 +8,11 @@
 
 namespace warden::base {
 
-// A value, or why there is none as text fit for a user (returned as `return std::string("...")`).
-template <class T>
-using Result = boost::system::result<T, std::string>;
+// The one result type of the code base: a value, or why there is none. The error type is each layer's
+// own, documented where the layer names its Result (docs/architecture.md, "Errors"); by default the reason
+// as text fit for a user (returned as `return std::string("...")` or `return base::Failure{"..."}`).
+template <class T, class E = std::string>
+using Result = boost::system::result<T, E>;
 
 // The error side of a Result, for value types a string could also build (C++20 aggregates such as
 // report::Row): `return base::Failure{"why"};` converts to any Result<T>.

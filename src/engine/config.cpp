@@ -14,6 +14,20 @@ bool positive(double v) {
 
 }  // namespace
 
+std::string_view scheduling_policy_name(SchedulingPolicy policy) {
+  return policy == SchedulingPolicy::priority ? "priority" : "fcfs";
+}
+
+std::optional<SchedulingPolicy> parse_scheduling_policy(std::string_view name) {
+  if (name == "fcfs") {
+    return SchedulingPolicy::fcfs;
+  }
+  if (name == "priority") {
+    return SchedulingPolicy::priority;
+  }
+  return std::nullopt;
+}
+
 Result<void> validate(const EngineConfig& c) {
   if (c.block_size < 1 || c.block_size > 1024) {
     return make_error("block_size must be in [1, 1024]", "block_size");

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "engine/result.hpp"
 #include "engine/step_time.hpp"
@@ -28,6 +30,13 @@ struct ToolCallModel {
   double subagent = 0.05;  // probability that a task starts with a subagent (when one can be started)
 };
 
+// The order of vLLM's waiting queue and its choice of preemption victim (`--scheduling-policy`):
+// fcfs admits by arrival and preempts the latest admitted running request; priority admits by
+// (RequestSpec::priority, arrival) and preempts the running request with the largest (priority, arrival).
+enum class SchedulingPolicy { fcfs, priority };
+std::string_view scheduling_policy_name(SchedulingPolicy policy);  // "fcfs", "priority"
+std::optional<SchedulingPolicy> parse_scheduling_policy(std::string_view name);
+
 struct EngineConfig {
   std::string preset = "custom";                // name shown in logs / what-if reports
   std::uint32_t block_size = 16;                // tokens per KV block (vLLM default 16)
@@ -40,6 +49,7 @@ struct EngineConfig {
   // does, which over-admits under chunked prefill and then preempts.
   std::uint32_t reserve_full_prompt = 1;
   double kv_watermark = 0;  // vLLM's `watermark`: fraction of blocks an admission leaves free (default 0)
+  SchedulingPolicy scheduling_policy = SchedulingPolicy::fcfs;  // vLLM's default
   double gpu_memory_utilization = 0.9;  // informational: reported in vllm:cache_config_info
   ReplyLength reply;                    // off unless set (a4000 and h200 set agent-like replies)
   ToolCallModel tools;                  // off unless tools.rounds > 0

@@ -9,6 +9,7 @@
 #include <numbers>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "base/splitmix.hpp"
 
@@ -94,6 +95,8 @@ struct Engine::Impl {
     std::int64_t cached_tokens = -1;  // set at first scheduling
     std::uint64_t sample_seed = 0;
     double arrival = 0;
+    std::int64_t priority = 0;        // RequestSpec::priority
+    std::uint64_t order = 0;          // the order add_request saw it: the last tie-break
     std::uint32_t assume_cached = 0;  // RequestSpec::assume_cached_tokens
     Tokens fixed_reply;               // when not empty: the reply's tokens (a tool call)
   };
@@ -108,8 +111,9 @@ struct Engine::Impl {
   std::uint64_t seed;
   BlockCache cache;
   std::unordered_map<RequestId, Request> requests;
-  std::vector<RequestId> running;  // in admission order; the back is preempted first
-  std::deque<RequestId> waiting;
+  std::vector<RequestId> running;  // in admission order; the back is preempted first under fcfs
+  std::deque<RequestId> waiting;   // under priority: sorted by queued_before()
+  std::uint64_t next_order = 0;
   Metrics m;
 
   Impl(EngineConfig c, std::uint64_t s)
@@ -158,12 +162,50 @@ struct Engine::Impl {
     r.num_computed = 0;
   }
 
-  void preempt_back(StepResult& out) {
-    const RequestId id = running.back();
-    running.pop_back();
+  bool by_priority() const { return config.scheduling_policy == SchedulingPolicy::priority; }
+
+  // vLLM's Request ordering under the priority policy: (priority, arrival), then the order added.
+  bool queued_before(RequestId a, RequestId b) const {
+    const Request& x = requests.at(a);
+    const Request& y = requests.at(b);
+    return std::tie(x.priority, x.arrival, x.order) < std::tie(y.priority, y.arrival, y.order);
+  }
+
+  // Into the waiting queue in its place: behind everything under fcfs (or in front, for a preempted
+  // request), by (priority, arrival) under priority.
+  void enqueue(RequestId id, bool preempted) {
+    if (by_priority()) {
+      const auto at = std::upper_bound(waiting.begin(), waiting.end(), id,
+                                       [this](RequestId a, RequestId b) { return queued_before(a, b); });
+      waiting.insert(at, id);
+    } else if (preempted) {
+      waiting.push_front(id);
+    } else {
+      waiting.push_back(id);
+    }
+  }
+
+  // The running request to preempt: the latest admitted under fcfs, the largest (priority, arrival) under
+  // priority (vLLM's max(running, key=(priority, arrival_time))).
+  std::size_t victim_index() const {
+    if (!by_priority()) {
+      return running.size() - 1;
+    }
+    // The first of equal (priority, arrival) in running order, as Python's max() returns.
+    const auto it = std::max_element(running.begin(), running.end(), [this](RequestId a, RequestId b) {
+      const Request& x = requests.at(a);
+      const Request& y = requests.at(b);
+      return std::tie(x.priority, x.arrival) < std::tie(y.priority, y.arrival);
+    });
+    return static_cast<std::size_t>(it - running.begin());
+  }
+
+  void preempt(std::size_t index, StepResult& out) {
+    const RequestId id = running[index];
+    running.erase(running.begin() + static_cast<std::ptrdiff_t>(index));
     Request& r = requests.at(id);
     free_blocks(r);
-    waiting.push_front(id);
+    enqueue(id, true);
     ++m.num_preemptions_total;
     ++out.stats.num_preempted;
     Event e;
@@ -176,11 +218,20 @@ struct Engine::Impl {
   StepResult step(double now) {
     StepResult out;
     std::vector<Scheduled> scheduled;
-    std::uint32_t budget = config.max_num_batched_tokens;
-    schedule_running(out, scheduled, budget);
-    // Admission is skipped in a step that already had to preempt.
-    if (out.stats.num_preempted == 0) {
-      admit_waiting(scheduled, budget);
+    // A pass that preempted the very request it was scheduling before scheduling anything (under the
+    // priority policy the first running request may have the lowest priority) runs no batch: vLLM's engine
+    // loop calls its scheduler again at once, and that pass goes on without the preempted request. Each
+    // extra pass follows a preemption, so there are at most as many as running requests.
+    for (bool again = true; again;) {
+      const std::uint32_t preempted_before = out.stats.num_preempted;
+      std::uint32_t budget = config.max_num_batched_tokens;
+      schedule_running(out, scheduled, budget);
+      const bool preempted = out.stats.num_preempted > preempted_before;
+      // Admission is skipped in a pass that had to preempt.
+      if (!preempted) {
+        admit_waiting(scheduled, budget);
+      }
+      again = preempted && scheduled.empty();
     }
     if (!scheduled.empty()) {
       apply_batch(now, scheduled, out);
@@ -188,7 +239,7 @@ struct Engine::Impl {
     return out;
   }
 
-  // 1. Running requests, in order; preempts from the back when blocks run out.
+  // 1. Running requests, in order; preempts (victim_index()) when blocks run out.
   void schedule_running(StepResult& out, std::vector<Scheduled>& scheduled, std::uint32_t& budget) {
     for (std::size_t i = 0; i < running.size() && budget > 0;) {
       Request& r = requests.at(running[i]);
@@ -196,10 +247,15 @@ struct Engine::Impl {
       const std::uint32_t num_new = std::min(remaining, budget);
       bool self_preempted = false;
       while (!allocate_slots(r, num_new)) {
-        const bool is_self = running.back() == r.id;
-        preempt_back(out);
-        if (is_self) {
-          self_preempted = true;
+        const std::size_t victim = victim_index();
+        self_preempted = victim == i;
+        if (victim < i) {
+          // Scheduled earlier in this step (priority only): its tokens go back to the budget.
+          unschedule(requests.at(running[victim]), scheduled, budget);
+          --i;
+        }
+        preempt(victim, out);
+        if (self_preempted) {
           break;
         }
       }
@@ -212,7 +268,15 @@ struct Engine::Impl {
     }
   }
 
-  // 2. Waiting requests FCFS while seats and budget remain; the first that does not fit stops admission.
+  static void unschedule(const Request& r, std::vector<Scheduled>& scheduled, std::uint32_t& budget) {
+    const auto it =
+        std::find_if(scheduled.begin(), scheduled.end(), [&](const Scheduled& s) { return s.req == &r; });
+    budget += it->num_new;
+    scheduled.erase(it);
+  }
+
+  // 2. Waiting requests in queue order while seats and budget remain; the first that does not fit stops
+  // admission.
   void admit_waiting(std::vector<Scheduled>& scheduled, std::uint32_t& budget) {
     while (!waiting.empty() && running.size() < config.max_num_seqs && budget > 0) {
       Request& r = requests.at(waiting.front());
@@ -398,10 +462,12 @@ Result<void> Engine::add_request(RequestSpec spec) {
   r.reply_len = drawn > 0 && drawn < max_output ? drawn : max_output;
   r.ends_by = drawn > 0 && drawn < max_output ? FinishReason::stop : FinishReason::length;
   r.arrival = spec.arrival_time;
+  r.priority = spec.priority;
+  r.order = im.next_order++;
   r.assume_cached = spec.assume_cached_tokens;
   extend_block_hashes(r.tokens, c.block_size, r.hashes);
   im.requests.emplace(r.id, std::move(r));
-  im.waiting.push_back(spec.id);
+  im.enqueue(spec.id, false);
   return {};
 }
 

@@ -7,10 +7,14 @@
 // Each step (like vLLM's Scheduler.schedule()):
 // 1. Running requests, in order, get their next tokens: 1 for a decoding request, the rest of the prompt
 //    (capped by the remaining max_num_batched_tokens budget) for one still in chunked prefill. When a
-//    block is needed and none is free, the most recently admitted running request is preempted
-//    (recompute: its blocks are released, it returns to the FRONT of the waiting queue), repeatedly,
-//    until the allocation succeeds or the request itself was the one preempted.
-// 2. If nothing was preempted this step, waiting requests are admitted FCFS while running < max_num_seqs
+//    block is needed and none is free, a running request is preempted (recompute: its blocks are
+//    released), repeatedly, until the allocation succeeds or the request itself was the one preempted.
+//    Under config.scheduling_policy fcfs the victim is the most recently admitted one and returns to the
+//    FRONT of the waiting queue; under priority it is the one with the largest (priority, arrival), even
+//    one already scheduled this step (its tokens go back to the budget), and it rejoins the waiting queue
+//    in (priority, arrival) order.
+// 2. If nothing was preempted this step, waiting requests are admitted in queue order (arrival under
+//    fcfs, (priority, arrival) under priority) while running < max_num_seqs
 //    and budget remains: prefix-cache lookup (hits capped so at least one prompt token is computed),
 //    then the uncached part, chunked to the budget. A request is admitted when the free blocks hold its
 //    whole sequence (config.reserve_full_prompt, current vLLM) or its first chunk (older vLLM), plus
@@ -58,6 +62,9 @@ struct RequestSpec {
   Tokens prompt;
   int max_tokens = 16;
   double arrival_time = 0;  // for the TTFT histogram (TTFT = first token time - arrival_time)
+  // vLLM's request `priority`, read only under SchedulingPolicy::priority: lower is served first, ties by
+  // arrival_time, then by the order requests were added.
+  std::int64_t priority = 0;
   std::optional<std::uint64_t> sample_seed;  // overrides the prompt-derived output seed
   // The reply's tokens, fixed in advance (a tool call, engine/tool_calls.hpp): generated one per step like
   // any reply, ending with "stop" after the last one unless max_tokens or the context cuts them first.
@@ -140,9 +147,9 @@ class Engine {
   Engine(Engine&&) noexcept;
   Engine& operator=(Engine&&) noexcept;
 
-  // Queues a request (FCFS). Errors: duplicate id, empty prompt, max_tokens < 1, token id >= kVocabSize,
-  // prompt_len >= max_model_len ("...longer than the maximum model length..."), or a request whose
-  // prompt + output could never fit in the whole KV cache.
+  // Queues a request (by arrival, or by priority under SchedulingPolicy::priority). Errors: duplicate id,
+  // empty prompt, max_tokens < 1, token id >= kVocabSize, prompt_len >= max_model_len ("...longer than the
+  // maximum model length..."), or a request whose prompt + output could never fit in the whole KV cache.
   Result<void> add_request(RequestSpec spec);
 
   // Removes a waiting or running request at once, releasing its blocks. False if unknown / finished.

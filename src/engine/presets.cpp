@@ -100,6 +100,9 @@ const Param kParams[] = {
     {"per_seq_overhead", nullptr, [](EngineConfig& c) -> double& { return c.time.per_seq_overhead; }},
 };
 
+// The one parameter that is a word, not a number (vLLM's --scheduling-policy).
+constexpr std::string_view kSchedulingPolicy = "scheduling_policy";
+
 std::string normalize(std::string_view key) {
   std::string k(key);
   for (char& ch : k) {
@@ -144,12 +147,21 @@ std::vector<std::string> param_names() {
   for (const auto& p : kParams) {
     out.emplace_back(p.name);
   }
+  out.emplace_back(kSchedulingPolicy);
   return out;
 }
 
 Result<void> set_param(EngineConfig& config, std::string_view key, std::string_view value) {
   const std::string k = normalize(key);
   const std::string_view v = base::trim(value);
+  if (k == kSchedulingPolicy) {
+    const auto policy = parse_scheduling_policy(v);
+    if (!policy) {
+      return make_error("'" + k + "' needs fcfs or priority, got '" + std::string(v) + "'", k);
+    }
+    config.scheduling_policy = *policy;
+    return {};
+  }
   for (const auto& p : kParams) {
     if (p.name != k) {
       continue;
@@ -239,6 +251,7 @@ std::string to_yaml(const EngineConfig& config) {
     }
     out << "\n";
   }
+  out << kSchedulingPolicy << ": " << scheduling_policy_name(config.scheduling_policy) << "\n";
   return out.str();
 }
 

@@ -2,12 +2,13 @@
 #pragma once
 
 #include <boost/assert/source_location.hpp>
-#include <boost/system/result.hpp>
 #include <boost/throw_exception.hpp>
 
 #include <stdexcept>
 #include <string>
 #include <utility>
+
+#include "base/result.hpp"
 
 namespace warden::engine {
 
@@ -21,8 +22,9 @@ struct Error {
   std::string param;
 };
 
+// The engine layer's Result: base::Result with a client-facing Error.
 template <class T>
-using Result = boost::system::result<T, Error>;
+using Result = base::Result<T, Error>;
 
 // Lets Result<T>::value() throw on error (found by ADL); callers should test the result instead.
 [[noreturn]] inline void throw_exception_from_error(const Error& e, const boost::source_location& loc) {

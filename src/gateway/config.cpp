@@ -130,17 +130,20 @@ std::optional<Authority> parse_authority(std::string_view text, std::string_view
 }  // namespace
 
 std::optional<UpstreamUrl> parse_upstream_url(std::string_view text, std::string* why) {
-  const auto a = parse_authority(text, "http", "engines are reached over plain http", 80, false, why);
+  const bool tls = text.starts_with("https:");
+  const auto a = parse_authority(text, tls ? "https" : "http", "engines are reached over http or https",
+                                 tls ? 443 : 80, false, why);
   if (!a) {
     return std::nullopt;
   }
   UpstreamUrl out{a->host, a->port};
+  out.tls = tls;
   std::string path(a->url.encoded_path());
   while (!path.empty() && path.back() == '/') {
     path.pop_back();
   }
   out.base_path = path;
-  out.text = fmt::format("http://{}{}", std::string(a->url.encoded_authority()), path);
+  out.text = fmt::format("{}://{}{}", tls ? "https" : "http", std::string(a->url.encoded_authority()), path);
   return out;
 }
 
@@ -275,7 +278,8 @@ class Validator {
     std::string why;
     auto u = parse_upstream_url(*s, &why);
     if (!u) {
-      error(n, fmt::format("{} '{}' is not usable: {}; expected http://HOST:PORT", where, *s, why));
+      error(n, fmt::format("{} '{}' is not usable: {}; expected http://HOST:PORT or https://HOST:PORT", where,
+                           *s, why));
     }
     return u;
   }
@@ -677,6 +681,47 @@ void parse_outlier(Validator& v, const YAML::Node& n, Config& cfg) {
   }
 }
 
+// `tls:` and `upstream_tls:`: file names only (pure parsing); the files are read and checked by
+// check_tls_files() (tls_files.hpp).
+std::string mark_text(const std::string& source, const YAML::Node& n) {
+  const YAML::Mark m = n.Mark();
+  return m.is_null() ? source : fmt::format("{}:{}:{}", source, m.line + 1, m.column + 1);
+}
+
+void tls_file(Validator& v, const YAML::Node& n, std::string_view where, std::string_view key,
+              std::string& out) {
+  if (auto f = n[std::string(key)]) {
+    if (auto text = v.string(f, fmt::format("{}.{}", where, key))) {
+      out = *text;
+    }
+  }
+}
+
+void parse_tls(Validator& v, const YAML::Node& root, Config& cfg) {
+  if (auto n = root["tls"]; n && v.expect_map(n, "tls")) {
+    v.known_keys(n, "tls", {"cert_file", "key_file"});
+    ListenerTlsConfig t;
+    tls_file(v, n, "tls", "cert_file", t.cert_file);
+    tls_file(v, n, "tls", "key_file", t.key_file);
+    if (t.cert_file.empty() || t.key_file.empty()) {
+      v.error(n, "tls needs both cert_file and key_file (PEM files)");
+    }
+    t.at = mark_text(cfg.source, n);
+    cfg.tls = std::move(t);
+  }
+  if (auto n = root["upstream_tls"]; n && v.expect_map(n, "upstream_tls")) {
+    v.known_keys(n, "upstream_tls", {"ca_file", "cert_file", "key_file"});
+    auto& t = cfg.upstream_tls;
+    tls_file(v, n, "upstream_tls", "ca_file", t.ca_file);
+    tls_file(v, n, "upstream_tls", "cert_file", t.cert_file);
+    tls_file(v, n, "upstream_tls", "key_file", t.key_file);
+    if (t.cert_file.empty() != t.key_file.empty()) {
+      v.error(n, "upstream_tls: a client certificate needs both cert_file and key_file");
+    }
+    t.at = mark_text(cfg.source, n);
+  }
+}
+
 // `state: { redis: redis://HOST:PORT/DB, prefix: "lm-warden:", lookup_timeout: 5ms, ... }`.
 void parse_shared_state(Validator& v, const YAML::Node& n, Config& cfg) {
   if (!n || !v.expect_map(n, "state")) {
@@ -735,11 +780,13 @@ void parse_root(Validator& v, const YAML::Node& root, Config& cfg) {
   if (!v.expect_map(root, "the top level")) {
     return;
   }
-  v.known_keys(root, "the top level",
-               {"listen", "state_dir", "admin_token", "api_keys", "auth", "allowed_hosts", "allowed_origins",
-                "metrics", "timeouts", "outlier", "max_body_size", "max_connections",
-                "max_inflight_body_size", "shutdown_grace", "stats_retention", "state", "models"});
+  v.known_keys(
+      root, "the top level",
+      {"listen", "state_dir", "admin_token", "api_keys", "auth", "allowed_hosts", "allowed_origins",
+       "metrics", "timeouts", "outlier", "max_body_size", "max_connections", "max_inflight_body_size",
+       "shutdown_grace", "stats_retention", "state", "tls", "upstream_tls", "models"});
   parse_access(v, root, cfg);
+  parse_tls(v, root, cfg);
   parse_limits(v, root, cfg);
   parse_metrics(v, root["metrics"], cfg);
   parse_timeouts(v, root["timeouts"], cfg);

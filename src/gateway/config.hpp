@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,14 +12,16 @@
 #include "base/parse.hpp"
 #include "core/outlier.hpp"
 #include "core/types.hpp"
+#include "net/tls_context.hpp"
 #include "supervisor/launch.hpp"
 
 namespace warden::gateway {
 
-// An upstream base URL split into what the HTTP client needs (http only: engines run on the host).
+// An upstream base URL split into what the HTTP client needs.
 struct UpstreamUrl {
   std::string host;
   std::uint16_t port = 0;
+  bool tls = false;       // https://: verified with the configuration's upstream_tls
   std::string base_path;  // "" or "/prefix" without a trailing slash
   std::string text;       // as written, normalised without a trailing slash
 
@@ -90,10 +93,30 @@ struct SharedStateConfig {
   std::chrono::milliseconds command_timeout{500};
 };
 
+// `tls: {cert_file, key_file}`: the listener speaks HTTPS; both files are read again at every reload.
+struct ListenerTlsConfig {
+  std::string cert_file;  // PEM certificate chain
+  std::string key_file;   // PEM private key
+  std::string at;         // "FILE:LINE:COL" of the section, for the files' errors (tls_files.hpp)
+  std::shared_ptr<net::TlsContext> context;  // the files loaded by load_tls_files()
+};
+
+// `upstream_tls: {ca_file, cert_file, key_file}`: how https:// replicas are verified, and the client
+// certificate shown to them. Every key is optional (CAs: the system's store).
+struct UpstreamTlsConfig {
+  std::string ca_file;
+  std::string cert_file;
+  std::string key_file;
+  std::string at;
+  std::shared_ptr<net::TlsContext> context;  // load_tls_files(); null when no replica is https://
+};
+
 struct Config {
   std::string source;  // file name the config came from (for messages)
   std::string listen_host = "127.0.0.1";
   std::uint16_t listen_port = 8080;
+  std::optional<ListenerTlsConfig> tls;  // absent: plain HTTP
+  UpstreamTlsConfig upstream_tls;
   std::string state_dir = "./state";
   std::string admin_token;            // empty = admin changes refused
   std::vector<std::string> api_keys;  // empty = no client key needed
@@ -139,7 +162,7 @@ std::optional<std::pair<std::string, std::uint16_t>> parse_listen(std::string_vi
 // The configuration's duration ("500ms", "1s", "2m", "1h") and size ("32MiB", "10MB") syntax.
 using base::parse_duration;
 using base::parse_size;
-// "http://host:port[/base]" → UpstreamUrl; std::nullopt with `why` set when not usable.
+// "http://host:port[/base]" or "https://..." → UpstreamUrl; std::nullopt with `why` set when not usable.
 std::optional<UpstreamUrl> parse_upstream_url(std::string_view text, std::string* why);
 // "redis://..." → RedisUrl; std::nullopt with `why` set when not usable.
 std::optional<RedisUrl> parse_redis_url(std::string_view text, std::string* why);

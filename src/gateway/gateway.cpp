@@ -1,6 +1,7 @@
 #include "gateway/gateway.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -100,7 +101,7 @@ Gateway::Gateway(asio::io_context& ioc, Config config)
       if (it == upstreams_.end()) {
         auto up = std::make_shared<Upstream>();
         up->url = u;
-        up->endpoint = net::Endpoint{u.host, u.port};
+        up->endpoint = net::Endpoint{u.host, u.port, u.tls};
         upstreams_.push_back(up);
         it = upstreams_.end() - 1;
       }
@@ -214,9 +215,13 @@ net::ClientTimeouts Gateway::client_timeouts() const {
   return t;
 }
 
-bool Gateway::start(std::string* error) {
-  if (!durable_.open(config_.state_dir, stats_, unix_now(), error)) {
-    return false;
+base::Result<void> Gateway::start() {
+  std::vector<std::string> tls_errors;
+  if (!use_tls_files(config_, tls_errors)) {
+    return base::Failure{fmt::format("{}", fmt::join(tls_errors, "\n"))};
+  }
+  if (auto opened = durable_.open(config_.state_dir, stats_, unix_now()); !opened) {
+    return opened;
   }
   launcher_.start();
   durable_.restore(models_, clocks_now());
@@ -231,7 +236,7 @@ bool Gateway::start(std::string* error) {
     asio::co_spawn(ioc_, poll_loop(up), asio::bind_cancellation_slot(up->cancel.slot(), asio::detached));
   }
   asio::co_spawn(ioc_, flush_loop(), asio::bind_cancellation_slot(flush_cancel_.slot(), asio::detached));
-  return true;
+  return {};
 }
 
 void Gateway::stop() {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/result.hpp"
 #include "core/rng.hpp"
 #include "gateway/config.hpp"
 #include "gateway/model_runtime.hpp"
@@ -45,8 +46,8 @@ class Gateway {
   Gateway& operator=(const Gateway&) = delete;
 
   // Opens the stats history (state_dir) and starts the poller and the periodic stats flush.
-  // Returns false (with `error` set) if the state directory cannot be used.
-  bool start(std::string* error);
+  // Fails if the state directory cannot be used.
+  base::Result<void> start();
   // Stops the background loops and writes the stats history and the routing state. Idempotent.
   void stop();
   // Writes what changed in the stats history and the routing state (conversation homes) now, and shares
@@ -70,6 +71,12 @@ class Gateway {
   // Calls `done` once every engine URL has been scraped once, answered or not (at once if that is past):
   // from then on routing works from real figures (serve tells systemd it is ready then).
   void when_scraped(std::function<void()> done);
+  // The listener's TLS context (null: plain HTTP), loaded by start() and again by every reload, which
+  // hands the new one to `use` (the server takes it for new connections).
+  std::shared_ptr<net::TlsContext> listener_tls() const {
+    return config_.tls ? config_.tls->context : nullptr;
+  }
+  void on_listener_tls(std::function<void(std::shared_ptr<net::TlsContext>)> use);
 
  private:
   struct Upstream;    // one distinct engine URL: scraped once per interval
@@ -158,8 +165,10 @@ class Gateway {
   std::shared_ptr<bool> alive_;          // background loops stop when this is false
   net::asio::cancellation_signal flush_cancel_;
   bool stopped_ = false;
-  std::function<ConfigResult()> load_config_;  // set_config_loader()
-  std::function<void()> on_scraped_;           // when_scraped()
+  std::function<ConfigResult()> load_config_;                              // set_config_loader()
+  std::function<void()> on_scraped_;                                       // when_scraped()
+  std::function<void(std::shared_ptr<net::TlsContext>)> on_listener_tls_;  // on_listener_tls()
+  bool use_tls_files(Config& config, std::vector<std::string>& errors);    // gateway_reload.cpp
 };
 
 }  // namespace warden::gateway

@@ -2,9 +2,11 @@
 
 #include "net/buffered_parse.hpp"
 #include "net/read_deadline.hpp"
+#include "net/tls.hpp"
 
 #include "net/eager_write.hpp"
 
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -65,6 +67,8 @@ class ClientCategory final : public boost::system::error_category {
         return "upstream body too large";
       case ClientErrc::recalled:
         return "recalled before the upstream responded";
+      case ClientErrc::tls_failed:
+        return "TLS with the upstream failed (handshake, certificate or its name)";
     }
     return "unknown client error";
   }
@@ -84,10 +88,12 @@ std::string Endpoint::key() const {
 
 boost::system::result<Endpoint> parse_http_url(std::string_view url) {
   auto u = boost::urls::parse_uri(url);
-  if (!u || u->scheme() != "http" || u->host().empty()) {
+  if (!u || (u->scheme() != "http" && u->scheme() != "https") || u->host().empty()) {
     return make_error_code(ClientErrc::bad_url);
   }
   Endpoint ep;
+  ep.tls = u->scheme() == "https";
+  ep.port = ep.tls ? 443 : 80;
   ep.host = u->host_type() == boost::urls::host_type::ipv6 ? std::string(u->host_ipv6_address().to_string())
                                                            : std::string(u->host());
   if (u->has_port()) {
@@ -191,8 +197,11 @@ struct PoolState {
   PoolStats stats;
   std::unordered_map<std::string, std::deque<std::unique_ptr<Connection>>> idle;
 
+  // Idle connections by scheme, host and port: an https and an http server may share host:port over time.
+  static std::string pool_key(const Endpoint& ep) { return (ep.tls ? "s:" : "") + ep.key(); }
+
   std::unique_ptr<Connection> take(const Endpoint& ep) {
-    auto it = idle.find(ep.key());
+    auto it = idle.find(pool_key(ep));
     if (it == idle.end()) {
       return nullptr;
     }
@@ -213,7 +222,7 @@ struct PoolState {
   }
 
   void give_back(std::unique_ptr<Connection> c) {
-    auto& q = idle[c->endpoint.key()];
+    auto& q = idle[pool_key(c->endpoint)];
     c->idle_since = std::chrono::steady_clock::now();
     c->read_deadline.disarm();
     c->parser.reset();
@@ -265,6 +274,27 @@ asio::awaitable<boost::system::result<std::unique_ptr<detail::Connection>>> conn
   }
   boost::system::error_code ignored;
   conn->stream.socket().set_option(tcp::no_delay(true), ignored);
+  conn->stream.expires_never();
+  if (ep.tls) {
+    if (!pool.opts.tls) {
+      std::string why;
+      pool.opts.tls = make_client_tls({}, &why);
+      if (!pool.opts.tls) {
+        spdlog::error("https upstream {}: {}", ep.key(), why);
+        co_return make_error_code(ClientErrc::tls_failed);
+      }
+    }
+    auto plain =
+        co_await connect_tls(std::move(conn->stream.socket()), pool.opts.tls, ep.host, t.connect, t.write);
+    if (!plain) {
+      if (plain.error() == asio::error::operation_aborted) {
+        co_return plain.error();
+      }
+      spdlog::warn("https upstream {}: TLS handshake failed: {}", ep.key(), plain.error().message());
+      co_return make_error_code(ClientErrc::tls_failed);
+    }
+    conn->stream.socket() = std::move(*plain);
+  }
   ++pool.stats.connects;
   co_return conn;
 }
@@ -454,6 +484,10 @@ ClientPool::ClientPool(asio::any_io_executor ex, PoolOptions opts)
 
 ClientPool::~ClientPool() {
   close_idle();
+}
+
+void ClientPool::set_tls(std::shared_ptr<TlsContext> ctx) {
+  state_->opts.tls = std::move(ctx);
 }
 
 std::size_t ClientPool::idle_connections() const noexcept {

@@ -24,6 +24,7 @@
 // Threading: a pool and its responses belong to the executor they were created with (one thread).
 
 #include "net/http.hpp"
+#include "net/tls_context.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -57,6 +58,7 @@ enum class ClientErrc {
   bad_response,            // malformed HTTP from upstream
   body_too_large,          // read_all() limit exceeded
   recalled,                // the caller recalled the request before its response (see Recall)
+  tls_failed,              // https: the handshake failed (certificate not trusted, wrong name, ...)
 };
 
 const boost::system::error_category& client_category() noexcept;
@@ -67,12 +69,13 @@ inline boost::system::error_code make_error_code(ClientErrc e) noexcept {
 struct Endpoint {
   std::string host;  // name or address as given
   std::uint16_t port = 80;
-  /// "host:port", the pool key and the Host header value.
+  bool tls = false;  // https: TLS with the pool's context, the certificate checked for `host`
+  /// "host:port", the Host header value.
   std::string key() const;
   friend bool operator==(const Endpoint&, const Endpoint&) = default;
 };
 
-/// "http://host:port[/path]" → Endpoint (the path is ignored; https is not supported → bad_url).
+/// "http://host:port[/path]" or "https://..." → Endpoint (the path is ignored; port 80 or 443 when absent).
 boost::system::result<Endpoint> parse_http_url(std::string_view url);
 
 struct ClientTimeouts {
@@ -89,6 +92,9 @@ struct PoolOptions {
   std::chrono::milliseconds max_idle_age{30'000};  // idle connections older than this are not reused
   std::size_t read_buffer_bytes = 16u << 10;       // per connection; bounds memory per open stream
   std::size_t max_header_bytes = 64u << 10;
+  /// What https endpoints are verified with (make_client_tls); null: the system's CA store, made at the
+  /// first https connection.
+  std::shared_ptr<TlsContext> tls;
 };
 
 namespace detail {
@@ -185,6 +191,8 @@ class ClientPool {
                                                                 Recall* recall = nullptr) {
     return send_impl(ep, req, t, recall);
   }
+  /// What https endpoints are verified with from now on (PoolOptions::tls); open connections keep theirs.
+  void set_tls(std::shared_ptr<TlsContext> ctx);
   std::size_t idle_connections() const noexcept;
   void close_idle() noexcept;
   const PoolStats& stats() const noexcept;

@@ -327,7 +327,8 @@ struct Server::DisconnectWatch {
 // failed(). Lives in the frame of Server::session(); registered with the server for stop().
 class Server::Connection {
  public:
-  Connection(Server& server, tcp::socket socket, std::uint64_t id, std::shared_ptr<DisconnectWatch> watch);
+  Connection(Server& server, tcp::socket socket, const tcp::endpoint& remote, std::uint64_t id,
+             std::shared_ptr<DisconnectWatch> watch);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -377,12 +378,11 @@ class Server::Connection {
   SessionWriter* writer_ = nullptr;  // while a stream body runs
 };
 
-Server::Connection::Connection(Server& server, tcp::socket socket, std::uint64_t id,
-                               std::shared_ptr<DisconnectWatch> watch)
+Server::Connection::Connection(Server& server, tcp::socket socket, const tcp::endpoint& remote,
+                               std::uint64_t id, std::shared_ptr<DisconnectWatch> watch)
     : server_(server), opts_(server.opts_), stream_(std::move(socket)), watch_(std::move(watch)) {
   info_.id = id;
-  boost::system::error_code ignored;
-  info_.remote = stream_.socket().remote_endpoint(ignored);
+  info_.remote = remote;
   registered_ = server_.connections_.insert(server_.connections_.end(), this);
   ++server_.stats_.connections_open;
   over_limit_ = server_.stats_.connections_open > opts_.max_connections;
@@ -859,7 +859,7 @@ asio::awaitable<void> Server::run() {
     ++stats_.connections_accepted;
     auto watch = std::make_shared<DisconnectWatch>();
     auto slot = watch->signal.slot();
-    asio::co_spawn(ioc_, session(std::move(sock), id, watch),
+    asio::co_spawn(ioc_, session(std::move(sock), id, watch, tls_),
                    asio::bind_cancellation_slot(slot, [id, watch](std::exception_ptr e) {
                      if (e) {
                        try {
@@ -935,9 +935,31 @@ void Server::check_drained() {
   }
 }
 
+// A TLS handshake takes a few round trips: a client still at it after this long is gone or stalling, and
+// a handshake in flight is not among the connections stop() closes, so this also bounds how long one
+// delays the end of a shutdown.
+constexpr std::chrono::milliseconds kHandshakeBound{10'000};
+
+// A TLS connection is served on the plain end of its relay (net/tls.hpp) once its handshake is done.
 asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
-                                      std::shared_ptr<DisconnectWatch> watch) {
-  Connection connection(*this, std::move(socket), id, std::move(watch));
+                                      std::shared_ptr<DisconnectWatch> watch,
+                                      std::shared_ptr<TlsContext> tls) {
+  boost::system::error_code ignored;
+  const tcp::endpoint remote = socket.remote_endpoint(ignored);
+  if (tls) {
+    auto plain = co_await accept_tls(std::move(socket), std::move(tls),
+                                     std::min(opts_.read_timeout, kHandshakeBound), opts_.write_timeout);
+    if (!plain) {
+      ++stats_.tls_handshake_failures;
+      spdlog::debug("connection {}: TLS handshake failed: {}", id, plain.error().message());
+      co_return;
+    }
+    socket = std::move(*plain);
+    if (stopped_) {
+      co_return;
+    }
+  }
+  Connection connection(*this, std::move(socket), remote, id, std::move(watch));
   co_await connection.run();
 }
 
@@ -982,7 +1004,8 @@ int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()
   }
   std::string host =
       ep->address().is_v6() ? "[" + ep->address().to_string() + "]" : ep->address().to_string();
-  std::printf("listening on http://%s:%u\n", host.c_str(), static_cast<unsigned>(ep->port()));
+  std::printf("listening on %s://%s:%u\n", server.tls() ? "https" : "http", host.c_str(),
+              static_cast<unsigned>(ep->port()));
   std::fflush(stdout);
   // First stopping signal: drain for up to drain_grace; the end of the drain, the grace period or a
   // second one stops the server.

@@ -28,6 +28,7 @@
 // on one thread (as every LM Warden server does: docs/architecture.md, "Threads"). Not thread-safe.
 
 #include "net/http.hpp"
+#include "net/tls.hpp"
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
@@ -146,9 +147,10 @@ struct ServerStats {
   std::uint64_t connections_accepted = 0;
   std::uint64_t connections_open = 0;
   std::uint64_t requests = 0;
-  std::uint64_t client_disconnects = 0;  // handler/stream cancelled because the client went away
-  std::uint64_t handler_errors = 0;      // exceptions escaping a handler (answered 500 when possible)
-  std::uint64_t accept_failures = 0;     // failed accepts (descriptors exhausted, ...)
+  std::uint64_t client_disconnects = 0;      // handler/stream cancelled because the client went away
+  std::uint64_t handler_errors = 0;          // exceptions escaping a handler (answered 500 when possible)
+  std::uint64_t accept_failures = 0;         // failed accepts (descriptors exhausted, ...)
+  std::uint64_t tls_handshake_failures = 0;  // TLS connections that ended before their handshake did
 };
 
 class Server {
@@ -177,14 +179,22 @@ class Server {
   const ServerStats& stats() const noexcept { return stats_; }
   const ServerOptions& options() const noexcept { return opts_; }
 
+  /// TLS for the connections accepted from now on (net/tls.hpp; null: plain HTTP, the default). Open
+  /// connections keep the context they were accepted with: a renewed certificate takes over without a
+  /// restart and without cutting a stream.
+  void set_tls(std::shared_ptr<TlsContext> ctx) { tls_ = std::move(ctx); }
+  bool tls() const noexcept { return tls_ != nullptr; }
+
  private:
   class Connection;
   struct DisconnectWatch;
-  asio::awaitable<void> session(tcp::socket socket, std::uint64_t id, std::shared_ptr<DisconnectWatch> watch);
+  asio::awaitable<void> session(tcp::socket socket, std::uint64_t id, std::shared_ptr<DisconnectWatch> watch,
+                                std::shared_ptr<TlsContext> tls);
 
   asio::io_context& ioc_;
   ServerOptions opts_;
   Handler handler_;
+  std::shared_ptr<TlsContext> tls_;
   tcp::acceptor acceptor_;
   ServerStats stats_;
   std::uint64_t next_id_ = 1;
@@ -202,11 +212,11 @@ class Server {
 };
 
 /// Runs `server` on `ioc` until SIGTERM, SIGINT or SIGQUIT: binds, prints exactly one line
-/// "listening on http://HOST:PORT" to stdout (flushed), accepts until such a signal, then drains for up
-/// to options().drain_grace (a second one cuts at once), stops the server, calls `on_stop` (e.g. to stop
-/// the sim's steppers) and returns 0 once the io_context is out of work. SIGHUP calls `on_reload` (logged
-/// and ignored without one); SIGUSR1 and SIGUSR2 are logged and ignored; SIGPIPE is ignored (a write to a
-/// peer that left fails instead). Returns 1 (after logging) if binding fails.
+/// "listening on http://HOST:PORT" (https with TLS) to stdout (flushed), accepts until such a signal, then
+/// drains for up to options().drain_grace (a second one cuts at once), stops the server, calls `on_stop`
+/// (e.g. to stop the sim's steppers) and returns 0 once the io_context is out of work. SIGHUP calls
+/// `on_reload` (logged and ignored without one); SIGUSR1 and SIGUSR2 are logged and ignored; SIGPIPE is
+/// ignored (a write to a peer that left fails instead). Returns 1 (after logging) if binding fails.
 int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()> on_stop = {},
                      std::function<void()> on_reload = {});
 

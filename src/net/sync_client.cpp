@@ -15,12 +15,13 @@ std::string SyncResponse::header(std::string_view name) const {
 }
 
 struct SyncClient::Impl {
-  Impl(std::string host, std::uint16_t port, ClientTimeouts t)
-      : endpoint{std::move(host), port}, timeouts(t), pool(ioc.get_executor(), pool_options()) {}
-  static PoolOptions pool_options() {
+  Impl(Endpoint ep, std::shared_ptr<TlsContext> tls, ClientTimeouts t)
+      : endpoint(std::move(ep)), timeouts(t), pool(ioc.get_executor(), pool_options(std::move(tls))) {}
+  static PoolOptions pool_options(std::shared_ptr<TlsContext> tls) {
     PoolOptions o;
     o.max_idle_per_host = 1;
     o.max_idle_age = std::chrono::hours(24);
+    o.tls = std::move(tls);
     return o;
   }
   asio::io_context ioc;
@@ -30,7 +31,10 @@ struct SyncClient::Impl {
 };
 
 SyncClient::SyncClient(std::string host, std::uint16_t port, ClientTimeouts timeouts)
-    : impl_(std::make_unique<Impl>(std::move(host), port, timeouts)) {}
+    : impl_(std::make_unique<Impl>(Endpoint{std::move(host), port}, nullptr, timeouts)) {}
+
+SyncClient::SyncClient(Endpoint endpoint, std::shared_ptr<TlsContext> tls, ClientTimeouts timeouts)
+    : impl_(std::make_unique<Impl>(std::move(endpoint), std::move(tls), timeouts)) {}
 
 SyncClient::~SyncClient() = default;
 
@@ -89,8 +93,15 @@ boost::system::result<SyncResponse> SyncClient::request(http::verb method, std::
   };
   impl_->ioc.restart();
   std::exception_ptr failure;
-  asio::co_spawn(impl_->ioc, run(), [&](std::exception_ptr e) { failure = e; });
-  impl_->ioc.run();
+  bool finished = false;
+  asio::co_spawn(impl_->ioc, run(), [&](std::exception_ptr e) {
+    failure = e;
+    finished = true;
+  });
+  // Until this request is done, not until the io_context is out of work: an https connection's relay
+  // (net/tls.hpp) keeps work pending for as long as the connection is kept alive.
+  while (!finished && impl_->ioc.run_one() > 0) {
+  }
   if (failure) {
     std::rethrow_exception(failure);
   }

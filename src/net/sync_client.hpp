@@ -39,6 +39,8 @@ using ChunkCallback = std::function<bool(std::string_view)>;
 class SyncClient {
  public:
   SyncClient(std::string host, std::uint16_t port, ClientTimeouts timeouts = {});
+  /// To `endpoint`, https when endpoint.tls, verified with `tls` (null: the system's CA store).
+  SyncClient(Endpoint endpoint, std::shared_ptr<TlsContext> tls, ClientTimeouts timeouts = {});
   ~SyncClient();
   SyncClient(const SyncClient&) = delete;
   SyncClient& operator=(const SyncClient&) = delete;

@@ -1,13 +1,14 @@
 #pragma once
-// The protocol layer's error codes, usable with boost::system::result<T>.
+// The protocol layer's error codes, carried by its Result (base::Result with an error_code).
 //
-//   boost::system::result<RequestInfo> r = inspect_request(...);
+//   protocol::Result<RequestInfo> r = inspect_request(...);
 //   if (!r) { if (r.error() == warden::protocol::Errc::missing_model) ... }
 
 #include <boost/system/error_code.hpp>
-#include <boost/system/result.hpp>
 
 #include <type_traits>
+
+#include "base/result.hpp"
 
 namespace warden::protocol {
 
@@ -37,8 +38,9 @@ inline boost::system::error_code make_error_code(Errc e) noexcept {
 /// Short stable name of an error, e.g. "malformed_json" (for logs and stats).
 const char* to_string(Errc e) noexcept;
 
+// The protocol layer's Result: base::Result with an Errc code (stable names for logs and stats).
 template <class T>
-using Result = boost::system::result<T>;
+using Result = base::Result<T, boost::system::error_code>;
 
 }  // namespace warden::protocol
 

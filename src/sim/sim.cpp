@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/result.hpp"
 #include "base/splitmix.hpp"
 #include "core/vllm_balancer.hpp"
 #include "engine/chat_template.hpp"
@@ -29,6 +30,7 @@
 #include "engine/tokenizer.hpp"
 #include "engine/tool_calls.hpp"
 #include "net/notifier.hpp"
+#include "net/tls.hpp"
 #include "protocol/error_body.hpp"
 #include "sim/formats.hpp"
 
@@ -64,6 +66,7 @@ struct Parsed {
   bool count_tokens = false;
   engine::Tokens prompt;
   int max_tokens = 16;
+  std::int64_t priority = 0;  // vLLM's request priority (lower first), OpenAI-style APIs only
   bool stream = false;
   bool include_usage = false;
   engine::ToolReply tools;  // the reply's tool calls, when the engine answers with some
@@ -105,8 +108,7 @@ engine::ApiKind engine_kind(Api api) {
 }
 
 // An optional positive integer member: nullopt if absent or null; error if not a positive integer.
-boost::system::result<std::optional<int>, HttpError> positive_int(const json::object& o,
-                                                                  std::string_view key) {
+base::Result<std::optional<int>, HttpError> positive_int(const json::object& o, std::string_view key) {
   auto it = o.find(key);
   if (it == o.end() || it->value().is_null()) {
     return std::optional<int>{};
@@ -129,6 +131,30 @@ boost::system::result<std::optional<int>, HttpError> positive_int(const json::ob
   return std::optional<int>{static_cast<int>(std::min<std::int64_t>(n, 1'000'000'000))};
 }
 
+// vLLM's `priority` (OpenAI-style APIs; its Anthropic endpoint has no such field and drops it): an integer,
+// and one other than 0 only when the engine schedules by priority, as vLLM refuses it otherwise.
+std::optional<HttpError> parse_priority(Api api, const json::object& o, engine::SchedulingPolicy policy,
+                                        Parsed& p) {
+  const auto it = o.find("priority");
+  if (api == Api::messages || it == o.end() || it->value().is_null()) {
+    return std::nullopt;
+  }
+  const json::value& v = it->value();
+  if (v.is_int64()) {
+    p.priority = v.get_int64();
+  } else if (v.is_double() && std::floor(v.get_double()) == v.get_double() &&
+             std::abs(v.get_double()) < 9e18) {
+    p.priority = static_cast<std::int64_t>(v.get_double());
+  } else {
+    return HttpError{400, "'priority' must be an integer", "priority"};
+  }
+  if (p.priority != 0 && policy != engine::SchedulingPolicy::priority) {
+    return HttpError{400, fmt::format("Got priority {} but Priority scheduling is not enabled.", p.priority),
+                     "priority"};
+  }
+  return std::nullopt;
+}
+
 // `stream` and `stream_options.include_usage`.
 std::optional<HttpError> parse_stream(const json::object& o, Parsed& p) {
   auto sit = o.find("stream");
@@ -147,7 +173,7 @@ std::optional<HttpError> parse_stream(const json::object& o, Parsed& p) {
 }
 
 // The API's own output-limit field, if present: {value, key}. Chat prefers max_completion_tokens.
-boost::system::result<std::optional<std::pair<int, std::string_view>>, HttpError> requested_output(
+base::Result<std::optional<std::pair<int, std::string_view>>, HttpError> requested_output(
     Api api, const json::object& o) {
   std::vector<std::string_view> keys;
   switch (api) {
@@ -279,19 +305,16 @@ struct Sim::Impl {
   static net::Response error_reply(const net::Request& req, Api api, const HttpError& e);
   // A generation request: a rank, the job on it, then the reply whole or as a stream.
   asio::awaitable<net::Reply> generate(net::Request& req, const net::ConnectionInfo& conn, Parsed p);
-  boost::system::result<std::shared_ptr<Job>, HttpError> submit(Rank& r, Parsed& p,
-                                                                asio::any_io_executor executor);
+  base::Result<std::shared_ptr<Job>, HttpError> submit(Rank& r, Parsed& p, asio::any_io_executor executor);
   ReplyMeta reply_meta(const Parsed& p);
   static asio::awaitable<net::Reply> reply_whole(const net::Request& req, Api api, Job& job,
                                                  const ReplyMeta& meta, engine::ToolReply tools);
   static net::StreamReply reply_stream(const net::Request& req, Api api, std::shared_ptr<Job> job,
                                        const ReplyMeta& meta, engine::ToolReply tools);
-  boost::system::result<Parsed, HttpError> parse(Api api, bool count_tokens, std::string_view body) const;
+  base::Result<Parsed, HttpError> parse(Api api, bool count_tokens, std::string_view body) const;
   std::optional<HttpError> check_model(Api api, const json::object& o) const;
-  boost::system::result<int, HttpError> output_limit(Api api, const json::object& o,
-                                                     std::int64_t prompt_len) const;
-  boost::system::result<RankChoice, HttpError> choose_rank(const net::Request& req,
-                                                           const net::ConnectionInfo& conn);
+  base::Result<int, HttpError> output_limit(Api api, const json::object& o, std::int64_t prompt_len) const;
+  base::Result<RankChoice, HttpError> choose_rank(const net::Request& req, const net::ConnectionInfo& conn);
   std::string metrics_text() const;
   std::string models_body() const;
 };
@@ -345,8 +368,8 @@ void Sim::Impl::deliver(Rank& r, std::vector<engine::Event>& events) {
   }
 }
 
-boost::system::result<RankChoice, HttpError> Sim::Impl::choose_rank(const net::Request& req,
-                                                                    const net::ConnectionInfo& conn) {
+base::Result<RankChoice, HttpError> Sim::Impl::choose_rank(const net::Request& req,
+                                                           const net::ConnectionInfo& conn) {
   int n = opts.data_parallel_size;
   auto it = req.find("X-data-parallel-rank");
   if (it != req.end()) {
@@ -392,8 +415,7 @@ boost::system::result<RankChoice, HttpError> Sim::Impl::choose_rank(const net::R
   return RankChoice{static_cast<int>(balancer->route_via(server)), server};
 }
 
-boost::system::result<Parsed, HttpError> Sim::Impl::parse(Api api, bool count_tokens,
-                                                          std::string_view body) const {
+base::Result<Parsed, HttpError> Sim::Impl::parse(Api api, bool count_tokens, std::string_view body) const {
   boost::system::error_code ec;
   json::parse_options po;
   po.max_depth = 64;
@@ -423,6 +445,9 @@ boost::system::result<Parsed, HttpError> Sim::Impl::parse(Api api, bool count_to
   if (auto bad = parse_stream(o, p)) {
     return *bad;
   }
+  if (auto bad = parse_priority(api, o, opts.engine.scheduling_policy, p)) {
+    return *bad;
+  }
   auto max_tokens = output_limit(api, o, static_cast<std::int64_t>(p.prompt.size()));
   if (!max_tokens) {
     return max_tokens.error();
@@ -450,8 +475,8 @@ std::optional<HttpError> Sim::Impl::check_model(Api api, const json::object& o) 
   return std::nullopt;
 }
 
-boost::system::result<int, HttpError> Sim::Impl::output_limit(Api api, const json::object& o,
-                                                              std::int64_t prompt_len) const {
+base::Result<int, HttpError> Sim::Impl::output_limit(Api api, const json::object& o,
+                                                     std::int64_t prompt_len) const {
   const auto max_len = static_cast<std::int64_t>(opts.engine.max_model_len);
   if (prompt_len >= max_len) {
     return HttpError{
@@ -476,10 +501,10 @@ boost::system::result<int, HttpError> Sim::Impl::output_limit(Api api, const jso
                       key, n, max_len, prompt_len, n, max_len, prompt_len),
           std::string(key)};
     }
-    return boost::system::result<int, HttpError>(boost::system::in_place_value, n);
+    return base::Result<int, HttpError>(boost::system::in_place_value, n);
   }
   // vLLM's defaults: completions 16 tokens, chat and responses the rest of the context.
-  return boost::system::result<int, HttpError>(
+  return base::Result<int, HttpError>(
       boost::system::in_place_value,
       api == Api::completions ? static_cast<int>(std::min<std::int64_t>(16, room)) : static_cast<int>(room));
 }
@@ -574,8 +599,8 @@ asio::awaitable<net::Reply> Sim::Impl::generate(net::Request& req, const net::Co
   co_return reply_stream(req, p.api, *job, meta, std::move(p.tools));
 }
 
-boost::system::result<std::shared_ptr<Job>, HttpError> Sim::Impl::submit(Rank& r, Parsed& p,
-                                                                         asio::any_io_executor executor) {
+base::Result<std::shared_ptr<Job>, HttpError> Sim::Impl::submit(Rank& r, Parsed& p,
+                                                                asio::any_io_executor executor) {
   auto job = std::make_shared<Job>(r, next_id++, executor);
   job->usage.prompt_tokens = static_cast<std::uint32_t>(p.prompt.size());
   job->usage.cached_tokens = static_cast<std::uint32_t>(r.engine.cached_prefix_tokens(p.prompt));
@@ -583,6 +608,7 @@ boost::system::result<std::shared_ptr<Job>, HttpError> Sim::Impl::submit(Rank& r
   spec.id = job->id;
   spec.prompt = std::move(p.prompt);
   spec.max_tokens = p.max_tokens;
+  spec.priority = p.priority;
   if (!p.tools.calls.empty()) {
     spec.reply = p.tools.tokens;  // generated like any reply: same steps, same usage
   }
@@ -830,6 +856,15 @@ int run_sim(const SimOptions& opts) {
     return res;
   };
   net::Server server(ioc, so, sim.handler());
+  if (!opts.ssl_certfile.empty() || !opts.ssl_keyfile.empty()) {
+    std::string why;
+    auto tls = net::make_server_tls({opts.ssl_certfile, opts.ssl_keyfile}, &why);
+    if (!tls) {
+      spdlog::error("sim: --ssl-certfile/--ssl-keyfile: {}", why);
+      return 2;
+    }
+    server.set_tls(std::move(tls));
+  }
   sim.start();
   spdlog::info("sim: {} rank(s), preset {}, time scale {}, model {}", opts.data_parallel_size,
                opts.engine.preset, opts.time_scale, opts.served_model_name);

@@ -38,6 +38,9 @@ struct SimOptions {
   std::size_t max_body_bytes = 32u << 20;
   double lb_refresh_interval = 0.1;  // model seconds between balancer view refreshes
   core::VllmBalancerModel vllm_balancer = core::VllmBalancerModel::current;  // which vLLM it balances like
+  // HTTPS as `vllm serve --ssl-certfile --ssl-keyfile`: both PEM files, or neither (plain HTTP).
+  std::string ssl_certfile;
+  std::string ssl_keyfile;
 };
 
 class Sim {

@@ -40,7 +40,16 @@ bool is_vllm_model(std::string_view policy) {
 
 // Policies of core's affinity with working-set admission (`tasks` also holds task starts).
 bool is_admission(std::string_view policy) {
-  return policy == "admission" || policy == "tasks";
+  return policy == "admission" || policy == "tasks" || policy == "tasks-priority";
+}
+
+bool holds_task_starts(std::string_view policy) {
+  return policy == "tasks" || policy == "tasks-priority";
+}
+
+// Policies whose requests carry vLLM's `priority` (their task's start) to engines that schedule by it.
+bool is_priority(std::string_view policy) {
+  return policy == "priority" || policy == "tasks-priority";
 }
 
 // The first request of an agent task (core::RequestFacts::task_start): the main thread, and no tool result
@@ -68,7 +77,7 @@ std::string core_policy(std::string_view policy) {
   if (policy == "warden-lb" || policy == "ceiling") {
     return "vllm-lb";
   }
-  return is_admission(policy) ? std::string("affinity") : std::string(policy);
+  return is_admission(policy) || is_priority(policy) ? std::string("affinity") : std::string(policy);
 }
 
 // The engine model's counters as a replica's report (what its vLLM /metrics would say).
@@ -114,6 +123,7 @@ struct Flight {
   core::Decision decision;
   bool awaiting_first = false;  // routed by the Router, no first token yet (its prefill is in the backlog)
   bool task_start = false;      // is_task_start() of its conversation when sent
+  std::int64_t priority = 0;    // vLLM's request priority (priority policies)
   // Policy `ceiling`: the prompt tokens the engine counts as cached, and the prompt as sent.
   std::uint32_t assume_cached = 0;
   engine::Tokens sent;
@@ -130,8 +140,10 @@ class Driver {
 
   Result<Outcome> run() {
     for (std::size_t p = 0; p < config_.policies.size(); ++p) {
-      if (p == 0 || !config_.warm_start) {
-        make_engines();
+      const bool by_priority = is_priority(config_.policies[p]);
+      // Engines are carried over (warm_start) only while their scheduling policy stays the same.
+      if (p == 0 || !config_.warm_start || by_priority != is_priority(config_.policies[p - 1])) {
+        make_engines(by_priority);
       }
       auto ok = run_policy(config_.policies[p]);
       if (!ok) {
@@ -143,14 +155,18 @@ class Driver {
   }
 
  private:
-  void make_engines() {
+  void make_engines(bool by_priority) {
+    engine::EngineConfig engine = engine_config(config_);
+    if (by_priority) {
+      engine.scheduling_policy = engine::SchedulingPolicy::priority;
+    }
     engines_.clear();
     pending_.assign(config_.replicas, false);
     step_events_.assign(config_.replicas, {});
     for (std::uint32_t r = 0; r < config_.replicas; ++r) {
       // One seed for every rank: a prompt gets the same reply wherever it runs, so both policies of a
       // comparison replay the same conversations.
-      engines_.emplace_back(engine_config(config_), config_.seed);
+      engines_.emplace_back(engine, config_.seed);
     }
     scraped_.assign(config_.replicas, core::ReplicaMetrics{});
     rates_.assign(config_.replicas, core::PrefillRate{});
@@ -164,14 +180,16 @@ class Driver {
     publish();
     admission_policy_ = is_admission(policy);
     ceiling_ = policy == "ceiling";
-    task_policy_ = policy == "tasks";
+    task_policy_ = holds_task_starts(policy);
+    priority_policy_ = is_priority(policy);
+    task_starts_.clear();
     core::RoutingConfig routing = config_.routing;
-    routing.affinity = policy == "affinity" || admission_policy_;
+    routing.affinity = policy == "affinity" || admission_policy_ || priority_policy_;
     routing.policy = core_policy(policy);
     routing.max_num_seqs = config_.engine.max_num_seqs;
     if (admission_policy_) {
       routing.admission.enabled = true;
-      routing.admission.hold_task_starts = policy == "tasks";
+      routing.admission.hold_task_starts = task_policy_;
     } else {
       routing.admission = {};
       routing.cost_spill = {};
@@ -381,6 +399,9 @@ class Driver {
   Result<void> arrive(std::uint64_t id) {
     Flight& f = flights_.at(id);
     f.arrived = now_;
+    if (priority_policy_) {
+      f.priority = task_priority(f);
+    }
     if (f.failed) {
       push(now_ + config_.client_rtt / 2, Timed::Kind::client_done, id);
       return {};
@@ -404,6 +425,19 @@ class Driver {
       return {};
     }
     return dispatch(id);
+  }
+
+  // vLLM's `priority` as the warden would set it: when its task started, in milliseconds (earlier first),
+  // the task being the last task start seen on the request's session (subagents share their session's).
+  std::int64_t task_priority(const Flight& f) {
+    if (config_.task_priority == SimulationConfig::TaskPriority::stage) {
+      return f.task_start ? 1 : 0;
+    }
+    const auto it = task_starts_.try_emplace(f.session_hash, now_).first;
+    if (f.task_start) {
+      it->second = now_;
+    }
+    return std::llround(it->second * 1000.0);
   }
 
   void route_vllm(Flight& f) {
@@ -541,6 +575,7 @@ class Driver {
     spec.max_tokens = static_cast<int>(workload_.config().max_output);
     spec.arrival_time = now_;
     spec.assume_cached_tokens = f.assume_cached;
+    spec.priority = f.priority;
     if (ceiling_) {
       f.sent = spec.prompt;
     }
@@ -731,8 +766,12 @@ class Driver {
   bool vllm_model_ = false;
   bool admission_policy_ = false;
   bool ceiling_ = false;
-  // Policy `tasks`: task starts are held too, each until its own home has room.
+  // Policies `tasks` and `tasks-priority`: task starts are held too, each until its own home has room.
   bool task_policy_ = false;
+  // Policies `priority` and `tasks-priority`: engines schedule by priority, each request's being the start
+  // of its session's current task (task_priority()), as the warden sets it when they arrive.
+  bool priority_policy_ = false;
+  std::unordered_map<std::uint64_t, double> task_starts_;
   // Policy `ceiling`: each slot's last request as the engine saw it, prompt and reply.
   std::vector<engine::Tokens> sequences_;
   // Policy `admission`: the held request ids, first come first served, as the gateway keeps them.
@@ -756,7 +795,8 @@ class Driver {
 }  // namespace
 
 std::vector<std::string> simulate_policy_names() {
-  std::vector<std::string> names{"vllm-lb", "warden-lb", "admission", "tasks", "ceiling"};
+  std::vector<std::string> names{"vllm-lb", "warden-lb", "admission",     "tasks",
+                                 "ceiling", "priority",  "tasks-priority"};
   for (const std::string_view n : core::policy_names()) {
     if (n != "vllm-lb") {
       names.emplace_back(n);

@@ -17,7 +17,11 @@
 // - any other policy of core's registry (`affinity`, `round-robin`, `session-hash`, `chwbl`, and
 //   `warden-lb` = core's `vllm-lb`, i.e. the warden with affinity off as `serve` runs it): core::Router,
 //   the same object `serve` uses, fed the engines' metrics as last scraped (every scrape_interval) and its
-//   own live in-flight counts.
+//   own live in-flight counts;
+// - policies `priority` and `tasks-priority`: `affinity` and `tasks`, with every engine scheduling by
+//   priority (vLLM's --scheduling-policy priority) and each request carrying vLLM's `priority`: when its
+//   session's current task started at the warden, in milliseconds (a task start request starts it), so
+//   the requests of tasks under way go before those of newer tasks and are preempted last.
 // The engine emits tokens; the first one reaches the client rtt/2 later (TTFB = that minus send time); the
 // last one completes the turn and the reply, detokenized, is appended to the history by the workload.
 #pragma once
@@ -75,6 +79,11 @@ struct SimulationConfig {
   double admission_gap_factor = 2.0;
   double admission_min_window = 3.0;  // seconds
   core::SessionTableConfig sessions{};
+  // Policies `priority` and `tasks-priority`: what a request's vLLM priority is. start: when its session's
+  // current task started (ms; older tasks first, among tasks under way too); stage: 0 for a request of a
+  // task under way, 1 for a task's first request (tasks under way first, arrival order within each).
+  enum class TaskPriority { start, stage };
+  TaskPriority task_priority = TaskPriority::start;
   std::uint32_t vllm_api_servers = 0;  // vLLM API server processes; 0 = one per replica (vLLM's default)
   double vllm_publish_interval = 0.1;  // vLLM coordinator's stats publish period
 };
@@ -85,8 +94,8 @@ Result<void> validate(const SimulationConfig& config);
 engine::EngineConfig engine_config(const SimulationConfig& config);
 
 // Policy names simulate accepts: vllm-lb (vLLM's balancer model), warden-lb (the warden with affinity off,
-// core's vllm-lb), admission (core's affinity with admission and cost-aware spill), and core's affinity,
-// round-robin, session-hash, chwbl.
+// core's vllm-lb), admission (core's affinity with admission and cost-aware spill), tasks, ceiling,
+// priority, tasks-priority, and core's affinity, round-robin, session-hash, chwbl.
 std::vector<std::string> simulate_policy_names();
 
 // What else happened in one level (for tests, docs and the trace).

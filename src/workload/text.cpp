@@ -71,7 +71,10 @@ void append_text(std::string& out, SplitMix64& rng, std::size_t size, Measure me
     const std::size_t words = 6 + rng.below(14);
     for (std::size_t w = 0; w < words; ++w) {
       const std::string_view word = kWords[rng.below(std::size(kWords))];
-      unit.assign(paragraph_start ? "" : " ");
+      unit.clear();
+      if (!paragraph_start) {
+        unit.push_back(' ');
+      }
       paragraph_start = false;
       if (w == 0) {
         unit.push_back(static_cast<char>(word[0] - 'a' + 'A'));

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <string>
 
+#include "support/certs.hpp"
 #include "support/child_process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -87,3 +88,27 @@ TEST(CheckConfig, AMissingFileOrBrokenYamlIsAnError) {
 }
 
 }  // namespace
+
+// The TLS files are read and checked as at a start: a key that does not belong to its certificate, and a
+// CA file that is not there, each reported with the section's line.
+TEST(CheckConfig, TlsFilesAreCheckedWithTheirSectionsLine) {
+  TempDir dir;
+  const auto cert = test_support::make_certificate(dir.path, "a");
+  const auto other = test_support::make_certificate(dir.path, "b");
+  const std::string path = dir.file("w.yaml");
+  write(path, "tls: { cert_file: " + cert.cert + ", key_file: " + cert.key +
+                  " }\nmodels:\n  - name: a\n    replicas: { urls: [https://localhost:8001] }\n");
+  Checked c = check(path);
+  EXPECT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("listen 127.0.0.1:8080 with TLS"), std::string::npos) << c.out;
+  write(path, "tls: { cert_file: " + cert.cert + ", key_file: " + other.key +
+                  " }\nupstream_tls: { ca_file: " + dir.file("missing.pem") +
+                  " }\nmodels:\n  - name: a\n    replicas: { urls: [https://localhost:8001] }\n");
+  c = check(path);
+  EXPECT_EQ(c.code, 1);
+  EXPECT_NE(
+      c.err.find(path + ":1:6: tls: the key " + other.key + " does not match the certificate " + cert.cert),
+      std::string::npos)
+      << c.err;
+  EXPECT_NE(c.err.find(path + ":2:15: upstream_tls: cannot read the CA file"), std::string::npos) << c.err;
+}

@@ -151,6 +151,101 @@ TEST(Engine, WaitingQueueIsFirstComeFirstServed) {
   EXPECT_EQ(t.steps, 6);
 }
 
+EngineConfig by_priority(EngineConfig c) {
+  c.scheduling_policy = SchedulingPolicy::priority;
+  return c;
+}
+
+RequestSpec req(RequestId id, Tokens prompt, int max_tokens, double arrival, std::int64_t priority) {
+  RequestSpec r = req(id, std::move(prompt), max_tokens, arrival);
+  r.priority = priority;
+  return r;
+}
+
+// vLLM's priority queue: lower priority first, then earlier arrival, then the order added. FCFS ignores it.
+TEST(Engine, PriorityPolicyOrdersTheWaitingQueue) {
+  for (const bool priority : {true, false}) {
+    Engine engine(priority ? by_priority(tiny(100, 1, 64)) : tiny(100, 1, 64), 1);
+    ASSERT_TRUE(engine.add_request(req(3, seq(300, 6), 2, 0.0, 5)));
+    ASSERT_TRUE(engine.add_request(req(1, seq(100, 6), 2, 2.0, 1)));
+    ASSERT_TRUE(engine.add_request(req(2, seq(200, 6), 2, 1.0, 1)));
+    ASSERT_TRUE(engine.add_request(req(4, seq(400, 6), 2, 1.0, 1)));
+    const std::vector<RequestId> expected =
+        priority ? std::vector<RequestId>{2, 4, 1, 3} : std::vector<RequestId>{3, 1, 2, 4};
+    EXPECT_EQ(engine.waiting_ids(), expected);
+    EXPECT_EQ(run(engine).finish_order, expected);
+  }
+}
+
+// Block size 4, 6 blocks. A (priority 1, admitted first) and B (priority 0), 8- and 9-token prompts: 2 + 3
+// blocks at step 1, A's third block at step 2 fills the cache. Step 5: A decodes inside its third block,
+// then B needs a fourth. FCFS preempts the latest admitted, B itself; priority preempts A (the largest
+// priority), already scheduled in this step: its token is taken back and B runs alone.
+TEST(Engine, PriorityPolicyPreemptsTheLowestPriorityRunningRequest) {
+  for (const bool priority : {true, false}) {
+    Engine engine(priority ? by_priority(tiny(6, 8, 64)) : tiny(6, 8, 64), 1);
+    ASSERT_TRUE(engine.add_request(req(1, seq(1, 8), 12, 0.0, 1)));
+    ASSERT_TRUE(engine.add_request(req(2, seq(100, 9), 12, 0.0, 0)));
+    Trace t;
+    for (int i = 0; i < 4; ++i) {
+      apply(t, engine.step(t.now));
+    }
+    EXPECT_TRUE(t.preemptions.empty());
+    const StepResult s5 = engine.step(t.now);
+    apply(t, s5);
+    ASSERT_EQ(t.preemptions.size(), 1U);
+    const RequestId victim = priority ? 1 : 2;
+    EXPECT_EQ(t.preemptions[0], (std::pair<int, RequestId>{5, victim}));
+    EXPECT_EQ(engine.waiting_ids(), (std::vector<RequestId>{victim}));
+    EXPECT_EQ(engine.running_ids(), (std::vector<RequestId>{victim == 1 ? 2U : 1U}));
+    // Priority: B decodes alone; FCFS: A's token was scheduled before B found no block.
+    EXPECT_EQ(s5.stats.num_scheduled_requests, 1U);
+    ASSERT_EQ(s5.events.size(), 2U);  // the preemption and the survivor's token
+    EXPECT_EQ(s5.events[1].request, victim == 1 ? 2U : 1U);
+    t = run(engine, t);
+    EXPECT_EQ(t.finish_order.front(), victim == 1 ? 2U : 1U);
+    EXPECT_EQ(t.tokens.at(1).size(), 12U);
+    EXPECT_EQ(t.tokens.at(2).size(), 12U);
+  }
+}
+
+// The first running request is the lowest priority one and the first to need a block: it preempts itself
+// before anything is scheduled. The step must still run the others (vLLM schedules again at once), not
+// return an empty step while work remains (a driver would then wait forever).
+TEST(Engine, PriorityPolicySelfPreemptionOfTheFirstRunningRequestStillRunsTheOthers) {
+  Engine engine(by_priority(tiny(6, 8, 64)), 1);
+  ASSERT_TRUE(engine.add_request(req(1, seq(1, 8), 12, 0.0, 1)));
+  ASSERT_TRUE(engine.add_request(req(2, seq(100, 8), 12, 0.0, 0)));
+  Trace t;
+  for (int i = 0; i < 5; ++i) {
+    apply(t, engine.step(t.now));
+  }
+  const StepResult s6 = engine.step(t.now);
+  apply(t, s6);
+  EXPECT_GT(s6.duration, 0.0);
+  EXPECT_EQ(t.preemptions, (std::vector<std::pair<int, RequestId>>{{6, 1}}));
+  EXPECT_EQ(s6.stats.num_scheduled_requests, 1U);
+  t = run(engine, t);
+  EXPECT_EQ(t.finish_order, (std::vector<RequestId>{2, 1}));
+  EXPECT_EQ(t.tokens.at(1).size(), 12U);
+}
+
+// A preempted request rejoins the waiting queue by priority, not at its front.
+TEST(Engine, PriorityPolicyRequeuesAPreemptedRequestByPriority) {
+  Engine engine(by_priority(tiny(6, 8, 64)), 1);
+  ASSERT_TRUE(engine.add_request(req(1, seq(1, 8), 12, 0.0, 1)));
+  ASSERT_TRUE(engine.add_request(req(2, seq(100, 9), 12, 0.0, 0)));
+  Trace t;
+  for (int i = 0; i < 4; ++i) {
+    apply(t, engine.step(t.now));
+  }
+  ASSERT_TRUE(engine.add_request(req(3, seq(200, 4), 2, 1.0, 0)));  // waits: no block free
+  ASSERT_TRUE(engine.add_request(req(4, seq(300, 4), 2, 1.0, 2)));
+  apply(t, engine.step(t.now));
+  ASSERT_EQ(t.preemptions.size(), 1U);
+  EXPECT_EQ(engine.waiting_ids(), (std::vector<RequestId>{3, 1, 4}));
+}
+
 TEST(Engine, PrefixHitsPromptAndDecodeBlocks) {
   Engine engine(tiny(100, 8, 64), 1);
   const Tokens a = seq(1000, 20);

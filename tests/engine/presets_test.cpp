@@ -39,7 +39,21 @@ TEST(Presets, SetParamAcceptsFlagAndYamlSpellings) {
   EXPECT_FALSE(set_param(c, "max_num_seqs", "99999999999"));
   EXPECT_FALSE(set_param(c, "mem_efficiency", "fast"));
   EXPECT_FALSE(set_param(c, "mem_efficiency", ""));
-  EXPECT_EQ(param_names().size(), 25U);
+  EXPECT_EQ(param_names().size(), 26U);
+}
+
+TEST(Presets, SchedulingPolicyIsAWord) {
+  EngineConfig c = *find_preset("a4000-qwen3-4b");
+  EXPECT_EQ(c.scheduling_policy, SchedulingPolicy::fcfs);  // vLLM's default
+  ASSERT_TRUE(set_param(c, "scheduling-policy", " priority"));
+  EXPECT_EQ(c.scheduling_policy, SchedulingPolicy::priority);
+  const auto bad = set_param(c, "scheduling_policy", "1");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().param, "scheduling_policy");
+  EXPECT_EQ(c.scheduling_policy, SchedulingPolicy::priority);  // unchanged by the refused value
+  const auto back = parse_preset_yaml(to_yaml(c), *find_preset("instant"));
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(back->scheduling_policy, SchedulingPolicy::priority);
 }
 
 TEST(Presets, YamlOverridesOnABase) {

@@ -321,10 +321,42 @@ TEST(Config, ParsesListenDurationsSizesUrls) {
   EXPECT_EQ(u->port, 8000);
   EXPECT_EQ(u->base_path, "");
   EXPECT_EQ(parse_upstream_url("http://h", &why)->port, 80);
-  EXPECT_FALSE(parse_upstream_url("https://h:1", &why));
-  EXPECT_NE(why.find("https"), std::string::npos);
+  const auto secure = parse_upstream_url("https://h:1/engine/", &why);
+  ASSERT_TRUE(secure) << why;
+  EXPECT_TRUE(secure->tls);
+  EXPECT_EQ(secure->text, "https://h:1/engine");
+  EXPECT_EQ(parse_upstream_url("https://h", &why)->port, 443);
+  EXPECT_FALSE(parse_upstream_url("http://h", &why)->tls);
+  EXPECT_FALSE(parse_upstream_url("ftp://h:1", &why));
+  EXPECT_NE(why.find("scheme 'ftp'"), std::string::npos) << why;
   EXPECT_FALSE(parse_upstream_url("http://h:1/?q=1", &why));
   EXPECT_FALSE(parse_upstream_url("not a url", &why));
+}
+
+// `tls:` and `upstream_tls:` name files only here (tls_files.hpp reads them): both listener files are
+// needed, a client certificate needs its key, and unknown keys are refused.
+TEST(Config, TlsSectionsNameTheirFiles) {
+  const std::string model = "models: [{name: m, replicas: {urls: [https://127.0.0.1:1]}}]\n";
+  auto r = parse_config(
+      "tls: { cert_file: c.pem, key_file: k.pem }\nupstream_tls: { ca_file: ca.pem }\n" + model, "w.yaml");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  ASSERT_TRUE(r.config->tls);
+  EXPECT_EQ(r.config->tls->cert_file, "c.pem");
+  EXPECT_EQ(r.config->tls->key_file, "k.pem");
+  EXPECT_EQ(r.config->tls->at, "w.yaml:1:6");
+  EXPECT_EQ(r.config->upstream_tls.ca_file, "ca.pem");
+  EXPECT_TRUE(r.config->models[0].urls[0].tls);
+  r = parse_config(model, "w.yaml");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  EXPECT_FALSE(r.config->tls);
+  r = parse_config("tls: { cert_file: c.pem, colour: red }\nupstream_tls: { cert_file: c.pem }\n" + model,
+                   "w.yaml");
+  ASSERT_FALSE(r.ok());
+  const std::string text = r.error_text();
+  EXPECT_NE(text.find("w.yaml:1:26: unknown key 'colour' in tls"), std::string::npos) << text;
+  EXPECT_NE(text.find("w.yaml:1:6: tls needs both cert_file and key_file"), std::string::npos) << text;
+  EXPECT_NE(text.find("w.yaml:2:15: upstream_tls: a client certificate needs both"), std::string::npos)
+      << text;
 }
 
 TEST(Config, SharedStateIsOptionalAndValidated) {

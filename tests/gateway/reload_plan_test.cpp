@@ -77,3 +77,18 @@ TEST(ReloadPlan, ADataParallelSizeChangeApplies) {
   EXPECT_EQ(plan.models_resized, (std::vector<std::string>{"a"}));
   EXPECT_TRUE(plan.restart_required.empty());
 }
+
+// The listener's certificate is read again at every reload, even under the same names (a renewal); TLS
+// turned on or off, and the upstreams' files changed, apply as well.
+TEST(ReloadPlan, TheCertificateIsReadAgainAtEveryReload) {
+  const std::string tls = "tls: { cert_file: c.pem, key_file: k.pem }\napi_keys: [k1]";
+  const Config with_tls = edited("api_keys: [k1]", tls);
+  EXPECT_EQ(plan_reload(with_tls, with_tls).applied,
+            (std::vector<std::string>{"tls (certificate and key read again)"}));
+  EXPECT_EQ(plan_reload(parsed(kBase), with_tls).applied, (std::vector<std::string>{"tls (on)"}));
+  EXPECT_EQ(plan_reload(with_tls, parsed(kBase)).applied, (std::vector<std::string>{"tls (off)"}));
+  const auto plan = plan_reload(
+      parsed(kBase), edited("api_keys: [k1]", "upstream_tls: { ca_file: ca.pem }\napi_keys: [k1]"));
+  EXPECT_EQ(plan.applied, (std::vector<std::string>{"upstream_tls"}));
+  EXPECT_TRUE(plan.restart_required.empty());
+}

@@ -47,7 +47,7 @@ test('the config is a conffile and the dependencies name the shared libraries', 
   assert.equal(control.trim(), '/etc/lm-warden/warden.yaml');
   const depends = execFileSync('dpkg-deb', ['--field', deb, 'Depends'], { encoding: 'utf8' });
   assert.match(depends, /^adduser, /);
-  for (const lib of ['libhiredis', 'libyaml-cpp', 'libsqlite3', 'libstdc\\+\\+6']) {
+  for (const lib of ['libhiredis', 'libyaml-cpp', 'libsqlite3', 'libssl3', 'libstdc\\+\\+6']) {
     assert.match(depends, new RegExp(lib), lib);
   }
   const postinst = execFileSync('dpkg-deb', ['--info', deb, 'postinst'], { encoding: 'utf8' });

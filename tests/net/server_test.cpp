@@ -422,7 +422,12 @@ TEST(NetClient, ParsesUpstreamUrls) {
   auto b = net::parse_http_url("http://localhost");
   ASSERT_TRUE(b.has_value());
   EXPECT_EQ(b->port, 80);
-  EXPECT_FALSE(net::parse_http_url("https://x:1").has_value());
+  auto c = net::parse_http_url("https://x");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_TRUE(c->tls);
+  EXPECT_EQ(c->port, 443);
+  EXPECT_FALSE(a->tls);
+  EXPECT_FALSE(net::parse_http_url("ftp://x:1").has_value());
   EXPECT_FALSE(net::parse_http_url("not a url").has_value());
   EXPECT_FALSE(net::parse_http_url("http://:8000").has_value());
 }

@@ -34,6 +34,15 @@ class TestServer {
   void stop() {
     net::asio::post(ioc_, [this] { server_.stop(); });
   }
+  /// Server::set_tls on the server's thread; returns once it is in force.
+  void set_tls(std::shared_ptr<net::TlsContext> ctx) {
+    std::promise<void> done;
+    net::asio::post(ioc_, [&] {
+      server_.set_tls(std::move(ctx));
+      done.set_value();
+    });
+    done.get_future().get();
+  }
   int port() const { return port_; }
   net::asio::io_context& ioc() { return ioc_; }
   bool run_returned() const { return run_returned_; }

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -381,6 +382,16 @@ TEST_F(SimServer, BadInputsGetVllmStyleErrors) {
   check("/v1/messages", R"({"model":"nope","max_tokens":1,"messages":[{"role":"user","content":"x"}]})", 404,
         true);
   check("/v1/messages", "{", 400, true);
+  // vLLM's `priority`: an integer, and not 0 only where the engine schedules by priority (not here).
+  const std::string chat_x =
+      R"({"model":"test-model","max_tokens":1,"messages":[{"role":"user","content":"x"}])";
+  check("/v1/chat/completions", chat_x + R"(,"priority":"high"})", 400);
+  check("/v1/chat/completions", chat_x + R"(,"priority":1.5})", 400);
+  check("/v1/chat/completions", chat_x + R"(,"priority":3})", 400);
+  check("/v1/completions", R"({"model":"test-model","max_tokens":1,"prompt":"x","priority":-2})", 400);
+  EXPECT_EQ(c.post("/v1/chat/completions", chat_x + R"(,"priority":0})").status, 200u);
+  // Its Anthropic endpoint has no such field: ignored there, whatever it holds.
+  EXPECT_EQ(c.post("/v1/messages", chat_x + R"(,"priority":"high"})").status, 200u);
   EXPECT_EQ(c.get("/v1/chat/completions").status, 405u);
   EXPECT_EQ(c.get("/nope").status, 404u);
   EXPECT_EQ(c.get("/health").status, 200u);
@@ -466,6 +477,61 @@ TEST(SimLimits, BodyLimitAndModelLength) {
   auto fits = c.post("/v1/chat/completions", chat_body("short", 60));  // prompt + 60 > 64
   EXPECT_EQ(fits.status, 400u);
   EXPECT_EQ(c.get("/health").status, 200u);
+  EXPECT_EQ(sim.stop(), 0);
+}
+
+TEST(SimLimits, PrioritySchedulingAcceptsAnyIntegerPriority) {
+  ChildProcess sim(sim_args({"--preset", "instant", "--scheduling-policy", "priority"}));
+  Client c(sim.wait_for_port());
+  const std::string chat_x =
+      R"({"model":"test-model","max_tokens":1,"messages":[{"role":"user","content":"x"}])";
+  EXPECT_EQ(c.post("/v1/chat/completions", chat_x + R"(,"priority":-7})").status, 200u);
+  EXPECT_EQ(c.post("/v1/chat/completions", chat_x + R"(,"priority":1764670000000})").status, 200u);
+  EXPECT_EQ(c.post("/v1/chat/completions", chat_x + R"(,"priority":"first"})").status, 400u);
+  EXPECT_EQ(sim.stop(), 0);
+  ChildProcess bad(sim_args({"--preset", "instant", "--scheduling-policy", "soonest"}));
+  EXPECT_EQ(bad.wait_exit(std::chrono::seconds(20)), std::optional<int>(2));
+}
+
+// One seat (--max-num-seqs 1) taken by a long request; B (priority 5) then C (priority 1) queue behind it.
+// Under priority scheduling C is admitted first and finishes first, though it came last.
+TEST(SimLimits, PrioritySchedulingServesTheLowerPriorityFirst) {
+  // 0.1 ms model steps at --time-scale 0.001: 0.1 s of wall time each, so A runs ~3 s.
+  ChildProcess sim(sim_args({"--preset", "instant", "--scheduling-policy", "priority", "--max-num-seqs", "1",
+                             "--time-scale", "0.001"}));
+  const int port = sim.wait_for_port();
+  Client watcher(port);
+  const auto gauge = [&](const char* name) {
+    const auto values = metric(watcher, name);
+    return values.empty() ? -1.0 : values.begin()->second;
+  };
+  const auto body = [](const std::string& user, int max_tokens, int priority) {
+    json::object o = json::parse(chat_body(user, max_tokens)).as_object();
+    o["priority"] = priority;
+    return json::serialize(o);
+  };
+  std::mutex mu;
+  std::vector<std::string> finished;
+  const auto send = [&](std::string name, std::string b) {
+    return std::thread([&, name, b] {
+      Client c(port);
+      const auto r = c.post("/v1/chat/completions", b);
+      EXPECT_EQ(r.status, 200u) << name << " " << r.body;
+      const std::lock_guard lock(mu);
+      finished.push_back(name);
+    });
+  };
+  std::thread a = send("A", body("hold the only seat", 30, 3));
+  ASSERT_TRUE(test_support::wait_until([&] { return gauge("vllm:num_requests_running") == 1; }));
+  std::thread b = send("B", body("second in line", 1, 5));
+  ASSERT_TRUE(test_support::wait_until([&] { return gauge("vllm:num_requests_waiting") == 1; }));
+  std::thread c = send("C", body("third but urgent", 1, 1));
+  const bool both_waiting = test_support::wait_until([&] { return gauge("vllm:num_requests_waiting") == 2; });
+  a.join();
+  b.join();
+  c.join();
+  ASSERT_TRUE(both_waiting) << "A finished before B and C were both queued";
+  EXPECT_EQ(finished, (std::vector<std::string>{"A", "C", "B"}));
   EXPECT_EQ(sim.stop(), 0);
 }
 

@@ -121,7 +121,7 @@ class ChildProcess {
   /// Waits until stdout holds "listening on http://HOST:PORT" and returns PORT. Throws (with the
   /// captured stderr) if the child exits first or the timeout passes.
   int wait_for_port(std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
-    static const std::regex re(R"(listening on http://[^\s:]+:(\d+))");
+    static const std::regex re(R"(listening on https?://[^\s:]+:(\d+))");
     auto deadline = std::chrono::steady_clock::now() + timeout;
     while (true) {
       std::smatch m;

@@ -110,6 +110,31 @@ TEST(WhatifAgentic, HeldTaskStartsAreReleasedAndNothingFails) {
   EXPECT_EQ(o->rows.at(0).errors, 0);
 }
 
+// Past the caches (6 agents on 2 replicas) the engines' order changes when requests carry their task's
+// start as vLLM's priority: same placement rule, other scheduling, nothing refused by the engines.
+TEST(WhatifAgentic, TaskPriorityReschedulesTheEnginesAndNothingFails) {
+  SimulationConfig c = agentic_config();
+  c.levels = {6};
+  c.policies = {"affinity", "priority", "tasks-priority"};
+  const auto o = simulate(c);
+  ASSERT_TRUE(o) << o.error();
+  ASSERT_EQ(o->rows.size(), 3U);
+  for (const report::Row& r : o->rows) {
+    EXPECT_EQ(r.errors, 0) << r.policy;
+    ASSERT_TRUE(r.tasks_per_hour) << r.policy;
+    EXPECT_GT(*r.tasks_per_hour, 0) << r.policy;
+  }
+  EXPECT_GT(o->levels.at(0).preemptions + o->levels.at(1).preemptions, 0U);  // the engines were short of KV
+  const report::Report fcfs{{o->rows[0]}, {}};
+  const report::Report by_task{{o->rows[1]}, {}};
+  EXPECT_NE(report::to_json(fcfs), report::to_json(by_task));
+  // Carried engines are remade where the scheduling policy changes: the same run, warm.
+  c.warm_start = true;
+  const auto warm = simulate(c);
+  ASSERT_TRUE(warm) << warm.error();
+  EXPECT_EQ(warm->rows.at(1).errors, 0);
+}
+
 TEST(WhatifAgentic, TheReferenceWorkloadHasNoTaskColumns) {
   SimulationConfig c = agentic_config();
   c.workload = workload::WorkloadConfig{};

@@ -505,7 +505,7 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
   const ModelConfig& model = ex.model->config();
   const UpstreamUrl& url = model.replica_url(ex.record.replica);
   // Named, not temporaries: GCC 12 destroys temporaries of a co_await expression twice.
-  const net::Endpoint endpoint{url.host, url.port};
+  const net::Endpoint endpoint{url.host, url.port, url.tls};
   const std::optional<int> dp_rank =
       model.data_parallel ? std::optional<int>(ex.record.replica) : std::nullopt;
   const net::RawRequest up = upstream_request(req, out.rewritten, url, endpoint, dp_rank);

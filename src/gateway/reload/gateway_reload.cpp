@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gateway/gateway.hpp"
+#include "gateway/tls_files.hpp"
 #include "net/service_notify.hpp"
 
 namespace warden::gateway {
@@ -44,10 +45,15 @@ ReloadOutcome Gateway::reload() {
   notifier.notify_reloading();
   ReloadOutcome out;
   ConfigResult loaded = load_config_ ? load_config_() : load_config_file(config_.source);
+  for (const auto& e : loaded.errors) {
+    out.errors.push_back(e.message);
+  }
+  if (loaded.ok() && !use_tls_files(*loaded.config, out.errors)) {
+    loaded.config.reset();  // a certificate that does not load refuses the file whole
+  }
   if (!loaded.ok()) {
-    for (const auto& e : loaded.errors) {
-      out.errors.push_back(e.message);
-      spdlog::error("{}", e.message);
+    for (const auto& e : out.errors) {
+      spdlog::error("{}", e);
     }
     spdlog::error("configuration not reloaded: {} error{} in {}; the running configuration stays",
                   out.errors.size(), out.errors.size() == 1 ? "" : "s", config_.source);
@@ -65,8 +71,34 @@ ReloadOutcome Gateway::reload() {
   return out;
 }
 
+void Gateway::on_listener_tls(std::function<void(std::shared_ptr<net::TlsContext>)> use) {
+  on_listener_tls_ = std::move(use);
+}
+
+// The TLS files of `config` loaded (tls_files.hpp); once they all load, the upstream context is what new
+// upstream connections are verified with. False with the errors appended.
+bool Gateway::use_tls_files(Config& config, std::vector<std::string>& errors) {
+  std::vector<ConfigError> found;
+  if (!load_tls_files(config, found)) {
+    for (auto& e : found) {
+      errors.push_back(std::move(e.message));
+    }
+    return false;
+  }
+  pool_.set_tls(config.upstream_tls.context);
+  scrape_pool_.set_tls(config.upstream_tls.context);
+  return true;
+}
+
 ReloadPlan Gateway::apply_config(Config next) {
   ReloadPlan plan = plan_reload(config_, next);
+  // The listener's certificate is read again at every reload: new connections get the new one, open
+  // connections keep theirs.
+  config_.tls = std::move(next.tls);
+  config_.upstream_tls = std::move(next.upstream_tls);
+  if (on_listener_tls_) {
+    on_listener_tls_(listener_tls());
+  }
   config_.api_keys = std::move(next.api_keys);
   config_.admin_token = std::move(next.admin_token);
   config_.auth = next.auth;

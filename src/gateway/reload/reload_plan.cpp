@@ -123,6 +123,25 @@ bool same_routing(const core::RoutingConfig& a, const core::RoutingConfig& b) {
          a.vllm_balancer == b.vllm_balancer && a.cost_spill == b.cost_spill && a.rebalance == b.rebalance;
 }
 
+namespace {
+
+// The listener's certificate is read again at every reload (a renewed one under the same name); the
+// upstreams' files when they are named differently.
+void plan_tls(const Config& running, const Config& next, ReloadPlan& plan) {
+  if (next.tls) {
+    plan.applied.emplace_back(running.tls ? "tls (certificate and key read again)" : "tls (on)");
+  } else if (running.tls) {
+    plan.applied.emplace_back("tls (off)");
+  }
+  const auto& a = running.upstream_tls;
+  const auto& b = next.upstream_tls;
+  if (a.ca_file != b.ca_file || a.cert_file != b.cert_file || a.key_file != b.key_file) {
+    plan.applied.emplace_back("upstream_tls");
+  }
+}
+
+}  // namespace
+
 ReloadPlan plan_reload(const Config& running, const Config& next) {
   ReloadPlan plan;
   if (running.api_keys != next.api_keys) {
@@ -137,6 +156,7 @@ ReloadPlan plan_reload(const Config& running, const Config& next) {
   if (!same_timeouts(running.timeouts, next.timeouts)) {
     plan.applied.emplace_back("timeouts");
   }
+  plan_tls(running, next, plan);
   if (running.outlier != next.outlier) {
     plan.applied.emplace_back("outlier");
   }

@@ -178,12 +178,11 @@ void SharedState::observe(const std::string& op, const std::string& result, Cloc
 void SharedState::run() {
   while (true) {
     if (ctx_ == nullptr) {
-      std::string error;
-      if (connect(&error)) {
+      if (auto connected = connect(); connected) {
         set_up(true, "");
       } else {
         ++errors_;
-        set_up(false, error);
+        set_up(false, connected.error());
         fail_queued();
         std::unique_lock lock(mutex_);
         if (cv_.wait_for(lock, kReconnectEvery, [this] { return stopping_; })) {
@@ -206,15 +205,16 @@ void SharedState::run() {
       job.done(std::nullopt);
       continue;
     }
-    std::string error;
-    auto replies = execute(job.commands, &error);
+    auto replies = execute(job.commands);
     if (!replies) {
       ++errors_;
       redisFree(ctx_);
       ctx_ = nullptr;
-      set_up(false, error);
+      set_up(false, replies.error());
+      job.done(std::nullopt);
+      continue;
     }
-    job.done(std::move(replies));
+    job.done(std::move(*replies));
   }
   if (ctx_ != nullptr) {
     redisFree(ctx_);
@@ -223,14 +223,14 @@ void SharedState::run() {
   fail_queued();
 }
 
-bool SharedState::connect(std::string* error) {
+base::Result<void> SharedState::connect() {
   const RedisUrl& url = config_.redis;
   ctx_ = redisConnectWithTimeout(url.host.c_str(), url.port, to_timeval(config_.connect_timeout));
   if (ctx_ == nullptr || ctx_->err != 0) {
-    *error = ctx_ != nullptr ? ctx_->errstr : "out of memory";
+    std::string why = ctx_ != nullptr ? ctx_->errstr : "out of memory";
     redisFree(ctx_);
     ctx_ = nullptr;
-    return false;
+    return base::Failure{std::move(why)};
   }
   redisSetTimeout(ctx_, to_timeval(config_.command_timeout));
   std::vector<RedisCommand> hello;
@@ -239,24 +239,22 @@ bool SharedState::connect(std::string* error) {
                                      : RedisCommand{"AUTH", url.user, url.password});
   }
   hello.push_back({"SELECT", std::to_string(url.db)});
-  const auto replies = execute(hello, error);
-  for (std::size_t i = 0; replies && i < replies->size(); ++i) {
+  auto replies = execute(hello);
+  std::string why = replies ? std::string() : replies.error();
+  for (std::size_t i = 0; replies && why.empty() && i < replies->size(); ++i) {
     if ((*replies)[i].type == RedisReply::Type::error) {
-      *error = (*replies)[i].text;
-      redisFree(ctx_);
-      ctx_ = nullptr;
-      return false;
+      why = (*replies)[i].text;
     }
   }
-  if (!replies) {
+  if (!why.empty()) {
     redisFree(ctx_);
     ctx_ = nullptr;
+    return base::Failure{std::move(why)};
   }
-  return replies.has_value();
+  return {};
 }
 
-std::optional<RedisReplies> SharedState::execute(const std::vector<RedisCommand>& commands,
-                                                 std::string* error) {
+base::Result<RedisReplies> SharedState::execute(const std::vector<RedisCommand>& commands) {
   std::vector<const char*> argv;
   std::vector<std::size_t> lengths;
   for (const RedisCommand& c : commands) {
@@ -273,8 +271,7 @@ std::optional<RedisReplies> SharedState::execute(const std::vector<RedisCommand>
   for (std::size_t i = 0; i < commands.size(); ++i) {
     void* raw = nullptr;
     if (redisGetReply(ctx_, &raw) != REDIS_OK || raw == nullptr) {
-      *error = ctx_->errstr[0] != '\0' ? ctx_->errstr : "no reply";
-      return std::nullopt;
+      return base::Failure{ctx_->errstr[0] != '\0' ? ctx_->errstr : "no reply"};
     }
     out.push_back(copy_reply(static_cast<redisReply*>(raw)));
     freeReplyObject(raw);

@@ -22,6 +22,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include "base/result.hpp"
 #include "gateway/config.hpp"
 #include "gateway/shared/shared_keys.hpp"
 
@@ -113,8 +114,8 @@ class SharedState {
   // Urgent jobs (a request waits for them) go ahead of background writes.
   void enqueue(Job job, bool urgent);
   void run();
-  bool connect(std::string* error);
-  std::optional<RedisReplies> execute(const std::vector<RedisCommand>& commands, std::string* error);
+  base::Result<void> connect();
+  base::Result<RedisReplies> execute(const std::vector<RedisCommand>& commands);
   void set_up(bool up, const std::string& why);
   void fail_queued();
 

@@ -15,96 +15,112 @@ ClockPair clocks_now() {
           duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count()};
 }
 
-bool DurableState::open(const std::string& state_dir, StatsStore& stats, std::int64_t unix_now,
-                        std::string* error) {
-  stats_db_ = StatsDb::open(state_dir, error);
-  if (!stats_db_) {
-    return false;
+base::Result<void> DurableState::open(const std::string& state_dir, StatsStore& stats,
+                                      std::int64_t unix_now) {
+  auto db = StatsDb::open(state_dir);
+  if (!db) {
+    return base::Failure{std::move(db.error())};
   }
-  std::string err;
-  if (!load_history(*stats_db_, stats, unix_now, &err)) {
-    spdlog::warn("stats history could not be read ({}); starting empty", err);
+  stats_db_ = std::move(*db);
+  if (auto loaded = load_history(*stats_db_, stats, unix_now); !loaded) {
+    spdlog::warn("stats history could not be read ({}); starting empty", loaded.error());
   }
-  routing_db_ = RoutingStateDb::open(stats_db_->handle(), &err);
-  if (!routing_db_) {
-    spdlog::warn("routing state not kept across restarts: {}", err);
+  auto routing = RoutingStateDb::open(stats_db_->handle());
+  if (!routing) {
+    spdlog::warn("routing state not kept across restarts: {}", routing.error());
+    return {};
   }
-  return true;
+  routing_db_ = *routing;
+  return {};
 }
 
 void DurableState::restore(std::span<const std::unique_ptr<ModelRuntime>> models, const ClockPair& now) {
   if (!routing_db_) {
     return;
   }
-  std::string err;
   std::vector<std::pair<std::string, std::vector<StoredHome>>> kept;
+  bool read_all = true;
   for (const auto& m : models) {
     const std::string& name = m->config().name;
     restore_routing(*m);
-    const auto stored = routing_db_->load_homes(name, &err);
-    m->router().import_sessions(homes_to_restore(stored, m->config().replica_count(), now), now.steady);
+    auto stored = routing_db_->load_homes(name);
+    if (!stored) {
+      spdlog::warn("conversation homes of model {} could not be read back: {}", name, stored.error());
+      read_all = false;
+      stored = std::vector<StoredHome>{};
+    }
+    m->router().import_sessions(homes_to_restore(*stored, m->config().replica_count(), now), now.steady);
     m->router().track_session_changes(true);
     std::vector<StoredHome> live;
     for (const auto& r : m->router().export_sessions(now.steady)) {
       live.push_back(now.to_stored(r));
     }
-    if (!stored.empty()) {
+    if (!stored->empty()) {
       spdlog::info("restored {} conversation homes of model {} ({} expired or on a replica no longer there)",
-                   live.size(), name, stored.size() - live.size());
+                   live.size(), name, stored->size() - live.size());
     }
     kept.emplace_back(name, std::move(live));
   }
-  // What was restored is what is stored from now on: other models' and dropped homes are deleted.
-  if (!err.empty() || !routing_db_->replace_homes(kept, &err)) {
-    spdlog::warn("conversation homes could not be read back or rewritten: {}", err);
+  // What was restored is what is stored from now on: other models' and dropped homes are deleted. Unless
+  // some could not be read: what is stored then stays as it is, for a later start to read.
+  if (!read_all) {
+    return;
+  }
+  if (auto rewritten = routing_db_->replace_homes(kept); !rewritten) {
+    spdlog::warn("conversation homes could not be rewritten: {}", rewritten.error());
   }
 }
 
 // A stored change applies while the config file still says what it said when the change was made.
 void DurableState::restore_routing(ModelRuntime& m) {
-  std::string err;
   const std::string& name = m.config().name;
-  const auto stored = routing_db_->load_routing(name, &err);
+  const auto stored = routing_db_->load_routing(name);
   if (!stored) {
-    if (!err.empty()) {
-      spdlog::warn("routing change of model {} not restored: {}", name, err);
-    }
+    spdlog::warn("routing change of model {} not restored: {}", name, stored.error());
     return;
   }
+  if (!*stored) {
+    return;
+  }
+  const StoredRouting& change = **stored;
   // Read over the file's routing: a knob the stored text does not name (stored before it was kept) is the
   // file's.
   const core::RoutingConfig& file = m.config().routing;
-  const auto at_change = patch_routing(file, stored->config_routing, RoutingScope::stored);
-  const auto routing = patch_routing(file, stored->routing, RoutingScope::stored);
+  const auto at_change = patch_routing(file, change.config_routing, RoutingScope::stored);
+  const auto routing = patch_routing(file, change.routing, RoutingScope::stored);
   if (!at_change || !routing || *at_change != file || !m.router().set_routing(*routing)) {
     spdlog::info("routing change of model {} dropped: {}", name,
                  at_change && routing ? "the config file's routing changed since" : "unreadable");
-    routing_db_->forget_routing(name, &err);
+    if (auto forgotten = routing_db_->forget_routing(name); !forgotten) {
+      spdlog::warn("dropped routing change of model {} is still stored: {}", name, forgotten.error());
+    }
     return;
   }
-  spdlog::info("routing restored model={} {}", name, stored->routing);
+  spdlog::info("routing restored model={} {}", name, change.routing);
 }
 
 void DurableState::save_routing(ModelRuntime& m) {
   if (!routing_db_) {
     return;
   }
-  std::string err;
-  if (!routing_db_->save_routing(
-          {m.config().name, boost::json::serialize(routing_json(m.router().routing_config())),
-           boost::json::serialize(routing_json(m.config().routing))},
-          &err)) {
-    spdlog::warn("routing change of model {} is in force but not stored: {}", m.config().name, err);
+  auto saved = routing_db_->save_routing({m.config().name,
+                                          boost::json::serialize(routing_json(m.router().routing_config())),
+                                          boost::json::serialize(routing_json(m.config().routing))});
+  if (!saved) {
+    spdlog::warn("routing change of model {} is in force but not stored: {}", m.config().name, saved.error());
   }
 }
 
 void DurableState::flush(StatsStore& stats, std::int64_t unix_now, const std::vector<HomeChanges>& homes) {
-  std::string err;
-  if (stats_db_ && !flush_history(*stats_db_, stats, unix_now, &err)) {
-    spdlog::warn("stats history could not be written: {}", err);
+  if (stats_db_) {
+    if (auto written = flush_history(*stats_db_, stats, unix_now); !written) {
+      spdlog::warn("stats history could not be written: {}", written.error());
+    }
   }
-  if (routing_db_ && !routing_db_->save_homes(homes, &err)) {
-    spdlog::warn("conversation homes could not be written: {}", err);
+  if (routing_db_) {
+    if (auto written = routing_db_->save_homes(homes); !written) {
+      spdlog::warn("conversation homes could not be written: {}", written.error());
+    }
   }
 }
 

@@ -22,9 +22,9 @@ ClockPair clocks_now();
 
 class DurableState {
  public:
-  // Opens the database under `state_dir` and reads the stats history into `stats`; false (with `error`)
-  // if the directory cannot be used.
-  bool open(const std::string& state_dir, StatsStore& stats, std::int64_t unix_now, std::string* error);
+  // Opens the database under `state_dir` and reads the stats history into `stats`; fails only if the
+  // directory cannot be used.
+  base::Result<void> open(const std::string& state_dir, StatsStore& stats, std::int64_t unix_now);
 
   // At start: each model's stored routing change (while the config file still says what it said when the
   // change was made) into its Router, its stored homes into its session table; then what was restored is

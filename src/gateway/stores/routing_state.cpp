@@ -40,22 +40,21 @@ std::string column_text(sqlite3_stmt* s, int col) {
   return text ? text : "";
 }
 
-// Runs a prepared statement to its end; false (with `error`) if it failed.
-bool run(sqlite3* db, Stmt& st, std::string_view what, std::string* error) {
+// Runs a prepared statement to its end.
+base::Result<void> run(sqlite3* db, Stmt& st, std::string_view what) {
   const bool ok = sqlite3_step(st.s) == SQLITE_DONE;
-  if (!ok) {
-    set_error(error, sqlite_error(db, what));
-  }
   sqlite3_reset(st.s);
-  return ok;
+  if (!ok) {
+    return base::Failure{sqlite_error(db, what)};
+  }
+  return {};
 }
 
-bool prepare(sqlite3* db, Stmt& st, const char* sql, std::string* error) {
+base::Result<void> prepare(sqlite3* db, Stmt& st, const char* sql) {
   if (sqlite3_prepare_v2(db, sql, -1, &st.s, nullptr) != SQLITE_OK) {
-    set_error(error, sqlite_error(db, "prepare"));
-    return false;
+    return base::Failure{sqlite_error(db, "prepare")};
   }
-  return true;
+  return {};
 }
 
 bool has_table(sqlite3* db, const char* name) {
@@ -68,14 +67,14 @@ bool has_table(sqlite3* db, const char* name) {
   return sqlite3_step(st.s) == SQLITE_ROW;
 }
 
-bool exec(sqlite3* db, const char* sql, std::string_view what, std::string* error) {
+base::Result<void> exec(sqlite3* db, const char* sql, std::string_view what) {
   char* msg = nullptr;
   if (sqlite3_exec(db, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
-    set_error(error, fmt::format("cannot {}: {}", what, msg ? msg : "?"));
+    std::string why = fmt::format("cannot {}: {}", what, msg ? msg : "?");
     sqlite3_free(msg);
-    return false;
+    return base::Failure{std::move(why)};
   }
-  return true;
+  return {};
 }
 
 }  // namespace
@@ -102,95 +101,93 @@ std::vector<core::SessionRecord> homes_to_restore(const std::vector<StoredHome>&
   return out;
 }
 
-std::optional<RoutingStateDb> RoutingStateDb::open(sqlite3* db, std::string* error) {
-  if (!exec(db, kSchema, "create the routing state tables", error)) {
-    return std::nullopt;
+base::Result<RoutingStateDb> RoutingStateDb::open(sqlite3* db) {
+  if (auto made = exec(db, kSchema, "create the routing state tables"); !made) {
+    return base::Failure{std::move(made.error())};
   }
   if (has_table(db, "routing_change")) {
     Transaction tx(db);
-    if (!exec(db, kMigrateRoutingChange, "move the stored routing changes over", error) ||
-        !tx.commit(error)) {
-      return std::nullopt;
+    auto moved = exec(db, kMigrateRoutingChange, "move the stored routing changes over");
+    if (moved) {
+      moved = tx.commit();
+    }
+    if (!moved) {
+      return base::Failure{std::move(moved.error())};
     }
   }
   return RoutingStateDb(db);
 }
 
-bool RoutingStateDb::upsert_homes(const std::string& model, const std::vector<StoredHome>& homes,
-                                  std::string* error) {
+base::Result<void> RoutingStateDb::upsert_homes(const std::string& model,
+                                                const std::vector<StoredHome>& homes) {
   Stmt st;
-  if (!prepare(db_, st,
-               "INSERT OR REPLACE INTO session_home (model, key, home, prompt_tokens, last_seen_ms)"
-               " VALUES (?1, ?2, ?3, ?4, ?5)",
-               error)) {
-    return false;
-  }
-  for (const StoredHome& h : homes) {
+  auto done = prepare(db_, st,
+                      "INSERT OR REPLACE INTO session_home (model, key, home, prompt_tokens, last_seen_ms)"
+                      " VALUES (?1, ?2, ?3, ?4, ?5)");
+  for (auto h = homes.begin(); done && h != homes.end(); ++h) {
     bind_text(st.s, 1, model);
-    sqlite3_bind_int64(st.s, 2, std::bit_cast<sqlite3_int64>(h.key));
-    sqlite3_bind_int64(st.s, 3, h.home);
-    sqlite3_bind_int64(st.s, 4, h.prompt_tokens);
-    sqlite3_bind_int64(st.s, 5, h.last_seen_ms);
-    if (!run(db_, st, "save a conversation home", error)) {
-      return false;
-    }
+    sqlite3_bind_int64(st.s, 2, std::bit_cast<sqlite3_int64>(h->key));
+    sqlite3_bind_int64(st.s, 3, h->home);
+    sqlite3_bind_int64(st.s, 4, h->prompt_tokens);
+    sqlite3_bind_int64(st.s, 5, h->last_seen_ms);
+    done = run(db_, st, "save a conversation home");
   }
-  return true;
+  return done;
 }
 
-bool RoutingStateDb::save_homes(const std::vector<HomeChanges>& changes, std::string* error) {
-  Stmt del;
-  Stmt expire;
-  if (!prepare(db_, del, "DELETE FROM session_home WHERE model = ?1 AND key = ?2", error) ||
-      !prepare(db_, expire, "DELETE FROM session_home WHERE model = ?1 AND last_seen_ms < ?2", error)) {
-    return false;
+// One model's changes, inside the caller's transaction: upserts, then deletes, then expiry.
+base::Result<void> RoutingStateDb::apply_changes(const HomeChanges& c, Stmt& del, Stmt& expire) {
+  auto done = upsert_homes(c.model, c.changed);
+  for (auto key = c.removed.begin(); done && key != c.removed.end(); ++key) {
+    bind_text(del.s, 1, c.model);
+    sqlite3_bind_int64(del.s, 2, std::bit_cast<sqlite3_int64>(*key));
+    done = run(db_, del, "forget a conversation home");
   }
-  Transaction tx(db_);
-  for (const HomeChanges& c : changes) {
-    if (!upsert_homes(c.model, c.changed, error)) {
-      return false;
-    }
-    for (const std::uint64_t key : c.removed) {
-      bind_text(del.s, 1, c.model);
-      sqlite3_bind_int64(del.s, 2, std::bit_cast<sqlite3_int64>(key));
-      if (!run(db_, del, "forget a conversation home", error)) {
-        return false;
-      }
-    }
+  if (done) {
     bind_text(expire.s, 1, c.model);
     sqlite3_bind_int64(expire.s, 2, c.expire_before_ms);
-    if (!run(db_, expire, "delete expired conversation homes", error)) {
-      return false;
-    }
+    done = run(db_, expire, "delete expired conversation homes");
   }
-  return tx.commit(error);
+  return done;
 }
 
-bool RoutingStateDb::replace_homes(const std::vector<std::pair<std::string, std::vector<StoredHome>>>& homes,
-                                   std::string* error) {
+base::Result<void> RoutingStateDb::save_homes(const std::vector<HomeChanges>& changes) {
+  Stmt del;
+  Stmt expire;
+  auto done = prepare(db_, del, "DELETE FROM session_home WHERE model = ?1 AND key = ?2");
+  if (done) {
+    done = prepare(db_, expire, "DELETE FROM session_home WHERE model = ?1 AND last_seen_ms < ?2");
+  }
+  Transaction tx(db_);
+  for (auto c = changes.begin(); done && c != changes.end(); ++c) {
+    done = apply_changes(*c, del, expire);
+  }
+  return done ? tx.commit() : done;
+}
+
+base::Result<void> RoutingStateDb::replace_homes(
+    const std::vector<std::pair<std::string, std::vector<StoredHome>>>& homes) {
   Transaction tx(db_);
   if (sqlite3_exec(db_, "DELETE FROM session_home", nullptr, nullptr, nullptr) != SQLITE_OK) {
-    set_error(error, sqlite_error(db_, "clear conversation homes"));
-    return false;
+    return base::Failure{sqlite_error(db_, "clear conversation homes")};
   }
-  for (const auto& [model, list] : homes) {
-    if (!upsert_homes(model, list, error)) {
-      return false;
-    }
+  base::Result<void> done;
+  for (auto m = homes.begin(); done && m != homes.end(); ++m) {
+    done = upsert_homes(m->first, m->second);
   }
-  return tx.commit(error);
+  return done ? tx.commit() : done;
 }
 
-std::vector<StoredHome> RoutingStateDb::load_homes(const std::string& model, std::string* error) {
-  std::vector<StoredHome> out;
+base::Result<std::vector<StoredHome>> RoutingStateDb::load_homes(const std::string& model) {
   Stmt st;
-  if (!prepare(db_, st,
-               "SELECT key, home, prompt_tokens, last_seen_ms FROM session_home WHERE model = ?1"
-               " ORDER BY last_seen_ms",
-               error)) {
-    return out;
+  if (auto ready = prepare(db_, st,
+                           "SELECT key, home, prompt_tokens, last_seen_ms FROM session_home WHERE model = ?1"
+                           " ORDER BY last_seen_ms");
+      !ready) {
+    return base::Failure{std::move(ready.error())};
   }
   bind_text(st.s, 1, model);
+  std::vector<StoredHome> out;
   int rc = 0;
   while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) {
     const auto u32 = [&](int col) {
@@ -201,43 +198,50 @@ std::vector<StoredHome> RoutingStateDb::load_homes(const std::string& model, std
                    sqlite3_column_int64(st.s, 3)});
   }
   if (rc != SQLITE_DONE) {
-    set_error(error, sqlite_error(db_, "load conversation homes"));
+    return base::Failure{sqlite_error(db_, "load conversation homes")};
   }
   return out;
 }
 
-bool RoutingStateDb::save_routing(const StoredRouting& r, std::string* error) {
+base::Result<void> RoutingStateDb::save_routing(const StoredRouting& r) {
   Stmt st;
-  if (!prepare(db_, st,
-               "INSERT OR REPLACE INTO routing_override (model, routing, config_routing) VALUES (?1, ?2, ?3)",
-               error)) {
-    return false;
+  auto done = prepare(db_, st,
+                      "INSERT OR REPLACE INTO routing_override (model, routing, config_routing)"
+                      " VALUES (?1, ?2, ?3)");
+  if (done) {
+    bind_text(st.s, 1, r.model);
+    bind_text(st.s, 2, r.routing);
+    bind_text(st.s, 3, r.config_routing);
+    done = run(db_, st, "save a routing change");
   }
-  bind_text(st.s, 1, r.model);
-  bind_text(st.s, 2, r.routing);
-  bind_text(st.s, 3, r.config_routing);
-  return run(db_, st, "save a routing change", error);
+  return done;
 }
 
-bool RoutingStateDb::forget_routing(const std::string& model, std::string* error) {
+base::Result<void> RoutingStateDb::forget_routing(const std::string& model) {
   Stmt st;
-  if (!prepare(db_, st, "DELETE FROM routing_override WHERE model = ?1", error)) {
-    return false;
+  auto done = prepare(db_, st, "DELETE FROM routing_override WHERE model = ?1");
+  if (done) {
+    bind_text(st.s, 1, model);
+    done = run(db_, st, "forget a routing change");
   }
-  bind_text(st.s, 1, model);
-  return run(db_, st, "forget a routing change", error);
+  return done;
 }
 
-std::optional<StoredRouting> RoutingStateDb::load_routing(const std::string& model, std::string* error) {
+base::Result<std::optional<StoredRouting>> RoutingStateDb::load_routing(const std::string& model) {
   Stmt st;
-  if (!prepare(db_, st, "SELECT routing, config_routing FROM routing_override WHERE model = ?1", error)) {
-    return std::nullopt;
+  if (auto ready = prepare(db_, st, "SELECT routing, config_routing FROM routing_override WHERE model = ?1");
+      !ready) {
+    return base::Failure{std::move(ready.error())};
   }
   bind_text(st.s, 1, model);
-  if (sqlite3_step(st.s) != SQLITE_ROW) {
-    return std::nullopt;
+  switch (sqlite3_step(st.s)) {
+    case SQLITE_ROW:
+      return std::optional<StoredRouting>(StoredRouting{model, column_text(st.s, 0), column_text(st.s, 1)});
+    case SQLITE_DONE:
+      return std::optional<StoredRouting>();
+    default:
+      return base::Failure{sqlite_error(db_, "load a routing change")};
   }
-  return StoredRouting{model, column_text(st.s, 0), column_text(st.s, 1)};
 }
 
 }  // namespace warden::gateway

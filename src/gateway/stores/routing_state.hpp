@@ -9,12 +9,15 @@
 #include <string>
 #include <vector>
 
+#include "base/result.hpp"
 #include "core/session_table.hpp"
 #include "core/types.hpp"
 
 struct sqlite3;
 
 namespace warden::gateway {
+
+struct Stmt;
 
 // One conversation's home as stored.
 struct StoredHome {
@@ -62,26 +65,26 @@ std::vector<core::SessionRecord> homes_to_restore(const std::vector<StoredHome>&
 // Statements over an open state database (StatsDb::handle()).
 class RoutingStateDb {
  public:
-  // Creates the tables if needed, and moves routing changes stored in the older two-knob table over;
-  // nullopt with `error` set on failure.
-  static std::optional<RoutingStateDb> open(sqlite3* db, std::string* error);
+  // Creates the tables if needed, and moves routing changes stored in the older two-knob table over.
+  static base::Result<RoutingStateDb> open(sqlite3* db);
 
   // Every model's changes in one transaction (upserts, deletes, expiry).
-  bool save_homes(const std::vector<HomeChanges>& changes, std::string* error);
+  base::Result<void> save_homes(const std::vector<HomeChanges>& changes);
   // Replaces every stored home by `homes` (what the restored tables hold, after a start), in one
   // transaction: homes of models no longer configured or of replicas no longer there are gone after it.
-  bool replace_homes(const std::vector<std::pair<std::string, std::vector<StoredHome>>>& homes,
-                     std::string* error);
+  base::Result<void> replace_homes(const std::vector<std::pair<std::string, std::vector<StoredHome>>>& homes);
   // The stored homes of `model`.
-  std::vector<StoredHome> load_homes(const std::string& model, std::string* error);
+  base::Result<std::vector<StoredHome>> load_homes(const std::string& model);
 
-  bool save_routing(const StoredRouting& routing, std::string* error);
-  std::optional<StoredRouting> load_routing(const std::string& model, std::string* error);
-  bool forget_routing(const std::string& model, std::string* error);
+  base::Result<void> save_routing(const StoredRouting& routing);
+  // The stored change of `model`, nullopt if there is none.
+  base::Result<std::optional<StoredRouting>> load_routing(const std::string& model);
+  base::Result<void> forget_routing(const std::string& model);
 
  private:
   explicit RoutingStateDb(sqlite3* db) : db_(db) {}
-  bool upsert_homes(const std::string& model, const std::vector<StoredHome>& homes, std::string* error);
+  base::Result<void> upsert_homes(const std::string& model, const std::vector<StoredHome>& homes);
+  base::Result<void> apply_changes(const HomeChanges& changes, Stmt& del, Stmt& expire);
   sqlite3* db_;
 };
 

@@ -1,6 +1,8 @@
 // Small helpers shared by the code that keeps state in the SQLite database under state_dir.
 #pragma once
 
+#include "base/result.hpp"
+
 #include <fmt/format.h>
 #include <sqlite3.h>
 
@@ -12,13 +14,6 @@ namespace warden::gateway {
 
 inline std::string sqlite_error(sqlite3* db, std::string_view what) {
   return fmt::format("{}: {}", what, db ? sqlite3_errmsg(db) : "out of memory");
-}
-
-// Sets `*error` if the caller asked for it.
-inline void set_error(std::string* error, std::string text) {
-  if (error) {
-    *error = std::move(text);
-  }
 }
 
 // A prepared statement that finalizes itself.
@@ -41,12 +36,12 @@ class Transaction {
       sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
     }
   }
-  bool commit(std::string* error) {
+  base::Result<void> commit() {
     done_ = sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK;
     if (!done_) {
-      set_error(error, sqlite_error(db_, "commit"));
+      return base::Failure{sqlite_error(db_, "commit")};
     }
-    return done_;
+    return {};
   }
 
  private:

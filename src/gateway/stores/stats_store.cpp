@@ -118,20 +118,19 @@ std::vector<std::string> StatsStore::models() const {
   return out;
 }
 
-std::unique_ptr<StatsDb> StatsDb::open(const std::string& state_dir, std::string* error) {
+base::Result<std::unique_ptr<StatsDb>> StatsDb::open(const std::string& state_dir) {
   std::error_code ec;
   std::filesystem::create_directories(state_dir, ec);
   if (ec) {
-    set_error(error, fmt::format("cannot create state_dir '{}': {}", state_dir, ec.message()));
-    return nullptr;
+    return base::Failure{fmt::format("cannot create state_dir '{}': {}", state_dir, ec.message())};
   }
   const std::string path = (std::filesystem::path(state_dir) / "stats.sqlite3").string();
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                       nullptr) != SQLITE_OK) {
-    set_error(error, sqlite_error(db, fmt::format("cannot open {}", path)));
+    std::string why = sqlite_error(db, fmt::format("cannot open {}", path));
     sqlite3_close(db);
-    return nullptr;
+    return base::Failure{std::move(why)};
   }
   sqlite3_busy_timeout(db, 2000);
   const char* schema =
@@ -145,10 +144,10 @@ std::unique_ptr<StatsDb> StatsDb::open(const std::string& state_dir, std::string
       "CREATE INDEX IF NOT EXISTS stats_second_time ON stats_second(second);";
   char* msg = nullptr;
   if (sqlite3_exec(db, schema, nullptr, nullptr, &msg) != SQLITE_OK) {
-    set_error(error, fmt::format("cannot create the stats schema in {}: {}", path, msg ? msg : "?"));
+    std::string why = fmt::format("cannot create the stats schema in {}: {}", path, msg ? msg : "?");
     sqlite3_free(msg);
     sqlite3_close(db);
-    return nullptr;
+    return base::Failure{std::move(why)};
   }
   return std::unique_ptr<StatsDb>(new StatsDb(db));
 }
@@ -157,9 +156,9 @@ StatsDb::~StatsDb() {
   sqlite3_close(db_);
 }
 
-bool StatsDb::save(const std::vector<std::pair<std::string, StatsBucket>>& rows, std::string* error) {
+base::Result<void> StatsDb::save(const std::vector<std::pair<std::string, StatsBucket>>& rows) {
   if (rows.empty()) {
-    return true;
+    return {};
   }
   Stmt st;
   const char* sql =
@@ -167,8 +166,7 @@ bool StatsDb::save(const std::vector<std::pair<std::string, StatsBucket>>& rows,
       "requests,"
       " ttfb_sum, ttfb_count) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
   if (sqlite3_prepare_v2(db_, sql, -1, &st.s, nullptr) != SQLITE_OK) {
-    set_error(error, sqlite_error(db_, "prepare save"));
-    return false;
+    return base::Failure{sqlite_error(db_, "prepare save")};
   }
   Transaction tx(db_);
   for (const auto& [model, b] : rows) {
@@ -181,24 +179,21 @@ bool StatsDb::save(const std::vector<std::pair<std::string, StatsBucket>>& rows,
     sqlite3_bind_double(st.s, 7, b.ttfb_sum);
     sqlite3_bind_int64(st.s, 8, static_cast<sqlite3_int64>(b.ttfb_count));
     if (sqlite3_step(st.s) != SQLITE_DONE) {
-      set_error(error, sqlite_error(db_, "save stats"));
-      return false;
+      return base::Failure{sqlite_error(db_, "save stats")};
     }
     sqlite3_reset(st.s);
   }
-  return tx.commit(error);
+  return tx.commit();
 }
 
-std::vector<std::pair<std::string, StatsBucket>> StatsDb::load_since(std::int64_t since_s,
-                                                                     std::string* error) {
+base::Result<std::vector<std::pair<std::string, StatsBucket>>> StatsDb::load_since(std::int64_t since_s) {
   std::vector<std::pair<std::string, StatsBucket>> out;
   Stmt st;
   const char* sql =
       "SELECT model, second, prompt_cached, prompt_computed, completion, requests, ttfb_sum, ttfb_count"
       " FROM stats_second WHERE second >= ?1 ORDER BY model, second";
   if (sqlite3_prepare_v2(db_, sql, -1, &st.s, nullptr) != SQLITE_OK) {
-    set_error(error, sqlite_error(db_, "prepare load"));
-    return out;
+    return base::Failure{sqlite_error(db_, "prepare load")};
   }
   sqlite3_bind_int64(st.s, 1, since_s);
   int rc = 0;
@@ -218,44 +213,41 @@ std::vector<std::pair<std::string, StatsBucket>> StatsDb::load_since(std::int64_
     out.emplace_back(text ? text : "", b);
   }
   if (rc != SQLITE_DONE) {
-    set_error(error, sqlite_error(db_, "load stats"));
+    return base::Failure{sqlite_error(db_, "load stats")};
   }
   return out;
 }
 
-bool StatsDb::prune_before(std::int64_t before_s, std::string* error) {
+base::Result<void> StatsDb::prune_before(std::int64_t before_s) {
   Stmt st;
   if (sqlite3_prepare_v2(db_, "DELETE FROM stats_second WHERE second < ?1", -1, &st.s, nullptr) !=
       SQLITE_OK) {
-    set_error(error, sqlite_error(db_, "prepare prune"));
-    return false;
+    return base::Failure{sqlite_error(db_, "prepare prune")};
   }
   sqlite3_bind_int64(st.s, 1, before_s);
   if (sqlite3_step(st.s) != SQLITE_DONE) {
-    set_error(error, sqlite_error(db_, "prune stats"));
-    return false;
+    return base::Failure{sqlite_error(db_, "prune stats")};
   }
-  return true;
+  return {};
 }
 
-bool load_history(StatsDb& db, StatsStore& store, std::int64_t now_s, std::string* error) {
-  std::string err;
-  auto rows = db.load_since(now_s - store.retention_s(), &err);
-  if (!err.empty()) {
-    set_error(error, err);
-    return false;
+base::Result<void> load_history(StatsDb& db, StatsStore& store, std::int64_t now_s) {
+  auto rows = db.load_since(now_s - store.retention_s());
+  if (!rows) {
+    return base::Failure{std::move(rows.error())};
   }
-  for (const auto& [model, b] : rows) {
+  for (const auto& [model, b] : *rows) {
     store.restore(model, b);
   }
-  return true;
+  return {};
 }
 
-bool flush_history(StatsDb& db, StatsStore& store, std::int64_t now_s, std::string* error) {
+base::Result<void> flush_history(StatsDb& db, StatsStore& store, std::int64_t now_s) {
   store.prune(now_s);
-  auto dirty = store.take_dirty();
-  bool ok = db.save(dirty, error);
-  return db.prune_before(now_s - store.retention_s(), error) && ok;
+  auto saved = db.save(store.take_dirty());
+  // Prune even when the save failed: the retention bound holds whatever the disk did.
+  auto pruned = db.prune_before(now_s - store.retention_s());
+  return saved ? pruned : saved;
 }
 
 }  // namespace warden::gateway

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.hpp"
 #include "gateway/proxy/request_record.hpp"
 
 struct sqlite3;
@@ -77,16 +78,16 @@ class StatsStore {
 // reported, never thrown.
 class StatsDb {
  public:
-  // Opens (creating the directory and schema if needed). On failure returns nullptr and sets `error`.
-  static std::unique_ptr<StatsDb> open(const std::string& state_dir, std::string* error);
+  // Opens (creating the directory and schema if needed).
+  static base::Result<std::unique_ptr<StatsDb>> open(const std::string& state_dir);
   ~StatsDb();
   StatsDb(const StatsDb&) = delete;
   StatsDb& operator=(const StatsDb&) = delete;
 
-  bool save(const std::vector<std::pair<std::string, StatsBucket>>& rows, std::string* error);
+  base::Result<void> save(const std::vector<std::pair<std::string, StatsBucket>>& rows);
   // Every bucket at or after `since_s`.
-  std::vector<std::pair<std::string, StatsBucket>> load_since(std::int64_t since_s, std::string* error);
-  bool prune_before(std::int64_t before_s, std::string* error);
+  base::Result<std::vector<std::pair<std::string, StatsBucket>>> load_since(std::int64_t since_s);
+  base::Result<void> prune_before(std::int64_t before_s);
   // The open database, for the routing state kept in the same file (routing_state.hpp).
   sqlite3* handle() const { return db_; }
 
@@ -97,7 +98,7 @@ class StatsDb {
 
 // Loads the retained history from `db` into `store`, then keeps both in step: flush() writes the dirty
 // buckets and prunes both sides. Called by the gateway every few seconds and at shutdown.
-bool load_history(StatsDb& db, StatsStore& store, std::int64_t now_s, std::string* error);
-bool flush_history(StatsDb& db, StatsStore& store, std::int64_t now_s, std::string* error);
+base::Result<void> load_history(StatsDb& db, StatsStore& store, std::int64_t now_s);
+base::Result<void> flush_history(StatsDb& db, StatsStore& store, std::int64_t now_s);
 
 }  // namespace warden::gateway

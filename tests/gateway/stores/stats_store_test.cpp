@@ -2,6 +2,7 @@
 #include "support/temp_dir.hpp"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <filesystem>
 
@@ -82,22 +83,25 @@ TEST(StatsStore, PrunesBeyondRetention) {
 
 TEST(StatsStore, PersistsAcrossRestart) {
   TempDir dir;
-  std::string err;
   {
-    auto db = StatsDb::open(dir.path.string(), &err);
-    ASSERT_TRUE(db) << err;
+    auto db = StatsDb::open(dir.path.string());
+    ASSERT_TRUE(db) << db.error();
     StatsStore s(std::chrono::seconds(3600));
     s.record("m", 5000, usage(100, 60, 9, 0.2));
-    ASSERT_TRUE(flush_history(*db, s, 5000, &err)) << err;
+    auto flushed = flush_history(**db, s, 5000);
+    ASSERT_TRUE(flushed) << flushed.error();
     s.record("m", 5000, usage(10, 10, 1, 0.4));  // the same second again: upsert, not duplicate
     s.record("m", 5001, usage(5, 0, 1, std::nullopt));
-    ASSERT_TRUE(flush_history(*db, s, 5001, &err)) << err;
+    flushed = flush_history(**db, s, 5001);
+    ASSERT_TRUE(flushed) << flushed.error();
     EXPECT_TRUE(s.take_dirty().empty());
   }
-  auto db = StatsDb::open(dir.path.string(), &err);
-  ASSERT_TRUE(db) << err;
+  auto opened = StatsDb::open(dir.path.string());
+  ASSERT_TRUE(opened) << opened.error();
+  StatsDb& db = **opened;
   StatsStore restored(std::chrono::seconds(3600));
-  ASSERT_TRUE(load_history(*db, restored, 5010, &err)) << err;
+  auto loaded = load_history(db, restored, 5010);
+  ASSERT_TRUE(loaded) << loaded.error();
   auto series = restored.series("m", 5010, 60);
   EXPECT_EQ(series.summary.requests, 3u);
   EXPECT_EQ(series.summary.prompt_cached, 70u);
@@ -107,15 +111,30 @@ TEST(StatsStore, PersistsAcrossRestart) {
 
   // Rows older than the retention window are not loaded, and flushing deletes them.
   StatsStore later(std::chrono::seconds(3600));
-  ASSERT_TRUE(load_history(*db, later, 5000 + 3601 + 1, &err));
+  ASSERT_TRUE(load_history(db, later, 5000 + 3601 + 1));
   EXPECT_EQ(later.series("m", 8602, 3600).summary.requests, 0u);
-  ASSERT_TRUE(flush_history(*db, later, 9000, &err)) << err;
-  EXPECT_TRUE(db->load_since(0, &err).empty());
+  ASSERT_TRUE(flush_history(db, later, 9000));
+  auto left = db.load_since(0);
+  ASSERT_TRUE(left) << left.error();
+  EXPECT_TRUE(left->empty());
 }
 
 TEST(StatsStore, UnusableStateDirIsReported) {
-  std::string err;
-  auto db = StatsDb::open("/proc/warden-cannot-write-here", &err);
-  EXPECT_EQ(db, nullptr);
-  EXPECT_NE(err.find("state_dir"), std::string::npos) << err;
+  auto db = StatsDb::open("/proc/warden-cannot-write-here");
+  ASSERT_FALSE(db);
+  EXPECT_NE(db.error().find("state_dir"), std::string::npos) << db.error();
+}
+
+TEST(StatsStore, AFailedWriteIsReportedAndTheRetentionStillApplies) {
+  TempDir dir;
+  auto opened = StatsDb::open(dir.path.string());
+  ASSERT_TRUE(opened) << opened.error();
+  StatsDb& db = **opened;
+  ASSERT_EQ(sqlite3_exec(db.handle(), "DROP TABLE stats_second", nullptr, nullptr, nullptr), SQLITE_OK);
+  StatsStore s(std::chrono::seconds(3600));
+  s.record("m", 5000, usage(100, 60, 9, 0.2));
+  auto flushed = flush_history(db, s, 5000);
+  ASSERT_FALSE(flushed);
+  EXPECT_NE(flushed.error().find("stats_second"), std::string::npos) << flushed.error();
+  EXPECT_FALSE(db.load_since(0)) << "a read of a broken database fails, it does not read as empty";
 }
