@@ -661,6 +661,32 @@ void parse_timeouts(Validator& v, const YAML::Node& n, Config& cfg) {
   duration_member(v, n, "timeouts", "idle", min, cfg.timeouts.idle);
 }
 
+// `outlier: { consecutive_failures: 3, base_ejection: 10s, max_ejection: 300s, stall_after: 30s }`: when
+// a replica is taken out of routing (core/outlier.hpp); 0 turns a rule off.
+void parse_outlier(Validator& v, const YAML::Node& n, Config& cfg) {
+  if (!n || !v.expect_map(n, "outlier")) {
+    return;
+  }
+  v.known_keys(n, "outlier", {"consecutive_failures", "base_ejection", "max_ejection", "stall_after"});
+  core::OutlierConfig& o = cfg.outlier;
+  if (auto d = n["consecutive_failures"]) {
+    if (auto x = v.integer(d, "outlier.consecutive_failures", 0, 1000)) {
+      o.consecutive_failures = static_cast<int>(*x);
+    }
+  }
+  auto member = [&](const char* key, std::chrono::milliseconds min, core::Time& out) {
+    std::chrono::milliseconds ms = std::chrono::duration_cast<std::chrono::milliseconds>(out);
+    duration_member(v, n, "outlier", key, min, ms);
+    out = ms;
+  };
+  member("base_ejection", std::chrono::milliseconds(100), o.base_ejection);
+  member("max_ejection", std::chrono::milliseconds(100), o.max_ejection);
+  member("stall_after", std::chrono::milliseconds(0), o.stall_after);
+  if (o.max_ejection < o.base_ejection) {
+    v.error(n, "outlier.max_ejection must be at least outlier.base_ejection");
+  }
+}
+
 // `tls:` and `upstream_tls:`: file names only (pure parsing); the files are read and checked by
 // check_tls_files() (tls_files.hpp).
 std::string mark_text(const std::string& source, const YAML::Node& n) {
@@ -760,15 +786,17 @@ void parse_root(Validator& v, const YAML::Node& root, Config& cfg) {
   if (!v.expect_map(root, "the top level")) {
     return;
   }
-  v.known_keys(root, "the top level",
-               {"listen", "state_dir", "admin_token", "api_keys", "auth", "allowed_hosts", "allowed_origins",
-                "metrics", "timeouts", "max_body_size", "max_connections", "max_inflight_body_size",
-                "shutdown_grace", "stats_retention", "state", "tls", "upstream_tls", "models"});
+  v.known_keys(
+      root, "the top level",
+      {"listen", "state_dir", "admin_token", "api_keys", "auth", "allowed_hosts", "allowed_origins",
+       "metrics", "timeouts", "outlier", "max_body_size", "max_connections", "max_inflight_body_size",
+       "shutdown_grace", "stats_retention", "state", "tls", "upstream_tls", "models"});
   parse_access(v, root, cfg);
   parse_tls(v, root, cfg);
   parse_limits(v, root, cfg);
   parse_metrics(v, root["metrics"], cfg);
   parse_timeouts(v, root["timeouts"], cfg);
+  parse_outlier(v, root["outlier"], cfg);
   parse_shared_state(v, root["state"], cfg);
   parse_models(v, root, cfg);
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/parse.hpp"
+#include "core/outlier.hpp"
 #include "core/types.hpp"
 #include "net/tls_context.hpp"
 #include "supervisor/launch.hpp"
@@ -134,6 +135,8 @@ struct Config {
   std::chrono::seconds stats_retention{7200};
   MetricsConfig metrics;
   TimeoutsConfig timeouts;
+  // When a replica that fails requests or stops making progress is taken out of routing (docs/config.md).
+  core::OutlierConfig outlier;
   std::vector<ModelConfig> models;
   std::optional<SharedStateConfig> shared_state;
 

@@ -84,6 +84,7 @@ Gateway::Gateway(asio::io_context& ioc, Config config)
   for (const auto& m : config_.models) {
     models_.push_back(std::make_unique<ModelRuntime>(m, config_.metrics.unhealthy_after));
     ModelRuntime* mr = models_.back().get();
+    mr->set_outlier(config_.outlier);
     queues_.push_back(
         std::make_unique<AdmissionQueue>(ioc.get_executor(), [this, mr](const core::RequestFacts& f) {
           return mr->router().route(f, mr->metrics(), Clock::now().time_since_epoch(), rng_);
@@ -130,6 +131,10 @@ Gateway::Gateway(asio::io_context& ioc, Config config)
         r.metrics.healthy = healthy;
         r.consecutive_failures = healthy ? 0 : config_.metrics.unhealthy_after;
         r.last_error = healthy ? std::string() : "engine " + why;
+        if (healthy) {
+          r.outlier = core::OutlierState{};  // a new engine process: what the old one failed is forgotten
+          r.progress = core::ProgressWatch{};
+        }
       }
     }
     if (m && !healthy) {
@@ -311,6 +316,7 @@ asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
               spdlog::info("upstream {} is answering again for model {}", up->url.text, m->config().name);
               want_models = true;
             }
+            judge_progress(*m);
             retry_queued(*m);  // the replicas' figures changed
           }
         }
@@ -464,7 +470,7 @@ void Gateway::finish_request(RequestRecord& r) {
 
 void Gateway::recall_waiting(const ModelRuntime& m, const std::vector<int>& replicas, std::string_view why) {
   if (const std::size_t n = waiting_.recall(m, replicas); n > 0) {
-    spdlog::warn("model {}: {} request{} waiting on a replica marked unhealthy ({}) go elsewhere",
+    spdlog::warn("model {}: {} request{} waiting on a replica marked unhealthy or ejected ({}) go elsewhere",
                  m.config().name, n, n == 1 ? "" : "s", why);
   }
 }
@@ -499,6 +505,7 @@ std::vector<ReplicaGauges> Gateway::replica_gauges() {
       g.replica = static_cast<int>(i);
       g.in_flight = i < view.counters.size() ? static_cast<int>(view.counters[i].in_flight) : 0;
       g.healthy = r.metrics.healthy;
+      g.ejected = r.outlier.ejected();
       g.running = r.metrics.running;
       g.waiting = r.metrics.waiting;
       g.kv_used = r.metrics.kv_usage;

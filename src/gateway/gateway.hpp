@@ -131,6 +131,11 @@ class Gateway {
   void finish_request(RequestRecord& record);
   // `replicas` of `m` were just marked unhealthy: the requests waiting for their first byte go elsewhere.
   void recall_waiting(const ModelRuntime& m, const std::vector<int>& replicas, std::string_view why);
+  // Outlier ejection (ejection.cpp): a request's outcome on `replica` (a failure, or nullopt: a success),
+  // an ejection's consequences, and the progress watchdog after a scrape.
+  void request_outcome(ModelRuntime& m, int replica, std::optional<core::OutlierReason> failure);
+  void replica_ejected(ModelRuntime& m, int replica, core::Time now);
+  void judge_progress(ModelRuntime& m);
   std::vector<ReplicaGauges> replica_gauges();
   std::vector<ModelGauges> model_gauges() const;
   ModelRuntime* find_model(std::string_view name);

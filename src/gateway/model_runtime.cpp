@@ -41,12 +41,69 @@ ModelRuntime::ModelRuntime(const ModelConfig& config, int unhealthy_after)
       router_(core::router_config(config.routing)),
       replicas_(static_cast<std::size_t>(config.replica_count())) {}
 
-const std::vector<core::ReplicaMetrics>& ModelRuntime::metrics() {
+const std::vector<core::ReplicaMetrics>& ModelRuntime::metrics(core::Time now) {
   metrics_.resize(replicas_.size());
   for (std::size_t i = 0; i < replicas_.size(); ++i) {
     metrics_[i] = replicas_[i].metrics;
+    metrics_[i].healthy = metrics_[i].healthy && routable(static_cast<int>(i), now);
   }
   return metrics_;
+}
+
+ReplicaRuntime* ModelRuntime::replica(int index) {
+  return index >= 0 && index < static_cast<int>(replicas_.size())
+             ? &replicas_[static_cast<std::size_t>(index)]
+             : nullptr;
+}
+
+bool ModelRuntime::routable(int replica, core::Time now) const {
+  if (replica < 0 || replica >= static_cast<int>(replicas_.size())) {
+    return false;
+  }
+  const ReplicaRuntime& r = replicas_[static_cast<std::size_t>(replica)];
+  if (!r.outlier.ejected()) {
+    return true;
+  }
+  // A stalled engine is probed once it makes progress again, not while it still holds requests frozen.
+  const bool still_stalled = r.outlier.reason() == core::OutlierReason::no_progress &&
+                             outlier_.stall_after > core::Time::zero() &&
+                             r.progress.stalled(outlier_.stall_after, now);
+  return r.outlier.routable(now) && !still_stalled;
+}
+
+bool ModelRuntime::request_failed(int index, core::OutlierReason why, core::Time now) {
+  ReplicaRuntime* r = replica(index);
+  return r != nullptr && r->outlier.failure(outlier_, why, now);
+}
+
+bool ModelRuntime::request_succeeded(int index, core::Time now) {
+  ReplicaRuntime* r = replica(index);
+  return r != nullptr && r->outlier.success(now);
+}
+
+bool ModelRuntime::take_probe(int index, core::Time now) {
+  ReplicaRuntime* r = replica(index);
+  return r != nullptr && routable(index, now) && r->outlier.take_probe(now);
+}
+
+void ModelRuntime::probe_dropped(int index) {
+  if (ReplicaRuntime* r = replica(index)) {
+    r->outlier.probe_dropped();
+  }
+}
+
+std::vector<int> ModelRuntime::eject_stalled(core::Time now) {
+  std::vector<int> out;
+  if (outlier_.stall_after <= core::Time::zero()) {
+    return out;
+  }
+  for (std::size_t i = 0; i < replicas_.size(); ++i) {
+    ReplicaRuntime& r = replicas_[i];
+    if (r.progress.stalled(outlier_.stall_after, now) && r.outlier.stalled(outlier_, now)) {
+      out.push_back(static_cast<int>(i));
+    }
+  }
+  return out;
 }
 
 void ModelRuntime::set_max_model_len(const UpstreamUrl& url, std::optional<std::int64_t> value) {
@@ -98,6 +155,11 @@ void ModelRuntime::apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank,
     r.prefix_queries.observe(*rank.prefix_cache_queries_total);
   }
   core::observe_report(r.metrics, r.prefill_rate, vllm_report(rank), now);
+  std::optional<double> tokens;
+  if (rank.prompt_tokens_total || rank.generation_tokens_total) {
+    tokens = rank.prompt_tokens_total.value_or(0) + rank.generation_tokens_total.value_or(0);
+  }
+  r.progress.observe(rank.num_requests_running, tokens, now);
 }
 
 bool ModelRuntime::apply_scrape(const UpstreamUrl& url, const protocol::VllmScrape& scrape, core::Time now) {

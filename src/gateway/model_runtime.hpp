@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/outlier.hpp"
 #include "core/prefill_rate.hpp"
 #include "core/replica_report.hpp"
 #include "core/router.hpp"
@@ -41,6 +42,8 @@ struct ReplicaRuntime {
   CounterDelta prefix_hits;
   CounterDelta prefix_queries;
   core::PrefillRate prefill_rate;  // fills metrics.prefill_tokens_per_second (cost-aware spill)
+  core::OutlierState outlier;      // ejection after failed requests or a stall (core/outlier.hpp)
+  core::ProgressWatch progress;    // running requests against the engine's token counters
 
   // Prefix-cache hit rate since the warden started (nullopt before any query was counted).
   std::optional<double> prefix_hit_rate() const;
@@ -54,8 +57,24 @@ class ModelRuntime {
   core::Router& router() { return router_; }
   std::vector<ReplicaRuntime>& replicas() { return replicas_; }
   const std::vector<ReplicaRuntime>& replicas() const { return replicas_; }
-  // One entry per replica, as core::Router::route() wants them.
-  const std::vector<core::ReplicaMetrics>& metrics();
+  // One entry per replica, as core::Router::route() wants them: an ejected replica reads as unhealthy.
+  const std::vector<core::ReplicaMetrics>& metrics(
+      core::Time now = std::chrono::steady_clock::now().time_since_epoch());
+
+  // Outlier ejection (core/outlier.hpp) with the rules in force (set_outlier(), at start and reload).
+  void set_outlier(const core::OutlierConfig& config) { outlier_ = config; }
+  const core::OutlierConfig& outlier_config() const { return outlier_; }
+  // False while `replica` is ejected, while its probe is out, and while a replica ejected as stalled
+  // still makes no progress.
+  bool routable(int replica, core::Time now) const;
+  // A request on `replica` failed (true: that ejected it) or succeeded (true: that re-admitted it).
+  bool request_failed(int replica, core::OutlierReason why, core::Time now);
+  bool request_succeeded(int replica, core::Time now);
+  // A request was routed to `replica`: true if it is the probe of an ejected replica.
+  bool take_probe(int replica, core::Time now);
+  void probe_dropped(int replica);
+  // The progress watchdog after a scrape: the replicas just ejected as stalled.
+  std::vector<int> eject_stalled(core::Time now);
 
   // A successful scrape of `url` (one body, already parsed for this model's served name). Updates every
   // replica served by that URL; in DP mode rank r is the series with engine="r".
@@ -87,8 +106,11 @@ class ModelRuntime {
  private:
   void apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank, core::Time now);
 
+  ReplicaRuntime* replica(int index);
+
   const ModelConfig* config_;
   int unhealthy_after_;
+  core::OutlierConfig outlier_;
   core::Router router_;
   std::vector<ReplicaRuntime> replicas_;
   std::vector<core::ReplicaMetrics> metrics_;

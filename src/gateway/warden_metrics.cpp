@@ -67,6 +67,10 @@ void WardenMetrics::scrape_error(const std::string& url) {
   scrapes_[url] += 1;
 }
 
+void WardenMetrics::replica_ejected(const std::string& model, int replica, std::string_view reason) {
+  ejections_[{model, replica, std::string(reason)}] += 1;
+}
+
 void WardenMetrics::scrape_ok(const std::string& url) {
   scrape_errors_.try_emplace(url, 0);
   scrapes_[url] += 1;
@@ -94,11 +98,13 @@ void render_replica_gauges(std::string& o, const std::vector<ReplicaGauges>& rep
     std::string_view help;
     double (*value)(const ReplicaGauges&);
   };
-  static constexpr std::array<ReplicaGauge, 5> kReplicaGauges{{
+  static constexpr std::array<ReplicaGauge, 6> kReplicaGauges{{
       {"lm_warden_requests_in_flight", "Requests the warden is relaying now, by replica.",
        [](const ReplicaGauges& r) { return static_cast<double>(r.in_flight); }},
       {"lm_warden_upstream_healthy", "1 when the replica answers its metrics scrape, else 0.",
        [](const ReplicaGauges& r) { return r.healthy ? 1.0 : 0.0; }},
+      {"lm_warden_replica_ejected", "1 while outlier ejection keeps the replica out of routing, else 0.",
+       [](const ReplicaGauges& r) { return r.ejected ? 1.0 : 0.0; }},
       {"lm_warden_upstream_running", "Requests running on the replica (engine metrics).",
        [](const ReplicaGauges& r) { return r.running; }},
       {"lm_warden_upstream_waiting", "Requests waiting on the replica (engine metrics).",
@@ -132,6 +138,14 @@ std::string WardenMetrics::render(const std::vector<ReplicaGauges>& replicas,
                    prometheus_escape(std::get<0>(k)), std::get<1>(k), std::get<2>(k), std::get<3>(k), v);
   }
   render_replica_gauges(o, replicas);
+  header("lm_warden_replica_ejections_total", "counter",
+         "Replicas taken out of routing by outlier ejection, by reason: first_byte, stream_stall, "
+         "gateway_error, no_progress.");
+  for (const auto& [k, v] : ejections_) {
+    fmt::format_to(std::back_inserter(o),
+                   "lm_warden_replica_ejections_total{{model=\"{}\",replica=\"{}\",reason=\"{}\"}} {}\n",
+                   prometheus_escape(std::get<0>(k)), std::get<1>(k), std::get<2>(k), v);
+  }
   header("lm_warden_ttfb_seconds", "histogram", "Time to the first response byte relayed to the client.");
   for (const auto& [model, h] : ttfb_) {
     render_histogram(o, "lm_warden_ttfb_seconds", prometheus_escape(model), h);

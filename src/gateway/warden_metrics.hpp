@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -23,6 +24,7 @@ struct ReplicaGauges {
   double running = 0;
   double waiting = 0;
   double kv_used = 0;
+  bool ejected = false;  // taken out of routing by outlier ejection (core/outlier.hpp)
 };
 
 // Live per-model values, supplied at render time too.
@@ -51,6 +53,8 @@ class WardenMetrics {
   void queue_admitted(const std::string& model, double waited_s);
   void queue_rejected(const std::string& model, const std::string& reason);
   void queue_abandoned(const std::string& model);
+  // Outlier ejection took `replica` of `model` out of routing for `reason` (core::outlier_reason_name).
+  void replica_ejected(const std::string& model, int replica, std::string_view reason);
   std::string render(const std::vector<ReplicaGauges>& replicas,
                      const std::vector<ModelGauges>& models = {}) const;
 
@@ -73,6 +77,7 @@ class WardenMetrics {
   std::map<std::string, std::uint64_t> queue_admitted_;
   std::map<std::pair<std::string, std::string>, std::uint64_t> queue_rejected_;  // model, reason
   std::map<std::string, std::uint64_t> queue_abandoned_;
+  std::map<std::tuple<std::string, int, std::string>, std::uint64_t> ejections_;  // model, replica, reason
   void render_queue(std::string& o, const std::vector<ModelGauges>& models) const;
   static void render_threads(std::string& o, const std::vector<ModelGauges>& models);
 };

@@ -91,6 +91,30 @@ TEST(Config, DefaultsAreSaneForLongPrompts) {
   EXPECT_TRUE(c.api_keys.empty());
 }
 
+TEST(Config, OutlierEjectionSettingsAreReadAndChecked) {
+  auto r = parse_config(
+      "outlier: { consecutive_failures: 5, base_ejection: 2s, max_ejection: 1m, stall_after: 0 }\n"
+      "models: [{name: m, replicas: {urls: [http://127.0.0.1:1]}}]",
+      "o.yaml");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  const auto& o = r.config->outlier;
+  EXPECT_EQ(o.consecutive_failures, 5);
+  EXPECT_EQ(o.base_ejection, std::chrono::seconds(2));
+  EXPECT_EQ(o.max_ejection, std::chrono::minutes(1));
+  EXPECT_EQ(o.stall_after, warden::core::Time::zero());  // the watchdog off
+
+  auto d = parse_config("models: [{name: m, replicas: {urls: [http://127.0.0.1:1]}}]", "d.yaml");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d.config->outlier, warden::core::OutlierConfig{});  // the defaults of core/outlier.hpp
+
+  auto e = errors_of(
+      "outlier: { consecutive_failures: -1, base_ejection: 10s, max_ejection: 5s, probe: yes }\n"
+      "models: [{name: m, replicas: {urls: [http://127.0.0.1:1]}}]");
+  EXPECT_NE(e.find("outlier.consecutive_failures"), std::string::npos) << e;
+  EXPECT_NE(e.find("outlier.max_ejection must be at least outlier.base_ejection"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown key 'probe' in outlier"), std::string::npos) << e;
+}
+
 TEST(Config, ErrorsNameFileLineAndExpectation) {
   auto e = errors_of("listen: 127.0.0.1:8080\nmodels:\n  - name: m\n    replicas: {urls: [ftp://x:1]}\n");
   EXPECT_NE(e.find("w.yaml:4:"), std::string::npos) << e;

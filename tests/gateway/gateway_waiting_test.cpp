@@ -2,46 +2,17 @@
 // test runs itself: a black hole that accepts connections and never answers.
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "engine_stand_ins.hpp"
 #include "gateway_support.hpp"
 
 using namespace gateway_test;
 using namespace std::chrono_literals;
 
 namespace {
-
-// A loopback port whose connections the kernel completes (into the backlog) and nobody ever answers: an
-// engine whose API server hangs. Closed by the destructor.
-class BlackHole {
- public:
-  BlackHole() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 128) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-      throw std::runtime_error("black hole: cannot listen");
-    }
-    port_ = ntohs(a.sin_port);
-  }
-  ~BlackHole() { ::close(fd_); }
-  BlackHole(const BlackHole&) = delete;
-  BlackHole& operator=(const BlackHole&) = delete;
-  int port() const { return port_; }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
 
 std::string urls_model(const std::vector<int>& ports) {
   std::string urls;

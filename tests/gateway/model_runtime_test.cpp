@@ -41,6 +41,14 @@ std::string rank_metrics(int engine, double running, double waiting, double kv, 
          "\",num_gpu_blocks=\"2500\"} 1.0\n";
 }
 
+// Ejection after `failures` in a row, for `base` the first time.
+warden::core::OutlierConfig outlier_of(int failures, std::chrono::seconds base) {
+  warden::core::OutlierConfig o;
+  o.consecutive_failures = failures;
+  o.base_ejection = base;
+  return o;
+}
+
 }  // namespace
 
 TEST(CounterDelta, CountsFromFirstObservationAndSurvivesResets) {
@@ -127,6 +135,57 @@ TEST(ModelRuntime, UnhealthyAfterConsecutiveFailuresAndRecoversOnScrape) {
   EXPECT_EQ(m.replicas()[0].metrics.running, 0u);
 }
 
+// What the routing core reads of an ejected replica: unhealthy, until its probe is out and back.
+TEST(ModelRuntime, AnEjectedReplicaReadsAsUnhealthyUntilItsProbeSucceeds) {
+  Config c = config_of(kUrls);
+  ModelRuntime m(c.models[0], 3);
+  m.set_outlier(outlier_of(2, std::chrono::seconds(10)));
+  using std::chrono::seconds;
+  EXPECT_FALSE(m.request_failed(1, warden::core::OutlierReason::first_byte, seconds(1)));
+  EXPECT_TRUE(m.request_failed(1, warden::core::OutlierReason::first_byte, seconds(2)));
+  EXPECT_FALSE(m.metrics(seconds(3))[1].healthy);
+  EXPECT_TRUE(m.metrics(seconds(3))[0].healthy);
+  EXPECT_TRUE(m.replicas()[1].metrics.healthy);  // what the scrapes say is kept apart
+  EXPECT_FALSE(m.take_probe(1, seconds(11)));    // still in its backoff (until 12 s)
+  EXPECT_TRUE(m.metrics(seconds(12))[1].healthy);
+  EXPECT_TRUE(m.take_probe(1, seconds(12)));
+  EXPECT_FALSE(m.metrics(seconds(12))[1].healthy);  // one probe at a time
+  EXPECT_TRUE(m.request_succeeded(1, seconds(13)));
+  EXPECT_TRUE(m.metrics(seconds(13))[1].healthy);
+  EXPECT_FALSE(m.request_failed(7, warden::core::OutlierReason::first_byte, seconds(13)));  // no such replica
+}
+
+// The progress watchdog from scrapes: running requests and token counters that stand still for
+// stall_after eject the replica; it is probed only once its counters move again.
+TEST(ModelRuntime, AStalledEngineIsEjectedAndProbedOnlyOnceItMovesAgain) {
+  Config c = config_of(kUrls);
+  ModelRuntime m(c.models[0], 3);
+  warden::core::OutlierConfig o;
+  o.base_ejection = std::chrono::seconds(5);
+  o.stall_after = std::chrono::seconds(20);
+  m.set_outlier(o);
+  const auto& u0 = c.models[0].urls[0];
+  auto scrape = [&](double running, double tokens, int at) {
+    const std::string text = "vllm:num_requests_running{model_name=\"served\"} " + std::to_string(running) +
+                             "\nvllm:generation_tokens_total{model_name=\"served\"} " +
+                             std::to_string(tokens) +
+                             "\nvllm:prompt_tokens_total{model_name=\"served\"} 100\n";
+    m.apply_scrape(u0, *parse_vllm_metrics(text, "served"), std::chrono::seconds(at));
+  };
+  scrape(2, 500, 0);
+  scrape(2, 500, 19);
+  EXPECT_TRUE(m.eject_stalled(std::chrono::seconds(19)).empty());
+  scrape(2, 500, 20);
+  EXPECT_EQ(m.eject_stalled(std::chrono::seconds(20)), std::vector<int>{0});
+  EXPECT_TRUE(m.eject_stalled(std::chrono::seconds(21)).empty());  // once
+  EXPECT_EQ(m.replicas()[0].outlier.reason(), warden::core::OutlierReason::no_progress);
+  scrape(2, 500, 30);
+  EXPECT_FALSE(m.routable(0, std::chrono::seconds(30)));  // backoff over, still stalled
+  scrape(2, 530, 31);
+  EXPECT_TRUE(m.routable(0, std::chrono::seconds(31)));
+  EXPECT_TRUE(m.take_probe(0, std::chrono::seconds(31)));
+}
+
 TEST(ModelRuntime, HostileMetricValuesAreClamped) {
   Config c = config_of(kDp);
   ModelRuntime m(c.models[0], 1);
@@ -174,6 +233,31 @@ TEST(AdminJson, ModelCardHasEveryFieldOfTheRoutingCard) {
     EXPECT_TRUE(chosen.contains(key)) << key;
   }
   EXPECT_TRUE(chosen.at("prefix_hit_rate").is_null());
+  EXPECT_FALSE(chosen.at("ejected").as_bool());
+  EXPECT_TRUE(chosen.at("ejection").is_null());
+}
+
+// An ejected replica's row says why and until when (unix ms from the steady clock's backoff end).
+TEST(AdminJson, AnEjectedReplicaShowsItsEjection) {
+  Config c = config_of(kDp);
+  ModelRuntime m(c.models[0], 3);
+  m.set_outlier(outlier_of(1, std::chrono::seconds(30)));
+  const auto t = std::chrono::seconds(100);
+  ASSERT_TRUE(m.request_failed(1, warden::core::OutlierReason::stream_stall, t));
+  const auto before = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  auto card = model_card(m, t, 1795944011);
+  const auto& row = card.at("routing").at("replicas").as_array().at(1).as_object();
+  EXPECT_TRUE(row.at("ejected").as_bool());
+  const auto& e = row.at("ejection").as_object();
+  EXPECT_EQ(e.at("reason").as_string(), "stream_stall");
+  EXPECT_EQ(e.at("ejections").to_number<int>(), 1);
+  EXPECT_FALSE(e.at("probing").as_bool());
+  const auto until = e.at("until_unix_ms").to_number<std::int64_t>();
+  EXPECT_GE(until, before + 30000);
+  EXPECT_LT(until, before + 31000);
+  EXPECT_TRUE(card.at("routing").at("replicas").as_array().at(0).at("ejection").is_null());
 }
 
 TEST(AdminJson, StatsAndModelsShapes) {

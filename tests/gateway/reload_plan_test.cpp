@@ -39,9 +39,10 @@ TEST(ReloadPlan, TheSameFileChangesNothing) {
 }
 
 TEST(ReloadPlan, KeysTimeoutsAndRoutingApply) {
-  auto next = edited("api_keys: [k1]", "api_keys: [k2]\ntimeouts: { idle: 5s }");
+  auto next =
+      edited("api_keys: [k1]", "api_keys: [k2]\ntimeouts: { idle: 5s }\noutlier: { stall_after: 1m }");
   auto plan = plan_reload(parsed(kBase), next);
-  EXPECT_EQ(plan.applied, (std::vector<std::string>{"api_keys", "timeouts"}));
+  EXPECT_EQ(plan.applied, (std::vector<std::string>{"api_keys", "timeouts", "outlier"}));
   EXPECT_TRUE(plan.restart_required.empty());
   plan = plan_reload(parsed(kBase), edited("affinity: true", "affinity: false"));
   EXPECT_EQ(plan.applied, (std::vector<std::string>{"model a: routing"}));

@@ -44,6 +44,26 @@ TEST(WardenMetrics, RendersCountersHistogramAndGauges) {
   }
 }
 
+TEST(WardenMetrics, EjectionsAreCountedByReasonAndShownPerReplica) {
+  WardenMetrics m;
+  m.replica_ejected("m", 1, "first_byte");
+  m.replica_ejected("m", 1, "first_byte");
+  m.replica_ejected("m", 1, "no_progress");
+  ReplicaGauges in{"m", 0};
+  ReplicaGauges out{"m", 1};
+  out.ejected = true;
+  const std::string text = m.render({in, out});
+  for (const char* want : {
+           "lm_warden_replica_ejections_total{model=\"m\",replica=\"1\",reason=\"first_byte\"} 2\n",
+           "lm_warden_replica_ejections_total{model=\"m\",replica=\"1\",reason=\"no_progress\"} 1\n",
+           "lm_warden_replica_ejected{model=\"m\",replica=\"0\"} 0\n",
+           "lm_warden_replica_ejected{model=\"m\",replica=\"1\"} 1\n",
+           "# TYPE lm_warden_replica_ejections_total counter\n",
+       }) {
+    EXPECT_NE(text.find(want), std::string::npos) << "missing: " << want << "\n" << text;
+  }
+}
+
 TEST(WardenMetrics, EscapesLabelValues) {
   EXPECT_EQ(prometheus_escape("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
 }

@@ -72,6 +72,15 @@ test('replica rows are ordered by index and formatted per column', () => {
   assert.deepEqual(replicaCells(card.rows[1]), ['1', '2', '21', '3', '0', '2 / 1', '40.0%', '86.0%', '9,800 of 33,600 tokens']);
 });
 
+test('an ejected replica row says so with its reason; one in routing does not', () => {
+  const ejected = { index: 0, healthy: true, ejected: true, ejection: { reason: 'first_byte', until: '2026-11-29T09:21:11Z' } };
+  const card = routingCard({ routing: { replicas: [ejected, { index: 1, healthy: true, ejected: false, ejection: null }] } }, 0);
+  assert.equal(card.rows[0].ejected, true);
+  assert.equal(card.rows[0].ejectionReason, 'first_byte');
+  assert.equal(card.rows[1].ejected, false);
+  assert.equal(card.rows[1].ejectionReason, '');
+});
+
 test('the working set names the conversations other wardens report on the replica', () => {
   const row = { kvCapacityTokens: 33600, heldTokens: 9800 };
   assert.equal(workingSetText(row), '9,800 of 33,600 tokens');

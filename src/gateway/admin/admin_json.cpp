@@ -60,6 +60,24 @@ json::array threaded_sessions_json(ModelRuntime& model, core::Time now, std::siz
   return out;
 }
 
+// A replica's outlier ejection (core/outlier.hpp): null while it is in routing.
+json::value ejection_json(const core::OutlierState& o, core::Time now) {
+  if (!o.ejected()) {
+    return nullptr;
+  }
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(o.until() - now);
+  const auto until_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch()) +
+                        left;
+  json::object e;
+  e["reason"] = core::outlier_reason_name(o.reason());
+  e["until"] = iso8601_utc(std::chrono::duration_cast<std::chrono::seconds>(until_ms).count());
+  e["until_unix_ms"] = until_ms.count();
+  e["ejections"] = o.ejections();  // in a row: the backoff is base_ejection times this, capped
+  e["probing"] = o.probing();      // its one probe request is out
+  return e;
+}
+
 json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_unix, std::size_t queued) {
   const ModelConfig& cfg = model.config();
   const core::RouterView view = model.router().view(now);
@@ -97,6 +115,8 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
     row["healthy"] = r.metrics.healthy;
     row["scraped"] = r.scraped;
     row["last_error"] = r.last_error.empty() ? json::value(nullptr) : json::value(r.last_error);
+    row["ejected"] = r.outlier.ejected();
+    row["ejection"] = ejection_json(r.outlier, now);
     row["in_flight"] = c.in_flight;
     row["new"] = c.new_conversations;
     row["sticky"] = c.sticky;

@@ -52,6 +52,7 @@ struct Gateway::Exchange {
   bool complete = false;        // the response was fully relayed
   core::Decision decision;      // the routed attempt's decision, while routed
   bool awaiting_first = false;  // its prefill still counts in the replica's backlog (Router::first_token)
+  bool probe = false;           // the one request an ejected replica gets after its backoff
 
   Exchange(Gateway* g, protocol::ApiKind a) : gateway(g), api(a) {}
   Exchange(const Exchange&) = delete;
@@ -91,6 +92,22 @@ struct Gateway::Exchange {
     return r;
   }
 
+  // The outcome on its replica, for outlier ejection: a failure, or a success (nullopt).
+  void judge(std::optional<core::OutlierReason> failure) {
+    if (model && record.replica >= 0) {
+      gateway->request_outcome(*model, record.replica, failure);
+    }
+    probe = false;
+  }
+
+  // The request ends without a verdict on its replica (the client left, another replica was tried).
+  void drop_probe() {
+    if (probe && model) {
+      model->probe_dropped(record.replica);
+    }
+    probe = false;
+  }
+
   void take_usage(const protocol::Usage& u) {
     record.prompt_tokens = u.prompt_tokens;
     record.cached_tokens = u.cached_tokens;
@@ -99,6 +116,7 @@ struct Gateway::Exchange {
 
   ~Exchange() {
     try {
+      drop_probe();
       release_replica();
       if (!complete && record.status == 200) {
         record.status = 499;  // the client went away before the end of the response
@@ -394,6 +412,7 @@ bool Gateway::route(Exchange& ex, const Outgoing& out, int attempt, Attempt& at)
 
 bool Gateway::take_decision(Exchange& ex, const Outgoing& out, int attempt, Attempt& at) {
   RequestRecord& rec = ex.record;
+  ex.drop_probe();  // routed again (another warden placed it first): the earlier pick probes nothing
   ex.routed = !out.counting_only && at.decision.ok();
   const core::Decision& d = at.decision;
   if (!d.ok()) {
@@ -409,6 +428,7 @@ bool Gateway::take_decision(Exchange& ex, const Outgoing& out, int attempt, Atte
   }
   rec.replica = static_cast<int>(*d.replica);
   rec.route = attempt > 0 ? "failover" : std::string(core::route_name(d.route));
+  ex.probe = ex.model->take_probe(rec.replica, Clock::now().time_since_epoch());
   ex.decision = d;
   ex.awaiting_first = ex.routed;
   return true;
@@ -597,6 +617,13 @@ void Gateway::attempt_failed(Exchange& ex, const Outgoing& out, int attempt, Att
   } else {
     ex.release_replica();
   }
+  if (failure == net::ClientErrc::recalled) {
+    ex.drop_probe();  // sent elsewhere before the replica could answer: no verdict on it
+  } else {
+    ex.judge(failure == net::ClientErrc::first_byte_timeout ? core::OutlierReason::first_byte
+             : failure == net::ClientErrc::idle_timeout     ? core::OutlierReason::stream_stall
+                                                            : core::OutlierReason::gateway_error);
+  }
   if (!broke_off && retryable(failure) && failure != net::ClientErrc::recalled) {
     // In DP mode every rank sits behind this one server: it is the server that failed.
     const bool dp = ex.model->config().data_parallel;
@@ -626,11 +653,14 @@ asio::awaitable<net::Response> Gateway::whole_response(Exchange& ex, const net::
   }
   if (!body) {
     throw_if_client_left(rec, body.error());
+    ex.judge(core::OutlierReason::gateway_error);
     co_return ex.error_reply(req, {502,
                                    fmt::format("replica {} of '{}' broke off its response: {}", rec.replica,
                                                rec.model, body.error().message()),
                                    "upstream_error"});
   }
+  // The engine answered: a 5xx counts against the replica, anything else for it.
+  ex.judge(rec.status >= 500 ? std::optional(core::OutlierReason::gateway_error) : std::nullopt);
   rec.ttfb_s = std::chrono::duration<double>(at.header_at - ex.started).count();
   if (rec.status == 200 && !out.counting_only) {
     if (auto u = protocol::parse_usage_body(ex.api, *body)) {
@@ -770,6 +800,12 @@ void Gateway::end_stream(Exchange& ex, net::UpstreamResponse& up, const protocol
   }
   if (auto u = relay.usage()) {
     ex.take_usage(*u);
+  }
+  if (ok) {
+    ex.judge(std::nullopt);
+  } else if (rec.stream_break == "timeout" || rec.stream_break == "engine") {
+    ex.judge(rec.stream_break == "timeout" ? core::OutlierReason::stream_stall
+                                           : core::OutlierReason::gateway_error);
   }
   if (!ok && rec.status == 200) {
     // The client went away (499), or the engine broke off the stream (502: the client saw it truncated).

@@ -104,6 +104,10 @@ ReloadPlan Gateway::apply_config(Config next) {
   config_.admin_token = std::move(next.admin_token);
   config_.auth = next.auth;
   config_.timeouts = next.timeouts;
+  config_.outlier = next.outlier;
+  for (auto& m : models_) {
+    m->set_outlier(config_.outlier);
+  }
   for (const auto& name : plan.models_updated) {
     ModelRuntime* m = find_model(name);
     const ModelConfig* theirs = next.find_model(name);

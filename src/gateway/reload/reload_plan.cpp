@@ -158,6 +158,9 @@ ReloadPlan plan_reload(const Config& running, const Config& next) {
     plan.applied.emplace_back("timeouts");
   }
   plan_tls(running, next, plan);
+  if (running.outlier != next.outlier) {
+    plan.applied.emplace_back("outlier");
+  }
   plan_restart_only(running, next, plan);
   plan_models(running, next, plan);
   return plan;

@@ -99,6 +99,9 @@ export function replicaRow(r, index) {
     kvCapacityTokens: num(r.kv_capacity_tokens),
     url: typeof r.url === 'string' ? r.url : '',
     lastError: typeof r.last_error === 'string' ? r.last_error : '',
+    // Out of routing by outlier ejection until its probe succeeds (docs/config.md, `outlier`).
+    ejected: r.ejected === true,
+    ejectionReason: typeof r.ejection?.reason === 'string' ? r.ejection.reason : '',
   };
 }
 

@@ -23,11 +23,13 @@ function replicaRowElement(row) {
     'tr',
     {
       dataset: { replica: String(row.index) },
-      class: row.healthy ? null : 'unhealthy',
-      title: row.healthy ? row.url : `${row.url}: ${row.lastError || 'not answering'}`,
+      class: row.healthy && !row.ejected ? null : 'unhealthy',
+      title: !row.healthy ? `${row.url}: ${row.lastError || 'not answering'}`
+        : row.ejected ? `${row.url}: ejected (${row.ejectionReason})` : row.url,
     },
     h('th', { scope: 'row', dataset: { field: FIELDS[0] } }, cells[0],
-      row.healthy ? null : h('span', { class: 'badge bad' }, 'unhealthy')),
+      row.healthy ? null : h('span', { class: 'badge bad' }, 'unhealthy'),
+      row.ejected ? h('span', { class: 'badge bad', title: row.ejectionReason }, 'ejected') : null),
     cells.slice(1).map((text, i) => h('td', { dataset: { field: FIELDS[i + 1] } }, text)),
   );
 }
