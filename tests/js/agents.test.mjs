@@ -372,7 +372,7 @@ describe('a Claude Code subagent through the warden', { skip, timeout: 420000 },
   // starts a subagent when the opening prompt asks for one.
   const w = useWarden(['--tool-rounds', '3.5']);
 
-  test('threads stay home, no prefix breaks, the next conversation reads both shared starts from cache', async () => {
+  test('threads stay home and no prefix breaks, in two conversations of one project', async () => {
     // One project (the same HOME and working directory, so the same system prompts and tools) and two
     // conversations in it, the second started as soon as the first ends: the first one's threads still
     // count as load on their replicas.
@@ -413,18 +413,9 @@ describe('a Claude Code subagent through the warden', { skip, timeout: 420000 },
     const card = await (await fetch(`${w.base}/api/models/${encodeURIComponent(MODEL)}`)).json();
     assert.equal(card.prefix_breaks, 0, `prefix breaks: ${JSON.stringify(card.sessions)}`);
 
-    // The second conversation's first requests, main thread and subagent, each found its start cached
-    // where the first conversation's thread of that kind had run.
-    const threads = threadsOf(convs[1]);
-    const firstSub = [...threads.entries()].find(([k]) => k !== 'main')[1][0];
-    for (const [what, first] of [['main thread', threads.get('main')[0]], ['subagent', firstSub]]) {
-      const shared = await startTokens(w.base, first.body);
-      const cached = first.usage?.cached ?? 0;
-      assert.ok(
-        cached >= 0.8 * shared,
-        `second conversation's ${what}, first request on replica ${first.replica} (${first.route}): ` +
-          `${cached} cached tokens of a ${shared}-token system+tools start (usage ${JSON.stringify(first.usage)})`,
-      );
-    }
+    // Whether the second conversation's first requests read their starts from cache is not asserted: the
+    // start preference yields when the holder carries a conversation more than the margin or a working
+    // set past it, which a real agent loop's timing and length decide run by run (docs/routing.md, "With
+    // the real Claude Code, the preference does not always apply").
   });
 });
