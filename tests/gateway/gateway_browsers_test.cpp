@@ -66,7 +66,7 @@ TEST(GatewayBrowsers, ALoopbackWardenAnswersOnlyForLoopbackNames) {
     expect_raw_error(got, 421, false);
     EXPECT_EQ(got.find("\"routing\""), std::string::npos) << got;
   }
-  for (const std::string host : {"127.0.0.1:" + port, "localhost:" + port, "[::1]:" + port}) {
+  for (const std::string& host : {"127.0.0.1:" + port, "localhost:" + port, "[::1]:" + port}) {
     EXPECT_EQ(test_support::raw_status(raw_request(w.port, "GET", "/api/models", host, "")), 200) << host;
   }
 }
