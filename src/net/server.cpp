@@ -146,6 +146,19 @@ std::string serialize_header(http::response<http::empty_body>& head) {
 
 }  // namespace
 
+namespace {
+
+// A response to HEAD carries the header GET would get and no content (RFC 9110, 9.3.2): a body sent after
+// it would read as the start of the next response to a keep-alive client.
+void drop_content_for_head(Response& res) {
+  if (!res.has_content_length() && !res.chunked()) {
+    res.content_length(res.body().size());
+  }
+  res.body().clear();
+}
+
+}  // namespace
+
 void prepare_header(StreamReply& reply, bool keep_alive) {
   http::response<http::empty_body> head{std::move(reply.header)};
   head.erase(http::field::content_length);
@@ -449,6 +462,9 @@ asio::awaitable<void> Server::Connection::run() {
       co_return;
     }
     if (auto* res = std::get_if<Response>(&*reply)) {
+      if (req.method() == http::verb::head) {
+        drop_content_for_head(*res);
+      }
       if (!co_await write_whole(*res, keep_alive)) {
         co_return;
       }

@@ -1,6 +1,7 @@
 // The strict edges of net::Server's HTTP/1.1 (RFC 9112) over raw sockets: trailers never join the header,
 // a body is framed by Content-Length or chunked alone, a refusal reaches a client still sending its body,
-// a stream cut by stop() may say so, and failed accepts are logged once a second at most.
+// a response to HEAD has no content, a stream cut by stop() may say so, and failed accepts are logged once a
+// second at most.
 #include <gtest/gtest.h>
 
 #include <boost/asio/this_coro.hpp>
@@ -79,6 +80,23 @@ TEST(NetServerEdges, TrailersNeverJoinTheHeader) {
   EXPECT_NE(got.find("Transfer-Encoding: chunked"), std::string::npos) << got;
   EXPECT_EQ(got.find("sneaky"), std::string::npos) << got;
   EXPECT_EQ(got.find("X-Warden-Replica"), std::string::npos) << got;
+}
+
+// A response to HEAD has GET's header and no content: on a keep-alive connection the next response must
+// start right after that header (a client read the body of a 404 to HEAD as a broken next response).
+TEST(NetServerEdges, AResponseToHeadHasNoContentAndTheConnectionGoesOn) {
+  TestServer s(fields_handler());
+  const std::string got = test_support::raw_exchange(
+      s.port(), "HEAD /h HTTP/1.1\r\nHost: a\r\n\r\nGET /g HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n",
+      5s);
+  const auto second = got.find("HTTP/1.1 200", 1);
+  ASSERT_NE(second, std::string::npos) << got;
+  const std::string head = got.substr(0, second);
+  EXPECT_EQ(test_support::raw_status(head), 200) << got;
+  EXPECT_TRUE(head.ends_with("\r\n\r\n")) << "content after the header of a response to HEAD:\n" << got;
+  EXPECT_EQ(head.find("body="), std::string::npos) << got;
+  EXPECT_NE(head.find("Content-Length: "), std::string::npos) << got;
+  EXPECT_NE(got.find("body=", second), std::string::npos) << got;
 }
 
 // Only `chunked`, alone, frames a body by transfer coding: any other coding, or one before chunked that
