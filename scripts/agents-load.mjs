@@ -19,6 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { claudeEnv } from './claude-env.mjs';
 import { writeCodexHome } from './codex-home.mjs';
 
 const sourceDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -163,29 +164,6 @@ function makeProject(dir) {
   }
 }
 
-function claudeEnv(o, home) {
-  return {
-    PATH: process.env.PATH,
-    HOME: home,
-    CLAUDE_CONFIG_DIR: path.join(home, '.claude'),
-    ANTHROPIC_BASE_URL: o.url,
-    ANTHROPIC_API_KEY: 'dummy',
-    ANTHROPIC_MODEL: o.model,
-    ANTHROPIC_SMALL_FAST_MODEL: o.model,
-    ANTHROPIC_DEFAULT_HAIKU_MODEL: o.model,
-    // The engine's window, so Claude Code compacts before the engine's limit (docs/agents.md).
-    CLAUDE_CODE_MAX_CONTEXT_TOKENS: String(o.context),
-    CLAUDE_CODE_MAX_OUTPUT_TOKENS: process.env.CLAUDE_CODE_MAX_OUTPUT_TOKENS ?? '4096',
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-    DISABLE_TELEMETRY: '1',
-    DISABLE_ERROR_REPORTING: '1',
-    DISABLE_AUTOUPDATER: '1',
-    DISABLE_BUG_COMMAND: '1',
-    CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY: '1',
-    CLAUDE_CODE_ENABLE_TELEMETRY: '0',
-  };
-}
-
 function codexEnv(o, home) {
   return writeCodexHome(home, { model: o.model, contextWindow: o.context, url: o.url });
 }
@@ -197,7 +175,14 @@ async function agent(o, index, root, deadlineAt, results) {
   const cwd = path.join(root, `agent-${index}`, 'project');
   fs.mkdirSync(home, { recursive: true });
   makeProject(cwd);
-  const env = codex ? codexEnv(o, home) : claudeEnv(o, home);
+  const env = codex
+    ? codexEnv(o, home)
+    : claudeEnv(home, {
+        model: o.model,
+        contextWindow: o.context,
+        url: o.url,
+        maxOutputTokens: process.env.CLAUDE_CODE_MAX_OUTPUT_TOKENS ?? '4096',
+      });
   const bin = agentBinary(codex ? 'codex' : 'claude');
   for (let t = 0; t < o.tasks && performance.now() < deadlineAt; ++t) {
     const prompt = TASKS[(index + t) % TASKS.length];

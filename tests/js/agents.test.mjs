@@ -17,6 +17,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 
+import { claudeEnv } from '../../scripts/claude-env.mjs';
 import { writeCodexHome } from '../../scripts/codex-home.mjs';
 
 import {
@@ -183,37 +184,17 @@ function run(file, args, { cwd, env, timeoutMs = TURN_TIMEOUT_MS }) {
   });
 }
 
-// The environment of one Claude Code conversation: its own HOME and config, the warden's model, offline.
-function claudeEnv(home, baseUrl) {
-  const env = {
-    PATH: process.env.PATH,
-    HOME: home,
-    CLAUDE_CONFIG_DIR: path.join(home, '.claude'),
-    ANTHROPIC_BASE_URL: baseUrl,
-    ANTHROPIC_API_KEY: 'dummy',
-    ANTHROPIC_MODEL: MODEL,
-    ANTHROPIC_SMALL_FAST_MODEL: MODEL,
-    ANTHROPIC_DEFAULT_HAIKU_MODEL: MODEL,
-    // The engine's real window, so Claude Code compacts before the engine's limit (a model name it does
-    // not know otherwise counts as 1M tokens).
-    CLAUDE_CODE_MAX_CONTEXT_TOKENS: String(MAX_MODEL_LEN),
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-    DISABLE_TELEMETRY: '1',
-    DISABLE_ERROR_REPORTING: '1',
-    DISABLE_AUTOUPDATER: '1',
-    DISABLE_BUG_COMMAND: '1',
-    CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY: '1',
-    CLAUDE_CODE_ENABLE_TELEMETRY: '0',
-  };
-  if (process.env.CLAUDE_CODE_MAX_OUTPUT_TOKENS) {
-    env.CLAUDE_CODE_MAX_OUTPUT_TOKENS = process.env.CLAUDE_CODE_MAX_OUTPUT_TOKENS;
-  }
-  return env;
-}
-
 function claudeTurn(conv, prompt, { resume, headers, extraEnv = {} }) {
   const args = [...(resume ? ['-c'] : []), '-p', prompt, '--output-format', 'json', '--model', MODEL];
-  const env = { ...claudeEnv(conv.home, conv.recorder.url), ...extraEnv };
+  const env = {
+    ...claudeEnv(conv.home, {
+      model: MODEL,
+      contextWindow: MAX_MODEL_LEN,
+      url: conv.recorder.url,
+      maxOutputTokens: process.env.CLAUDE_CODE_MAX_OUTPUT_TOKENS,
+    }),
+    ...extraEnv,
+  };
   if (headers) {
     env.ANTHROPIC_CUSTOM_HEADERS = headers;
   }
