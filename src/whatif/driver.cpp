@@ -688,6 +688,18 @@ class Driver {
     }
   }
 
+  // The reply reached the client: a subagent's final text ends its thread in the Router (Router::answered),
+  // as the gateway sees it from the reply's stop reason.
+  void answered(const Flight& f, bool final_text) {
+    if (vllm_model_) {
+      return;
+    }
+    core::RequestFacts facts;
+    facts.session = core::SessionKey{f.session_hash};
+    facts.thread.session = f.thread_session;
+    router_->answered(facts, final_text);
+  }
+
   void client_done(std::uint64_t id) {
     auto node = flights_.extract(id);
     Flight& f = node.mapped();
@@ -707,6 +719,7 @@ class Driver {
         sequences_[f.slot] = std::move(f.sent);
       }
       const workload::TurnEnd end = loop_->complete(f.slot, now_, engine::detokenize(f.reply));
+      answered(f, end.final_text);
       rec.session_finished = end.session_finished;
       if (end.task_finished) {
         rec.task_started_at = end.task_started_at;
