@@ -110,6 +110,27 @@ TEST(WhatifAgentic, HeldTaskStartsAreReleasedAndNothingFails) {
   EXPECT_EQ(o->rows.at(0).errors, 0);
 }
 
+// Policy task-slots: with one slot per replica 6 agents on 2 replicas wait for slots, are placed when one
+// frees (nothing fails, tasks end); with more slots than agents no task start waits.
+TEST(WhatifAgentic, TaskStartsWaitForASlotOnlyWhileNoneIsFree) {
+  SimulationConfig c = agentic_config();
+  c.levels = {6};
+  c.policies = {"task-slots"};
+  c.task_slots.task_tokens = 1'000'000;  // one slot per replica
+  const auto one = simulate(c);
+  ASSERT_TRUE(one) << one.error();
+  EXPECT_GT(one->levels.at(0).held, 0U);
+  EXPECT_EQ(one->levels.at(0).refused, 0U);
+  EXPECT_EQ(one->rows.at(0).errors, 0);
+  ASSERT_TRUE(one->rows.at(0).tasks_per_hour);
+  EXPECT_GT(*one->rows.at(0).tasks_per_hour, 0);
+  c.task_slots.task_tokens = 1;  // a slot per token of KV: never full
+  const auto many = simulate(c);
+  ASSERT_TRUE(many) << many.error();
+  EXPECT_EQ(many->levels.at(0).held, 0U);
+  EXPECT_EQ(many->rows.at(0).errors, 0);
+}
+
 // Past the caches (6 agents on 2 replicas) the engines' order changes when requests carry their task's
 // start as vLLM's priority: same placement rule, other scheduling, nothing refused by the engines.
 TEST(WhatifAgentic, TaskPriorityReschedulesTheEnginesAndNothingFails) {
