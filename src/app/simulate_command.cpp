@@ -52,6 +52,7 @@ struct SimulateOptions {
   std::string when_waiting = "off";
   std::string task_priority = "start";
   std::uint32_t task_tokens = core::TaskSlotsConfig{}.task_tokens;
+  double task_fill = core::TaskSlotsConfig{}.fill;
   std::string task_quiet = "5s";
   std::string task_max_wait = "300s";
   std::string rebalance = "on";
@@ -146,6 +147,7 @@ base::Result<void> task_slots_from(const SimulateOptions& o, whatif::SimulationC
     return std::string("--task-quiet and --task-max-wait are durations: 5s, 300s");
   }
   c.task_slots.task_tokens = o.task_tokens;
+  c.task_slots.fill = o.task_fill;
   c.task_slots.quiet = to_time(*quiet);
   c.task_slots.max_wait = to_time(*wait);
   return {};
@@ -425,6 +427,10 @@ void add_routing_options(CLI::App& cmd, SimulateOptions& o) {
          "--task-tokens", o.task_tokens,
          "Policy task-slots: KV tokens one task under way holds (slots = capacity / this; 0 = the mean "
          "largest prompt of ended tasks)")
+      ->capture_default_str();
+  cmd.add_option("--task-fill", o.task_fill,
+                 "Policy task-slots: > 0 counts slots in tokens: a task start fits while the largest prompts "
+                 "of the tasks under way plus its own stay within this x KV capacity")
       ->capture_default_str();
   cmd.add_option("--task-quiet", o.task_quiet,
                  "Policy task-slots: a session with nothing in flight this long has no task under way")

@@ -73,12 +73,22 @@ void TaskSlots::finished(std::uint64_t session, Time now) {
   it->second.last_end = now;
 }
 
-ReplicaSet TaskSlots::room(std::span<const ReplicaState> replicas, Time now) {
+ReplicaSet TaskSlots::room(std::span<const ReplicaState> replicas, std::uint32_t prompt_tokens, Time now) {
   expire(now);
+  std::vector<double> tokens(replicas.size(), 0.0);
+  for (const auto& [session, task] : tasks_) {
+    if (task.replica < tokens.size()) {
+      tokens[task.replica] += task.peak_tokens;
+    }
+  }
   ReplicaSet set = 0;
   for (ReplicaIndex i = 0; i < replicas.size() && i < replica_set_size; ++i) {
     const std::uint32_t busy = i < per_replica_.size() ? per_replica_[i] : 0;
-    if (replicas[i].healthy && busy < slots(replicas[i].kv_capacity_tokens)) {
+    const auto capacity = static_cast<double>(replicas[i].kv_capacity_tokens);
+    const bool fits = config_.fill > 0
+                          ? capacity == 0 || busy == 0 || tokens[i] + prompt_tokens <= config_.fill * capacity
+                          : busy < slots(replicas[i].kv_capacity_tokens);
+    if (replicas[i].healthy && fits) {
       set |= ReplicaSet{1} << i;
     }
   }

@@ -25,6 +25,9 @@ struct TaskSlotsConfig {
   /// least one). 0 = measured: the mean largest prompt of the tasks that ended (of those under way until
   /// one has).
   std::uint32_t task_tokens = 0;
+  /// When > 0, slots are counted in tokens instead: a replica has room for a task start of P prompt tokens
+  /// while the largest prompts of its tasks under way plus P stay within fill x its KV capacity.
+  double fill = 0.0;
   /// A session with nothing in flight this long after its last request ended has no task under way.
   Time quiet = std::chrono::seconds(5);
   /// A task start held this long is placed as usual, slots or not.
@@ -63,8 +66,10 @@ class TaskSlots {
   /// A request of `session` ended (answered, failed or abandoned).
   void finished(std::uint64_t session, Time now);
 
-  /// Replicas (healthy, first replica_set_size) with fewer tasks under way than slots.
-  [[nodiscard]] ReplicaSet room(std::span<const ReplicaState> replicas, Time now);
+  /// Replicas (healthy, first replica_set_size) with room for a task start of `prompt_tokens`: fewer tasks
+  /// under way than slots (or, with `fill`, their tokens within it).
+  [[nodiscard]] ReplicaSet room(std::span<const ReplicaState> replicas, std::uint32_t prompt_tokens,
+                                Time now);
   /// Slots of a replica with `kv_capacity_tokens` of KV (0 = unknown: unbounded).
   [[nodiscard]] std::uint32_t slots(std::uint64_t kv_capacity_tokens) const;
   [[nodiscard]] std::uint32_t under_way(ReplicaIndex replica, Time now);

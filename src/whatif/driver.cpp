@@ -509,7 +509,8 @@ class Driver {
     facts.queued_for = to_time(now_ - f.arrived);
     facts.task_start = f.task_start;
     if (slots_ && f.task_start && facts.queued_for < slots_->config().max_wait) {
-      facts.task_room = slots_->room(router_->snapshot(scraped_, to_time(now_)).replicas, to_time(now_));
+      facts.task_room = slots_->room(router_->snapshot(scraped_, to_time(now_)).replicas,
+                                     f.prompt_tokens_estimate, to_time(now_));
     }
     std::optional<core::Snapshot> seen;
     if (hooks_.on_decision) {

@@ -86,14 +86,25 @@ TEST(TaskSlots, AReplicaIsFullWithAsManyTasksAsSlotsAndFreesWhenOneEnds) {
   for (std::uint64_t session = 1; session <= 3; ++session) {
     slots.routed(session, 0, true, 1000, 0s);
   }
-  EXPECT_EQ(slots.room(replicas, 1s), only(1));
+  EXPECT_EQ(slots.room(replicas, 1000, 1s), only(1));
   // A subagent's request joins its session's task: no second slot.
   slots.routed(1, 1, false, 1000, 1s);
   EXPECT_EQ(slots.under_way(1, 1s), 0u);
   // The session's next task start ends its task, wherever the new one goes.
   slots.task_starting(2, 2s);
-  EXPECT_EQ(slots.room(replicas, 2s), only(0) | only(1));
+  EXPECT_EQ(slots.room(replicas, 1000, 2s), only(0) | only(1));
   EXPECT_EQ(slots.under_way(0, 2s), 2u);
+}
+
+TEST(TaskSlots, CountedInTokensAReplicaFitsTasksUpToFillTimesItsCapacity) {
+  TaskSlots slots({.enabled = true, .fill = 1.0, .quiet = 5s});
+  const auto replicas = two_replicas();
+  slots.routed(1, 0, true, 12'000, 0s);
+  slots.routed(1, 0, false, 20'000, 1s);  // the task's largest prompt counts
+  EXPECT_EQ(slots.room(replicas, 10'000, 1s), only(0) | only(1));
+  EXPECT_EQ(slots.room(replicas, 10'001, 1s), only(1));
+  // A replica without a task under way takes any start, however large.
+  EXPECT_EQ(slots.room(replicas, 40'000, 1s), only(1));
 }
 
 TEST(TaskSlots, AQuietSessionHasNoTaskUnderWay) {
