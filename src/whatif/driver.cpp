@@ -898,6 +898,10 @@ Result<void> validate(const SimulationConfig& config) {
       a.max_wait < core::Time{0}) {
     return std::string("admission: water marks need 0 < low <= high, max wait >= 0");
   }
+  const core::TaskSlotsConfig& t = config.task_slots;
+  if (!(t.fill >= 0) || !std::isfinite(t.fill) || t.quiet < core::Time{0} || t.max_wait < core::Time{0}) {
+    return std::string("task slots: fill >= 0, quiet and max wait >= 0");
+  }
   if (config.policies.empty()) {
     return std::string("at least one policy is needed");
   }

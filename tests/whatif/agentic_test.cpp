@@ -1,6 +1,8 @@
 // The agentic workload in the what-if driver: prompts as the engine would render them, task columns.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "engine/presets.hpp"
 #include "report/report.hpp"
 #include "whatif/driver.hpp"
@@ -129,6 +131,19 @@ TEST(WhatifAgentic, TaskStartsWaitForASlotOnlyWhileNoneIsFree) {
   ASSERT_TRUE(many) << many.error();
   EXPECT_EQ(many->levels.at(0).held, 0U);
   EXPECT_EQ(many->rows.at(0).errors, 0);
+}
+
+TEST(WhatifAgentic, RejectsBadTaskSlots) {
+  SimulationConfig c = agentic_config();
+  c.policies = {"task-slots"};
+  EXPECT_TRUE(validate(c));
+  c.task_slots.fill = -1;
+  EXPECT_FALSE(validate(c));
+  c.task_slots.fill = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_FALSE(validate(c));
+  c.task_slots.fill = 0;
+  c.task_slots.quiet = std::chrono::seconds(-1);
+  EXPECT_FALSE(validate(c));
 }
 
 // Past the caches (6 agents on 2 replicas) the engines' order changes when requests carry their task's
