@@ -14,6 +14,7 @@ export function claudeEnv(home, { model, contextWindow, url, maxOutputTokens }) 
     ANTHROPIC_MODEL: model,
     ANTHROPIC_SMALL_FAST_MODEL: model,
     ANTHROPIC_DEFAULT_HAIKU_MODEL: model,
+    ANTHROPIC_DEFAULT_SONNET_MODEL: model,
     CLAUDE_CODE_MAX_CONTEXT_TOKENS: String(contextWindow),
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     DISABLE_TELEMETRY: '1',

@@ -163,7 +163,8 @@ The simulated engine answers agents with tool calls that only read (ls, Read, su
 
 Point Claude Code at it (its real context window, and an output limit that leaves room to compact):
   ANTHROPIC_BASE_URL=${warden_url} ANTHROPIC_AUTH_TOKEN=dummy CLAUDE_CODE_MAX_CONTEXT_TOKENS=${context} \\
-    CLAUDE_CODE_MAX_OUTPUT_TOKENS=4096 ANTHROPIC_DEFAULT_HAIKU_MODEL=qwen3-4b-dp4 claude --model qwen3-4b-dp4
+    CLAUDE_CODE_MAX_OUTPUT_TOKENS=4096 ANTHROPIC_DEFAULT_HAIKU_MODEL=qwen3-4b-dp4 \\
+    ANTHROPIC_DEFAULT_SONNET_MODEL=qwen3-4b-dp4 claude --model qwen3-4b-dp4 --permission-mode manual
   First start in a fresh home on a host without internet access: Claude Code's first-run setup checks
   api.anthropic.com and stops there. Mark the setup done once, then answer "Yes, I trust this folder":
   node -e 'const fs=require("fs"),f=require("os").homedir()+"/.claude.json";let c={};try{c=JSON.parse(fs.readFileSync(f,"utf8"))}catch{}c.hasCompletedOnboarding=true;fs.writeFileSync(f,JSON.stringify(c,null,2))'
