@@ -28,21 +28,21 @@ std::optional<std::uint64_t> computed_tokens(const ReplicaReport& report) {
   return static_cast<std::uint64_t>(queries - hits);
 }
 
-void observe_report(ReplicaMetrics& metrics, PrefillRate& rate, const ReplicaReport& report, Time now) {
-  metrics.running = gauge_count(report.running);
-  metrics.waiting = gauge_count(report.waiting);
+void observe_report(ReplicaFigures& figures, PrefillRate& rate, const ReplicaReport& report, Time now) {
+  figures.running = gauge_count(report.running);
+  figures.waiting = gauge_count(report.waiting);
   const double kv = report.kv_usage.value_or(0.0);
-  metrics.kv_usage = std::isfinite(kv) ? std::clamp(kv, 0.0, 1.0) : 0.0;
+  figures.kv_usage = std::isfinite(kv) ? std::clamp(kv, 0.0, 1.0) : 0.0;
   const std::int64_t blocks = report.num_gpu_blocks.value_or(0);
   const std::int64_t block_size = report.block_size.value_or(0);
   if (blocks > 0 && block_size > 0 && blocks < (std::int64_t{1} << 40) && block_size < (1 << 20)) {
-    metrics.kv_capacity_tokens = static_cast<std::uint64_t>(blocks * block_size);
+    figures.kv_capacity_tokens = static_cast<std::uint64_t>(blocks * block_size);
   }
-  metrics.computed_tokens = computed_tokens(report);
-  if (metrics.computed_tokens) {
+  figures.computed_tokens = computed_tokens(report);
+  if (figures.computed_tokens) {
     rate.observe(now, static_cast<std::uint64_t>(*report.prefix_queries_total),
-                 static_cast<std::uint64_t>(*report.prefix_hits_total), metrics.waiting);
-    metrics.prefill_tokens_per_second = rate.tokens_per_second();
+                 static_cast<std::uint64_t>(*report.prefix_hits_total), figures.waiting);
+    figures.prefill_tokens_per_second = rate.tokens_per_second();
   }
 }
 

@@ -57,23 +57,21 @@ void Router::build_snapshot(std::span<const ReplicaMetrics> metrics, Time now) {
     }
     const ReplicaSessions held = sessions_.replica(static_cast<ReplicaIndex>(i));
     ReplicaState& state = snapshot_.replicas[i];
+    static_cast<ReplicaFigures&>(state) = m;  // the engine's figures, whichever they are
+    // A scraped value is untrusted: NaN or out-of-range usage must not poison the comparison.
+    state.kv_usage = std::isfinite(m.kv_usage) ? std::clamp(m.kv_usage, 0.0, 1.0) : 0.0;
+    state.prefill_tokens_per_second =
+        std::isfinite(m.prefill_tokens_per_second) ? std::max(0.0, m.prefill_tokens_per_second) : 0.0;
     state.healthy = m.healthy;
     state.in_flight = counters_.replicas()[i].in_flight;
     state.sent_since_scrape = sent_since_scrape_[i];
-    state.running = m.running;
-    state.waiting = m.waiting;
-    // A scraped value is untrusted: NaN or out-of-range usage must not poison the comparison.
-    state.kv_usage = std::isfinite(m.kv_usage) ? std::clamp(m.kv_usage, 0.0, 1.0) : 0.0;
     state.active_conversations = held.active_conversations;
     state.held_tokens = held.held_tokens;
-    state.kv_capacity_tokens = m.kv_capacity_tokens;
     state.peer_in_flight = m.peer_in_flight;
     state.peer_active_conversations = m.peer_active_conversations;
     state.peer_held_tokens = m.peer_held_tokens;
     state.peer_wardens = m.peer_wardens;
     state.prefill_backlog_tokens = prefill_backlog_[i];
-    state.prefill_tokens_per_second =
-        std::isfinite(m.prefill_tokens_per_second) ? std::max(0.0, m.prefill_tokens_per_second) : 0.0;
   }
 }
 

@@ -22,13 +22,9 @@
 
 namespace warden::core {
 
-/// What the poller knows about one replica (metrics scrape + health).
-struct ReplicaMetrics {
+/// What the poller knows about one replica: its engine's figures (observe_report) and health.
+struct ReplicaMetrics : ReplicaFigures {
   bool healthy = true;
-  std::uint32_t running = 0;
-  std::uint32_t waiting = 0;
-  double kv_usage = 0.0;                 ///< 0..1; values outside are clamped
-  std::uint64_t kv_capacity_tokens = 0;  ///< 0 = unknown
   /// Incremented by the poller on every successful scrape of this replica: when it changes, the Router
   /// resets the replica's sent_since_scrape (vLLM's balancer view works the same way).
   std::uint64_t scrape_generation = 0;
@@ -37,11 +33,6 @@ struct ReplicaMetrics {
   std::uint32_t peer_active_conversations = 0;
   std::uint64_t peer_held_tokens = 0;
   std::uint32_t peer_wardens = 0;  ///< other wardens whose load is fresh
-  /// Prefill tokens per second, from the replica's counters (a PrefillRate the poller keeps); 0 = unknown.
-  double prefill_tokens_per_second = 0.0;
-  /// Prompt tokens the engine computed since it started (`vllm:prefix_cache_queries_total` minus
-  /// `vllm:prefix_cache_hits_total`); nullopt = not reported.
-  std::optional<std::uint64_t> computed_tokens;
 };
 
 struct RouterConfig {

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/replica_figures.hpp"
+
 namespace warden::core {
 
 /// Replica index 0..N-1 within one model (a DP rank or one endpoint of an external-LB set).
@@ -20,9 +22,10 @@ using ReplicaIndex = std::uint32_t;
 /// steady_clock::now().time_since_epoch(), the what-if driver its virtual clock). Never read a clock here.
 using Time = std::chrono::nanoseconds;
 
-/// Live state of one replica as the router sees it at decision time. Copied into a Snapshot: decisions
-/// never read live atomics.
-struct ReplicaState {
+/// Live state of one replica as the router sees it at decision time: its engine's figures (running,
+/// waiting, KV usage and capacity, prefill rate, computed tokens) and what the warden knows itself. Copied
+/// into a Snapshot: decisions never read live atomics.
+struct ReplicaState : ReplicaFigures {
   /// From the poller (health check / scrape success). Unhealthy replicas are never chosen unless pinned.
   bool healthy = true;
   /// Requests the warden has sent to this replica and not yet finished (its own live count; fresh).
@@ -30,17 +33,10 @@ struct ReplicaState {
   /// Requests the warden sent since the last successful metrics scrape (vLLM's balancer adds its own
   /// assignments to its stale copy the same way).
   std::uint32_t sent_since_scrape = 0;
-  /// `vllm:num_requests_running` / `vllm:num_requests_waiting` at the last scrape.
-  std::uint32_t running = 0;
-  std::uint32_t waiting = 0;
-  /// `vllm:kv_cache_usage_perc`, 0..1 (clamped by consumers; scraped values are validated upstream).
-  double kv_usage = 0.0;
   /// Conversations whose home is this replica and that were seen within the active window.
   std::uint32_t active_conversations = 0;
   /// Estimate of the KV tokens those conversations hold: the sum of their last prompt lengths.
   std::uint64_t held_tokens = 0;
-  /// KV-cache capacity in tokens (num_gpu_blocks * block_size from `vllm:cache_config_info`); 0 = unknown.
-  std::uint64_t kv_capacity_tokens = 0;
   /// What the other wardens in front of the same replicas published (shared state, a few seconds old at
   /// most; zero with one warden): their requests in flight, active conversations and held tokens here.
   std::uint32_t peer_in_flight = 0;
@@ -52,8 +48,6 @@ struct ReplicaState {
   /// Prompt tokens still to prefill for the warden's requests on this replica that have no first token yet
   /// (each counted as its expected uncached part; kept by the Router).
   std::uint64_t prefill_backlog_tokens = 0;
-  /// Prefill rate measured from the replica's own counters (PrefillRate); 0 = not measured yet.
-  double prefill_tokens_per_second = 0.0;
 };
 
 /// Spill threshold of a model: "auto" (= max(1, max_num_seqs / 4), 8 at 32) or a fixed number.

@@ -86,7 +86,7 @@ std::string Endpoint::key() const {
   return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
-boost::system::result<Endpoint> parse_http_url(std::string_view url) {
+Result<Endpoint> parse_http_url(std::string_view url) {
   auto u = boost::urls::parse_uri(url);
   if (!u || (u->scheme() != "http" && u->scheme() != "https") || u->host().empty()) {
     return make_error_code(ClientErrc::bad_url);
@@ -244,9 +244,9 @@ struct PoolState {
 
 namespace {
 
-asio::awaitable<boost::system::result<std::unique_ptr<detail::Connection>>> connect(detail::PoolState& pool,
-                                                                                    const Endpoint& ep,
-                                                                                    const ClientTimeouts& t) {
+asio::awaitable<Result<std::unique_ptr<detail::Connection>>> connect(detail::PoolState& pool,
+                                                                     const Endpoint& ep,
+                                                                     const ClientTimeouts& t) {
   auto conn = std::make_unique<detail::Connection>(pool.ex, ep, pool.opts.read_buffer_bytes);
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(ep.host, ec);
@@ -395,7 +395,7 @@ void UpstreamResponse::release() noexcept {
   }
 }
 
-asio::awaitable<boost::system::result<BodyPiece>> UpstreamResponse::next(Recall* recall) {
+asio::awaitable<Result<BodyPiece>> UpstreamResponse::next(Recall* recall) {
   if (!conn_) {
     co_return BodyPiece{{}, true};
   }
@@ -459,7 +459,7 @@ asio::awaitable<boost::system::result<BodyPiece>> UpstreamResponse::next(Recall*
   }
 }
 
-asio::awaitable<boost::system::result<std::string>> UpstreamResponse::read_all(std::size_t limit) {
+asio::awaitable<Result<std::string>> UpstreamResponse::read_all(std::size_t limit) {
   std::string out;
   while (true) {
     auto piece = co_await next();
@@ -511,8 +511,8 @@ const PoolStats& ClientPool::stats() const noexcept {
   return state_->stats;
 }
 
-asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send(const Endpoint& ep, Request req,
-                                                                          ClientTimeouts t) {
+asio::awaitable<Result<UpstreamResponse>> ClientPool::send(const Endpoint& ep, Request req,
+                                                           ClientTimeouts t) {
   if (req.find(http::field::host) == req.end()) {
     req.set(http::field::host, ep.key());
   }
@@ -528,10 +528,8 @@ asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send(const 
   co_return r;
 }
 
-asio::awaitable<boost::system::result<UpstreamResponse>> ClientPool::send_impl(const Endpoint& ep,
-                                                                               const RawRequest& req,
-                                                                               ClientTimeouts t,
-                                                                               Recall* recall) {
+asio::awaitable<Result<UpstreamResponse>> ClientPool::send_impl(const Endpoint& ep, const RawRequest& req,
+                                                                ClientTimeouts t, Recall* recall) {
   auto& pool = *state_;
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::unique_ptr<detail::Connection> conn = attempt == 0 ? pool.take(ep) : nullptr;

@@ -32,7 +32,6 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/system/error_code.hpp>
-#include <boost/system/result.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -76,7 +75,7 @@ struct Endpoint {
 };
 
 /// "http://host:port[/path]" or "https://..." → Endpoint (the path is ignored; port 80 or 443 when absent).
-boost::system::result<Endpoint> parse_http_url(std::string_view url);
+Result<Endpoint> parse_http_url(std::string_view url);
 
 struct ClientTimeouts {
   std::chrono::milliseconds connect{5'000};
@@ -144,9 +143,9 @@ class UpstreamResponse {
   /// The next piece of the body as it arrives (chunked, Content-Length or until close): every body byte
   /// already received (several chunks concatenated, up to read_buffer_bytes), else waits for more. Returns
   /// {.done = true} at the end (the connection then returns to the pool if keep-alive allows).
-  asio::awaitable<boost::system::result<BodyPiece>> next(Recall* recall = nullptr);
+  asio::awaitable<Result<BodyPiece>> next(Recall* recall = nullptr);
   /// Reads the rest of the body into one string (body_too_large past `limit`).
-  asio::awaitable<boost::system::result<std::string>> read_all(std::size_t limit = 64u << 20);
+  asio::awaitable<Result<std::string>> read_all(std::size_t limit = 64u << 20);
   bool done() const noexcept { return done_; }
   /// Closes the connection now (no reuse). Safe to call at any time.
   void abort() noexcept;
@@ -182,13 +181,11 @@ class ClientPool {
   /// Sends `req` (Host is set if missing; Content-Length from the body if not set) and reads the
   /// response header. A reused keep-alive connection that turns out dead before any response byte is
   /// retried once on a fresh connection (safe: the upstream never saw a complete request there).
-  asio::awaitable<boost::system::result<UpstreamResponse>> send(const Endpoint& ep, Request req,
-                                                                ClientTimeouts t = {});
+  asio::awaitable<Result<UpstreamResponse>> send(const Endpoint& ep, Request req, ClientTimeouts t = {});
   /// The same for a request the caller serialized itself (see RawRequest). `ep` and `req` are borrowed:
   /// they must outlive the co_await.
-  asio::awaitable<boost::system::result<UpstreamResponse>> send(const Endpoint& ep, const RawRequest& req,
-                                                                ClientTimeouts t = {},
-                                                                Recall* recall = nullptr) {
+  asio::awaitable<Result<UpstreamResponse>> send(const Endpoint& ep, const RawRequest& req,
+                                                 ClientTimeouts t = {}, Recall* recall = nullptr) {
     return send_impl(ep, req, t, recall);
   }
   /// What https endpoints are verified with from now on (PoolOptions::tls); open connections keep theirs.
@@ -198,9 +195,8 @@ class ClientPool {
   const PoolStats& stats() const noexcept;
 
  private:
-  asio::awaitable<boost::system::result<UpstreamResponse>> send_impl(const Endpoint& ep,
-                                                                     const RawRequest& req, ClientTimeouts t,
-                                                                     Recall* recall = nullptr);
+  asio::awaitable<Result<UpstreamResponse>> send_impl(const Endpoint& ep, const RawRequest& req,
+                                                      ClientTimeouts t, Recall* recall = nullptr);
   std::shared_ptr<detail::PoolState> state_;
 };
 

@@ -8,10 +8,13 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <boost/system/error_code.hpp>
 
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/result.hpp"
 
 namespace warden::net {
 
@@ -19,6 +22,11 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using tcp = asio::ip::tcp;
+
+/// The net layer's Result: a value, or Asio's error_code (a refused connect, a timeout, a reset), read by
+/// the proxy (docs/architecture.md, "Errors").
+template <class T>
+using Result = base::Result<T, boost::system::error_code>;
 
 using Request = http::request<http::string_body>;
 using Response = http::response<http::string_body>;

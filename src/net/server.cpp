@@ -819,7 +819,7 @@ Server::Server(asio::io_context& ioc, ServerOptions opts, Handler handler)
 
 Server::~Server() = default;
 
-boost::system::result<tcp::endpoint> Server::listen() {
+Result<tcp::endpoint> Server::listen() {
   boost::system::error_code ec;
   auto addr = asio::ip::make_address(opts_.host, ec);
   if (ec) {

@@ -32,7 +32,6 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/system/result.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -161,7 +160,7 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   /// Opens, binds and listens. Returns the bound endpoint (the real port when opts.port == 0).
-  boost::system::result<tcp::endpoint> listen();
+  Result<tcp::endpoint> listen();
   /// The accept loop; returns after stop(). Spawn it on the io_context.
   asio::awaitable<void> run();
   /// Stops accepting and cancels every connection (in-flight handlers and streams see cancellation; a

@@ -46,9 +46,8 @@ std::uint64_t SyncClient::reused_requests() const noexcept {
   return impl_->pool.stats().reuses;
 }
 
-boost::system::result<SyncResponse> SyncClient::request(http::verb method, std::string_view target,
-                                                        std::string body, const Headers& headers,
-                                                        ChunkCallback on_chunk) {
+Result<SyncResponse> SyncClient::request(http::verb method, std::string_view target, std::string body,
+                                         const Headers& headers, ChunkCallback on_chunk) {
   Request req{method, target, 11};
   bool has_content_type = false;
   for (const auto& [k, v] : headers) {
@@ -61,7 +60,7 @@ boost::system::result<SyncResponse> SyncClient::request(http::verb method, std::
   req.body() = std::move(body);
   req.prepare_payload();
 
-  std::optional<boost::system::result<SyncResponse>> out;
+  std::optional<Result<SyncResponse>> out;
   auto run = [&]() -> asio::awaitable<void> {
     auto r = co_await impl_->pool.send(impl_->endpoint, std::move(req), impl_->timeouts);
     if (!r) {

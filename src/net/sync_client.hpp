@@ -45,15 +45,14 @@ class SyncClient {
   SyncClient(const SyncClient&) = delete;
   SyncClient& operator=(const SyncClient&) = delete;
 
-  boost::system::result<SyncResponse> request(http::verb method, std::string_view target,
-                                              std::string body = {}, const Headers& headers = {},
-                                              ChunkCallback on_chunk = {});
-  boost::system::result<SyncResponse> get(std::string_view target, const Headers& headers = {}) {
+  Result<SyncResponse> request(http::verb method, std::string_view target, std::string body = {},
+                               const Headers& headers = {}, ChunkCallback on_chunk = {});
+  Result<SyncResponse> get(std::string_view target, const Headers& headers = {}) {
     return request(http::verb::get, target, {}, headers);
   }
   /// POST with Content-Type: application/json.
-  boost::system::result<SyncResponse> post(std::string_view target, std::string body,
-                                           const Headers& headers = {}, ChunkCallback on_chunk = {}) {
+  Result<SyncResponse> post(std::string_view target, std::string body, const Headers& headers = {},
+                            ChunkCallback on_chunk = {}) {
     return request(http::verb::post, target, std::move(body), headers, std::move(on_chunk));
   }
   /// Drops the kept-alive connection.

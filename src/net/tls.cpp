@@ -82,7 +82,7 @@ void modern_only(ssl::context& ctx) {
 
 // A connected pair of local stream sockets, both as tcp::socket (the plain code needs only reads, writes,
 // peeks, shutdown and close, which a local socket has as well).
-boost::system::result<std::pair<tcp::socket, tcp::socket>> socket_pair(const asio::any_io_executor& ex) {
+Result<std::pair<tcp::socket, tcp::socket>> socket_pair(const asio::any_io_executor& ex) {
   int fds[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
     return boost::system::error_code(errno, boost::system::system_category());
@@ -169,7 +169,7 @@ struct NewRelay {
   std::shared_ptr<Relay> relay;
   tcp::socket mine;
 };
-boost::system::result<NewRelay> new_relay(tcp::socket socket, ssl::context& ctx) {
+Result<NewRelay> new_relay(tcp::socket socket, ssl::context& ctx) {
   auto pair = socket_pair(socket.get_executor());
   if (!pair) {
     return pair.error();
@@ -179,9 +179,10 @@ boost::system::result<NewRelay> new_relay(tcp::socket socket, ssl::context& ctx)
 }
 
 // The handshake in `type` under a deadline, then the relay, detached. Returns the plain end.
-asio::awaitable<boost::system::result<tcp::socket>> start_relay(
-    std::shared_ptr<Relay> r, std::shared_ptr<ssl::context> ctx, TlsStream::handshake_type type,
-    std::chrono::milliseconds handshake_timeout, std::chrono::milliseconds write_timeout, tcp::socket mine) {
+asio::awaitable<Result<tcp::socket>> start_relay(std::shared_ptr<Relay> r, std::shared_ptr<ssl::context> ctx,
+                                                 TlsStream::handshake_type type,
+                                                 std::chrono::milliseconds handshake_timeout,
+                                                 std::chrono::milliseconds write_timeout, tcp::socket mine) {
   r->tls_deadline.expires_after(handshake_timeout);
   auto [ec] = co_await r->tls.async_handshake(type, use_tuple);
   const bool timed_out = r->tls_deadline.expired();
@@ -238,10 +239,9 @@ std::shared_ptr<TlsContext> make_client_tls(const ClientTlsFiles& files, std::st
   return ctx;
 }
 
-asio::awaitable<boost::system::result<tcp::socket>> accept_tls(tcp::socket socket,
-                                                               std::shared_ptr<TlsContext> ctx,
-                                                               std::chrono::milliseconds handshake_timeout,
-                                                               std::chrono::milliseconds write_timeout) {
+asio::awaitable<Result<tcp::socket>> accept_tls(tcp::socket socket, std::shared_ptr<TlsContext> ctx,
+                                                std::chrono::milliseconds handshake_timeout,
+                                                std::chrono::milliseconds write_timeout) {
   auto fresh = new_relay(std::move(socket), *ctx);
   if (!fresh) {
     co_return fresh.error();
@@ -251,11 +251,10 @@ asio::awaitable<boost::system::result<tcp::socket>> accept_tls(tcp::socket socke
   co_return r;
 }
 
-asio::awaitable<boost::system::result<tcp::socket>> connect_tls(tcp::socket socket,
-                                                                std::shared_ptr<TlsContext> ctx,
-                                                                const std::string& host,
-                                                                std::chrono::milliseconds handshake_timeout,
-                                                                std::chrono::milliseconds write_timeout) {
+asio::awaitable<Result<tcp::socket>> connect_tls(tcp::socket socket, std::shared_ptr<TlsContext> ctx,
+                                                 const std::string& host,
+                                                 std::chrono::milliseconds handshake_timeout,
+                                                 std::chrono::milliseconds write_timeout) {
   auto fresh = new_relay(std::move(socket), *ctx);
   if (!fresh) {
     co_return fresh.error();

@@ -18,7 +18,6 @@
 #include "net/tls_context.hpp"
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/system/result.hpp>
 
 #include <chrono>
 #include <memory>
@@ -50,19 +49,17 @@ std::shared_ptr<TlsContext> make_client_tls(const ClientTlsFiles& files, std::st
 /// relay (a write to the client blocked for `write_timeout` ends it) started on the socket's executor.
 /// Returns the plain end of the relay, to be served as the client's socket; an error if the handshake failed
 /// (the socket is closed then).
-asio::awaitable<boost::system::result<tcp::socket>> accept_tls(tcp::socket socket,
-                                                               std::shared_ptr<TlsContext> ctx,
-                                                               std::chrono::milliseconds handshake_timeout,
-                                                               std::chrono::milliseconds write_timeout);
+asio::awaitable<Result<tcp::socket>> accept_tls(tcp::socket socket, std::shared_ptr<TlsContext> ctx,
+                                                std::chrono::milliseconds handshake_timeout,
+                                                std::chrono::milliseconds write_timeout);
 
 /// Client side of a connection to `host` just opened: SNI, the handshake (bounded by `timeout`) with the
 /// peer's certificate verified for `host` (a name, or an IP address against the certificate's IP entries),
 /// then a relay (a write to the upstream blocked for `write_timeout` ends it). Returns the plain end to send
 /// requests on.
-asio::awaitable<boost::system::result<tcp::socket>> connect_tls(tcp::socket socket,
-                                                                std::shared_ptr<TlsContext> ctx,
-                                                                const std::string& host,
-                                                                std::chrono::milliseconds handshake_timeout,
-                                                                std::chrono::milliseconds write_timeout);
+asio::awaitable<Result<tcp::socket>> connect_tls(tcp::socket socket, std::shared_ptr<TlsContext> ctx,
+                                                 const std::string& host,
+                                                 std::chrono::milliseconds handshake_timeout,
+                                                 std::chrono::milliseconds write_timeout);
 
 }  // namespace warden::net

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <vector>
+
+#include "core/router.hpp"
 
 namespace warden::core {
 namespace {
@@ -23,7 +26,7 @@ ReplicaReport busy_report(double queries, double hits) {
 }
 
 TEST(ReplicaReport, FillsTheRoutingView) {
-  ReplicaMetrics m;
+  ReplicaFigures m;
   PrefillRate rate;
   observe_report(m, rate, busy_report(10'000, 4'000), seconds(1));
   EXPECT_EQ(m.running, 3u);
@@ -39,7 +42,7 @@ TEST(ReplicaReport, FillsTheRoutingView) {
 }
 
 TEST(ReplicaReport, HostileOrMissingFiguresAreClampedOrLeftUnknown) {
-  ReplicaMetrics m;
+  ReplicaFigures m;
   PrefillRate rate;
   observe_report(m, rate, busy_report(10'000, 4'000), seconds(1));
   ReplicaReport bad;
@@ -55,6 +58,22 @@ TEST(ReplicaReport, HostileOrMissingFiguresAreClampedOrLeftUnknown) {
   EXPECT_FALSE(m.computed_tokens.has_value());
   EXPECT_EQ(m.kv_capacity_tokens, 40'000u) << "kept from the report that had it";
   EXPECT_EQ(computed_tokens(ReplicaReport{}), std::nullopt);
+}
+
+TEST(ReplicaReport, TheDecisionSeesEveryFigureObserved) {
+  std::vector<ReplicaMetrics> metrics(2);
+  PrefillRate rate;
+  observe_report(metrics[1], rate, busy_report(10'000, 4'000), seconds(1));
+  observe_report(metrics[1], rate, busy_report(14'000, 5'000), seconds(2));
+  Router router;
+  const ReplicaState state = router.snapshot(metrics, seconds(2)).replicas[1];
+  EXPECT_EQ(state.running, 3u);
+  EXPECT_EQ(state.waiting, 2u);
+  EXPECT_DOUBLE_EQ(state.kv_usage, 0.5);
+  EXPECT_EQ(state.kv_capacity_tokens, 40'000u);
+  EXPECT_EQ(state.computed_tokens, 9'000u);
+  EXPECT_GT(state.prefill_tokens_per_second, 0.0);
+  EXPECT_EQ(state.prefill_tokens_per_second, metrics[1].prefill_tokens_per_second);
 }
 
 }  // namespace

@@ -49,7 +49,7 @@ class Client {
   warden::net::SyncClient& raw() { return client_; }
 
  private:
-  static warden::net::SyncResponse check(boost::system::result<warden::net::SyncResponse> r) {
+  static warden::net::SyncResponse check(warden::net::Result<warden::net::SyncResponse> r) {
     if (!r) {
       throw std::runtime_error("HTTP request failed: " + r.error().message());
     }

@@ -1,7 +1,7 @@
 // The admin API (docs/api.md) as a route table: per endpoint a method set, a path pattern and one
-// function, and one place where an endpoint's refusal becomes an error reply. The JSON shapes are
-// admin_json.cpp's; this file matches requests and reads and changes the gateway's state through an
-// AdminContext (admin_context.hpp).
+// function, and one place where an endpoint's refusal (an AdminError it returns) becomes an error reply. The
+// JSON shapes are admin_json.cpp's; this file matches requests and reads and changes the gateway's state
+// through an AdminContext (admin_context.hpp).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -14,9 +14,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/parse.hpp"
+#include "base/result.hpp"
 #include "gateway/admin/admin_context.hpp"
 #include "gateway/admin/admin_json.hpp"
 #include "gateway/console/assets.hpp"
@@ -41,11 +43,18 @@ net::Response admin_error(const net::Request& req, unsigned status, std::string_
       req, status, protocol::openai_error_body({.message = message, .type = type, .param_and_code = false}));
 }
 
-// An endpoint's refusal, thrown from wherever it is found and answered as admin_error() in one place.
+// An endpoint's refusal, returned from wherever it is found and answered as admin_error() in one place.
+// Not an aggregate: a count (Checked<std::size_t>) must not read as a status.
 struct AdminError {
-  unsigned status;
+  AdminError() = default;
+  AdminError(unsigned s, std::string m) : status(s), message(std::move(m)) {}
+  unsigned status = 500;
   std::string message;
 };
+// What a step of an endpoint gives: its value, or the refusal that ends the endpoint.
+template <class T>
+using Checked = base::Result<T, AdminError>;
+using Reply = Checked<net::Response>;
 
 enum class Methods { any, get };   // get: GET or HEAD
 enum class Access { open, read };  // read: needs a key or the admin token when auth.reads is set
@@ -83,7 +92,7 @@ struct Call {
   const boost::urls::url_view* url = nullptr;
   std::string_view name;
 };
-using Endpoint = net::Response (*)(const Call&);
+using Endpoint = Reply (*)(const Call&);
 struct Route {
   Methods methods;
   std::string_view pattern;
@@ -91,13 +100,13 @@ struct Route {
   Access access = Access::read;
 };
 
-ModelRuntime& model_named(AdminContext& ctx, std::string_view name) {
+Checked<ModelRuntime*> model_named(AdminContext& ctx, std::string_view name) {
   for (const auto& m : ctx.models()) {
     if (m->config().name == name) {
-      return *m;
+      return m.get();
     }
   }
-  throw AdminError{404, no_such_model(name)};
+  return AdminError{404, no_such_model(name)};
 }
 
 // The model's card with its launched engines' state (null unless launched: docs/engines.md).
@@ -108,21 +117,21 @@ boost::json::object card(AdminContext& ctx, ModelRuntime& model, core::Time now)
   return c;
 }
 
-net::Response health(const Call& c);
-net::Response metrics(const Call& c);
-net::Response v1_models(const Call& c);
-net::Response models(const Call& c);
-net::Response model(const Call& c);
-net::Response logs(const Call& c);
-net::Response sessions(const Call& c);
-net::Response routing(const Call& c);
-net::Response reload(const Call& c);
-void require_admin(const Call& c);
-net::Response stats(const Call& c);
-net::Response call(const Route& r, const Call& c);
+Reply health(const Call& c);
+Reply metrics(const Call& c);
+Reply v1_models(const Call& c);
+Reply models(const Call& c);
+Reply model(const Call& c);
+Reply logs(const Call& c);
+Reply sessions(const Call& c);
+Reply routing(const Call& c);
+Reply reload(const Call& c);
+Checked<void> require_admin(const Call& c);
+Reply stats(const Call& c);
+Reply call(const Route& r, const Call& c);
 
 // The first route that takes the request, in the table's order; nullopt if none does.
-std::optional<net::Response> route(AdminContext& ctx, const net::Request& req) {
+std::optional<Reply> route(AdminContext& ctx, const net::Request& req) {
   // Matched on the raw path, before the target is parsed.
   static constexpr Route kPathRoutes[] = {
       {Methods::any, "/health", health, Access::open},
@@ -148,7 +157,7 @@ std::optional<net::Response> route(AdminContext& ctx, const net::Request& req) {
   }
   auto url = boost::urls::parse_origin_form(req.target());
   if (!url) {
-    throw AdminError{400, "bad request target"};
+    return Reply(AdminError{400, "bad request target"});
   }
   std::vector<std::string> segments;
   for (auto s : url->segments()) {
@@ -166,49 +175,48 @@ std::optional<net::Response> route(AdminContext& ctx, const net::Request& req) {
 }  // namespace
 
 net::Response answer_admin(AdminContext& ctx, const net::Request& req) {
-  try {
-    if (auto res = route(ctx, req)) {
-      return std::move(*res);
+  if (auto res = route(ctx, req)) {
+    if (!*res) {
+      return admin_error(req, res->error().status, res->error().message);
     }
-    if (req.method() == http::verb::get || req.method() == http::verb::head) {
-      if (auto asset = console::serve_asset(req)) {
-        asset->keep_alive(req.keep_alive());
-        return std::move(*asset);
-      }
-    }
-    throw AdminError{404, fmt::format("nothing at {}", path_of(req.target()))};
-  } catch (const AdminError& e) {
-    return admin_error(req, e.status, e.message);
+    return std::move(**res);
   }
+  if (req.method() == http::verb::get || req.method() == http::verb::head) {
+    if (auto asset = console::serve_asset(req)) {
+      asset->keep_alive(req.keep_alive());
+      return std::move(*asset);
+    }
+  }
+  return admin_error(req, 404, fmt::format("nothing at {}", path_of(req.target())));
 }
 
 namespace {
 
 // With auth.reads, a read needs one of the api_keys (as the proxy takes them) or the admin token.
-net::Response call(const Route& r, const Call& c) {
+Reply call(const Route& r, const Call& c) {
   const Config& config = c.ctx.config();
   if (r.access == Access::read && config.auth.reads) {
     const bool key = !config.api_keys.empty() && api_key_ok(c.req, config.api_keys);
     if (!key && !bearer_matches(c.req, config.admin_token)) {
-      throw AdminError{401, "reading needs an API key or the admin token (Authorization: Bearer KEY)"};
+      return AdminError{401, "reading needs an API key or the admin token (Authorization: Bearer KEY)"};
     }
   }
   return r.endpoint(c);
 }
 
-net::Response health(const Call& c) {
+Reply health(const Call& c) {
   return json_response(c.req, 200, boost::json::object{{"status", "ok"}});
 }
 
-net::Response metrics(const Call& c) {
+Reply metrics(const Call& c) {
   return net::make_response(c.req, 200, c.ctx.metrics_text(), "text/plain; version=0.0.4");
 }
 
-net::Response v1_models(const Call& c) {
+Reply v1_models(const Call& c) {
   return json_response(c.req, 200, v1_models_json(c.ctx.config(), c.ctx.started_unix()));
 }
 
-net::Response models(const Call& c) {
+Reply models(const Call& c) {
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
   boost::json::array list;
   for (const auto& m : c.ctx.models()) {
@@ -220,19 +228,24 @@ net::Response models(const Call& c) {
   return json_response(c.req, 200, o);
 }
 
-net::Response model(const Call& c) {
+Reply model(const Call& c) {
+  const auto model = model_named(c.ctx, c.name);
+  if (!model) {
+    return model.error();
+  }
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
-  return json_response(c.req, 200, card(c.ctx, model_named(c.ctx, c.name), now));
+  return json_response(c.req, 200, card(c.ctx, **model, now));
 }
 
 // The query parameter `key`, an integer from 1 to `most`; `fallback` when absent. 400 otherwise.
-std::size_t count_param(const Call& c, std::string_view key, std::size_t fallback, std::size_t most) {
+Checked<std::size_t> count_param(const Call& c, std::string_view key, std::size_t fallback,
+                                 std::size_t most) {
   std::size_t value = fallback;
   for (auto p : c.url->params()) {
     if (p.key == key) {
       const auto n = base::parse_integer<std::size_t>(p.value, 1, most);
       if (!n) {
-        throw AdminError{400, fmt::format("{} must be an integer from 1 to {}", key, most)};
+        return AdminError{400, fmt::format("{} must be an integer from 1 to {}", key, most)};
       }
       value = *n;
     }
@@ -240,43 +253,58 @@ std::size_t count_param(const Call& c, std::string_view key, std::size_t fallbac
   return value;
 }
 
-net::Response logs(const Call& c) {
-  model_named(c.ctx, c.name);
-  const std::size_t lines = count_param(c, "lines", 200, 1'000'000);
-  auto logs = c.ctx.engine_logs(c.name, lines);
+Reply logs(const Call& c) {
+  if (const auto model = model_named(c.ctx, c.name); !model) {
+    return model.error();
+  }
+  const auto lines = count_param(c, "lines", 200, 1'000'000);
+  if (!lines) {
+    return lines.error();
+  }
+  auto logs = c.ctx.engine_logs(c.name, *lines);
   if (!logs) {
-    throw AdminError{404, fmt::format("model '{}' has no launch: section, so no engine logs", c.name)};
+    return AdminError{404, fmt::format("model '{}' has no launch: section, so no engine logs", c.name)};
   }
   return json_response(c.req, 200, *logs);
 }
 
-net::Response sessions(const Call& c) {
-  ModelRuntime& model = model_named(c.ctx, c.name);
-  const std::size_t limit = count_param(c, "limit", 50, 10'000);
+Reply sessions(const Call& c) {
+  const auto model = model_named(c.ctx, c.name);
+  if (!model) {
+    return model.error();
+  }
+  const auto limit = count_param(c, "limit", 50, 10'000);
+  if (!limit) {
+    return limit.error();
+  }
   boost::json::object out;
-  out["sessions"] = threaded_sessions_json(model, std::chrono::steady_clock::now().time_since_epoch(), limit);
+  out["sessions"] =
+      threaded_sessions_json(**model, std::chrono::steady_clock::now().time_since_epoch(), *limit);
   return json_response(c.req, 200, out);
 }
 
 // A change through the admin API needs the admin token (and is refused outright without one configured).
-void require_admin(const Call& c) {
+Checked<void> require_admin(const Call& c) {
   if (c.ctx.config().admin_token.empty()) {
-    throw AdminError{403, "admin changes are disabled: no admin_token is configured"};
+    return AdminError{403, "admin changes are disabled: no admin_token is configured"};
   }
   if (!bearer_matches(c.req, c.ctx.config().admin_token)) {
-    throw AdminError{401, "missing or wrong admin token (Authorization: Bearer TOKEN)"};
+    return AdminError{401, "missing or wrong admin token (Authorization: Bearer TOKEN)"};
   }
+  return {};
 }
 
-net::Response reload(const Call& c) {
+Reply reload(const Call& c) {
   if (c.req.method() != http::verb::post) {
-    throw AdminError{405, "use POST to read the configuration file again"};
+    return AdminError{405, "use POST to read the configuration file again"};
   }
-  require_admin(c);
+  if (const auto admin = require_admin(c); !admin) {
+    return admin.error();
+  }
   const ReloadOutcome out = c.ctx.reload();
   if (!out.ok) {
-    throw AdminError{400, fmt::format("the configuration file has errors; nothing changed:\n{}",
-                                      fmt::join(out.errors, "\n"))};
+    return AdminError{400, fmt::format("the configuration file has errors; nothing changed:\n{}",
+                                       fmt::join(out.errors, "\n"))};
   }
   auto strings = [](const std::vector<std::string>& v) {
     boost::json::array a;
@@ -291,19 +319,25 @@ net::Response reload(const Call& c) {
                                            {"restart_required", strings(out.plan.restart_required)}});
 }
 
-net::Response routing(const Call& c) {
+Reply routing(const Call& c) {
   if (c.req.method() != http::verb::patch && c.req.method() != http::verb::put) {
-    throw AdminError{405,
-                     "use PATCH with {\"affinity\": bool, \"spill_threshold\": \"auto\"|N, \"rebalance\": "
-                     "bool, \"threads\": bool, \"cost_spill\": \"on\"|\"off\"|{...}, \"admission\": "
-                     "\"off\"|\"auto\"|{...}}"};
+    return AdminError{405,
+                      "use PATCH with {\"affinity\": bool, \"spill_threshold\": \"auto\"|N, \"rebalance\": "
+                      "bool, \"threads\": bool, \"cost_spill\": \"on\"|\"off\"|{...}, \"admission\": "
+                      "\"off\"|\"auto\"|{...}}"};
   }
-  require_admin(c);
-  ModelRuntime& m = model_named(c.ctx, c.name);
+  if (const auto admin = require_admin(c); !admin) {
+    return admin.error();
+  }
+  const auto model = model_named(c.ctx, c.name);
+  if (!model) {
+    return model.error();
+  }
+  ModelRuntime& m = **model;
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
   const auto routing = patch_routing(m.router().routing_config(), c.req.body(), RoutingScope::admin);
   if (!routing) {
-    throw AdminError{400, routing.error()};
+    return AdminError{400, routing.error()};
   }
   m.router().set_routing(*routing);  // the admin scope leaves the policy as it is: always taken
   c.ctx.routing_changed(m);
@@ -312,7 +346,7 @@ net::Response routing(const Call& c) {
   return json_response(c.req, 200, card(c.ctx, m, now));
 }
 
-net::Response stats(const Call& c) {
+Reply stats(const Call& c) {
   const auto models = c.ctx.models();
   const StatsStore& store = c.ctx.stats();
   std::string model = models.empty() ? std::string() : models.front()->config().name;
@@ -323,12 +357,14 @@ net::Response stats(const Call& c) {
     } else if (p.key == "window") {
       const auto w = base::parse_integer<std::int64_t>(p.value, 1, std::numeric_limits<std::int64_t>::max());
       if (!w) {
-        throw AdminError{400, "window must be a positive number of seconds"};
+        return AdminError{400, "window must be a positive number of seconds"};
       }
       window = std::min(*w, store.retention_s());
     }
   }
-  model_named(c.ctx, model);
+  if (const auto named = model_named(c.ctx, model); !named) {
+    return named.error();
+  }
   return json_response(c.req, 200, stats_json(model, store.series(model, c.ctx.unix_now(), window), window));
 }
 

@@ -650,7 +650,7 @@ asio::awaitable<net::Response> Gateway::whole_response(Exchange& ex, const net::
   http::response_header<> head =
       at.read_header ? *at.read_header : client_header(req, rec, at.upstream->header());
   // Two statements, not a conditional: GCC 12 destroys a temporary awaitable in `c ? a : b` twice.
-  boost::system::result<std::string> body = std::string();
+  net::Result<std::string> body = std::string();
   if (at.read_body) {
     body = std::move(*at.read_body);
   } else {
@@ -706,7 +706,7 @@ asio::awaitable<void> Gateway::relay_stream(std::shared_ptr<Exchange> ex,
   };
   bool ok = true;
   while (true) {
-    boost::system::result<net::BodyPiece> piece = net::BodyPiece{};
+    net::Result<net::BodyPiece> piece = net::BodyPiece{};
     Clock::time_point arrived = first_at;
     if (pending) {
       piece = *pending;

@@ -165,6 +165,23 @@ TEST(AdminRoutes, ReadsNeedAKeyWhenAuthReadsIsSet) {
   EXPECT_EQ(metrics.body(), "warden_up 1\n");
 }
 
+TEST(AdminRoutes, ARefusalDeepInAHandlerEndsItWithTheRefusalsReply) {
+  FakeGateway g(with("admin_token: secret\n"));
+  // The token is checked, then the model looked up: the lookup's 404 is what answers, and nothing changes.
+  const auto missing = answer_admin(
+      g, request(http::verb::patch, "/api/models/nope/routing", R"({"affinity": false})", "secret"));
+  EXPECT_EQ(missing.result_int(), 404u);
+  EXPECT_EQ(error_type(missing), "invalid_request_error");
+  EXPECT_EQ(body_of(missing).at("error").at("message").as_string(), "no model named 'nope' is configured");
+  EXPECT_EQ(g.routing_changes, 0);
+  // A model that exists, then a bad parameter after it: the parameter's 400.
+  const auto bad_limit = answer_admin(g, request(http::verb::get, "/api/models/m/sessions?limit=0"));
+  EXPECT_EQ(bad_limit.result_int(), 400u);
+  EXPECT_EQ(body_of(bad_limit).at("error").at("message").as_string(),
+            "limit must be an integer from 1 to 10000");
+  EXPECT_EQ(answer_admin(g, request(http::verb::get, "/api/models/m/sessions?limit=3")).result_int(), 200u);
+}
+
 TEST(AdminRoutes, StatsWindowIsChecked) {
   FakeGateway g(kModels);
   EXPECT_EQ(answer_admin(g, request(http::verb::get, "/api/stats?window=0")).result_int(), 400u);

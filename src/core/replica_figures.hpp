@@ -1,0 +1,42 @@
+#pragma once
+// A replica's engine figures, raw and validated: ReplicaReport is what one scrape said, ReplicaFigures
+// what routing reads of it (kept by observe_report, replica_report.hpp). Both the poller's view
+// (ReplicaMetrics) and the decision's (ReplicaState) are ReplicaFigures, so a new engine figure is
+// declared here, once, and reaches the decision without a copy to write. Pure data.
+
+#include <cstdint>
+#include <optional>
+
+namespace warden::core {
+
+/// One engine's figures at one scrape, as reported (untrusted: validated by observe_report). Gauges are
+/// the values now, counters totals since the engine started; nullopt = not reported.
+struct ReplicaReport {
+  std::optional<double> running;               ///< vllm:num_requests_running
+  std::optional<double> waiting;               ///< vllm:num_requests_waiting
+  std::optional<double> kv_usage;              ///< vllm:kv_cache_usage_perc, 0..1
+  std::optional<std::int64_t> num_gpu_blocks;  ///< vllm:cache_config_info
+  std::optional<std::int64_t> block_size;      ///< vllm:cache_config_info
+  std::optional<double> prefix_queries_total;  ///< vllm:prefix_cache_queries_total (prompt tokens looked up)
+  std::optional<double> prefix_hits_total;     ///< vllm:prefix_cache_hits_total (of those, found cached)
+  std::optional<double> preemptions_total;     ///< vllm:num_preemptions_total
+};
+
+/// What routing reads of a replica's reports, validated (observe_report).
+struct ReplicaFigures {
+  /// `vllm:num_requests_running` / `vllm:num_requests_waiting` at the last scrape.
+  std::uint32_t running = 0;
+  std::uint32_t waiting = 0;
+  /// `vllm:kv_cache_usage_perc`, 0..1 (the Router clamps it again: ReplicaMetrics may be set without a
+  /// report).
+  double kv_usage = 0.0;
+  /// KV-cache capacity in tokens (num_gpu_blocks * block_size from `vllm:cache_config_info`); 0 = unknown.
+  std::uint64_t kv_capacity_tokens = 0;
+  /// Prefill tokens per second, measured from the replica's counters (PrefillRate); 0 = not measured yet.
+  double prefill_tokens_per_second = 0.0;
+  /// Prompt tokens the engine computed since it started (`vllm:prefix_cache_queries_total` minus
+  /// `vllm:prefix_cache_hits_total`); nullopt = not reported.
+  std::optional<std::uint64_t> computed_tokens;
+};
+
+}  // namespace warden::core
