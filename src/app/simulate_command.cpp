@@ -51,6 +51,10 @@ struct SimulateOptions {
   std::string cost_spill = "on";
   std::string when_waiting = "off";
   std::string task_priority = "start";
+  std::uint32_t task_tokens = core::TaskSlotsConfig{}.task_tokens;
+  double task_fill = core::TaskSlotsConfig{}.fill;
+  std::string task_quiet = "5s";
+  std::string task_max_wait = "300s";
   std::string rebalance = "on";
   std::string threads = "on";
   std::string spill_margin = "2s";
@@ -131,6 +135,24 @@ base::Result<engine::EngineConfig> engine_from(const SimulateOptions& o, engine:
   return config;
 }
 
+core::Time to_time(double seconds) {
+  return core::Time(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
+}
+
+// The knobs of policy `task-slots`.
+base::Result<void> task_slots_from(const SimulateOptions& o, whatif::SimulationConfig& c) {
+  const auto quiet = base::parse_seconds(o.task_quiet);
+  const auto wait = base::parse_seconds(o.task_max_wait);
+  if (!quiet || !wait) {
+    return std::string("--task-quiet and --task-max-wait are durations: 5s, 300s");
+  }
+  c.task_slots.task_tokens = o.task_tokens;
+  c.task_slots.fill = o.task_fill;
+  c.task_slots.quiet = to_time(*quiet);
+  c.task_slots.max_wait = to_time(*wait);
+  return {};
+}
+
 // The knobs of policy `admission`, and `--rebalance` and `--threads` (policies affinity and admission).
 base::Result<void> admission_from(const SimulateOptions& o, whatif::SimulationConfig& c) {
   const auto wait = base::parse_seconds(o.max_wait);
@@ -159,9 +181,6 @@ base::Result<void> admission_from(const SimulateOptions& o, whatif::SimulationCo
   c.routing.rebalance = o.rebalance == "on";
   c.routing.threads = o.threads == "on";
   c.routing.admission.only_when_waiting = o.when_waiting == "on";
-  const auto to_time = [](double seconds) {
-    return core::Time(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
-  };
   c.routing.admission.high_water = o.admission_high;
   c.routing.admission.low_water = o.admission_low;
   c.routing.admission.max_wait = to_time(*wait);
@@ -170,7 +189,7 @@ base::Result<void> admission_from(const SimulateOptions& o, whatif::SimulationCo
   c.routing.cost_spill.margin = to_time(*margin);
   c.admission_gap_factor = o.resident_gaps;
   c.admission_min_window = *min_resident;
-  return {};
+  return task_slots_from(o, c);
 }
 
 // Levels, durations and the spill threshold from their command-line spelling.
@@ -262,11 +281,11 @@ base::Result<whatif::SimulationConfig> simulation_from(const SimulateOptions& o)
   return c;
 }
 
-// Per level of policies `admission` and `tasks`: how many requests admission held, how long, and any it
-// refused.
+// Per level of policies `admission`, `tasks` and `task-slots`: how many requests admission held, how long,
+// and any it refused.
 void print_admission(const whatif::Outcome& outcome) {
   for (const whatif::LevelStats& l : outcome.levels) {
-    if (l.policy != "admission" && l.policy != "tasks") {
+    if (l.policy != "admission" && l.policy != "tasks" && l.policy != "task-slots") {
       continue;
     }
     const double mean = l.held > 0 ? l.held_seconds / static_cast<double>(l.held) : 0.0;
@@ -403,6 +422,21 @@ void add_routing_options(CLI::App& cmd, SimulateOptions& o) {
   cmd.add_option("--task-priority", o.task_priority,
                  "Policies priority, tasks-priority: a request's priority is its task's start (older tasks "
                  "first) or its stage (tasks under way before task starts)")
+      ->capture_default_str();
+  cmd.add_option(
+         "--task-tokens", o.task_tokens,
+         "Policy task-slots: KV tokens one task under way holds (slots = capacity / this; 0 = the mean "
+         "largest prompt of ended tasks)")
+      ->capture_default_str();
+  cmd.add_option("--task-fill", o.task_fill,
+                 "Policy task-slots: > 0 counts slots in tokens: a task start fits while the largest prompts "
+                 "of the tasks under way plus its own stay within this x KV capacity")
+      ->capture_default_str();
+  cmd.add_option("--task-quiet", o.task_quiet,
+                 "Policy task-slots: a session with nothing in flight this long has no task under way")
+      ->capture_default_str();
+  cmd.add_option("--task-max-wait", o.task_max_wait,
+                 "Policy task-slots: a held task start is placed as usual after this wait")
       ->capture_default_str();
   cmd.add_option("--max-wait", o.max_wait, "Policy admission: a held request is admitted after this wait")
       ->capture_default_str();

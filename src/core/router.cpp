@@ -206,6 +206,14 @@ void Router::finish(ReplicaIndex replica) {
   counters_.finish(replica);
 }
 
+void Router::answered(const RequestFacts& facts, bool final_text) {
+  const bool subagent =
+      facts.session && facts.thread.session != 0 && facts.thread.session != facts.session->hash;
+  if (routing_.threads && final_text && subagent && !facts.thread.side) {
+    sessions_.end(facts.session->hash);
+  }
+}
+
 void Router::first_token(const Decision& decision) {
   drop_prefill(decision);
 }

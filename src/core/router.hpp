@@ -99,6 +99,12 @@ class Router {
   /// The request routed to `replica` ended (success, error or client disconnect).
   void finish(ReplicaIndex replica);
 
+  /// The engine's reply to a routed request of `facts` ended, with its final text (`final_text`: no tool
+  /// call in it) or with tool calls. A subagent's final text ends its thread: the subagent has returned its
+  /// result and sends nothing more, so its home no longer counts it as an active conversation (a request
+  /// of it later counts it again). A main thread's final text only waits for its person: nothing changes.
+  void answered(const RequestFacts& facts, bool final_text);
+
   /// The request of `decision` got its first token (or ended without one): its prefill_tokens leave the
   /// replica's prefill backlog. Call at most once per routed request, before or with finish().
   void first_token(const Decision& decision);

@@ -32,11 +32,17 @@ ReplicaSessions& SessionTable::aggregate(ReplicaIndex index) {
   return per_replica_[index];
 }
 
+// Whether an active node is in its home's aggregates: a real replica index (a bogus one must never size the
+// aggregate vector), this warden's turn (not another's), and not ended for now.
+bool SessionTable::counted(const Node& node) {
+  return node.home < max_tracked_replicas && node.here && !node.ended;
+}
+
 void SessionTable::activate(Node& node) {
   node.active = true;
   ++active_count_;
-  if (node.home >= max_tracked_replicas || !node.here) {
-    return;  // not a real replica index (never let it size the aggregate vector), or counted elsewhere
+  if (!counted(node)) {
+    return;
   }
   auto& agg = aggregate(node.home);
   ++agg.active_conversations;
@@ -46,7 +52,7 @@ void SessionTable::activate(Node& node) {
 void SessionTable::deactivate(Node& node) {
   node.active = false;
   --active_count_;
-  if (node.home >= max_tracked_replicas || !node.here) {
+  if (!counted(node)) {
     return;
   }
   auto& agg = aggregate(node.home);
@@ -208,6 +214,7 @@ void SessionTable::place(std::uint64_t key, ReplicaIndex home, std::uint32_t pro
   node.prompt_tokens = prompt_tokens;
   node.last_seen = seen;
   node.here = here;
+  node.ended = false;
   activate(node);
   push_front(active_, slot);
 }
@@ -245,6 +252,23 @@ bool SessionTable::seen_elsewhere(std::uint64_t key, ReplicaIndex home, std::uin
       (node.computed_at == SessionEntry::unknown || computed_at > node.computed_at)) {
     node.computed_at = computed_at;
   }
+  return true;
+}
+
+bool SessionTable::end(std::uint64_t key) {
+  const auto it = index_.find(key);
+  if (it == index_.end()) {
+    return false;
+  }
+  Node& node = nodes_[it->second];
+  if (!node.active || !counted(node)) {
+    node.ended = true;
+    return false;
+  }
+  auto& agg = aggregate(node.home);
+  --agg.active_conversations;
+  agg.held_tokens -= node.prompt_tokens;
+  node.ended = true;
   return true;
 }
 

@@ -104,6 +104,10 @@ class SessionTable {
   /// next turn is a failover). Moved homes are reported as changes. O(size).
   void remap_homes(std::span<const std::optional<ReplicaIndex>> to, ReplicaIndex gone);
 
+  /// The conversation has ended for now (a subagent gave its final answer): it keeps its home, but counts
+  /// as active there no longer, until it is seen again (assign, touch). Returns whether it counted.
+  bool end(std::uint64_t key);
+
   /// Forgets one conversation. Returns whether it was known.
   bool erase(std::uint64_t key);
 
@@ -155,7 +159,8 @@ class SessionTable {
     std::uint32_t prev = nil;
     std::uint32_t next = nil;
     bool active = false;
-    bool here = true;  // counted in the aggregates (false: another warden had its latest turn)
+    bool here = true;    // counted in the aggregates (false: another warden had its latest turn)
+    bool ended = false;  // not counted either: it ended for now (end())
   };
   struct List {
     std::uint32_t head = nil;
@@ -168,6 +173,7 @@ class SessionTable {
   void observe_gap(Time gap);
   void activate(Node& node);
   void deactivate(Node& node);
+  static bool counted(const Node& node);
   void remove(std::uint32_t slot);
   void evict_to(std::size_t limit);
   void place(std::uint64_t key, ReplicaIndex home, std::uint32_t prompt_tokens, Time seen, bool here = true);

@@ -219,6 +219,9 @@ struct RequestFacts {
   /// The first request of an agent task: the thread is the main one and has no assistant turn since the
   /// user's prompt (no tool result in the user messages at its end).
   bool task_start = false;
+  /// Replicas with a free task slot (core/task_slots.hpp), when whole tasks are held to what the caches
+  /// hold: a task start goes only to one of them, and is held while there is none. nullopt = not counted.
+  std::optional<ReplicaSet> task_room;
   /// How long this request has already waited in the model's admission queue (0 on its first routing).
   Time queued_for{0};
   /// Tokens the home is expected to have cached for this conversation: its previous prompt there (the

@@ -110,6 +110,68 @@ bool openai_has_content(const json::array& choices) {
   return false;
 }
 
+// The end a stop or finish reason names (Anthropic stop_reason, OpenAI finish_reason); nullopt for none.
+std::optional<ReplyEnd> end_named(std::string_view reason) {
+  if (reason.empty()) {
+    return std::nullopt;
+  }
+  const bool tools = reason == "tool_use" || reason == "tool_calls" || reason == "function_call";
+  return tools ? ReplyEnd::tool_calls : ReplyEnd::text;
+}
+
+// OpenAI chat / completions: the choices' finish reasons; tool calls win over text in any choice.
+std::optional<ReplyEnd> openai_end(const json::array& choices) {
+  std::optional<ReplyEnd> end;
+  for (const auto& c : choices) {
+    if (c.is_object()) {
+      if (const auto e = end_named(string_at(c.get_object(), "finish_reason"))) {
+        end = end == ReplyEnd::tool_calls ? end : e;
+      }
+    }
+  }
+  return end;
+}
+
+// Responses API: a response's output items; a "*_call" item (function_call, custom_tool_call, ...) asks
+// the client to run a tool. No output array: the response does not say.
+std::optional<ReplyEnd> responses_end(const json::object& response) {
+  const json::value* output = response.if_contains("output");
+  if (output == nullptr || !output->is_array()) {
+    return std::nullopt;
+  }
+  for (const auto& item : output->get_array()) {
+    if (item.is_object() && string_at(item.get_object(), "type").ends_with("_call")) {
+      return ReplyEnd::tool_calls;
+    }
+  }
+  return ReplyEnd::text;
+}
+
+// How a whole (non-streaming) reply body ended.
+std::optional<ReplyEnd> body_end(ApiKind api, const json::object& o) {
+  if (is_anthropic(api)) {
+    return end_named(string_at(o, "stop_reason"));
+  }
+  if (api == ApiKind::openai_responses) {
+    return responses_end(o);
+  }
+  const json::value* choices = o.if_contains("choices");
+  return choices != nullptr && choices->is_array() ? openai_end(choices->get_array()) : std::nullopt;
+}
+
+// Whether SSE data names a finish_reason that is not null (OpenAI's last chunk of a choice), from a scan of
+// the text: every chunk carries "finish_reason":null until then.
+bool names_a_finish(std::string_view data) {
+  constexpr std::string_view key = "\"finish_reason\"";
+  for (auto at = data.find(key); at != std::string_view::npos; at = data.find(key, at + key.size())) {
+    const auto value = base::trim(data.substr(at + key.size()), " \t:");
+    if (value.starts_with('"')) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void copy_fields(StreamEventInfo& info, const UsageFields& f) {
   info.prompt_tokens = f.prompt;
   info.cached_tokens = f.cached;
@@ -133,7 +195,7 @@ Result<Usage> parse_usage_body(ApiKind api, std::string_view body) {
   if (!f.prompt && !f.completion) {
     return Errc::no_usage;
   }
-  return Usage{f.prompt.value_or(0), f.cached, f.completion.value_or(0)};
+  return Usage{f.prompt.value_or(0), f.cached, f.completion.value_or(0), body_end(api, jv.get_object())};
 }
 
 StreamEventInfo inspect_stream_event(ApiKind api, std::string_view event_name, std::string_view data) {
@@ -173,6 +235,9 @@ StreamEventInfo inspect_stream_event(ApiKind api, std::string_view event_name, s
       if (const auto* u = object_at(o, "usage")) {
         copy_fields(info, read_usage(*u, true));
       }
+      if (const auto* d = object_at(o, "delta")) {
+        info.end = end_named(string_at(*d, "stop_reason"));
+      }
     }
     return info;
   }
@@ -184,6 +249,9 @@ StreamEventInfo inspect_stream_event(ApiKind api, std::string_view event_name, s
     const json::object* usage = nullptr;
     if (const auto* r = object_at(o, "response")) {
       usage = object_at(*r, "usage");
+      if (type == "response.completed" || type == "response.incomplete") {
+        info.end = responses_end(*r);
+      }
     } else {
       usage = object_at(o, "usage");
     }
@@ -199,6 +267,7 @@ StreamEventInfo inspect_stream_event(ApiKind api, std::string_view event_name, s
   if (choices != nullptr && choices->is_array()) {
     info.content = openai_has_content(choices->get_array());
     info.usage_only = usage != nullptr && choices->get_array().empty();
+    info.end = openai_end(choices->get_array());
   }
   if (usage != nullptr) {
     copy_fields(info, read_usage(*usage, false));
@@ -211,7 +280,7 @@ StreamEventInfo StreamUsageTracker::on_event(std::string_view event_name, std::s
   // (many) plain content chunks.
   if (mode_ == Mode::fast && saw_content_ && data.find("usage") == std::string_view::npos &&
       data.find("error") == std::string_view::npos && data.find("[DONE]") == std::string_view::npos &&
-      event_name != "error") {
+      event_name != "error" && !names_a_finish(data)) {
     StreamEventInfo skipped;
     skipped.skipped = true;
     return skipped;
@@ -229,6 +298,9 @@ StreamEventInfo StreamUsageTracker::on_event(std::string_view event_name, std::s
   if (info.completion_tokens) {
     completion_ = info.completion_tokens;
   }
+  if (info.end) {
+    end_ = end_ == ReplyEnd::tool_calls ? end_ : info.end;
+  }
   return info;
 }
 
@@ -236,7 +308,7 @@ std::optional<Usage> StreamUsageTracker::usage() const {
   if (!prompt_ && !completion_) {
     return std::nullopt;
   }
-  return Usage{prompt_.value_or(0), cached_, completion_.value_or(0)};
+  return Usage{prompt_.value_or(0), cached_, completion_.value_or(0), end_};
 }
 
 namespace {

@@ -24,10 +24,19 @@
 
 namespace warden::protocol {
 
+/// How an engine's reply ended: with its final text, or with tool calls for the client to run and answer.
+///   Anthropic: stop_reason "tool_use" (in a stream, message_delta's delta.stop_reason), any other: text.
+///   OpenAI chat / completions: a choice's finish_reason "tool_calls" (or the older "function_call"), any
+///     other: text.
+///   Responses API: an output item of a "*_call" type (function_call, ...) in the response (in a stream,
+///     response.completed / response.incomplete's response.output), none: text.
+enum class ReplyEnd : std::uint8_t { text, tool_calls };
+
 struct Usage {
   std::int64_t prompt_tokens = 0;
   std::optional<std::int64_t> cached_tokens;
   std::int64_t completion_tokens = 0;
+  std::optional<ReplyEnd> end;  // nullopt: the reply did not say how it ended
   friend bool operator==(const Usage&, const Usage&) = default;
 };
 
@@ -50,6 +59,7 @@ struct StreamEventInfo {
   std::optional<std::int64_t> prompt_tokens;
   std::optional<std::int64_t> cached_tokens;
   std::optional<std::int64_t> completion_tokens;
+  std::optional<ReplyEnd> end;  // this event says how the reply ended
 };
 
 /// Content rules: OpenAI chat choices[*].delta.content (or reasoning_content / tool_calls) non-empty;
@@ -79,8 +89,9 @@ class StreamUsageTracker {
  public:
   enum class Mode {
     full,  // every event is parsed: the returned info is always complete
-    fast,  // once content was seen, events whose data mention neither "usage", "error" nor "[DONE]"
-           // are not parsed (info.skipped): enough for TTFB, usage and usage-chunk dropping in a relay
+    fast,  // once content was seen, events whose data mention neither "usage", "error", "[DONE]" nor a
+           // finish_reason that is not null are not parsed (info.skipped): enough for TTFB, usage, the
+           // reply's end and usage-chunk dropping in a relay
   };
   explicit StreamUsageTracker(ApiKind api, Mode mode = Mode::full) : api_(api), mode_(mode) {}
 
@@ -100,6 +111,7 @@ class StreamUsageTracker {
   bool saw_done_ = false;
   bool saw_error_ = false;
   std::optional<std::int64_t> prompt_, cached_, completion_;
+  std::optional<ReplyEnd> end_;
 };
 
 }  // namespace warden::protocol

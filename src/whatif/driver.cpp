@@ -21,6 +21,7 @@
 #include "core/policy.hpp"
 #include "core/prefill_rate.hpp"
 #include "core/replica_report.hpp"
+#include "core/task_slots.hpp"
 #include "engine/engine.hpp"
 #include "protocol/request.hpp"
 #include "whatif/prompt.hpp"
@@ -80,7 +81,8 @@ std::string core_policy(std::string_view policy) {
   if (policy == "warden-lb" || policy == "ceiling") {
     return "vllm-lb";
   }
-  return is_admission(policy) || is_priority(policy) ? std::string("affinity") : std::string(policy);
+  return is_admission(policy) || is_priority(policy) || policy == "task-slots" ? std::string("affinity")
+                                                                               : std::string(policy);
 }
 
 // The engine model's counters as a replica's report (what its vLLM /metrics would say).
@@ -188,8 +190,12 @@ class Driver {
     task_policy_ = holds_task_starts(policy);
     priority_policy_ = is_priority(policy);
     task_starts_.clear();
+    slots_.reset();
+    if (policy == "task-slots") {
+      slots_.emplace(config_.task_slots);
+    }
     core::RoutingConfig routing = config_.routing;
-    routing.affinity = policy == "affinity" || admission_policy_ || priority_policy_;
+    routing.affinity = policy == "affinity" || admission_policy_ || priority_policy_ || slots_;
     routing.policy = core_policy(policy);
     routing.max_num_seqs = config_.engine.max_num_seqs;
     if (admission_policy_) {
@@ -438,9 +444,15 @@ class Driver {
       route_vllm(f);
       return dispatch(id);
     }
-    // First come, first served: a new conversation does not overtake the held ones.
-    if (!held_.empty() &&
-        ((task_policy_ && f.task_start) || !router_->home_of(f.session_hash, to_time(now_)))) {
+    if (slots_ && f.task_start) {
+      slots_->task_starting(f.thread_session, to_time(now_));
+    }
+    // First come, first served: a new conversation (policy task-slots: a task start) does not overtake the
+    // held ones.
+    const bool queues =
+        slots_ ? f.task_start
+               : (task_policy_ && f.task_start) || !router_->home_of(f.session_hash, to_time(now_));
+    if (!held_.empty() && queues) {
       hold(id);
       return {};
     }
@@ -496,6 +508,10 @@ class Driver {
     facts.prompt_tokens = f.prompt_tokens_estimate;
     facts.queued_for = to_time(now_ - f.arrived);
     facts.task_start = f.task_start;
+    if (slots_ && f.task_start && facts.queued_for < slots_->config().max_wait) {
+      facts.task_room = slots_->room(router_->snapshot(scraped_, to_time(now_)).replicas,
+                                     f.prompt_tokens_estimate, to_time(now_));
+    }
     std::optional<core::Snapshot> seen;
     if (hooks_.on_decision) {
       seen = router_->snapshot(scraped_, to_time(now_));
@@ -519,6 +535,9 @@ class Driver {
     }
     f.replica = *d.replica;
     f.decision = d;
+    if (slots_) {
+      slots_->routed(f.thread_session, f.replica, f.task_start, f.prompt_tokens_estimate, to_time(now_));
+    }
     f.awaiting_first = true;
     f.route = std::string(core::route_name(d.route));
     ++stats_.routes[static_cast<std::size_t>(d.route)];
@@ -591,7 +610,8 @@ class Driver {
     if (held_.empty()) {
       return kInf;
     }
-    const double max_wait = std::chrono::duration<double>(config_.routing.admission.max_wait).count();
+    const core::Time bound = slots_ ? slots_->config().max_wait : config_.routing.admission.max_wait;
+    const double max_wait = std::chrono::duration<double>(bound).count();
     // A nanosecond late, so that the wait the Router sees is never rounded below the bound.
     return std::max(now_, flights_.at(held_.front()).arrived + max_wait + 1e-9);
   }
@@ -680,12 +700,27 @@ class Driver {
   }
 
   void finish_routing(Flight& f) {
+    if (slots_) {
+      slots_->finished(f.thread_session, to_time(now_));
+    }
     if (vllm_model_) {
       balancer_->finish(f.api_server, f.replica);
     } else {
       first_token(f);
       router_->finish(f.replica);
     }
+  }
+
+  // The reply reached the client: a subagent's final text ends its thread in the Router (Router::answered),
+  // as the gateway sees it from the reply's stop reason.
+  void answered(const Flight& f, bool final_text) {
+    if (vllm_model_) {
+      return;
+    }
+    core::RequestFacts facts;
+    facts.session = core::SessionKey{f.session_hash};
+    facts.thread.session = f.thread_session;
+    router_->answered(facts, final_text);
   }
 
   void client_done(std::uint64_t id) {
@@ -707,6 +742,7 @@ class Driver {
         sequences_[f.slot] = std::move(f.sent);
       }
       const workload::TurnEnd end = loop_->complete(f.slot, now_, engine::detokenize(f.reply));
+      answered(f, end.final_text);
       rec.session_finished = end.session_finished;
       if (end.task_finished) {
         rec.task_started_at = end.task_started_at;
@@ -804,6 +840,9 @@ class Driver {
   // of its session's current task (task_priority()), as the warden sets it when they arrive.
   bool priority_policy_ = false;
   std::unordered_map<std::uint64_t, double> task_starts_;
+  // Policy `task-slots`: the tasks under way per replica (core/task_slots.hpp), as the gateway would count
+  // them from the requests it sees.
+  std::optional<core::TaskSlots> slots_;
   // Policy `ceiling`: each slot's last request as the engine saw it, prompt and reply.
   std::vector<engine::Tokens> sequences_;
   // Policy `admission`: the held request ids, first come first served, as the gateway keeps them.
@@ -827,8 +866,8 @@ class Driver {
 }  // namespace
 
 std::vector<std::string> simulate_policy_names() {
-  std::vector<std::string> names{"vllm-lb", "warden-lb", "admission",     "tasks",
-                                 "ceiling", "priority",  "tasks-priority"};
+  std::vector<std::string> names{"vllm-lb", "warden-lb", "admission",      "tasks",
+                                 "ceiling", "priority",  "tasks-priority", "task-slots"};
   for (const std::string_view n : core::policy_names()) {
     if (n != "vllm-lb") {
       names.emplace_back(n);
@@ -871,6 +910,10 @@ Result<void> validate(const SimulationConfig& config) {
   if (!(a.low_water > 0) || !(a.high_water >= a.low_water) || !std::isfinite(a.high_water) ||
       a.max_wait < core::Time{0}) {
     return std::string("admission: water marks need 0 < low <= high, max wait >= 0");
+  }
+  const core::TaskSlotsConfig& t = config.task_slots;
+  if (!(t.fill >= 0) || !std::isfinite(t.fill) || t.quiet < core::Time{0} || t.max_wait < core::Time{0}) {
+    return std::string("task slots: fill >= 0, quiet and max wait >= 0");
   }
   if (config.policies.empty()) {
     return std::string("at least one policy is needed");

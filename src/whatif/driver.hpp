@@ -21,7 +21,10 @@
 // - policies `priority` and `tasks-priority`: `affinity` and `tasks`, with every engine scheduling by
 //   priority (vLLM's --scheduling-policy priority) and each request carrying vLLM's `priority`: when its
 //   session's current task started at the warden, in milliseconds (a task start request starts it), so
-//   the requests of tasks under way go before those of newer tasks and are preempted last.
+//   the requests of tasks under way go before those of newer tasks and are preempted last;
+// - policy `task-slots`: `affinity` with the tasks under way counted per replica (core::TaskSlots, from
+//   the requests alone): a task start goes to a replica with a free slot and waits in the FIFO while none
+//   has one (retried at each finish and scrape, up to the slots' max_wait).
 // The engine emits tokens; the first one reaches the client rtt/2 later (TTFB = that minus send time); the
 // last one completes the turn and the reply, detokenized, is appended to the history by the workload.
 #pragma once
@@ -36,6 +39,7 @@
 #include "base/result.hpp"
 #include "core/router.hpp"
 #include "core/session_table.hpp"
+#include "core/task_slots.hpp"
 #include "core/types.hpp"
 #include "core/vllm_balancer.hpp"
 #include "engine/config.hpp"
@@ -84,6 +88,9 @@ struct SimulationConfig {
   // task under way, 1 for a task's first request (tasks under way first, arrival order within each).
   enum class TaskPriority { start, stage };
   TaskPriority task_priority = TaskPriority::start;
+  // Policy `task-slots` (core's affinity, whole tasks held to what the caches hold): slots per replica,
+  // when a task ends, and the bound on a task start's wait (its `enabled` is implied by the policy).
+  core::TaskSlotsConfig task_slots{};
   std::uint32_t vllm_api_servers = 0;  // vLLM API server processes; 0 = one per replica (vLLM's default)
   double vllm_publish_interval = 0.1;  // vLLM coordinator's stats publish period
 };
@@ -95,7 +102,7 @@ engine::EngineConfig engine_config(const SimulationConfig& config);
 
 // Policy names simulate accepts: vllm-lb (vLLM's balancer model), warden-lb (the warden with affinity off,
 // core's vllm-lb), admission (core's affinity with admission and cost-aware spill), tasks, ceiling,
-// priority, tasks-priority, and core's affinity, round-robin, session-hash, chwbl.
+// priority, tasks-priority, task-slots, and core's affinity, round-robin, session-hash, chwbl.
 std::vector<std::string> simulate_policy_names();
 
 // What else happened in one level (for tests, docs and the trace).

@@ -307,6 +307,7 @@ void AgentLoop::complete_main(std::size_t agent, std::string reply, double now, 
     return;
   }
   end.task_finished = true;
+  end.final_text = true;
   end.task_started_at = a.task_started.value_or(now);
   a.task_started.reset();
   ++tasks_finished_;
@@ -326,7 +327,7 @@ void AgentLoop::complete_main(std::size_t agent, std::string reply, double now, 
   }
 }
 
-void AgentLoop::complete_subagent(std::size_t slot, std::string reply, double now) {
+void AgentLoop::complete_subagent(std::size_t slot, std::string reply, double now, TurnEnd& end) {
   Thread& t = threads_[slot];
   const std::size_t agent = slot / width_;
   t.tokens += engine::count_tokens(reply);
@@ -336,6 +337,7 @@ void AgentLoop::complete_subagent(std::size_t slot, std::string reply, double no
   }
   Agent& a = agents_[agent];
   a.reports.push_back(text(kReportTag, t, 0, config_.report_tokens));
+  end.final_text = true;
   t.active = false;
   t.conversation.messages.clear();
   --a.running;
@@ -377,7 +379,7 @@ TurnEnd AgentLoop::complete(std::size_t slot, double now, std::string reply) {
   if (slot % width_ == 0) {
     complete_main(slot / width_, std::move(reply), now, *end);
   } else {
-    complete_subagent(slot, std::move(reply), now);
+    complete_subagent(slot, std::move(reply), now, *end);
   }
   if (!stopped_ && t.active && t.ready_at < kNever) {
     end->next_ready_at = t.ready_at;

@@ -86,7 +86,7 @@ class AgentLoop : public Loop {
   void start_task(std::size_t agent, double ready_at);
   void start_subagent(std::size_t agent, std::size_t type, double now);
   void complete_main(std::size_t agent, std::string reply, double now, TurnEnd& end);
-  void complete_subagent(std::size_t slot, std::string reply, double now);
+  void complete_subagent(std::size_t slot, std::string reply, double now, TurnEnd& end);
   // One tool round of a thread: its reply with `calls`, then the results the agent sends back.
   void tool_round(Thread& t, std::string reply, std::vector<ToolCall> calls, double now);
   std::vector<ToolCall> draw_calls(Thread& t);

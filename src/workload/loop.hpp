@@ -24,6 +24,9 @@ struct TurnEnd {
   // its first request was handed out) to now. The claude-code workload has no tasks.
   bool task_finished = false;
   double task_started_at = 0.0;
+  // The reply was its thread's final text: a task's last reply on the main thread, or the result a
+  // subagent returns (its thread sends nothing more).
+  bool final_text = false;
 };
 
 class Loop {

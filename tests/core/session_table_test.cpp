@@ -61,6 +61,32 @@ TEST(SessionTable, AggregatesFollowHomeAndPromptSize) {
   EXPECT_EQ(all[2].active_conversations, 0u);
 }
 
+TEST(SessionTable, AnEndedConversationKeepsItsHomeButCountsNoLongerUntilSeenAgain) {
+  SessionTable t(fixed_minute_window());
+  t.assign(1, 0, 500, at(0));
+  t.assign(2, 0, 700, at(1));
+  EXPECT_TRUE(t.end(1));
+  EXPECT_EQ(t.replica(0).active_conversations, 1u);
+  EXPECT_EQ(t.replica(0).held_tokens, 700u);
+  EXPECT_EQ(t.lookup(1, at(2))->home, 0u);
+  EXPECT_FALSE(t.end(1));  // once
+  EXPECT_FALSE(t.end(9));  // unknown
+  // Leaving the window, or coming back into it when the window grows, takes nothing more off or on.
+  t.expire(at(90));
+  EXPECT_EQ(t.replica(0).active_conversations, 0u);
+  EXPECT_EQ(t.replica(0).held_tokens, 0u);
+  // Seen again: it counts again, with its new prompt.
+  t.touch(1, 800, at(91));
+  EXPECT_EQ(t.replica(0).active_conversations, 1u);
+  EXPECT_EQ(t.replica(0).held_tokens, 800u);
+  EXPECT_TRUE(t.end(1));
+  t.assign(1, 2, 900, at(92));  // and moved
+  EXPECT_EQ(t.replica(0).active_conversations, 0u);
+  EXPECT_EQ(t.replica(2).held_tokens, 900u);
+  EXPECT_TRUE(t.erase(1));
+  EXPECT_EQ(t.replica(2).active_conversations, 0u);
+}
+
 TEST(SessionTable, BogusHomeIndexIsRememberedButNotAggregated) {
   SessionTable t;
   t.assign(1, 0xFFFFFFF0u, 100, at(0));

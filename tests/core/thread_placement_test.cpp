@@ -242,6 +242,51 @@ TEST_F(ThreadRouterTest, ANewSubagentPrefersItsSessionsReplicas) {
   EXPECT_EQ(route(request(1, 50, 999)).replica, main);
 }
 
+TEST_F(ThreadRouterTest, ASubagentThatReturnedItsResultNoLongerWeighsOnItsReplica) {
+  // Two subagents of one type (start 200) of session 1, one after the other: the second joins the first
+  // (a conversation more than an idle replica is within the slot margin). Then a subagent of the same
+  // type in another session: while the two count as conversations there, it spreads to an idle replica;
+  // once both returned their result (final text), it goes where its start is cached.
+  for (const bool returned : {false, true}) {
+    Router router(router_config(RoutingConfig{.max_num_seqs = 32}));
+    const auto send = [&](const RequestFacts& f) {
+      return *router.route(f, metrics_, seconds(0), rng_).replica;
+    };
+    const RequestFacts first = request(1, 2, 200);
+    const RequestFacts second = request(1, 3, 200);
+    const ReplicaIndex holder = send(first);
+    router.finish(holder);
+    ASSERT_EQ(send(second), holder);
+    router.finish(holder);
+    router.answered(first, false);  // a tool call: the thread goes on
+    EXPECT_EQ(router.view(seconds(0)).sessions[holder].active_conversations, 2u);
+    if (returned) {
+      router.answered(first, true);
+      router.answered(second, true);
+    }
+    const ReplicaIndex later = send(request(5, 6, 200));
+    EXPECT_EQ(later == holder, returned) << "returned " << returned;
+    // The returned threads keep their homes: a request of one is sticky and counts it again.
+    const Decision again = router.route(first, metrics_, seconds(1), rng_);
+    EXPECT_EQ(again.replica, holder);
+    EXPECT_EQ(again.route, Route::sticky);
+  }
+}
+
+TEST_F(ThreadRouterTest, AMainThreadsFinalTextKeepsItCountedAndThreadsOffIgnoresReplies) {
+  const Decision main = route(request(1, 1, 100));
+  ASSERT_TRUE(main.ok());
+  router_.answered(request(1, 1, 100), true);  // waits for its person: still a conversation there
+  EXPECT_EQ(router_.view(seconds(0)).sessions[*main.replica].active_conversations, 1u);
+  RoutingConfig off = router_.routing_config();
+  off.threads = false;
+  ASSERT_TRUE(router_.set_routing(off));
+  const Decision sub = route(request(1, 2, 200));  // one home per session: the main thread's
+  EXPECT_EQ(sub.replica, main.replica);
+  router_.answered(request(1, 2, 200), true);
+  EXPECT_EQ(router_.view(seconds(0)).sessions[*main.replica].active_conversations, 1u);
+}
+
 TEST_F(ThreadRouterTest, ASideRequestGoesToTheSessionsHomeAndMovesNothing) {
   const Decision main = route(request(1, 1, 100));
   RequestFacts side = request(1, 1, 555, 50);

@@ -353,7 +353,7 @@ describe('a Claude Code subagent through the warden', { skip, timeout: 420000 },
   // starts a subagent when the opening prompt asks for one.
   const w = useWarden(['--tool-rounds', '3.5']);
 
-  test('threads stay home and no prefix breaks, in two conversations of one project', async () => {
+  test('threads stay home, no prefix breaks, and the next conversation reads the shared starts from cache', async () => {
     // One project (the same HOME and working directory, so the same system prompts and tools) and two
     // conversations in it, the second started as soon as the first ends: the first one's threads still
     // count as load on their replicas.
@@ -394,9 +394,27 @@ describe('a Claude Code subagent through the warden', { skip, timeout: 420000 },
     const card = await (await fetch(`${w.base}/api/models/${encodeURIComponent(MODEL)}`)).json();
     assert.equal(card.prefix_breaks, 0, `prefix breaks: ${JSON.stringify(card.sessions)}`);
 
-    // Whether the second conversation's first requests read their starts from cache is not asserted: the
-    // start preference yields when the holder carries a conversation more than the margin or a working
-    // set past it, which a real agent loop's timing and length decide run by run (docs/routing.md, "With
-    // the real Claude Code, the preference does not always apply").
+    // The second conversation's main thread, and a subagent of it, each read their system and tools start
+    // from the cache of the replica where the first conversation's thread of that kind ran: the first
+    // conversation's subagents returned their results, so they no longer count as load there. (Two
+    // subagents started at once spread like any concurrent starts: only one is asserted.)
+    const threads = threadsOf(convs[1]);
+    const reads = async (first) => {
+      const shared = await startTokens(w.base, first.body);
+      const cached = first.usage?.cached ?? 0;
+      return { ok: cached >= 0.8 * shared, what: `replica ${first.replica} (${first.route}): ${cached} of ${shared}` };
+    };
+    const main = await reads(threads.get('main')[0]);
+    assert.ok(main.ok, `second conversation's main thread, first request on ${main.what} start tokens cached`);
+    const subs = [];
+    for (const [id, reqs] of threads) {
+      if (id !== 'main') {
+        subs.push(await reads(reqs[0]));
+      }
+    }
+    assert.ok(
+      subs.some((s) => s.ok),
+      `a subagent of the second conversation read its start from cache: ${subs.map((s) => s.what).join('; ')}`,
+    );
   });
 });

@@ -107,7 +107,7 @@ TEST(UsageTest, OpenAiStream) {
   auto run = run_stream(ApiKind::openai_chat, stream);
   EXPECT_EQ(run.first_content, 1);
   ASSERT_TRUE(run.usage);
-  EXPECT_EQ(*run.usage, (Usage{50, 32, 2}));
+  EXPECT_EQ(*run.usage, (Usage{50, 32, 2, ReplyEnd::text}));  // finish_reason "stop"
   EXPECT_EQ(run.usage_only, (std::vector<bool>{false, false, false, true, false}));
   EXPECT_TRUE(run.done);
   EXPECT_FALSE(run.error);
@@ -229,7 +229,7 @@ TEST(UsageTest, AnthropicStream) {
   auto run = run_stream(ApiKind::anthropic_messages, stream);
   EXPECT_EQ(run.first_content, 3);
   ASSERT_TRUE(run.usage);
-  EXPECT_EQ(*run.usage, (Usage{5100, 4800, 12}));
+  EXPECT_EQ(*run.usage, (Usage{5100, 4800, 12, ReplyEnd::text}));  // stop_reason "end_turn"
   EXPECT_TRUE(run.done);
   // Without cache details: cached not measured.
   auto plain = run_stream(
@@ -285,6 +285,62 @@ TEST(UsageTest, FastTrackerSkipsParsingAfterContentButKeepsUsage) {
   EXPECT_TRUE(u.usage_only);
   EXPECT_EQ(t.usage(), (Usage{1, std::nullopt, 2}));
   EXPECT_FALSE(StreamUsageTracker(ApiKind::openai_chat).usage());
+}
+
+TEST(UsageTest, ABodySaysWhetherTheReplyEndedWithTextOrToolCalls) {
+  const auto end_of = [](ApiKind api, std::string_view body) { return parse_usage_body(api, body)->end; };
+  const std::string anthropic_usage = R"("usage":{"input_tokens":5,"output_tokens":1})";
+  EXPECT_EQ(end_of(ApiKind::anthropic_messages, R"({"stop_reason":"tool_use",)" + anthropic_usage + "}"),
+            ReplyEnd::tool_calls);
+  EXPECT_EQ(end_of(ApiKind::anthropic_messages, R"({"stop_reason":"end_turn",)" + anthropic_usage + "}"),
+            ReplyEnd::text);
+  EXPECT_EQ(end_of(ApiKind::anthropic_messages, "{" + anthropic_usage + "}"), std::nullopt);
+  const std::string chat_usage = R"("usage":{"prompt_tokens":5,"completion_tokens":1})";
+  EXPECT_EQ(
+      end_of(ApiKind::openai_chat, R"({"choices":[{"finish_reason":"tool_calls"}],)" + chat_usage + "}"),
+      ReplyEnd::tool_calls);
+  EXPECT_EQ(end_of(ApiKind::openai_chat, R"({"choices":[{"finish_reason":"length"}],)" + chat_usage + "}"),
+            ReplyEnd::text);
+  EXPECT_EQ(end_of(ApiKind::openai_chat, R"({"choices":[{"finish_reason":null}],)" + chat_usage + "}"),
+            std::nullopt);
+  const std::string responses_usage = R"("usage":{"input_tokens":5,"output_tokens":1})";
+  EXPECT_EQ(end_of(ApiKind::openai_responses,
+                   R"({"output":[{"type":"message"},{"type":"function_call"}],)" + responses_usage + "}"),
+            ReplyEnd::tool_calls);
+  EXPECT_EQ(end_of(ApiKind::openai_responses, R"({"output":[{"type":"message"}],)" + responses_usage + "}"),
+            ReplyEnd::text);
+}
+
+TEST(UsageTest, AStreamSaysWhetherTheReplyEndedWithTextOrToolCallsEvenWhenParsedFast) {
+  const auto end_of = [](ApiKind api, std::vector<std::string_view> events) {
+    StreamUsageTracker t(api, StreamUsageTracker::Mode::fast);
+    for (const std::string_view e : events) {
+      t.on_event("", e);
+    }
+    return t.usage() ? t.usage()->end : std::nullopt;
+  };
+  // OpenAI chat: the finish chunk carries no usage, and comes after content (the fast path must parse it).
+  const std::string_view content =
+      R"({"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":null}]})";
+  const std::string_view usage = R"({"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":1}})";
+  EXPECT_EQ(end_of(ApiKind::openai_chat,
+                   {content, R"({"choices":[{"index":0,"delta":{},"finish_reason": "tool_calls"}]})", usage}),
+            ReplyEnd::tool_calls);
+  EXPECT_EQ(
+      end_of(ApiKind::openai_chat, {content, R"({"choices":[{"delta":{},"finish_reason":"stop"}]})", usage}),
+      ReplyEnd::text);
+  EXPECT_EQ(end_of(ApiKind::openai_chat, {content, content, usage}), std::nullopt);
+  EXPECT_EQ(
+      end_of(ApiKind::anthropic_messages,
+             {R"({"type":"message_start","message":{"usage":{"input_tokens":5}}})",
+              R"({"type":"content_block_delta","delta":{"type":"input_json_delta","partial_json":"{}"}})",
+              R"({"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":3}})"}),
+      ReplyEnd::tool_calls);
+  EXPECT_EQ(end_of(ApiKind::openai_responses,
+                   {R"({"type":"response.output_text.delta","delta":"hi"})",
+                    R"({"type":"response.completed","response":{"output":[{"type":"message"}],)"
+                    R"("usage":{"input_tokens":5,"output_tokens":1}}})"}),
+            ReplyEnd::text);
 }
 
 }  // namespace

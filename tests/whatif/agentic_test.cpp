@@ -1,6 +1,8 @@
 // The agentic workload in the what-if driver: prompts as the engine would render them, task columns.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "engine/presets.hpp"
 #include "report/report.hpp"
 #include "whatif/driver.hpp"
@@ -108,6 +110,40 @@ TEST(WhatifAgentic, HeldTaskStartsAreReleasedAndNothingFails) {
   ASSERT_TRUE(o->rows.at(0).tasks_per_hour);
   EXPECT_GT(*o->rows.at(0).tasks_per_hour, 0);
   EXPECT_EQ(o->rows.at(0).errors, 0);
+}
+
+// Policy task-slots: with one slot per replica 6 agents on 2 replicas wait for slots, are placed when one
+// frees (nothing fails, tasks end); with more slots than agents no task start waits.
+TEST(WhatifAgentic, TaskStartsWaitForASlotOnlyWhileNoneIsFree) {
+  SimulationConfig c = agentic_config();
+  c.levels = {6};
+  c.policies = {"task-slots"};
+  c.task_slots.task_tokens = 1'000'000;  // one slot per replica
+  const auto one = simulate(c);
+  ASSERT_TRUE(one) << one.error();
+  EXPECT_GT(one->levels.at(0).held, 0U);
+  EXPECT_EQ(one->levels.at(0).refused, 0U);
+  EXPECT_EQ(one->rows.at(0).errors, 0);
+  ASSERT_TRUE(one->rows.at(0).tasks_per_hour);
+  EXPECT_GT(*one->rows.at(0).tasks_per_hour, 0);
+  c.task_slots.task_tokens = 1;  // a slot per token of KV: never full
+  const auto many = simulate(c);
+  ASSERT_TRUE(many) << many.error();
+  EXPECT_EQ(many->levels.at(0).held, 0U);
+  EXPECT_EQ(many->rows.at(0).errors, 0);
+}
+
+TEST(WhatifAgentic, RejectsBadTaskSlots) {
+  SimulationConfig c = agentic_config();
+  c.policies = {"task-slots"};
+  EXPECT_TRUE(validate(c));
+  c.task_slots.fill = -1;
+  EXPECT_FALSE(validate(c));
+  c.task_slots.fill = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_FALSE(validate(c));
+  c.task_slots.fill = 0;
+  c.task_slots.quiet = std::chrono::seconds(-1);
+  EXPECT_FALSE(validate(c));
 }
 
 // Past the caches (6 agents on 2 replicas) the engines' order changes when requests carry their task's

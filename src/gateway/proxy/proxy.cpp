@@ -55,6 +55,7 @@ struct Gateway::Exchange {
   bool probe = false;            // the one request an ejected replica gets after its backoff
   std::uint64_t layout = 0;      // the model's replica list record.replica indexes (ModelRuntime::layout())
   bool replica_removed = false;  // a reload removed record.replica (the old index, kept for the log)
+  core::RequestFacts facts;      // what it was routed by, while routed (Router::answered at its end)
 
   Exchange(Gateway* g, protocol::ApiKind a) : gateway(g), api(a) {}
   Exchange(const Exchange&) = delete;
@@ -139,6 +140,9 @@ struct Gateway::Exchange {
     record.prompt_tokens = u.prompt_tokens;
     record.cached_tokens = u.cached_tokens;
     record.completion_tokens = u.completion_tokens;
+    if (u.end && routed && model) {
+      model->router().answered(facts, *u.end == protocol::ReplyEnd::text);
+    }
   }
 
   ~Exchange() {
@@ -442,6 +446,7 @@ bool Gateway::take_decision(Exchange& ex, const Outgoing& out, int attempt, Atte
   RequestRecord& rec = ex.record;
   ex.drop_probe();  // routed again (another warden placed it first): the earlier pick probes nothing
   ex.routed = !out.counting_only && at.decision.ok();
+  ex.facts = out.facts;
   const core::Decision& d = at.decision;
   if (!d.ok()) {
     at.retry = false;
