@@ -64,17 +64,35 @@ void ModelCounters::finish(ReplicaIndex replica) {
   }
 }
 
+namespace {
+
+// `c`'s routed counts added into `into` (in_flight is live, not a count).
+void add_routed(ReplicaCounters& into, const ReplicaCounters& c) {
+  into.new_conversations += c.new_conversations;
+  into.sticky += c.sticky;
+  into.spilled_in += c.spilled_in;
+  into.rehomed_in += c.rehomed_in;
+  into.client_pinned += c.client_pinned;
+  into.balanced += c.balanced;
+  into.failover += c.failover;
+}
+
+}  // namespace
+
+void ModelCounters::remap(const ReplicaRemap& remap) {
+  for (std::size_t i = 0; i < remap.to.size() && i < replicas_.size(); ++i) {
+    if (!remap.to[i]) {
+      add_routed(removed_, replicas_[i]);
+    }
+  }
+  replicas_ = remap_values(remap, std::move(replicas_), ReplicaCounters{});
+}
+
 ReplicaCounters ModelCounters::totals() const {
-  ReplicaCounters sum;
+  ReplicaCounters sum = removed_;
   for (const auto& c : replicas_) {
     sum.in_flight += c.in_flight;
-    sum.new_conversations += c.new_conversations;
-    sum.sticky += c.sticky;
-    sum.spilled_in += c.spilled_in;
-    sum.rehomed_in += c.rehomed_in;
-    sum.client_pinned += c.client_pinned;
-    sum.balanced += c.balanced;
-    sum.failover += c.failover;
+    add_routed(sum, c);
   }
   return sum;
 }

@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/replica_remap.hpp"
 #include "core/types.hpp"
 
 namespace warden::core {
@@ -39,6 +40,10 @@ class ModelCounters {
   /// Takes back the route count of a decision whose request never reached its replica and is routed
   /// again (the gateway's failover retry), so that every request is counted once, by its final route.
   void retract(const Decision& decision);
+  /// The replicas a reload relaid (core/replica_remap.hpp): each one's counters follow it, a removed
+  /// one's leave the per-replica list but stay in totals() (counters do not go back), and its in_flight is
+  /// forgotten (those requests finish against no replica here).
+  void remap(const ReplicaRemap& remap);
 
   [[nodiscard]] const std::vector<ReplicaCounters>& replicas() const { return replicas_; }
   [[nodiscard]] ReplicaCounters totals() const;
@@ -52,6 +57,7 @@ class ModelCounters {
 
  private:
   std::vector<ReplicaCounters> replicas_;
+  ReplicaCounters removed_;  // what replicas removed by a reload had counted (in_flight unused)
   std::uint64_t unrouted_ = 0;
   std::uint64_t queued_ = 0;
 };

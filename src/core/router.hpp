@@ -15,6 +15,7 @@
 
 #include "core/counters.hpp"
 #include "core/policy.hpp"
+#include "core/replica_remap.hpp"
 #include "core/rng.hpp"
 #include "core/session_table.hpp"
 #include "core/thread_homes.hpp"
@@ -103,6 +104,12 @@ class Router {
   /// prefill out of the backlog (no first_token() then) and take back its route count, so a retried
   /// request counts once (as its final route).
   void abandon(const Decision& decision);
+
+  /// A reload relaid the model's replicas (core/replica_remap.hpp; router_remap.cpp): homes, counters and
+  /// per-replica state follow their replica, a removed replica's conversations fail over at their next
+  /// turn. A request routed before it finishes through the index its replica has now, or not at all if
+  /// its replica is gone (the gateway keeps that translation).
+  void remap_replicas(const ReplicaRemap& remap);
 
   /// Runtime configuration (admin API, a restored change): the whole routing at once, max_num_seqs 0 read
   /// as 1. False for an unknown policy name (nothing changes then).

@@ -138,6 +138,35 @@ void SessionTable::remove(std::uint32_t slot) {
   free_.push_back(slot);
 }
 
+void SessionTable::remap_homes(std::span<const std::optional<ReplicaIndex>> to, ReplicaIndex gone) {
+  for (std::uint32_t slot = 0; slot < nodes_.size(); ++slot) {
+    Node& node = nodes_[slot];
+    const auto found = index_.find(node.key);
+    if (found == index_.end() || found->second != slot) {
+      continue;  // a free slot
+    }
+    // A home beyond the old replicas was no replica then: it must not become one of the new ones.
+    const ReplicaIndex home = node.home < to.size() ? to[node.home].value_or(gone) : gone;
+    if (home == node.home) {
+      continue;
+    }
+    const bool active = node.active;
+    if (active) {
+      deactivate(node);
+    }
+    node.home = home;
+    if (home == gone) {
+      node.computed_at = SessionEntry::unknown;  // the mark of a replica that is no longer there
+    }
+    if (active) {
+      activate(node);
+    }
+    if (tracking_) {
+      changed_.insert(node.key);
+    }
+  }
+}
+
 void SessionTable::evict_to(std::size_t limit) {
   while (index_.size() > limit) {
     // Idle conversations go first; both lists are most-recent-first, so the tail is the LRU entry.

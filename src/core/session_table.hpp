@@ -99,6 +99,11 @@ class SessionTable {
   /// (false) unless known with home `home`; not reported as a change.
   bool seen_elsewhere(std::uint64_t key, ReplicaIndex home, std::uint64_t computed_at, Time now);
 
+  /// A reload relaid the model's replicas: every home moves to where its replica is now (`to`, one entry
+  /// per old replica), a home on a removed replica becomes `gone` (never a replica: the conversation's
+  /// next turn is a failover). Moved homes are reported as changes. O(size).
+  void remap_homes(std::span<const std::optional<ReplicaIndex>> to, ReplicaIndex gone);
+
   /// The conversation has ended for now (a subagent gave its final answer): it keeps its home, but counts
   /// as active there no longer, until it is seen again (assign, touch). Returns whether it counted.
   bool end(std::uint64_t key);

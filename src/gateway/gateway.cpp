@@ -31,6 +31,7 @@ struct Gateway::Upstream {
   std::vector<ModelRuntime*> models;
   asio::cancellation_signal cancel;
   bool scraped = false;  // once the first scrape has answered or failed
+  bool stopped = false;  // no model is served there any more (a reload): its poll loop ends
 };
 
 namespace {
@@ -82,34 +83,9 @@ Gateway::Gateway(asio::io_context& ioc, Config config)
       alive_(std::make_shared<bool>(true)) {
   started_unix_ = unix_now();
   for (const auto& m : config_.models) {
-    models_.push_back(std::make_unique<ModelRuntime>(m, config_.metrics.unhealthy_after));
-    ModelRuntime* mr = models_.back().get();
-    mr->set_outlier(config_.outlier);
-    queues_.push_back(
-        std::make_unique<AdmissionQueue>(ioc.get_executor(), [this, mr](const core::RequestFacts& f) {
-          return mr->router().route(f, mr->metrics(), Clock::now().time_since_epoch(), rng_);
-        }));
-    queues_.back()->configure(m.routing.admission);
+    add_runtime(m);
   }
-  // One scraper per distinct engine URL, shared by every model served there.
-  for (auto& mr : models_) {
-    const ModelConfig& m = mr->config();
-    for (int i = 0; i < m.replica_count(); ++i) {
-      const UpstreamUrl& u = m.replica_url(i);
-      auto it = std::find_if(upstreams_.begin(), upstreams_.end(),
-                             [&](const auto& up) { return up->url.text == u.text; });
-      if (it == upstreams_.end()) {
-        auto up = std::make_shared<Upstream>();
-        up->url = u;
-        up->endpoint = net::Endpoint{u.host, u.port, u.tls};
-        upstreams_.push_back(up);
-        it = upstreams_.end() - 1;
-      }
-      if (std::find((*it)->models.begin(), (*it)->models.end(), mr.get()) == (*it)->models.end()) {
-        (*it)->models.push_back(mr.get());
-      }
-    }
-  }
+  sync_upstreams();
   // Launched engines: their replicas get no traffic until the engine is ready, and none the moment it
   // exits (without waiting for failed scrapes); a successful scrape or readiness brings them back.
   const std::string self = supervisor::self_executable();
@@ -145,6 +121,54 @@ Gateway::Gateway(asio::io_context& ioc, Config config)
                                  const std::string& why) { set_health(model, replicas, false, why); });
   launcher_.on_up([set_health](const std::string& model, const std::vector<int>& replicas,
                                const std::string& why) { set_health(model, replicas, true, why); });
+}
+
+ModelRuntime& Gateway::add_runtime(const ModelConfig& config) {
+  models_.push_back(std::make_unique<ModelRuntime>(config, config_.metrics.unhealthy_after));
+  ModelRuntime* mr = models_.back().get();
+  mr->set_outlier(config_.outlier);
+  queues_.push_back(
+      std::make_unique<AdmissionQueue>(ioc_.get_executor(), [this, mr](const core::RequestFacts& f) {
+        return mr->router().route(f, mr->metrics(), Clock::now().time_since_epoch(), rng_);
+      }));
+  queues_.back()->configure(config.routing.admission);
+  return *mr;
+}
+
+void Gateway::sync_upstreams() {
+  for (auto& up : upstreams_) {
+    up->models.clear();
+  }
+  for (auto& mr : models_) {
+    const ModelConfig& m = mr->config();
+    for (int i = 0; i < m.replica_count(); ++i) {
+      const UpstreamUrl& u = m.replica_url(i);
+      auto it = std::find_if(upstreams_.begin(), upstreams_.end(),
+                             [&](const auto& up) { return up->url.text == u.text; });
+      if (it == upstreams_.end()) {
+        auto up = std::make_shared<Upstream>();
+        up->url = u;
+        up->endpoint = net::Endpoint{u.host, u.port, u.tls};
+        upstreams_.push_back(up);
+        it = upstreams_.end() - 1;
+        if (polling_) {
+          asio::co_spawn(ioc_, poll_loop(up),
+                         asio::bind_cancellation_slot(up->cancel.slot(), asio::detached));
+        }
+      }
+      if (std::find((*it)->models.begin(), (*it)->models.end(), mr.get()) == (*it)->models.end()) {
+        (*it)->models.push_back(mr.get());
+      }
+    }
+  }
+  std::erase_if(upstreams_, [](const auto& up) {
+    if (!up->models.empty()) {
+      return false;
+    }
+    up->stopped = true;
+    up->cancel.emit(asio::cancellation_type::terminal);
+    return true;
+  });
 }
 
 Gateway::~Gateway() {
@@ -232,6 +256,7 @@ base::Result<void> Gateway::start() {
     shared_ = std::make_unique<SharedHomes>(ioc_.get_executor(), *config_.shared_state, models_);
     shared_->start();
   }
+  polling_ = true;
   for (auto& up : upstreams_) {
     asio::co_spawn(ioc_, poll_loop(up), asio::bind_cancellation_slot(up->cancel.slot(), asio::detached));
   }
@@ -275,7 +300,8 @@ void Gateway::check_scraped() {
 }
 
 asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
-  auto alive = alive_;
+  // Ends with the gateway, or when a reload leaves no model served at this URL.
+  const auto live = [alive = alive_, up] { return *alive && !up->stopped; };
   asio::steady_timer timer(co_await asio::this_coro::executor);
   net::ClientTimeouts t;
   t.connect = t.write = t.first_byte = t.idle = config_.metrics.scrape_timeout;
@@ -283,14 +309,14 @@ asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
   // The context length is asked once the engine answers, and again whenever it comes back (a restarted
   // engine may have another --max-model-len).
   bool want_models = true;
-  while (*alive) {
+  while (live()) {
     const auto started = std::chrono::steady_clock::now();
     std::string error;
     try {
       net::Request req{http::verb::get, target, 11};
       req.set(http::field::accept, "text/plain");
       auto res = co_await scrape_pool_.send(up->endpoint, std::move(req), t);
-      if (!*alive) {
+      if (!live()) {
         co_return;
       }
       if (!res) {
@@ -300,7 +326,7 @@ asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
         res->abort();
       } else {
         auto body = co_await res->read_all(32u << 20);
-        if (!*alive) {
+        if (!live()) {
           co_return;
         }
         if (!body) {
@@ -322,14 +348,14 @@ asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
         }
       }
     } catch (const boost::system::system_error& e) {
-      if (!*alive || e.code() == asio::error::operation_aborted) {
+      if (!live() || e.code() == asio::error::operation_aborted) {
         co_return;
       }
       error = e.what();
     }
     if (error.empty() && want_models) {
       want_models = !co_await fetch_models(up, t);
-      if (!*alive) {
+      if (!live()) {
         co_return;
       }
     }
@@ -438,6 +464,11 @@ AdmissionQueue& Gateway::queue_of(const ModelRuntime& m) const {
   for (std::size_t i = 0; i < models_.size(); ++i) {
     if (models_[i].get() == &m) {
       return *queues_[i];
+    }
+  }
+  for (std::size_t i = 0; i < removed_models_.size(); ++i) {
+    if (removed_models_[i].get() == &m) {
+      return *removed_queues_[i];
     }
   }
   throw std::logic_error("a model without an admission queue");

@@ -144,7 +144,17 @@ class Gateway {
   void retry_queued(const ModelRuntime& m);
   net::ClientTimeouts client_timeouts() const;
   ReloadPlan apply_config(Config next);  // gateway_reload.cpp
-  void resize_model(const std::string& name, int dp_size);
+  // A model's runtime and admission queue, served from now on (at start, and for a model a reload adds).
+  ModelRuntime& add_runtime(const ModelConfig& config);
+  // Reloads (gateway_reload.cpp, model_reload.cpp): a model's replica list changed, a model added or
+  // removed, and the scrapers that makes needed or idle.
+  void apply_models(const ReloadPlan& plan, const Config& next);
+  void relay_model(ModelRuntime& m, const ModelConfig& next);
+  void add_model(const ModelConfig& config);
+  void remove_model(const std::string& name);
+  // One scraper per distinct engine URL of the models served, each knowing its models: the ones no model
+  // uses any more stop, new ones start polling (once start() has started the others).
+  void sync_upstreams();
   std::int64_t unix_now() const;
 
   net::asio::io_context& ioc_;
@@ -153,6 +163,10 @@ class Gateway {
   std::int64_t started_unix_;
   std::vector<std::unique_ptr<ModelRuntime>> models_;
   std::vector<std::unique_ptr<AdmissionQueue>> queues_;  // one per model, in the order of models_
+  // Models a reload removed, with their queues: requests in flight still point at them.
+  std::vector<std::unique_ptr<ModelRuntime>> removed_models_;
+  std::vector<std::unique_ptr<AdmissionQueue>> removed_queues_;
+  bool polling_ = false;     // start() has started the poll loops
   WaitingRequests waiting_;  // requests waiting for a replica's first byte (recall_waiting())
   std::vector<std::shared_ptr<Upstream>> upstreams_;
   net::ClientPool pool_;

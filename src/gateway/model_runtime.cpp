@@ -36,7 +36,7 @@ protocol::Result<protocol::VllmScrape> scrape_for_model(std::string_view body,
 }
 
 ModelRuntime::ModelRuntime(const ModelConfig& config, int unhealthy_after)
-    : config_(&config),
+    : config_(config),
       unhealthy_after_(std::max(1, unhealthy_after)),
       router_(core::router_config(config.routing)),
       replicas_(static_cast<std::size_t>(config.replica_count())) {}
@@ -123,8 +123,8 @@ std::optional<std::int64_t> ModelRuntime::max_model_len() const {
 
 std::vector<int> ModelRuntime::replicas_of(const UpstreamUrl& url) const {
   std::vector<int> out;
-  for (int i = 0; i < config_->replica_count(); ++i) {
-    if (config_->replica_url(i).text == url.text) {
+  for (int i = 0; i < config_.replica_count(); ++i) {
+    if (config_.replica_url(i).text == url.text) {
       out.push_back(i);
     }
   }
@@ -174,7 +174,7 @@ bool ModelRuntime::apply_scrape(const UpstreamUrl& url, const protocol::VllmScra
     r.last_error.clear();
     r.metrics.scrape_generation += 1;
     const protocol::VllmRank* rank = nullptr;
-    if (config_->data_parallel) {
+    if (config_.data_parallel) {
       rank = scrape.rank(i);
     } else if (scrape.ranks.size() == 1) {
       rank = &scrape.ranks.front();  // one engine per server: whatever its engine label says

@@ -13,6 +13,7 @@
 
 #include "core/outlier.hpp"
 #include "core/prefill_rate.hpp"
+#include "core/replica_remap.hpp"
 #include "core/replica_report.hpp"
 #include "core/router.hpp"
 #include "gateway/config.hpp"
@@ -34,6 +35,10 @@ class CounterDelta {
   double delta_ = 0;
 };
 
+// What identifies replica `index` of `config` across a reload: its URL, and its rank in data-parallel
+// mode.
+std::string replica_identity(const ModelConfig& config, int index);
+
 struct ReplicaRuntime {
   core::ReplicaMetrics metrics;  // what the Router reads (healthy, running, waiting, kv, capacity)
   int consecutive_failures = 0;
@@ -51,9 +56,10 @@ struct ReplicaRuntime {
 
 class ModelRuntime {
  public:
+  // Keeps its own copy of `config` (a reload changes it through update_entry() and relay()).
   ModelRuntime(const ModelConfig& config, int unhealthy_after);
 
-  const ModelConfig& config() const { return *config_; }
+  const ModelConfig& config() const { return config_; }
   core::Router& router() { return router_; }
   std::vector<ReplicaRuntime>& replicas() { return replicas_; }
   const std::vector<ReplicaRuntime>& replicas() const { return replicas_; }
@@ -88,9 +94,16 @@ class ModelRuntime {
   bool url_failed(const UpstreamUrl& url, const std::string& why);
   // The same for one replica only (a proxied request could not reach it).
   bool replica_failed(int replica, const std::string& why);
-  // One replica state per replica of config() (after a reload changed its data-parallel size): the
-  // replicas that remain keep theirs, new ones start as at start.
-  void resize_replicas() { replicas_.resize(static_cast<std::size_t>(config_->replica_count())); }
+  // A reloaded file's entry for this model: names, routing and request rewriting (not its replicas).
+  void update_entry(const ModelConfig& next);
+  // A reloaded file's replica list (URLs, data-parallel URL and size): each replica that remains keeps
+  // its state, health and conversations wherever it now is (matched by URL, core/replica_remap.hpp), a
+  // new one is unhealthy until its first scrape, a removed one is forgotten. Returns the remap.
+  core::ReplicaRemap relay(const ModelConfig& next);
+  // How many times relay() changed the replica list: a request routed at layout() `since` finds its
+  // replica's index now through follow() (nullopt: its replica was removed).
+  std::uint64_t layout() const { return remaps_.size(); }
+  std::optional<int> follow(int replica, std::uint64_t since) const;
   // Replicas of this model served by `url`.
   std::vector<int> replicas_of(const UpstreamUrl& url) const;
 
@@ -108,8 +121,9 @@ class ModelRuntime {
 
   ReplicaRuntime* replica(int index);
 
-  const ModelConfig* config_;
+  ModelConfig config_;
   int unhealthy_after_;
+  std::vector<core::ReplicaRemap> remaps_;  // every relay() that changed the list, oldest first
   core::OutlierConfig outlier_;
   core::Router router_;
   std::vector<ReplicaRuntime> replicas_;

@@ -398,7 +398,8 @@ Server::Connection::Connection(Server& server, tcp::socket socket, const tcp::en
   info_.remote = remote;
   registered_ = server_.connections_.insert(server_.connections_.end(), this);
   ++server_.stats_.connections_open;
-  over_limit_ = server_.stats_.connections_open > opts_.max_connections;
+  // A connection still in its TLS handshake holds a socket and a coroutine as much as an open one.
+  over_limit_ = server_.stats_.connections_open + server_.handshaking_ > opts_.max_connections;
   watch_->socket = &stream_.socket();
   watch_->buffer = &buffer_;
 }
@@ -866,7 +867,7 @@ asio::awaitable<void> Server::run() {
       continue;
     }
     boost::system::error_code ignored;
-    if (stats_.connections_open >= 2 * opts_.max_connections) {
+    if (stats_.connections_open + handshaking_ >= 2 * opts_.max_connections) {
       sock.close(ignored);  // far over the bound: not even a 503 (each costs a coroutine and a buffer)
       continue;
     }
@@ -963,8 +964,12 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
   boost::system::error_code ignored;
   const tcp::endpoint remote = socket.remote_endpoint(ignored);
   if (tls) {
+    // Counted against max_connections from accept on, until the connection is open or gone.
+    // (Not a guard object: a frame destroyed unresumed at shutdown must not touch the server.)
+    ++handshaking_;
     auto plain = co_await accept_tls(std::move(socket), std::move(tls),
                                      std::min(opts_.read_timeout, kHandshakeBound), opts_.write_timeout);
+    --handshaking_;
     if (!plain) {
       ++stats_.tls_handshake_failures;
       spdlog::debug("connection {}: TLS handshake failed: {}", id, plain.error().message());

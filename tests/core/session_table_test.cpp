@@ -480,3 +480,31 @@ TEST(SessionTable, MemoryPerLiveSessionIsSmall) {
 
 }  // namespace
 }  // namespace warden::core
+
+namespace warden::core {
+namespace {
+
+// A reload relaid the replicas [0, 1, 2] as [2, gone, 0]: homes and aggregates move with their replica,
+// the removed replica's conversation gets the gone index (not aggregated), and each move is a change.
+TEST(SessionTableRemap, HomesAndAggregatesMoveWithTheirReplica) {
+  SessionTable t;
+  t.track_changes(true);
+  t.assign(1, 0, 1000, seconds(0));
+  t.assign(2, 1, 2000, seconds(0));
+  t.assign(3, 2, 3000, seconds(0));
+  t.assign(4, 70000, 10, seconds(0));  // no replica: must not become one
+  (void)t.take_changes();
+  const std::vector<std::optional<ReplicaIndex>> to{2u, std::nullopt, 0u};
+  t.remap_homes(to, 65536);
+  EXPECT_EQ(t.lookup(1, seconds(1))->home, 2u);
+  EXPECT_EQ(t.lookup(2, seconds(1))->home, 65536u);
+  EXPECT_EQ(t.lookup(3, seconds(1))->home, 0u);
+  EXPECT_EQ(t.lookup(4, seconds(1))->home, 65536u);
+  EXPECT_EQ(t.replica(0).held_tokens, 3000u);
+  EXPECT_EQ(t.replica(1).held_tokens, 0u);
+  EXPECT_EQ(t.replica(2).held_tokens, 1000u);
+  EXPECT_EQ(t.take_changes().changed.size(), 4u);
+}
+
+}  // namespace
+}  // namespace warden::core

@@ -2,71 +2,11 @@
 // POST /api/reload, each while a stream is in flight that must end whole.
 #include <signal.h>
 
-#include <fstream>
-#include <thread>
-
-#include "gateway_support.hpp"
+#include "reload_support.hpp"
 
 using namespace gateway_test;
+using namespace reload_test;
 using namespace std::chrono_literals;
-
-namespace {
-
-// A streamed chat request of `tokens` tokens on its own thread (about 20 ms a token with the slow sim).
-class Stream {
- public:
-  Stream(int port, warden::net::Headers headers, int tokens = 150) {
-    thread_ = std::thread([this, port, headers = std::move(headers), tokens] {
-      Client c(port);
-      auto r = c.post("/v1/chat/completions", chat_body("reload while streaming", tokens, true), headers);
-      status_ = r.status;
-      whole_ = r.body.find("data: [DONE]") != std::string::npos;
-    });
-  }
-  ~Stream() { join(); }
-  void join() {
-    if (thread_.joinable()) {
-      thread_.join();
-    }
-  }
-  // Joins, then: the stream answered 200 and ended with [DONE].
-  bool whole() {
-    join();
-    return status_ == 200 && whole_;
-  }
-
- private:
-  std::thread thread_;
-  unsigned status_ = 0;
-  bool whole_ = false;
-};
-
-// The warden's config file rewritten as Warden::start() writes it.
-void rewrite(Warden& w, const std::string& models_yaml, const std::string& extra) {
-  std::ofstream(w.dir.path / "warden.yaml") << "admin_token: secret\nmetrics: { scrape_interval: 100ms, "
-                                               "scrape_timeout: 500ms, unhealthy_after: 2 }\n"
-                                            << extra << "models:\n"
-                                            << models_yaml;
-}
-
-warden::net::Headers bearer(const std::string& key) {
-  return {{"Authorization", "Bearer " + key}};
-}
-
-unsigned small_request(int port, const std::string& key) {
-  Client c(port);
-  return c.post("/v1/chat/completions", chat_body("hi", 2, false), bearer(key)).status;
-}
-
-bool in_flight(int sim_port, int ranks) {
-  double sum = 0;
-  for (int r = 0; r < ranks; ++r) {
-    sum += sim_running(sim_port, r);
-  }
-  return sum >= 1;
-}
-
-}  // namespace
 
 // A rotated key: the new one is taken and the old one refused from the reload on, while the stream that
 // came in with the old key streams to its end.

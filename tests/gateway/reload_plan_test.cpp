@@ -58,11 +58,42 @@ TEST(ReloadPlan, WhatOnlyARestartChangesIsNamedWithTheValueInForce) {
   EXPECT_EQ(plan.restart_required[0], "state_dir (in force: /tmp/x)");
 }
 
-TEST(ReloadPlan, AReplicaListChangeIsNotTakenAsARoutingChange) {
+TEST(ReloadPlan, AReplicaListChangeAppliesAndIsNotTakenAsARoutingChange) {
   auto plan = plan_reload(parsed(kBase), edited(", http://127.0.0.1:8002", ""));
+  EXPECT_EQ(plan.applied, (std::vector<std::string>{"model a: replicas 2 -> 1"}));
+  EXPECT_EQ(plan.models_relaid, (std::vector<std::string>{"a"}));
+  EXPECT_TRUE(plan.restart_required.empty());
+  EXPECT_TRUE(plan.models_updated.empty());
+}
+
+// Engines the warden starts itself are started at start only.
+TEST(ReloadPlan, AReplicaListChangeOfALaunchedModelNeedsARestart) {
+  const std::string launch =
+      "replicas: { urls: [http://127.0.0.1:8001, http://127.0.0.1:8002] }\n"
+      "    launch: { command: [vllm, serve, m], health_timeout: 30s }";
+  const std::string one =
+      "replicas: { urls: [http://127.0.0.1:8001] }\n"
+      "    launch: { command: [vllm, serve, m], health_timeout: 30s }";
+  const auto running = edited("replicas: { urls: [http://127.0.0.1:8001, http://127.0.0.1:8002] }", launch);
+  const auto plan =
+      plan_reload(running, edited("replicas: { urls: [http://127.0.0.1:8001, http://127.0.0.1:8002] }", one));
   ASSERT_EQ(plan.restart_required.size(), 1u);
   EXPECT_NE(plan.restart_required[0].find("model a: replicas"), std::string::npos);
-  EXPECT_TRUE(plan.models_updated.empty());
+  EXPECT_TRUE(plan.models_relaid.empty());
+}
+
+TEST(ReloadPlan, AModelAddedOrRemovedApplies) {
+  const std::string b = "\n  - name: b\n    replicas: { urls: [http://127.0.0.1:8003] }\n";
+  std::string y = kBase + b.substr(1);
+  const Config two = parsed(y);
+  auto plan = plan_reload(parsed(kBase), two);
+  EXPECT_EQ(plan.applied, (std::vector<std::string>{"model b added"}));
+  EXPECT_EQ(plan.models_added, (std::vector<std::string>{"b"}));
+  EXPECT_TRUE(plan.restart_required.empty());
+  plan = plan_reload(two, parsed(kBase));
+  EXPECT_EQ(plan.applied, (std::vector<std::string>{"model b removed"}));
+  EXPECT_EQ(plan.models_removed, (std::vector<std::string>{"b"}));
+  EXPECT_TRUE(plan.restart_required.empty());
 }
 
 TEST(ReloadPlan, ADataParallelSizeChangeApplies) {
@@ -74,7 +105,7 @@ TEST(ReloadPlan, ADataParallelSizeChangeApplies) {
             "replicas: { data_parallel: { url: http://127.0.0.1:8000, size: 3 } }");
   auto plan = plan_reload(running, parsed(y));
   EXPECT_EQ(plan.applied, (std::vector<std::string>{"model a: data_parallel size 2 -> 3"}));
-  EXPECT_EQ(plan.models_resized, (std::vector<std::string>{"a"}));
+  EXPECT_EQ(plan.models_relaid, (std::vector<std::string>{"a"}));
   EXPECT_TRUE(plan.restart_required.empty());
 }
 

@@ -168,3 +168,32 @@ TEST(NetTls, AClientThatNeverHandshakesIsClosedAfterTheReadTimeout) {
   silent.read_some(net::asio::buffer(&byte, 1), ec);
   EXPECT_EQ(ec, net::asio::error::eof);
 }
+
+// A connection still in its TLS handshake counts against max_connections (it holds a socket and a
+// coroutine as an open one does): with one silent handshake under way and a bound of one, the next client
+// is over the bound (503); once the silent one is gone, a client is served again.
+TEST(NetTls, AConnectionInItsHandshakeCountsAgainstMaxConnections) {
+  test_support::TempDir dir;
+  const auto cert = make_certificate(dir.path, "server");
+  net::ServerOptions opts;
+  opts.max_connections = 1;
+  net_test::TestServer server(three_events(), opts);
+  server.set_tls(server_tls(cert));
+  net::asio::io_context ioc;
+  net::tcp::socket silent(ioc);
+  silent.connect({net::asio::ip::make_address("127.0.0.1"), static_cast<std::uint16_t>(server.port())});
+  ASSERT_TRUE(test_support::wait_until([&] { return server.stats().connections_accepted == 1; }, 10s));
+  {
+    net::SyncClient over(https("127.0.0.1", server.port()), trusting(cert.cert));
+    auto r = over.get("/v1/stream");
+    ASSERT_TRUE(r) << r.error().message();
+    EXPECT_EQ(r->status, 503u);
+  }
+  silent.close();
+  ASSERT_TRUE(test_support::wait_until([&] { return server.stats().tls_handshake_failures == 1; }, 10s));
+  ASSERT_TRUE(test_support::wait_until([&] { return server.stats().connections_open == 0; }, 10s));
+  net::SyncClient served(https("127.0.0.1", server.port()), trusting(cert.cert));
+  auto r = served.get("/v1/stream");
+  ASSERT_TRUE(r) << r.error().message();
+  EXPECT_EQ(r->status, 200u);
+}

@@ -48,19 +48,46 @@ struct Gateway::Exchange {
   ModelRuntime* model = nullptr;
   RequestRecord record;
   Clock::time_point started = Clock::now();
-  bool routed = false;          // holds a Router in_flight slot on record.replica
-  bool complete = false;        // the response was fully relayed
-  core::Decision decision;      // the routed attempt's decision, while routed
-  bool awaiting_first = false;  // its prefill still counts in the replica's backlog (Router::first_token)
-  bool probe = false;           // the one request an ejected replica gets after its backoff
-  core::RequestFacts facts;     // what it was routed by, while routed (Router::answered at its end)
+  bool routed = false;           // holds a Router in_flight slot on record.replica
+  bool complete = false;         // the response was fully relayed
+  core::Decision decision;       // the routed attempt's decision, while routed
+  bool awaiting_first = false;   // its prefill still counts in the replica's backlog (Router::first_token)
+  bool probe = false;            // the one request an ejected replica gets after its backoff
+  std::uint64_t layout = 0;      // the model's replica list record.replica indexes (ModelRuntime::layout())
+  bool replica_removed = false;  // a reload removed record.replica (the old index, kept for the log)
+  core::RequestFacts facts;      // what it was routed by, while routed (Router::answered at its end)
 
   Exchange(Gateway* g, protocol::ApiKind a) : gateway(g), api(a) {}
   Exchange(const Exchange&) = delete;
   Exchange& operator=(const Exchange&) = delete;
 
+  // A reload relaid the model's replicas since this request was routed: record.replica (and the decision)
+  // become its replica's index now. False if its replica was removed: the request finishes (or is routed
+  // again) without touching the Router's state of another replica.
+  bool follow_layout() {
+    if (replica_removed) {
+      return false;
+    }
+    if (!model || record.replica < 0 || layout == model->layout()) {
+      return true;
+    }
+    const std::optional<int> now = model->follow(record.replica, layout);
+    layout = model->layout();
+    if (!now) {
+      replica_removed = true;
+      routed = false;
+      awaiting_first = false;
+      probe = false;
+      return false;
+    }
+    record.replica = *now;
+    decision.replica = static_cast<core::ReplicaIndex>(*now);
+    return true;
+  }
+
   // The first bytes of the answer arrived (or the request ends without them): its prefill is done.
   void note_first_token() {
+    follow_layout();
     if (awaiting_first && model) {
       model->router().first_token(decision);
     }
@@ -68,7 +95,7 @@ struct Gateway::Exchange {
   }
 
   void release_replica() {
-    note_first_token();
+    note_first_token();  // follows the layout
     if (routed && model) {
       model->router().finish(static_cast<core::ReplicaIndex>(record.replica));
       gateway->retry_queued(*model);  // room may have freed for a request admission holds
@@ -95,7 +122,7 @@ struct Gateway::Exchange {
 
   // The outcome on its replica, for outlier ejection: a failure, or a success (nullopt).
   void judge(std::optional<core::OutlierReason> failure) {
-    if (model && record.replica >= 0) {
+    if (follow_layout() && model && record.replica >= 0) {
       gateway->request_outcome(*model, record.replica, failure);
     }
     probe = false;
@@ -103,7 +130,7 @@ struct Gateway::Exchange {
 
   // The request ends without a verdict on its replica (the client left, another replica was tried).
   void drop_probe() {
-    if (probe && model) {
+    if (follow_layout() && probe && model) {
       model->probe_dropped(record.replica);
     }
     probe = false;
@@ -392,7 +419,8 @@ bool Gateway::route(Exchange& ex, const Outgoing& out, int attempt, Attempt& at)
   // The live view as is; a copy only for a retry, which must not go back to the replica that failed.
   const std::vector<core::ReplicaMetrics>& live = model.metrics();
   std::vector<core::ReplicaMetrics> without_failed;
-  if (attempt > 0 && rec.replica >= 0) {
+  if (attempt > 0 && ex.follow_layout() && rec.replica >= 0 &&
+      static_cast<std::size_t>(rec.replica) < live.size()) {
     without_failed = live;
     without_failed[static_cast<std::size_t>(rec.replica)].healthy = false;
   }
@@ -432,6 +460,8 @@ bool Gateway::take_decision(Exchange& ex, const Outgoing& out, int attempt, Atte
     return false;
   }
   rec.replica = static_cast<int>(*d.replica);
+  ex.layout = ex.model->layout();
+  ex.replica_removed = false;
   rec.route = attempt > 0 ? "failover" : std::string(core::route_name(d.route));
   ex.probe = ex.model->take_probe(rec.replica, Clock::now().time_since_epoch());
   ex.decision = d;
@@ -502,14 +532,25 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
   }
   if (shared_ && !out.counting_only &&
       co_await shared_->placement(*ex.model, out.facts, attempt, at.decision, turn ? turn->get() : nullptr)) {
-    ex.model->router().abandon(at.decision);  // another warden placed it first: sent to its home instead
+    if (ex.follow_layout()) {
+      ex.model->router().abandon(ex.decision);  // another warden placed it first: sent to its home instead
+    }
     if (!route(ex, out, attempt, at)) {
       co_return false;
     }
   }
   turn.reset();
+  if (!ex.follow_layout()) {
+    // A reload removed its replica while it was being placed: routed again, as after a refused connect.
+    at.retry = attempt == 0 && !out.facts.pin;
+    at.failure = {
+        503, fmt::format("replica {} of '{}' was removed by a reload", ex.record.replica, ex.record.model),
+        "no_healthy_replica"};
+    co_return false;
+  }
   const ModelConfig& model = ex.model->config();
-  const UpstreamUrl& url = model.replica_url(ex.record.replica);
+  // A copy: a reload may change the model's replica list while the request is out.
+  const UpstreamUrl url = model.replica_url(ex.record.replica);
   // Named, not temporaries: GCC 12 destroys temporaries of a co_await expression twice.
   const net::Endpoint endpoint{url.host, url.port, url.tls};
   const std::optional<int> dp_rank =
@@ -614,9 +655,10 @@ void Gateway::attempt_failed(Exchange& ex, const Outgoing& out, int attempt, Att
   const std::string why =
       broke_off ? fmt::format("broke off before its first event: {}", failure.message()) : failure.message();
   at.retry = (broke_off || retryable(failure)) && attempt == 0 && !out.facts.pin;
+  const bool still_there = ex.follow_layout();
   if (at.retry && ex.routed) {
     // Routed again: count this request once, by its final route.
-    ex.model->router().abandon(at.decision);  // takes its prefill out of the backlog too
+    ex.model->router().abandon(ex.decision);  // takes its prefill out of the backlog too (at its index now)
     ex.routed = false;
     ex.awaiting_first = false;
   } else {
@@ -629,7 +671,7 @@ void Gateway::attempt_failed(Exchange& ex, const Outgoing& out, int attempt, Att
              : failure == net::ClientErrc::idle_timeout     ? core::OutlierReason::stream_stall
                                                             : core::OutlierReason::gateway_error);
   }
-  if (!broke_off && retryable(failure) && failure != net::ClientErrc::recalled) {
+  if (still_there && !broke_off && retryable(failure) && failure != net::ClientErrc::recalled) {
     // In DP mode every rank sits behind this one server: it is the server that failed.
     const bool dp = ex.model->config().data_parallel;
     if (dp ? ex.model->url_failed(url, why) : ex.model->replica_failed(rec.replica, why)) {

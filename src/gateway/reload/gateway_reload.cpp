@@ -1,7 +1,7 @@
 // Gateway::reload(): the configuration file read again while the warden serves (SIGHUP, POST /api/reload).
-// Only what plan_reload() finds changed is touched, in place: the ModelRuntime objects and the ModelConfig
-// entries that requests in flight point at stay where they are, so a stream relayed while the file is
-// read again ends as it began.
+// Only what plan_reload() finds changed is touched, in place: the ModelRuntime objects that requests in
+// flight point at stay where they are (a removed model's until the warden ends), so a stream relayed
+// while the file is read again ends as it began.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -111,45 +111,21 @@ ReloadPlan Gateway::apply_config(Config next) {
   for (const auto& name : plan.models_updated) {
     ModelRuntime* m = find_model(name);
     const ModelConfig* theirs = next.find_model(name);
-    auto mine = std::find_if(config_.models.begin(), config_.models.end(),
-                             [&](const ModelConfig& c) { return c.name == name; });
-    if (!m || !theirs || mine == config_.models.end()) {
+    if (!m || !theirs) {
       continue;  // plan_reload() names only models both configurations have
     }
-    mine->served_model_name = theirs->served_model_name;
-    mine->fit_max_tokens = theirs->fit_max_tokens;
-    mine->normalize_prompt = theirs->normalize_prompt;
-    if (!same_routing(mine->routing, theirs->routing)) {
-      apply_routing(m->router(), mine->routing, theirs->routing);
-      mine->routing = theirs->routing;
+    const bool routing = !same_routing(m->config().routing, theirs->routing);
+    if (routing) {
+      apply_routing(m->router(), m->config().routing, theirs->routing);
+    }
+    m->update_entry(*theirs);
+    if (routing) {
       queue_of(*m).configure(m->router().routing_config().admission);
       retry_queued(*m);  // a held request may go under the new rules
     }
   }
-  for (const auto& name : plan.models_resized) {
-    resize_model(name, next.find_model(name)->dp_size);
-  }
+  apply_models(plan, next);
   return plan;
-}
-
-// The ranks above the new size leave: requests in flight there finish as they would have (the Router's
-// counts cover every index it has seen), and their conversations are placed afresh at their next turn
-// (a home beyond the replicas is a failover to the Router). New ranks are routed to once scraped healthy.
-void Gateway::resize_model(const std::string& name, int dp_size) {
-  ModelRuntime* m = find_model(name);
-  auto mine = std::find_if(config_.models.begin(), config_.models.end(),
-                           [&](const ModelConfig& c) { return c.name == name; });
-  if (!m || mine == config_.models.end()) {
-    return;
-  }
-  const auto was = static_cast<std::size_t>(mine->dp_size);
-  mine->dp_size = dp_size;
-  m->resize_replicas();
-  for (std::size_t i = was; i < m->replicas().size(); ++i) {
-    m->replicas()[i].metrics.healthy = false;  // until its first scrape
-    m->replicas()[i].last_error = "added by a reload, not scraped yet";
-  }
-  retry_queued(*m);
 }
 
 }  // namespace warden::gateway

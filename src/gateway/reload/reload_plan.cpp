@@ -15,11 +15,17 @@ bool same_layout(const ModelConfig& a, const ModelConfig& b) {
          a.urls == b.urls && a.launch.has_value() == b.launch.has_value();
 }
 
-// Ranks added or removed behind the same data-parallel URL: the ranks that remain keep their index (and so
-// their conversations), and no engine of the warden's own has to be started or stopped.
-bool resizable(const ModelConfig& a, const ModelConfig& b) {
-  return a.data_parallel && b.data_parallel && a.dp_url == b.dp_url && a.dp_size != b.dp_size && !a.launch &&
-         !b.launch;
+// The replicas change without an engine of the warden's own to start or stop: the ones that remain keep
+// their state and conversations (matched by URL), new ones are scraped, removed ones fail over.
+bool relayable(const ModelConfig& a, const ModelConfig& b) {
+  return !a.launch && !b.launch;
+}
+
+std::string layout_text(const ModelConfig& a, const ModelConfig& b) {
+  if (a.data_parallel && b.data_parallel && a.dp_url == b.dp_url) {
+    return fmt::format("data_parallel size {} -> {}", a.dp_size, b.dp_size);
+  }
+  return fmt::format("replicas {} -> {}", a.replica_count(), b.replica_count());
 }
 
 std::string listen_text(const Config& c) {
@@ -80,14 +86,19 @@ void plan_restart_only(const Config& running, const Config& next, ReloadPlan& pl
 void plan_models(const Config& running, const Config& next, ReloadPlan& plan) {
   for (const auto& old : running.models) {
     const ModelConfig* now = next.find_model(old.name);
-    if (!now) {
-      plan.restart_required.push_back(fmt::format("model {} removed (still served)", old.name));
+    if (!now && old.launch) {
+      plan.restart_required.push_back(
+          fmt::format("model {} removed (its engines run until a restart)", old.name));
       continue;
     }
-    if (resizable(old, *now)) {
-      plan.applied.push_back(
-          fmt::format("model {}: data_parallel size {} -> {}", old.name, old.dp_size, now->dp_size));
-      plan.models_resized.push_back(old.name);
+    if (!now) {
+      plan.applied.push_back(fmt::format("model {} removed", old.name));
+      plan.models_removed.push_back(old.name);
+      continue;
+    }
+    if (!same_layout(old, *now) && relayable(old, *now)) {
+      plan.applied.push_back(fmt::format("model {}: {}", old.name, layout_text(old, *now)));
+      plan.models_relaid.push_back(old.name);
     } else if (!same_layout(old, *now)) {
       plan.restart_required.push_back(
           fmt::format("model {}: replicas or launch (in force: {} replicas)", old.name, old.replica_count()));
@@ -109,8 +120,15 @@ void plan_models(const Config& running, const Config& next, ReloadPlan& plan) {
     }
   }
   for (const auto& m : next.models) {
-    if (!running.find_model(m.name)) {
-      plan.restart_required.push_back(fmt::format("model {} added (not served yet)", m.name));
+    if (running.find_model(m.name)) {
+      continue;
+    }
+    if (m.launch) {
+      plan.restart_required.push_back(
+          fmt::format("model {} added with a launch: section (not served yet)", m.name));
+    } else {
+      plan.applied.push_back(fmt::format("model {} added", m.name));
+      plan.models_added.push_back(m.name);
     }
   }
 }

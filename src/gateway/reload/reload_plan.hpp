@@ -17,8 +17,12 @@ struct ReloadPlan {
   std::vector<std::string> restart_required;
   // Models whose entry (routing, names, request rewriting) is taken from the new file, by name.
   std::vector<std::string> models_updated;
-  // Data-parallel models whose rank count the new file changes (same URL, no launch: section).
-  std::vector<std::string> models_resized;
+  // Models whose replica list the new file changes (URLs, data-parallel URL or rank count; no launch:
+  // section on either side): relaid by URL (ModelRuntime::relay()).
+  std::vector<std::string> models_relaid;
+  // Models the new file adds (served at once) or removes (404 for new requests, streams complete).
+  std::vector<std::string> models_added;
+  std::vector<std::string> models_removed;
 };
 
 ReloadPlan plan_reload(const Config& running, const Config& next);

@@ -41,25 +41,9 @@ void DurableState::restore(std::span<const std::unique_ptr<ModelRuntime>> models
   std::vector<std::pair<std::string, std::vector<StoredHome>>> kept;
   bool read_all = true;
   for (const auto& m : models) {
-    const std::string& name = m->config().name;
-    restore_routing(*m);
-    auto stored = routing_db_->load_homes(name);
-    if (!stored) {
-      spdlog::warn("conversation homes of model {} could not be read back: {}", name, stored.error());
-      read_all = false;
-      stored = std::vector<StoredHome>{};
-    }
-    m->router().import_sessions(homes_to_restore(*stored, m->config().replica_count(), now), now.steady);
-    m->router().track_session_changes(true);
-    std::vector<StoredHome> live;
-    for (const auto& r : m->router().export_sessions(now.steady)) {
-      live.push_back(now.to_stored(r));
-    }
-    if (!stored->empty()) {
-      spdlog::info("restored {} conversation homes of model {} ({} expired or on a replica no longer there)",
-                   live.size(), name, stored->size() - live.size());
-    }
-    kept.emplace_back(name, std::move(live));
+    auto live = restore_homes(*m, now);
+    read_all = read_all && live.has_value();
+    kept.emplace_back(m->config().name, live ? std::move(*live) : std::vector<StoredHome>{});
   }
   // What was restored is what is stored from now on: other models' and dropped homes are deleted. Unless
   // some could not be read: what is stored then stays as it is, for a later start to read.
@@ -69,6 +53,35 @@ void DurableState::restore(std::span<const std::unique_ptr<ModelRuntime>> models
   if (auto rewritten = routing_db_->replace_homes(kept); !rewritten) {
     spdlog::warn("conversation homes could not be rewritten: {}", rewritten.error());
   }
+}
+
+void DurableState::restore_model(ModelRuntime& m, const ClockPair& now) {
+  if (routing_db_) {
+    (void)restore_homes(m, now);
+  }
+}
+
+// `m`'s stored routing change and homes into its Router; the homes it holds then (nullopt: none could be
+// read).
+std::optional<std::vector<StoredHome>> DurableState::restore_homes(ModelRuntime& m, const ClockPair& now) {
+  const std::string& name = m.config().name;
+  restore_routing(m);
+  auto stored = routing_db_->load_homes(name);
+  m.router().track_session_changes(true);
+  if (!stored) {
+    spdlog::warn("conversation homes of model {} could not be read back: {}", name, stored.error());
+    return std::nullopt;
+  }
+  m.router().import_sessions(homes_to_restore(*stored, m.config().replica_count(), now), now.steady);
+  std::vector<StoredHome> live;
+  for (const auto& r : m.router().export_sessions(now.steady)) {
+    live.push_back(now.to_stored(r));
+  }
+  if (!stored->empty()) {
+    spdlog::info("restored {} conversation homes of model {} ({} expired or on a replica no longer there)",
+                 live.size(), name, stored->size() - live.size());
+  }
+  return live;
 }
 
 // A stored change applies while the config file still says what it said when the change was made.

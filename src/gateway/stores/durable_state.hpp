@@ -31,6 +31,10 @@ class DurableState {
   // what is stored (homes of models and replicas no longer there are gone).
   void restore(std::span<const std::unique_ptr<ModelRuntime>> models, const ClockPair& now);
 
+  // A model a reload adds: its stored routing change and homes (kept while it was removed), nothing
+  // else rewritten.
+  void restore_model(ModelRuntime& m, const ClockPair& now);
+
   // Stores `m`'s routing as the admin API left it, with the config file's at the time.
   void save_routing(ModelRuntime& m);
 
@@ -39,6 +43,7 @@ class DurableState {
 
  private:
   void restore_routing(ModelRuntime& m);
+  std::optional<std::vector<StoredHome>> restore_homes(ModelRuntime& m, const ClockPair& now);
 
   std::unique_ptr<StatsDb> stats_db_;
   std::optional<RoutingStateDb> routing_db_;  // statements over stats_db_'s database

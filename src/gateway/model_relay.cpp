@@ -1,0 +1,71 @@
+// ModelRuntime's side of a reload: the entry's names and routing, and a changed replica list
+// (docs/config.md, "Reloading").
+#include "gateway/model_runtime.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace warden::gateway {
+
+std::string replica_identity(const ModelConfig& config, int index) {
+  return config.data_parallel ? fmt::format("{} rank {}", config.dp_url.text, index)
+                              : config.replica_url(index).text;
+}
+
+namespace {
+
+std::vector<std::string> identities(const ModelConfig& config) {
+  std::vector<std::string> out;
+  for (int i = 0; i < config.replica_count(); ++i) {
+    out.push_back(replica_identity(config, i));
+  }
+  return out;
+}
+
+}  // namespace
+
+void ModelRuntime::update_entry(const ModelConfig& next) {
+  config_.served_model_name = next.served_model_name;
+  config_.fit_max_tokens = next.fit_max_tokens;
+  config_.normalize_prompt = next.normalize_prompt;
+  config_.routing = next.routing;
+}
+
+core::ReplicaRemap ModelRuntime::relay(const ModelConfig& next) {
+  core::ReplicaRemap remap = core::remap_by_identity(identities(config_), identities(next));
+  config_.data_parallel = next.data_parallel;
+  config_.dp_url = next.dp_url;
+  config_.dp_size = next.dp_size;
+  config_.urls = next.urls;
+  if (remap.identity()) {
+    return remap;
+  }
+  ReplicaRuntime fresh;
+  fresh.metrics.healthy = false;  // until its first scrape
+  fresh.last_error = "added by a reload, not scraped yet";
+  replicas_ = core::remap_values(remap, std::move(replicas_), fresh);
+  router_.remap_replicas(remap);
+  // The context length of a URL no longer served stops counting.
+  std::erase_if(max_model_len_, [&](const auto& e) {
+    return std::none_of(config_.urls.begin(), config_.urls.end(),
+                        [&](const UpstreamUrl& u) { return u.text == e.first; }) &&
+           !(config_.data_parallel && config_.dp_url.text == e.first);
+  });
+  remaps_.push_back(remap);
+  return remap;
+}
+
+std::optional<int> ModelRuntime::follow(int replica, std::uint64_t since) const {
+  std::optional<int> at = replica;
+  for (std::size_t g = since; g < remaps_.size() && at; ++g) {
+    const auto& to = remaps_[g].to;
+    if (*at < 0 || static_cast<std::size_t>(*at) >= to.size() || !to[static_cast<std::size_t>(*at)]) {
+      return std::nullopt;
+    }
+    at = static_cast<int>(*to[static_cast<std::size_t>(*at)]);
+  }
+  return at;
+}
+
+}  // namespace warden::gateway
