@@ -10,6 +10,7 @@ debs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev  # make fuzz: libclang-rt-14-dev holds libFuzzer (-fsanitize=fuzzer)
   chromium nginx-light curl
+  tmux  # the interactive Claude Code test types into a terminal
   libhiredis-dev redis-server  # shared state of several wardens (state.redis) and its tests
   prometheus haproxy  # deploy/: the dashboard and alert rules' test, the load balancer's test
   dpkg-dev lintian   # make deb: dpkg-shlibdeps for the package's dependencies, lintian to check it
