@@ -35,8 +35,19 @@ struct ReplicaFigures {
   /// Prefill tokens per second, measured from the replica's counters (PrefillRate); 0 = not measured yet.
   double prefill_tokens_per_second = 0.0;
   /// Prompt tokens the engine computed since it started (`vllm:prefix_cache_queries_total` minus
-  /// `vllm:prefix_cache_hits_total`); nullopt = not reported.
-  std::optional<std::uint64_t> computed_tokens;
+  /// `vllm:prefix_cache_hits_total`), when reported (`computed_known`; read both through computed()). A
+  /// count and a flag rather than an optional: the flag sits where ReplicaState's first member goes in the
+  /// padding after it, so the decision copies 96 bytes a replica, not 104.
+  std::uint64_t computed_tokens = 0;
+  bool computed_known = false;
+
+  [[nodiscard]] std::optional<std::uint64_t> computed() const {
+    return computed_known ? std::optional<std::uint64_t>(computed_tokens) : std::nullopt;
+  }
+  void set_computed(std::optional<std::uint64_t> tokens) {
+    computed_known = tokens.has_value();
+    computed_tokens = tokens.value_or(0);
+  }
 };
 
 }  // namespace warden::core

@@ -38,8 +38,8 @@ void observe_report(ReplicaFigures& figures, PrefillRate& rate, const ReplicaRep
   if (blocks > 0 && block_size > 0 && blocks < (std::int64_t{1} << 40) && block_size < (1 << 20)) {
     figures.kv_capacity_tokens = static_cast<std::uint64_t>(blocks * block_size);
   }
-  figures.computed_tokens = computed_tokens(report);
-  if (figures.computed_tokens) {
+  figures.set_computed(computed_tokens(report));
+  if (figures.computed_known) {
     rate.observe(now, static_cast<std::uint64_t>(*report.prefix_queries_total),
                  static_cast<std::uint64_t>(*report.prefix_hits_total), figures.waiting);
     figures.prefill_tokens_per_second = rate.tokens_per_second();

@@ -105,9 +105,9 @@ void Router::commit(const RequestFacts& facts, const Decision& decision,
     case Route::failover:
     case Route::rehomed:
       sessions_.assign(key, chosen, facts.prompt_tokens, now);
-      if (chosen < metrics.size() && metrics[chosen].computed_tokens) {
+      if (chosen < metrics.size() && metrics[chosen].computed_known) {
         // This turn's own prefill is not what evicts it later.
-        sessions_.mark_computed(key, *metrics[chosen].computed_tokens + decision.prefill_tokens);
+        sessions_.mark_computed(key, metrics[chosen].computed_tokens + decision.prefill_tokens);
       }
       break;
     case Route::queued:  // never committed: a queued decision has no replica
@@ -159,13 +159,13 @@ void Router::look_up_home(RequestFacts& facts, std::span<const ReplicaMetrics> m
 
 std::optional<std::uint64_t> Router::computed_since(const SessionEntry& entry,
                                                     std::span<const ReplicaMetrics> metrics) {
-  if (entry.home >= metrics.size() || !metrics[entry.home].computed_tokens ||
+  if (entry.home >= metrics.size() || !metrics[entry.home].computed_known ||
       entry.home_computed_at == SessionEntry::unknown) {
     return std::nullopt;
   }
   // The mark includes this conversation's own prefill as estimated, which may exceed what the engine
   // computed (part of it hit): below the mark nothing is known to have been computed since.
-  const std::uint64_t now = *metrics[entry.home].computed_tokens;
+  const std::uint64_t now = metrics[entry.home].computed_tokens;
   return now > entry.home_computed_at ? now - entry.home_computed_at : 0;
 }
 

@@ -126,7 +126,7 @@ TEST(Rebalance, TheRouterMovesAConversationWhoseHomeComputedItsCapacitySinceItsL
   std::vector<ReplicaMetrics> metrics(2);
   for (auto& m : metrics) {
     m.kv_capacity_tokens = 10'000;
-    m.computed_tokens = 0;
+    m.set_computed(0);
   }
   RequestFacts f;
   f.session = SessionKey{7};
@@ -141,10 +141,10 @@ TEST(Rebalance, TheRouterMovesAConversationWhoseHomeComputedItsCapacitySinceItsL
   busy.pin = home;
   ASSERT_TRUE(router.route(busy, metrics, std::chrono::seconds(1), rng).ok());  // 1 in flight at home
   // Its own 4,000 and 5,999 more: the prefix may still be there.
-  metrics[home].computed_tokens = 4'000 + 9'999;
+  metrics[home].set_computed(4'000 + 9'999);
   EXPECT_EQ(router.route(f, metrics, std::chrono::seconds(2), rng).route, Route::sticky);
   router.finish(home);
-  metrics[home].computed_tokens = 4'000 + 9'999 + 4'000 + 10'000;  // its turn, then the whole cache again
+  metrics[home].set_computed(4'000 + 9'999 + 4'000 + 10'000);  // its turn, then the whole cache again
   const Decision next = router.route(f, metrics, std::chrono::seconds(3), rng);
   ASSERT_EQ(next.route, Route::rehomed);
   ASSERT_EQ(next.replica, other);

@@ -33,10 +33,10 @@ TEST(ReplicaReport, FillsTheRoutingView) {
   EXPECT_EQ(m.waiting, 2u);
   EXPECT_DOUBLE_EQ(m.kv_usage, 0.5);
   EXPECT_EQ(m.kv_capacity_tokens, 40'000u) << "blocks x block size";
-  EXPECT_EQ(m.computed_tokens, 6'000u) << "queries - hits";
+  EXPECT_EQ(m.computed(), 6'000u) << "queries - hits";
   EXPECT_EQ(m.prefill_tokens_per_second, 0.0) << "one scrape measures no rate";
   observe_report(m, rate, busy_report(14'000, 5'000), seconds(2));
-  EXPECT_EQ(m.computed_tokens, 9'000u);
+  EXPECT_EQ(m.computed(), 9'000u);
   EXPECT_GT(m.prefill_tokens_per_second, 0.0) << "waiting at both ends: 3000 computed in a second";
   EXPECT_EQ(m.prefill_tokens_per_second, rate.tokens_per_second());
 }
@@ -55,7 +55,7 @@ TEST(ReplicaReport, HostileOrMissingFiguresAreClampedOrLeftUnknown) {
   EXPECT_EQ(m.running, 0u);
   EXPECT_EQ(m.waiting, 0u);
   EXPECT_EQ(m.kv_usage, 0.0);
-  EXPECT_FALSE(m.computed_tokens.has_value());
+  EXPECT_FALSE(m.computed().has_value());
   EXPECT_EQ(m.kv_capacity_tokens, 40'000u) << "kept from the report that had it";
   EXPECT_EQ(computed_tokens(ReplicaReport{}), std::nullopt);
 }
@@ -71,7 +71,7 @@ TEST(ReplicaReport, TheDecisionSeesEveryFigureObserved) {
   EXPECT_EQ(state.waiting, 2u);
   EXPECT_DOUBLE_EQ(state.kv_usage, 0.5);
   EXPECT_EQ(state.kv_capacity_tokens, 40'000u);
-  EXPECT_EQ(state.computed_tokens, 9'000u);
+  EXPECT_EQ(state.computed(), 9'000u);
   EXPECT_GT(state.prefill_tokens_per_second, 0.0);
   EXPECT_EQ(state.prefill_tokens_per_second, metrics[1].prefill_tokens_per_second);
 }

@@ -92,8 +92,8 @@ TEST(ModelRuntime, DataParallelScrapeFillsEachRankAndHitRateSinceStart) {
   EXPECT_EQ(m.metrics().size(), 2u);
   EXPECT_EQ(m.metrics()[1].running, 1u);
   // The lifetime count of computed prompt tokens (queries minus hits), for the core's eviction estimate.
-  EXPECT_EQ(r0.metrics.computed_tokens, std::optional<std::uint64_t>(200));
-  EXPECT_EQ(m.metrics()[1].computed_tokens, std::optional<std::uint64_t>(50));
+  EXPECT_EQ(r0.metrics.computed(), std::optional<std::uint64_t>(200));
+  EXPECT_EQ(m.metrics()[1].computed(), std::optional<std::uint64_t>(50));
   // The prefill rate: computed tokens per second over scrape intervals with requests waiting at both ends.
   EXPECT_EQ(r0.metrics.prefill_tokens_per_second, 0.0);
   using std::chrono::seconds;
@@ -104,7 +104,7 @@ TEST(ModelRuntime, DataParallelScrapeFillsEachRankAndHitRateSinceStart) {
   auto bad = scrape_for_model(rank_metrics(0, 2, 0, 0.6, 100, 1200), "served");  // more hits than queries
   ASSERT_TRUE(bad);
   m.apply_scrape(url, *bad);
-  EXPECT_FALSE(m.replicas()[0].metrics.computed_tokens);
+  EXPECT_FALSE(m.replicas()[0].metrics.computed());
 
   // An engine that does not label series with the configured name: every series counts.
   auto unnamed = scrape_for_model("vllm:num_requests_running{engine=\"1\",model_name=\"x\"} 5\n", "served");
