@@ -33,7 +33,8 @@ struct ReplicaState : ReplicaFigures {
   /// Requests the warden sent since the last successful metrics scrape (vLLM's balancer adds its own
   /// assignments to its stale copy the same way).
   std::uint32_t sent_since_scrape = 0;
-  /// Conversations whose home is this replica and that were seen within the active window.
+  /// Conversations whose home is this replica and that were seen within the active window (a subagent that
+  /// returned its result no longer counts: Router::answered).
   std::uint32_t active_conversations = 0;
   /// Estimate of the KV tokens those conversations hold: the sum of their last prompt lengths.
   std::uint64_t held_tokens = 0;
