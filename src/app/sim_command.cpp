@@ -33,6 +33,7 @@ struct SimArgs {
   std::string tool_rounds;  // empty: the preset's (off)
   std::string tool_parallel;
   std::string tool_subagent;
+  std::string kv_offloading_size;  // empty: the preset's (off)
   std::string log_level = "info";
 };
 
@@ -83,7 +84,8 @@ engine::EngineConfig build_config(const SimArgs& a) {
                                   {"reply-sigma", &a.reply_sigma},
                                   {"tool-rounds", &a.tool_rounds},
                                   {"tool-parallel", &a.tool_parallel},
-                                  {"tool-subagent", &a.tool_subagent}}) {
+                                  {"tool-subagent", &a.tool_subagent},
+                                  {"kv-offloading-size", &a.kv_offloading_size}}) {
     if (text->empty()) {
       continue;
     }
@@ -135,6 +137,9 @@ void add_sim_command(CLI::App& app) {
   cmd->add_option("--tool-parallel", args->tool_parallel,
                   "Probability that a round holds several tool calls");
   cmd->add_option("--tool-subagent", args->tool_subagent, "Probability that a prompt starts with a subagent");
+  cmd->add_option("--kv-offloading-size", args->kv_offloading_size,
+                  "GiB of host memory per rank for vLLM's native CPU KV offload (0 = off): evicted prefixes "
+                  "are loaded back over PCIe instead of recomputed");
   cmd->add_option("--seed", o.seed, "Seed for output text, ids and balancer choices")->default_val(0);
   cmd->add_option("--api-server-count", o.api_server_count,
                   "Balancer instances (vLLM API server processes); default = data-parallel size")

@@ -50,6 +50,9 @@ Result<void> validate(const EngineConfig& c) {
   if (!(c.kv_watermark >= 0 && c.kv_watermark < 1)) {
     return make_error("kv_watermark must be in [0, 1)", "kv_watermark");
   }
+  if (!(c.kv_offloading_size >= 0 && c.kv_offloading_size <= 1e6)) {
+    return make_error("kv_offloading_size must be in [0, 1e6] GiB", "kv_offloading_size");
+  }
   if (!(c.gpu_memory_utilization > 0 && c.gpu_memory_utilization <= 1)) {
     return make_error("gpu_memory_utilization must be in (0, 1]", "gpu_memory_utilization");
   }
@@ -71,8 +74,8 @@ Result<void> validate(const EngineConfig& c) {
       !positive(t.dtype_bytes)) {
     return make_error("model architecture parameters must be positive", "num_layers");
   }
-  if (!positive(t.mem_bandwidth) || !positive(t.peak_flops)) {
-    return make_error("mem_bandwidth and peak_flops must be positive", "mem_bandwidth");
+  if (!positive(t.mem_bandwidth) || !positive(t.peak_flops) || !positive(t.pcie_bandwidth)) {
+    return make_error("mem_bandwidth, peak_flops and pcie_bandwidth must be positive", "mem_bandwidth");
   }
   if (!(t.mem_efficiency > 0 && t.mem_efficiency <= 1) ||
       !(t.compute_efficiency > 0 && t.compute_efficiency <= 1)) {

@@ -49,6 +49,9 @@ struct EngineConfig {
   // does, which over-admits under chunked prefill and then preempts.
   std::uint32_t reserve_full_prompt = 1;
   double kv_watermark = 0;  // vLLM's `watermark`: fraction of blocks an admission leaves free (default 0)
+  // vLLM's native CPU KV offload (`--kv-offloading-size`, GiB of host memory per rank; 0 = off, vLLM's
+  // default): computed blocks are copied to a host LRU and loaded back over PCIe (engine/offload_tier.hpp).
+  double kv_offloading_size = 0;
   SchedulingPolicy scheduling_policy = SchedulingPolicy::fcfs;  // vLLM's default
   double gpu_memory_utilization = 0.9;  // informational: reported in vllm:cache_config_info
   ReplyLength reply;                    // off unless set (a4000 and h200 set agent-like replies)

@@ -37,6 +37,12 @@ std::uint32_t ceil_div(std::uint64_t a, std::uint32_t b) {
   return static_cast<std::uint32_t>((a + b - 1) / b);
 }
 
+// Blocks kv_offloading_size GiB of host memory holds (vLLM sizes its CPU block pool the same way).
+std::size_t offload_capacity_blocks(const EngineConfig& c) {
+  const double block_bytes = static_cast<double>(c.block_size) * c.time.kv_bytes_per_token();
+  return static_cast<std::size_t>(c.kv_offloading_size * 1073741824.0 / block_bytes);
+}
+
 }  // namespace
 
 std::string_view finish_reason_name(FinishReason r) {
@@ -110,14 +116,19 @@ struct Engine::Impl {
   EngineConfig config;
   std::uint64_t seed;
   BlockCache cache;
+  OffloadTier offload;
   std::unordered_map<RequestId, Request> requests;
   std::vector<RequestId> running;  // in admission order; the back is preempted first under fcfs
   std::deque<RequestId> waiting;   // under priority: sorted by queued_before()
   std::uint64_t next_order = 0;
   Metrics m;
+  double load_s = 0;  // PCIe time of the blocks loaded from the offload tier in the step being built
 
   Impl(EngineConfig c, std::uint64_t s)
-      : config(std::move(c)), seed(s), cache(config.num_gpu_blocks, config.block_size) {
+      : config(std::move(c)),
+        seed(s),
+        cache(config.num_gpu_blocks, config.block_size),
+        offload(offload_capacity_blocks(config)) {
     m.time_to_first_token.bounds.assign(kTtftBuckets.begin(), kTtftBuckets.end());
     m.time_to_first_token.buckets.assign(kTtftBuckets.size(), 0);
     m.num_gpu_blocks = config.num_gpu_blocks;
@@ -137,6 +148,7 @@ struct Engine::Impl {
     const std::uint32_t full = upto / config.block_size;
     for (; r.num_registered < full; ++r.num_registered) {
       cache.cache_block(r.blocks[r.num_registered], r.hashes[r.num_registered]);
+      offload.store(r.hashes[r.num_registered]);
     }
   }
 
@@ -218,6 +230,7 @@ struct Engine::Impl {
   StepResult step(double now) {
     StepResult out;
     std::vector<Scheduled> scheduled;
+    load_s = 0;
     // A pass that preempted the very request it was scheduling before scheduling anything (under the
     // priority policy the first running request may have the lowest priority) runs no batch: vLLM's engine
     // loop calls its scheduler again at once, and that pass goes on without the preempted request. Each
@@ -311,7 +324,11 @@ struct Engine::Impl {
     // Hit blocks sitting in the free queue leave it when taken, so they count against the free blocks.
     const std::size_t evictable = cache.count_free_in_prefix(r.hashes, hits);
     const auto hit_tokens = static_cast<std::uint32_t>(hits * config.block_size);
-    const std::uint32_t known = std::max(hit_tokens, assumed_tokens(r));
+    std::uint32_t loaded = offload_hit_blocks(r, hits) * config.block_size;
+    if (assumed_tokens(r) > hit_tokens + loaded) {
+      loaded = 0;  // the ceiling's assumed hits cover more than the offload tier would load
+    }
+    const std::uint32_t known = std::max(hit_tokens + loaded, assumed_tokens(r));
     const std::uint32_t num_new = std::min(static_cast<std::uint32_t>(r.tokens.size()) - known, budget);
     if (need_for(r, known + num_new) - hits + evictable + watermark_blocks() > cache.num_free()) {
       return std::nullopt;
@@ -324,13 +341,29 @@ struct Engine::Impl {
     assert(ok);
     (void)ok;
     r.num_computed = known;
+    load_s += static_cast<double>(loaded) * config.time.kv_bytes_per_token() / config.time.pcie_bandwidth;
     if (r.cached_tokens < 0) {
-      // First scheduling: this is what vLLM reports as cached_tokens and counts in its prefix stats.
+      // First scheduling: this is what vLLM reports as cached_tokens (local and loaded hits) and counts
+      // in its prefix stats (local hits) and its connector's (loaded ones).
       r.cached_tokens = known;
       m.prefix_cache_queries_total += r.tokens.size();
-      m.prefix_cache_hits_total += known;
+      m.prefix_cache_hits_total += known - loaded;
+      if (offload.capacity() > 0) {
+        m.external_prefix_cache_queries_total += r.tokens.size();
+        m.external_prefix_cache_hits_total += loaded;
+      }
     }
     return num_new;
+  }
+
+  // Blocks past the first `gpu_hits` that the offload tier holds, leaving at least one token to compute.
+  std::uint32_t offload_hit_blocks(const Request& r, std::size_t gpu_hits) {
+    const std::size_t max_blocks = std::min((r.tokens.size() - 1) / config.block_size, r.hashes.size());
+    if (offload.capacity() == 0 || gpu_hits >= max_blocks) {
+      return 0;
+    }
+    return static_cast<std::uint32_t>(
+        offload.lookup(std::span(r.hashes).subspan(gpu_hits, max_blocks - gpu_hits)));
   }
 
   // RequestSpec::assume_cached_tokens in whole blocks, leaving at least one token to compute.
@@ -350,7 +383,10 @@ struct Engine::Impl {
     }
     out.stats.num_scheduled_requests = static_cast<std::uint32_t>(scheduled.size());
     out.stats.cost = config.time.cost(chunks);
-    out.duration = out.stats.cost.total_s;
+    // Loads from the offload tier are charged to the step as if they did not overlap it (vLLM runs them
+    // on their own stream while other requests step): an upper bound on what they cost.
+    out.stats.load_s = load_s;
+    out.duration = out.stats.cost.total_s + load_s;
     const double done_at = now + out.duration;
 
     bool any_finished = false;

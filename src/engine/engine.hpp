@@ -15,11 +15,13 @@
 //    in (priority, arrival) order.
 // 2. If nothing was preempted this step, waiting requests are admitted in queue order (arrival under
 //    fcfs, (priority, arrival) under priority) while running < max_num_seqs
-//    and budget remains: prefix-cache lookup (hits capped so at least one prompt token is computed),
-//    then the uncached part, chunked to the budget. A request is admitted when the free blocks hold its
-//    whole sequence (config.reserve_full_prompt, current vLLM) or its first chunk (older vLLM), plus
+//    and budget remains: prefix-cache lookup (hits capped so at least one prompt token is computed), then
+//    with config.kv_offloading_size the offload tier's lookup of the blocks that follow (loaded, not
+//    computed), then the uncached part, chunked to the budget. A request is admitted when the free blocks
+//    hold its whole sequence (config.reserve_full_prompt, current vLLM) or its first chunk (older vLLM), plus
 //    the watermark while anything runs. The first request that does not fit stops admission.
-// 3. The step's duration comes from StepTimeModel over the scheduled chunks. Every request whose
+// 3. The step's duration comes from StepTimeModel over the scheduled chunks, plus the PCIe time of the
+//    blocks loaded from the offload tier for the requests it admitted. Every request whose
 //    computed tokens reach its full length emits one token at the end of the step.
 //
 // Stop rule: a request's cap is min(max_tokens, max_model_len - prompt_len). With config.reply on, its
@@ -42,6 +44,7 @@
 
 #include "engine/block_cache.hpp"
 #include "engine/config.hpp"
+#include "engine/offload_tier.hpp"
 #include "engine/result.hpp"
 #include "engine/step_time.hpp"
 #include "engine/tokenizer.hpp"
@@ -102,6 +105,7 @@ struct StepStats {
   std::uint32_t num_decode_tokens = 0;
   std::uint32_t num_preempted = 0;
   StepCost cost;
+  double load_s = 0;  // KV loaded from the offload tier for requests admitted this step (PCIe time)
 };
 
 struct StepResult {
@@ -131,6 +135,10 @@ struct Metrics {
   std::uint64_t prompt_tokens_total = 0;         // prompt length of each request, counted at its first token
   std::uint64_t generation_tokens_total = 0;
   std::uint64_t num_preemptions_total = 0;
+  // vLLM's KV connector counters (vllm:external_prefix_cache_*), with the offload tier on: prompt tokens
+  // looked up there at first scheduling, and those loaded from it instead of computed.
+  std::uint64_t external_prefix_cache_queries_total = 0;
+  std::uint64_t external_prefix_cache_hits_total = 0;
   std::uint64_t requests_finished_total = 0;  // finished by the stop rule
   std::uint64_t requests_aborted_total = 0;
   Histogram time_to_first_token;

@@ -80,6 +80,7 @@ const Param kParams[] = {
     {"max_model_len", [](EngineConfig& c) -> std::uint32_t& { return c.max_model_len; }, nullptr},
     {"reserve_full_prompt", [](EngineConfig& c) -> std::uint32_t& { return c.reserve_full_prompt; }, nullptr},
     {"kv_watermark", nullptr, [](EngineConfig& c) -> double& { return c.kv_watermark; }},
+    {"kv_offloading_size", nullptr, [](EngineConfig& c) -> double& { return c.kv_offloading_size; }},
     {"gpu_memory_utilization", nullptr, [](EngineConfig& c) -> double& { return c.gpu_memory_utilization; }},
     {"reply_median", nullptr, [](EngineConfig& c) -> double& { return c.reply.median; }},
     {"reply_sigma", nullptr, [](EngineConfig& c) -> double& { return c.reply.sigma; }},
@@ -97,6 +98,7 @@ const Param kParams[] = {
     {"peak_flops", nullptr, [](EngineConfig& c) -> double& { return c.time.peak_flops; }},
     {"compute_efficiency", nullptr, [](EngineConfig& c) -> double& { return c.time.compute_efficiency; }},
     {"step_overhead", nullptr, [](EngineConfig& c) -> double& { return c.time.step_overhead; }},
+    {"pcie_bandwidth", nullptr, [](EngineConfig& c) -> double& { return c.time.pcie_bandwidth; }},
     {"per_seq_overhead", nullptr, [](EngineConfig& c) -> double& { return c.time.per_seq_overhead; }},
 };
 

@@ -42,6 +42,7 @@ struct StepTimeModel {
   double peak_flops = 76.7e12;   // dense bf16 tensor FLOP/s
   double compute_efficiency = 0.6;
   double step_overhead = 0.0035;  // s per step: scheduling, launch, sampling, detokenize
+  double pcie_bandwidth = 24e9;   // bytes/s achieved host -> GPU (PCIe 4.0 x16: 32 GB/s peak); KV offload
   double per_seq_overhead = 0;    // s per scheduled request
 
   double weight_bytes() const { return num_params * dtype_bytes; }

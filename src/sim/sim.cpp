@@ -746,6 +746,15 @@ std::string Sim::Impl::metrics_text() const {
           [&](std::size_t r) { return ms[r].generation_tokens_total; });
   counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.",
           [&](std::size_t r) { return ms[r].num_preemptions_total; });
+  counter(
+      "vllm:external_prefix_cache_queries",
+      "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of "
+      "queried tokens.",
+      [&](std::size_t r) { return ms[r].external_prefix_cache_queries_total; });
+  counter("vllm:external_prefix_cache_hits",
+          "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of "
+          "cached tokens.",
+          [&](std::size_t r) { return ms[r].external_prefix_cache_hits_total; });
   // Histogram of time to first token (model seconds).
   out += "# HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.\n";
   out += "# TYPE vllm:time_to_first_token_seconds histogram\n";

@@ -39,7 +39,9 @@ TEST(Presets, SetParamAcceptsFlagAndYamlSpellings) {
   EXPECT_FALSE(set_param(c, "max_num_seqs", "99999999999"));
   EXPECT_FALSE(set_param(c, "mem_efficiency", "fast"));
   EXPECT_FALSE(set_param(c, "mem_efficiency", ""));
-  EXPECT_EQ(param_names().size(), 26U);
+  ASSERT_TRUE(set_param(c, "kv-offloading-size", "16"));
+  EXPECT_DOUBLE_EQ(c.kv_offloading_size, 16.0);
+  EXPECT_EQ(param_names().size(), 28U);
 }
 
 TEST(Presets, SchedulingPolicyIsAWord) {

@@ -535,6 +535,44 @@ TEST(SimLimits, PrioritySchedulingServesTheLowerPriorityFirst) {
   EXPECT_EQ(sim.stop(), 0);
 }
 
+// --kv-offloading-size: a prompt the GPU cache evicted comes back from host memory (cached, and counted as
+// vLLM's connector counts it); the same run without offload computes it again.
+TEST(SimOffload, APromptTheGpuEvictedIsLoadedFromHostMemory) {
+  const auto words = [](const char* stem, int n) {
+    std::string text;
+    for (int i = 0; i < n; ++i) {
+      text += std::string(stem) + std::to_string(i) + " ";
+    }
+    return text;
+  };
+  const std::string a = chat_body(words("apple", 120), 1);
+  const std::string b = chat_body(words("berry", 280), 1);  // 1,020 tokens: every GPU block, all of A's
+  const auto run = [&](const char* offload_gib) {
+    // 64 blocks of 16 tokens on the GPU; 1 GiB of host memory holds 455 of Qwen3-4B's.
+    ChildProcess sim(sim_args({"--preset", "instant", "--num-gpu-blocks", "64", "--max-model-len", "1024",
+                               "--kv-offloading-size", offload_gib}));
+    Client c(sim.wait_for_port());
+    const auto cached = [&](const std::string& body) {
+      const auto r = c.post("/v1/chat/completions", body);
+      EXPECT_EQ(r.status, 200u) << r.body;
+      return parse(r.body).at("usage").at("prompt_tokens_details").at("cached_tokens").as_int64();
+    };
+    EXPECT_EQ(cached(a), 0);
+    EXPECT_EQ(cached(b), 0);
+    const std::int64_t again = cached(a);
+    const auto loaded = metric(c, "vllm:external_prefix_cache_hits_total");
+    EXPECT_EQ(metric(c, "vllm:prefix_cache_hits_total")["0"], 0.0);  // nothing of A was left on the GPU
+    EXPECT_EQ(sim.stop(), 0);
+    return std::pair{again, loaded.contains("0") ? loaded.at("0") : -1.0};
+  };
+  const auto [without, loaded_without] = run("0");
+  EXPECT_EQ(without, 0);
+  EXPECT_EQ(loaded_without, 0.0);
+  const auto [with, loaded_with] = run("1");
+  EXPECT_GT(with, 300);  // all of A's prompt but its last partial block
+  EXPECT_EQ(loaded_with, static_cast<double>(with));
+}
+
 TEST(SimBalancing, OneConnectionSpreadsIdleRanksThenDisconnectFreesTheSlot) {
   // Slow model time: requests stay running long enough to observe, and one balancer view period lasts
   // 0.1 model s = 10 wall s at --time-scale 0.01.
