@@ -18,8 +18,10 @@ struct ReplicaReport {
   std::optional<std::int64_t> num_gpu_blocks;  ///< vllm:cache_config_info
   std::optional<std::int64_t> block_size;      ///< vllm:cache_config_info
   std::optional<double> prefix_queries_total;  ///< vllm:prefix_cache_queries_total (prompt tokens looked up)
-  std::optional<double> prefix_hits_total;     ///< vllm:prefix_cache_hits_total (of those, found cached)
-  std::optional<double> preemptions_total;     ///< vllm:num_preemptions_total
+  /// Of those, not computed: vllm:prefix_cache_hits_total (found in the GPU cache) plus
+  /// vllm:external_prefix_cache_hits_total (loaded through a KV connector, such as vLLM's CPU offload).
+  std::optional<double> prefix_hits_total;
+  std::optional<double> preemptions_total;  ///< vllm:num_preemptions_total
 };
 
 /// What routing reads of a replica's reports, validated (observe_report).

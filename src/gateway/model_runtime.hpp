@@ -44,8 +44,9 @@ struct ReplicaRuntime {
   int consecutive_failures = 0;
   bool scraped = false;  // at least one successful scrape
   std::string last_error;
-  CounterDelta prefix_hits;
+  CounterDelta prefix_hits;  // the GPU cache's hits and those loaded through a KV connector
   CounterDelta prefix_queries;
+  CounterDelta preemptions;        // requests the engine preempted for KV blocks: a replica thrashing
   core::PrefillRate prefill_rate;  // fills metrics.prefill_tokens_per_second (cost-aware spill)
   core::OutlierState outlier;      // ejection after failed requests or a stall (core/outlier.hpp)
   core::ProgressWatch progress;    // running requests against the engine's token counters

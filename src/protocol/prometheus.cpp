@@ -433,6 +433,8 @@ void VllmScrapeBuilder::add(const PromSample& s) {
     set(&VllmRank::prefix_cache_queries_total);
   } else if (name == "prefix_cache_hits_total") {
     set(&VllmRank::prefix_cache_hits_total);
+  } else if (name == "external_prefix_cache_hits_total") {
+    set(&VllmRank::external_prefix_cache_hits_total);
   } else if (name == "prompt_tokens_total") {
     set(&VllmRank::prompt_tokens_total);
   } else if (name == "generation_tokens_total") {

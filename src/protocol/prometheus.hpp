@@ -117,6 +117,9 @@ struct VllmRank {
   // Fall back to the deprecated vllm:gpu_prefix_cache_{queries,hits}_total.
   std::optional<double> prefix_cache_queries_total;
   std::optional<double> prefix_cache_hits_total;
+  // Prompt tokens loaded from a KV connector instead of computed (vllm:external_prefix_cache_hits_total:
+  // vLLM's CPU offload, LMCache): hits too, outside the GPU cache's own counters.
+  std::optional<double> external_prefix_cache_hits_total;
   std::optional<double> prompt_tokens_total;
   std::optional<double> generation_tokens_total;
   // Requests preempted for KV blocks (vllm:num_preemptions_total): a rank whose count climbs is thrashing.

@@ -66,6 +66,32 @@ TEST(CounterDelta, CountsFromFirstObservationAndSurvivesResets) {
   EXPECT_EQ(d.delta(), 190);
 }
 
+// vLLM with CPU KV offload: its connector's hits (tokens loaded, not computed) count as hits, and its
+// preemptions are counted since the warden started.
+TEST(ModelRuntime, OffloadedHitsCountAsHitsAndPreemptionsAreCounted) {
+  Config c = config_of(kDp);
+  ModelRuntime m(c.models[0], 3);
+  const auto& url = c.models[0].dp_url;
+  auto extra = [](double external, double preempted) {
+    return "vllm:external_prefix_cache_hits_total{engine=\"0\",model_name=\"served\"} " +
+           std::to_string(external) + "\nvllm:num_preemptions_total{engine=\"0\",model_name=\"served\"} " +
+           std::to_string(preempted) + "\n";
+  };
+  auto s1 = scrape_for_model(rank_metrics(0, 1, 0, 0.5, 1000, 100) + extra(500, 7), "served");
+  ASSERT_TRUE(s1);
+  m.apply_scrape(url, *s1);
+  auto s2 = scrape_for_model(rank_metrics(0, 1, 0, 0.5, 2000, 300) + extra(1000, 10), "served");
+  ASSERT_TRUE(s2);
+  m.apply_scrape(url, *s2);
+  const auto& r0 = m.replicas()[0];
+  ASSERT_TRUE(r0.prefix_hit_rate());
+  EXPECT_DOUBLE_EQ(*r0.prefix_hit_rate(), (200.0 + 500.0) / 1000.0);
+  EXPECT_DOUBLE_EQ(r0.preemptions.delta(), 3.0);
+  // Computed tokens leave out the loaded ones: 2000 - 300 - 1000.
+  ASSERT_TRUE(r0.metrics.computed());
+  EXPECT_EQ(*r0.metrics.computed(), 700U);
+}
+
 TEST(ModelRuntime, DataParallelScrapeFillsEachRankAndHitRateSinceStart) {
   Config c = config_of(kDp);
   ModelRuntime m(c.models[0], 3);

@@ -42,6 +42,7 @@ function expectedCard(model) {
       `${int(r.running)} / ${int(r.waiting)}`,
       pct(r.kv_used),
       pct(r.prefix_hit_rate),
+      int(r.preemptions),
       r.kv_capacity_tokens > 0 ? `${int(r.held_tokens)} of ${int(r.kv_capacity_tokens)} tokens` : '–',
     ]),
     affinity: routing.affinity ? 'Affinity on' : 'Affinity off',

@@ -26,7 +26,7 @@ import {
 } from '../../src/gateway/console/web/js/present.js';
 
 const replicas = [
-  { index: 1, in_flight: 2, new: 1, sticky: 21, spilled_in: 3, client_pinned: 0, running: 2, waiting: 1, kv_used: 0.4, prefix_hit_rate: 0.86, healthy: true, held_tokens: 9800, kv_capacity_tokens: 33600 },
+  { index: 1, in_flight: 2, new: 1, sticky: 21, spilled_in: 3, client_pinned: 0, running: 2, waiting: 1, kv_used: 0.4, prefix_hit_rate: 0.86, preemptions: 1250, healthy: true, held_tokens: 9800, kv_capacity_tokens: 33600 },
   { index: 0, in_flight: 1, new: 2, sticky: 38, spilled_in: 0, client_pinned: 4, running: 1, waiting: 0, kv_used: 0.125, prefix_hit_rate: 0.822, healthy: false },
 ];
 
@@ -68,8 +68,8 @@ test('replica rows are ordered by index and formatted per column', () => {
   const card = routingCard({ routing: { replicas } }, 0);
   assert.deepEqual(card.rows.map((r) => r.index), [0, 1]);
   assert.equal(card.rows[0].healthy, false);
-  assert.deepEqual(replicaCells(card.rows[0]), ['0', '1', '38', '0', '4', '1 / 0', '12.5%', '82.2%', '–']);
-  assert.deepEqual(replicaCells(card.rows[1]), ['1', '2', '21', '3', '0', '2 / 1', '40.0%', '86.0%', '9,800 of 33,600 tokens']);
+  assert.deepEqual(replicaCells(card.rows[0]), ['0', '1', '38', '0', '4', '1 / 0', '12.5%', '82.2%', '–', '–']);
+  assert.deepEqual(replicaCells(card.rows[1]), ['1', '2', '21', '3', '0', '2 / 1', '40.0%', '86.0%', '1,250', '9,800 of 33,600 tokens']);
 });
 
 test('an ejected replica row says so with its reason; one in routing does not', () => {
@@ -107,7 +107,7 @@ test('in flight and sticky share fall back to the replicas when the API gives no
 
 test('missing numbers show as a dash, never as NaN or 0', () => {
   const card = routingCard({ routing: { replicas: [{ index: 0 }] } }, 0);
-  assert.deepEqual(replicaCells(card.rows[0]), ['0', '–', '–', '–', '–', '– / –', '–', '–', '–']);
+  assert.deepEqual(replicaCells(card.rows[0]), ['0', '–', '–', '–', '–', '– / –', '–', '–', '–', '–']);
   assert.equal(card.labels.sticky, 'Sticky –');
 });
 

@@ -310,5 +310,21 @@ TEST(PrometheusTest, VllmPreemptionsPerRank) {
   EXPECT_EQ(r->rank(3), nullptr);  // another model's series
 }
 
+TEST(PrometheusTest, VllmExternalPrefixCacheHitsPerRank) {
+  // vLLM with a KV connector (CPU offload): tokens loaded instead of computed, beside the GPU cache's hits.
+  const std::string text =
+      "# TYPE vllm:external_prefix_cache_hits_total counter\n"
+      "vllm:external_prefix_cache_hits_total{engine=\"0\",model_name=\"qwen\"} 4096.0\n"
+      "vllm:external_prefix_cache_queries_total{engine=\"0\",model_name=\"qwen\"} 9000.0\n"
+      "vllm:external_prefix_cache_hits_created{engine=\"0\",model_name=\"qwen\"} 1.7e9\n"
+      "vllm:prefix_cache_hits_total{engine=\"1\",model_name=\"qwen\"} 10.0\n";
+  auto r = parse_vllm_metrics(text, "qwen");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->ranks.size(), 2u);
+  EXPECT_EQ(r->rank(0)->external_prefix_cache_hits_total, 4096.0);
+  EXPECT_FALSE(r->rank(0)->prefix_cache_hits_total.has_value());
+  EXPECT_FALSE(r->rank(1)->external_prefix_cache_hits_total.has_value());
+}
+
 }  // namespace
 }  // namespace warden::protocol

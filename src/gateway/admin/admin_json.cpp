@@ -132,6 +132,7 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
     row["prefix_hit_rate"] = optional_number(r.prefix_hit_rate());
     row["prefix_hits"] = r.prefix_hits.delta();
     row["prefix_queries"] = r.prefix_queries.delta();
+    row["preemptions"] = r.preemptions.delta();
     row["kv_capacity_tokens"] = r.metrics.kv_capacity_tokens;
     row["active_conversations"] = s.active_conversations;
     row["held_tokens"] = s.held_tokens;

@@ -91,6 +91,7 @@ export function replicaRow(r, index) {
     waiting: num(r.waiting),
     kvUsed: num(r.kv_used),
     prefixHitRate: num(r.prefix_hit_rate),
+    preemptions: num(r.preemptions),
     balanced: num(r.balanced),
     failover: num(r.failover),
     rehomed: num(r.rehomed_in),
@@ -221,6 +222,7 @@ export const replicaColumns = [
   'Running / waiting',
   'KV used',
   'Prefix cache hit rate',
+  'Preempted',
   'Working set',
 ];
 
@@ -234,6 +236,7 @@ export function replicaCells(row) {
     `${formatInt(row.running)} / ${formatInt(row.waiting)}`,
     formatPercent(row.kvUsed),
     formatPercent(row.prefixHitRate),
+    formatInt(row.preemptions),
     workingSetText(row),
   ];
 }
