@@ -60,7 +60,7 @@ test: build build-asan
 # Starts the demo: simulated replicas, the warden and its console (WARDENS=2: a second warden on the same
 # replicas, sharing conversation homes through a local redis-server).
 run: build
-	@TIME_SCALE=$(TIME_SCALE) WARDENS=$(WARDENS) bash scripts/run-demo.sh $(BUILD)/lm-warden
+	@TIME_SCALE=$(TIME_SCALE) WARDENS=$(WARDENS) ENGINE_ARGS="$(ENGINE_ARGS)" bash scripts/run-demo.sh $(BUILD)/lm-warden
 
 bench: build
 	@for b in $(BUILD)/bench/*_bench; do echo "== $$b"; $$b; done

@@ -4,6 +4,8 @@
 # WARDENS=2 (or more): a redis-server on a free loopback port and further wardens on the next ports, in
 # front of the same simulated ranks (they launch nothing), all sharing conversation homes through Redis.
 # SHARED_STATE=0 leaves Redis out: each warden then places conversations on its own (for comparison).
+# ENGINE_ARGS="--kv-offloading-size 16" adds those arguments (words without quotes or commas) to the
+# simulated engines' command line (docs/sim.md).
 # Ctrl-C stops the wardens and Redis, and the first warden stops the sim.
 set -euo pipefail
 bin=${1:-build/lm-warden}
@@ -85,11 +87,21 @@ if ! [[ "$time_scale" =~ ^[0-9]+([.][0-9]+)?$ ]] || awk "BEGIN { exit !($time_sc
   exit 2
 fi
 scrape_ms=$(awk "BEGIN { ms = int(1000 / $time_scale); print (ms < 50 ? 50 : ms) }")
+engine_args=
+read -ra engine_words <<<"${ENGINE_ARGS:-}"
+for word in "${engine_words[@]}"; do
+  if ! [[ "$word" =~ ^[A-Za-z0-9._=/+-]+$ ]]; then
+    echo "ENGINE_ARGS takes plain words (letters, digits and ._=/+-), not '$word'" >&2
+    exit 2
+  fi
+  engine_args+=", \"$word\""
+done
 
 # The demo config puts the sim on port 8000; follow SIM_PORT if it was changed.
 sed -e "s|http://127.0.0.1:8000|http://127.0.0.1:${sim_port}|" \
   -e "s|--preset, a4000-qwen3-4b,|--preset, a4000-qwen3-4b, --time-scale, \"${time_scale}\",|" \
   -e "s|scrape_interval: 1s|scrape_interval: ${scrape_ms}ms|" \
+  -e "s|--tool-rounds, \"3.5\"]|--tool-rounds, \"3.5\"${engine_args}]|" \
   "$root/config/demo.yaml" >"$tmp/demo.yaml"
 redis_url=
 redis_port=
