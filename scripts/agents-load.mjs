@@ -5,7 +5,8 @@
 // `lm-warden bench --workload agentic` from what the processes and the servers measured:
 //
 //   tasks, task time p50/p95 and tasks/hour   from the processes' own timings (spawn to exit);
-//   prefix hits                               vllm:prefix_cache_hits_total / _queries_total, before/after,
+//   prefix hits                               vllm:prefix_cache_hits_total (+ external_prefix_cache_hits_total,
+//                                             what CPU offload loaded) / _queries_total, before/after,
 //                                             summed over --metrics (the engines' /metrics);
 //   TTFB p50/p95                              lm_warden_ttfb_seconds histogram before/after (--warden-metrics).
 //
@@ -239,7 +240,8 @@ async function prefixCounters(urls) {
       continue;
     }
     for (const s of series) {
-      if (s.name === 'vllm:prefix_cache_hits_total') {
+      // Tokens a KV connector (CPU offload) loaded instead of computing them are hits too.
+      if (s.name === 'vllm:prefix_cache_hits_total' || s.name === 'vllm:external_prefix_cache_hits_total') {
         c.hits += s.value;
       } else if (s.name === 'vllm:prefix_cache_queries_total') {
         c.queries += s.value;

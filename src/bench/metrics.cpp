@@ -12,8 +12,8 @@ MetricsSample summarize(const std::vector<protocol::VllmScrape>& scrapes) {
       if (rank.num_requests_running.value_or(0.0) > 0.0) {
         ++s.busy_ranks;
       }
-      if (rank.prefix_cache_hits_total && rank.prefix_cache_queries_total) {
-        prefix.hits += *rank.prefix_cache_hits_total;
+      if (rank.all_prefix_hits() && rank.prefix_cache_queries_total) {
+        prefix.hits += *rank.all_prefix_hits();
         prefix.queries += *rank.prefix_cache_queries_total;
       } else {
         prefix_complete = false;

@@ -133,25 +133,17 @@ std::vector<int> ModelRuntime::replicas_of(const UpstreamUrl& url) const {
 
 namespace {
 
-// Prompt tokens the rank did not compute: its GPU cache's hits plus those its KV connector loaded.
-std::optional<double> all_prefix_hits(const protocol::VllmRank& rank) {
-  if (!rank.prefix_cache_hits_total) {
-    return std::nullopt;
-  }
-  return *rank.prefix_cache_hits_total + rank.external_prefix_cache_hits_total.value_or(0.0);
-}
-
 // What the rank's series say, as the routing core takes an engine's report.
 core::ReplicaReport vllm_report(const protocol::VllmRank& rank) {
   return {rank.num_requests_running, rank.num_requests_waiting, rank.kv_cache_usage_perc,
           rank.num_gpu_blocks,       rank.block_size,           rank.prefix_cache_queries_total,
-          all_prefix_hits(rank),     rank.num_preemptions_total};
+          rank.all_prefix_hits(),    rank.num_preemptions_total};
 }
 
 }  // namespace
 
 void ModelRuntime::apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank, core::Time now) {
-  if (const auto hits = all_prefix_hits(rank)) {
+  if (const auto hits = rank.all_prefix_hits()) {
     r.prefix_hits.observe(*hits);
   }
   if (rank.num_preemptions_total) {

@@ -126,6 +126,15 @@ struct VllmRank {
   std::optional<double> num_preemptions_total;
   std::optional<std::int64_t> block_size;      // from vllm:cache_config_info labels
   std::optional<std::int64_t> num_gpu_blocks;  // from vllm:cache_config_info labels
+
+  /// Prompt tokens the rank did not compute: its GPU cache's hits plus those its KV connector loaded
+  /// (nullopt without the GPU cache's counter).
+  std::optional<double> all_prefix_hits() const {
+    if (!prefix_cache_hits_total) {
+      return std::nullopt;
+    }
+    return *prefix_cache_hits_total + external_prefix_cache_hits_total.value_or(0.0);
+  }
 };
 
 struct VllmScrape {

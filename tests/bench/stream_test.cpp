@@ -113,17 +113,19 @@ TEST(BenchMetrics, BusyRanksAndPrefixSumsOverEveryEndpoint) {
       "vllm:prefix_cache_hits_total{engine=\"0\",model_name=\"m\"} 600\n"
       "vllm:prefix_cache_queries_total{engine=\"1\",model_name=\"m\"} 500\n"
       "vllm:prefix_cache_hits_total{engine=\"1\",model_name=\"m\"} 100\n";
+  // With CPU KV offload: 3 more tokens loaded from host memory, hits too.
   const std::string single =
       "vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 1\n"
       "vllm:prefix_cache_queries_total{engine=\"0\",model_name=\"m\"} 10\n"
-      "vllm:prefix_cache_hits_total{engine=\"0\",model_name=\"m\"} 5\n";
+      "vllm:prefix_cache_hits_total{engine=\"0\",model_name=\"m\"} 5\n"
+      "vllm:external_prefix_cache_hits_total{engine=\"0\",model_name=\"m\"} 3\n";
   const MetricsSample s =
       summarize({*protocol::parse_vllm_metrics(dp2), *protocol::parse_vllm_metrics(single)});
   EXPECT_EQ(s.ranks, 3);
   EXPECT_EQ(s.busy_ranks, 2);
   ASSERT_TRUE(s.prefix.has_value());
   EXPECT_DOUBLE_EQ(s.prefix->queries, 1510);
-  EXPECT_DOUBLE_EQ(s.prefix->hits, 705);
+  EXPECT_DOUBLE_EQ(s.prefix->hits, 708);
 
   // A rank without prefix counters makes the level's hit rate unmeasurable rather than wrong.
   const MetricsSample partial =
