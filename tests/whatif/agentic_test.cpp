@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <map>
+#include <string>
 
 #include "engine/presets.hpp"
 #include "report/report.hpp"
@@ -94,6 +96,33 @@ TEST(WhatifAgentic, TheCeilingFindsEachThreadsPreviousRequestCached) {
   // Same placement, but only a task's first request (and a subagent's) can miss.
   EXPECT_GT(ceiling.prefix_hits, balancer.prefix_hits);
   EXPECT_EQ(ceiling.errors, 0);
+}
+
+// Past the GPU caches (12 agents on 4 replicas of 2,100 blocks), 8 GiB of host memory per rank for evicted
+// prefixes raises the hit rate, and raises it most where each thread's requests go to one replica: the
+// balancer scatters them, so each rank's host memory holds stale copies of every thread.
+TEST(WhatifAgentic, CpuOffloadPaysMostWhereAThreadStaysOnItsReplica) {
+  SimulationConfig c = agentic_config();
+  c.engine.num_gpu_blocks = 2100;
+  c.replicas = 4;
+  c.levels = {12};
+  c.duration = 300;
+  const auto hits = [&](double offload_gib) {
+    c.engine.kv_offloading_size = offload_gib;
+    const auto o = simulate(c);
+    EXPECT_TRUE(o) << o.error();
+    std::map<std::string, double> by_policy;
+    for (const report::Row& r : o->rows) {
+      EXPECT_EQ(r.errors, 0) << r.policy;
+      by_policy[r.policy] = r.prefix_hits.value_or(-1);
+    }
+    return by_policy;
+  };
+  const auto gpu_only = hits(0);
+  const auto offload = hits(8);
+  EXPECT_GT(offload.at("vllm-lb"), gpu_only.at("vllm-lb"));
+  EXPECT_GT(offload.at("affinity"), gpu_only.at("affinity") + 10);
+  EXPECT_GT(offload.at("affinity"), offload.at("vllm-lb") + 5);
 }
 
 TEST(WhatifAgentic, HeldTaskStartsAreReleasedAndNothingFails) {
