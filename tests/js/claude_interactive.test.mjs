@@ -34,11 +34,27 @@ function terminal(dir) {
     screen: () => tmux('capture-pane', '-p', '-t', 'cc'),  // what the window shows now
     keys: (...keys) => tmux('send-keys', '-t', 'cc', ...keys),
     type: (text) => tmux('send-keys', '-t', 'cc', text),
-    stop: () => {
+    // Ends the session and waits until Claude Code (the pane's process) has exited: it still writes to its
+    // home for a moment after the terminal goes, and the home is removed next.
+    stop: async () => {
+      let pid = null;
       try {
+        pid = Number(tmux('list-panes', '-t', 'cc', '-F', '#{pane_pid}').trim()) || null;
         tmux('kill-server');
       } catch {
         // already gone
+      }
+      // Gone, or a zombie its new parent has not reaped yet.
+      const alive = () => {
+        try {
+          const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+          return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+        } catch {
+          return false;
+        }
+      };
+      if (pid) {
+        await waitFor(() => !alive(), { timeoutMs: 15000, intervalMs: 100, what: 'Claude Code to exit' });
       }
     },
   };
@@ -59,8 +75,8 @@ describe('the README\'s interactive Claude Code line, typed in tmux', { skip, ti
     w.recorders.push(recorder);
     const bin = path.join(sourceDir, 'node_modules', '.bin');
     const term = terminal(w.dir);
-    t.after(() => {
-      term.stop();
+    t.after(async () => {
+      await term.stop();
       fs.rmSync(home, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
     });
     term.start(cwd, `env HOME=${home} PATH=${bin}:${process.env.PATH} ${readmeLine(recorder.url)}`);
