@@ -9,6 +9,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
@@ -36,6 +37,9 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t kRelayBytes = 16u << 10;
 // How long a relay whose plain side ended waits for the peer's close_notify after sending its own.
 constexpr std::chrono::milliseconds kShutdownWait{1000};
+// The longest a relay whose plain side stopped sending keeps relaying what the peer sends (the plain side's
+// own lingering close is shorter: net::ServerOptions::linger_timeout).
+constexpr std::chrono::milliseconds kLingerLimit{30000};
 
 bool readable(const std::string& path, const char* what, std::string* why) {
   std::ifstream in(path);
@@ -147,11 +151,25 @@ asio::awaitable<void> pump_out(Relay& r, std::chrono::milliseconds write_timeout
   }
 }
 
+// Plain side → TLS peer until the plain side ends; then, if it only stopped sending (a refusal before the
+// body was read: net::Server shuts its sending side and reads what still comes, a lingering close), waits
+// until it is gone altogether, so that what the peer still sends keeps flowing to it through pump_in
+// instead of piling up unread, which closing would answer with a reset before the peer read the refusal.
+// A plain side that closed altogether is seen at once (its end of the socket pair hangs up).
+asio::awaitable<void> pump_out_then_linger(Relay& r, std::chrono::milliseconds write_timeout) {
+  co_await pump_out(r, write_timeout);
+  if (!r.plain_ended) {
+    co_return;
+  }
+  asio::steady_timer bound(r.plain.get_executor(), kLingerLimit);
+  co_await (r.plain.async_wait(tcp::socket::wait_error, use_tuple) || bound.async_wait(use_tuple));
+}
+
 // Runs until either side ends, then closes both: a TLS peer that leaves is seen by the plain side as its
 // client leaving (EOF), and a plain side that closes sends close_notify first.
 asio::awaitable<void> run_relay(std::shared_ptr<Relay> r, std::shared_ptr<ssl::context> ctx,
                                 std::chrono::milliseconds write_timeout) {
-  co_await (pump_in(*r) || pump_out(*r, write_timeout));
+  co_await (pump_in(*r) || pump_out_then_linger(*r, write_timeout));
   boost::system::error_code ignored;
   if (r->plain_ended) {
     r->tls_deadline.expires_after(kShutdownWait);

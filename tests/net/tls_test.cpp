@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/connect.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -59,7 +61,55 @@ net::Handler three_events() {
   };
 }
 
+// Sends the head and `body_bytes` of body over TLS before reading anything, as a client that writes its whole
+// request first (Python's urllib); returns what it read back, and whether every byte went out.
+std::string tls_send_all_then_read(int port, const std::string& ca_file, const std::string& head,
+                                   std::size_t body_bytes, bool& sent_all) {
+  namespace ssl = net::asio::ssl;
+  net::asio::io_context ioc;
+  ssl::context ctx(ssl::context::tls_client);
+  ctx.load_verify_file(ca_file);
+  ctx.set_verify_mode(ssl::verify_peer);
+  ssl::stream<net::tcp::socket> tls(ioc, ctx);
+  tls.next_layer().connect({net::asio::ip::make_address("127.0.0.1"), static_cast<std::uint16_t>(port)});
+  tls.handshake(ssl::stream_base::client);
+  boost::system::error_code ec;
+  net::asio::write(tls, net::asio::buffer(head), ec);
+  const std::string chunk(64u << 10, 'x');
+  for (std::size_t sent = 0; !ec && sent < body_bytes;) {
+    sent +=
+        net::asio::write(tls, net::asio::buffer(chunk.data(), std::min(chunk.size(), body_bytes - sent)), ec);
+  }
+  sent_all = !ec;
+  std::string out;
+  std::array<char, 4096> buf;
+  for (std::size_t n; (n = tls.read_some(net::asio::buffer(buf), ec)) > 0 && !ec;) {
+    out.append(buf.data(), n);
+  }
+  return out;
+}
+
 }  // namespace
+
+// A refusal decided before the body was read (413) reaches a TLS client that sends its whole body before
+// reading, as it does a plain one (NetServerEdges.AnEarlyRefusalReachesAClientStillSendingItsBody), instead
+// of a reset: the relay keeps passing the body on to the server's lingering close.
+TEST(NetTls, AnEarlyRefusalReachesAClientStillSendingItsBody) {
+  test_support::TempDir dir;
+  const auto cert = make_certificate(dir.path, "server");
+  net::ServerOptions opts;
+  opts.max_body_bytes = 1u << 20;
+  net_test::TestServer server(three_events(), opts);
+  server.set_tls(server_tls(cert));
+  const std::size_t body = std::size_t{32} << 20;  // far more than loopback buffers
+  bool sent_all = false;
+  const std::string got = tls_send_all_then_read(
+      server.port(), cert.cert,
+      "POST /v1/x HTTP/1.1\r\nHost: a\r\nContent-Length: " + std::to_string(body) + "\r\n\r\n", body,
+      sent_all);
+  EXPECT_TRUE(sent_all);
+  EXPECT_EQ(got.substr(0, 12), "HTTP/1.1 413") << got.substr(0, 200);
+}
 
 // The pool speaks TLS to the server, checks the certificate's name (its DNS and its IP entry), streams a
 // body piece by piece and keeps the connection for the next request.
