@@ -179,6 +179,12 @@ describe('web console against lm-warden serve', { timeout: 240000 }, () => {
     assert.match(shown.labels.spill, /^Spill threshold 8 \(auto\)$/);
     assert.match(shown.labels.sticky, /^Sticky \d+\.\d%$/);
     assert.match(shown.since, /^Counters accumulate since the warden started \(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, .* ago\)\.$/);
+    // Every column shows at a laptop's width without scrolling sideways.
+    const fits = await page.evaluate(() => {
+      const table = document.getElementById('replica-table');
+      return { table: table.scrollWidth, room: table.parentElement.clientWidth, viewport: window.innerWidth };
+    });
+    assert.ok(fits.table <= fits.room, `the replica table is ${fits.table} px wide in ${fits.room} px (${fits.viewport} px window)`);
     await screenshot(page, 'model', { docs: true });
     assert.deepEqual(errors, []);
     await close();
