@@ -33,7 +33,8 @@ struct SimArgs {
   std::string tool_rounds;  // empty: the preset's (off)
   std::string tool_parallel;
   std::string tool_subagent;
-  std::string kv_offloading_size;  // empty: the preset's (off)
+  std::string kv_offloading_size;     // empty: the preset's (off)
+  std::string kv_offloading_backend;  // vLLM's flag, accepted for its one modelled value
   std::string log_level = "info";
 };
 
@@ -140,6 +141,9 @@ void add_sim_command(CLI::App& app) {
   cmd->add_option("--kv-offloading-size", args->kv_offloading_size,
                   "GiB of host memory per rank for vLLM's native CPU KV offload (0 = off): evicted prefixes "
                   "are loaded back over PCIe instead of recomputed");
+  cmd->add_option("--kv-offloading-backend", args->kv_offloading_backend,
+                  "vLLM's offload backend; the one modelled is native (vLLM's own CPU offload)")
+      ->check(CLI::IsMember({"native"}));
   cmd->add_option("--seed", o.seed, "Seed for output text, ids and balancer choices")->default_val(0);
   cmd->add_option("--api-server-count", o.api_server_count,
                   "Balancer instances (vLLM API server processes); default = data-parallel size")

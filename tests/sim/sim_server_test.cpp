@@ -550,7 +550,7 @@ TEST(SimOffload, APromptTheGpuEvictedIsLoadedFromHostMemory) {
   const auto run = [&](const char* offload_gib) {
     // 64 blocks of 16 tokens on the GPU; 1 GiB of host memory holds 455 of Qwen3-4B's.
     ChildProcess sim(sim_args({"--preset", "instant", "--num-gpu-blocks", "64", "--max-model-len", "1024",
-                               "--kv-offloading-size", offload_gib}));
+                               "--kv-offloading-backend", "native", "--kv-offloading-size", offload_gib}));
     Client c(sim.wait_for_port());
     const auto cached = [&](const std::string& body) {
       const auto r = c.post("/v1/chat/completions", body);
@@ -571,6 +571,11 @@ TEST(SimOffload, APromptTheGpuEvictedIsLoadedFromHostMemory) {
   const auto [with, loaded_with] = run("1");
   EXPECT_GT(with, 300);  // all of A's prompt but its last partial block
   EXPECT_EQ(loaded_with, static_cast<double>(with));
+  // vLLM's other backends (LMCache, ...) are not modelled: refused, not ignored.
+  ChildProcess other(sim_args({"--preset", "instant", "--kv-offloading-backend", "lmcache"}));
+  const auto code = other.wait_exit(std::chrono::seconds(20));
+  ASSERT_TRUE(code.has_value());
+  EXPECT_NE(*code, 0);
 }
 
 TEST(SimBalancing, OneConnectionSpreadsIdleRanksThenDisconnectFreesTheSlot) {
