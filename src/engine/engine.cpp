@@ -137,9 +137,12 @@ struct Engine::Impl {
 
   // Blocks of the prompt a fresh lookup would hit, leaving at least one token to compute.
   std::size_t hit_blocks(const Request& r) const {
-    const std::size_t max_blocks = (r.tokens.size() - 1) / config.block_size;
-    const std::size_t n = std::min(max_blocks, r.hashes.size());
-    return cache.count_cached_prefix(std::span(r.hashes).first(n));
+    return cache.count_cached_prefix(std::span(r.hashes).first(hit_limit(r)));
+  }
+
+  // The most blocks a lookup may find, in either cache: whole blocks of the prompt but its last token.
+  std::size_t hit_limit(const Request& r) const {
+    return std::min((r.tokens.size() - 1) / config.block_size, r.hashes.size());
   }
 
   // Registers every block that will be full once `upto` tokens are computed.
@@ -324,11 +327,12 @@ struct Engine::Impl {
     // Hit blocks sitting in the free queue leave it when taken, so they count against the free blocks.
     const std::size_t evictable = cache.count_free_in_prefix(r.hashes, hits);
     const auto hit_tokens = static_cast<std::uint32_t>(hits * config.block_size);
+    const std::uint32_t assumed = assumed_tokens(r);
     std::uint32_t loaded = offload_hit_blocks(r, hits) * config.block_size;
-    if (assumed_tokens(r) > hit_tokens + loaded) {
+    if (assumed > hit_tokens + loaded) {
       loaded = 0;  // the ceiling's assumed hits cover more than the offload tier would load
     }
-    const std::uint32_t known = std::max(hit_tokens + loaded, assumed_tokens(r));
+    const std::uint32_t known = std::max(hit_tokens + loaded, assumed);
     const std::uint32_t num_new = std::min(static_cast<std::uint32_t>(r.tokens.size()) - known, budget);
     if (need_for(r, known + num_new) - hits + evictable + watermark_blocks() > cache.num_free()) {
       return std::nullopt;
@@ -358,7 +362,7 @@ struct Engine::Impl {
 
   // Blocks past the first `gpu_hits` that the offload tier holds, leaving at least one token to compute.
   std::uint32_t offload_hit_blocks(const Request& r, std::size_t gpu_hits) {
-    const std::size_t max_blocks = std::min((r.tokens.size() - 1) / config.block_size, r.hashes.size());
+    const std::size_t max_blocks = hit_limit(r);
     if (offload.capacity() == 0 || gpu_hits >= max_blocks) {
       return 0;
     }

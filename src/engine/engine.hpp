@@ -139,6 +139,8 @@ struct Metrics {
   // looked up there at first scheduling, and those loaded from it instead of computed.
   std::uint64_t external_prefix_cache_queries_total = 0;
   std::uint64_t external_prefix_cache_hits_total = 0;
+  // Prompt tokens served from either cache rather than computed.
+  std::uint64_t all_prefix_hits() const { return prefix_cache_hits_total + external_prefix_cache_hits_total; }
   std::uint64_t requests_finished_total = 0;  // finished by the stop rule
   std::uint64_t requests_aborted_total = 0;
   Histogram time_to_first_token;

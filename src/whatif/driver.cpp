@@ -93,7 +93,7 @@ core::ReplicaReport engine_report(const engine::Metrics& m) {
           std::int64_t{m.num_gpu_blocks},
           std::int64_t{m.block_size},
           static_cast<double>(m.prefix_cache_queries_total),
-          static_cast<double>(m.prefix_cache_hits_total + m.external_prefix_cache_hits_total),
+          static_cast<double>(m.all_prefix_hits()),
           static_cast<double>(m.num_preemptions_total)};
 }
 
@@ -804,7 +804,7 @@ class Driver {
     for (const auto& e : engines_) {
       const engine::Metrics m = e.metrics();
       // Tokens loaded from the offload tier are served from cache too (vLLM's cached_tokens counts them).
-      c.hits += static_cast<double>(m.prefix_cache_hits_total + m.external_prefix_cache_hits_total);
+      c.hits += static_cast<double>(m.all_prefix_hits());
       c.queries += static_cast<double>(m.prefix_cache_queries_total);
     }
     return c;
