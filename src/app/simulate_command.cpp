@@ -39,6 +39,7 @@ struct SimulateOptions {
   std::string compare;
   std::uint64_t seed = 1;
   bool warm_start = false;
+  bool carry_over = false;
   std::string scrape_interval = "1s";
   std::string client_rtt = "0";
   std::string think_time = "0";
@@ -255,6 +256,7 @@ base::Result<whatif::SimulationConfig> simulation_from(const SimulateOptions& o)
   c.routing.vllm_balancer = o.vllm_balancer;
   c.seed = o.seed;
   c.warm_start = o.warm_start;
+  c.carry_over = o.carry_over;
   auto preset = workload::preset(o.workload);
   if (!preset) {
     return base::Failure{preset.error()};
@@ -347,6 +349,7 @@ report::Report report_of(const whatif::SimulationConfig& c, const whatif::Outcom
   rep.meta["client_rtt_s"] = c.client_rtt;
   rep.meta["scrape_interval_s"] = c.scrape_interval;
   rep.meta["warm_start"] = c.warm_start;
+  rep.meta["carry_over"] = c.carry_over;
   boost::json::array policies;
   for (const auto& p : c.policies) {
     policies.emplace_back(p);
@@ -500,6 +503,9 @@ void add_simulate_command(CLI::App& app) {
                   "A,B: the reference method (A over all levels, then B, warm caches)");
   cmd->add_option("--seed", o->seed, "Seed of the prompts and of routing ties")->capture_default_str();
   cmd->add_flag("--warm-start", o->warm_start, "Keep engine caches from one policy to the next");
+  cmd->add_flag("--carry-over", o->carry_over,
+                "Sessions run on from one level into the next, which adds sessions to them (no drain "
+                "between levels); the chat workload only");
   cmd->add_option("--think-jitter", o->think_jitter, "Extra client time per turn, uniform in [0, J)")
       ->capture_default_str();
   cmd->add_option("--scrape-interval", o->scrape_interval, "Warden metrics scrape period")

@@ -221,11 +221,26 @@ class Driver {
     return {};
   }
 
-  Result<void> run_level(int sessions, std::size_t level_index) {
-    const auto n = static_cast<std::size_t>(sessions);
+  // The level's loop: the previous level's grown to `n` sessions (carry_over), else a new one. Returns the
+  // sessions the previous level had started (0 for a new loop).
+  std::uint64_t start_loop(std::size_t n, std::size_t level_index) {
+    if (level_index > 0 && config_.carry_over && loop_) {
+      const std::uint64_t carried = loop_->sessions_started();
+      if (loop_->grow(n, now_)) {
+        prompts_.resize(loop_->slots());
+        sequences_.resize(ceiling_ ? loop_->slots() : 0);
+        return carried;
+      }
+    }
     loop_ = workload::make_loop(workload_, n, now_, level_index * kLevelStride);
     prompts_.assign(loop_->slots(), IncrementalPrompt{});
     sequences_.assign(ceiling_ ? loop_->slots() : 0, engine::Tokens{});
+    return 0;
+  }
+
+  Result<void> run_level(int sessions, std::size_t level_index) {
+    const std::uint64_t carried_sessions = start_loop(static_cast<std::size_t>(sessions), level_index);
+    const bool carried_on = config_.carry_over && level_index + 1 < config_.levels.size();
     recorder_.emplace(policy_, sessions);
     stats_ = LevelStats{};
     stats_.policy = policy_;
@@ -241,7 +256,7 @@ class Driver {
     double next_sample = now_ + config_.busy_interval;
     bool open = true;
 
-    while (open || !flights_.empty()) {
+    while (open || (!carried_on && !flights_.empty())) {
       // The next thing to happen; ties in a fixed order: timed events, window end, scrape, publish,
       // sample, then due turns.
       double t = queue_.empty() ? kInf : queue_.top().time;
@@ -291,7 +306,9 @@ class Driver {
           stats_.prefix_hits = end.hits - start.hits;
           stats_.prefix_queries = end.queries - start.queries;
           stats_.end = now_;
-          loop_->stop();
+          if (!carried_on) {
+            loop_->stop();
+          }
           break;
         }
         case 2: {
@@ -323,7 +340,7 @@ class Driver {
     }
     stats_.drained = now_;
     stats_.preemptions = preemptions() - preempt_start;
-    stats_.sessions_started = loop_->sessions_started();
+    stats_.sessions_started = loop_->sessions_started() - carried_sessions;
     outcome_.rows.push_back(recorder_->row());
     outcome_.levels.push_back(stats_);
     return {};
@@ -915,6 +932,12 @@ Result<void> validate(const SimulationConfig& config) {
   const core::TaskSlotsConfig& t = config.task_slots;
   if (!(t.fill >= 0) || !std::isfinite(t.fill) || t.quiet < core::Time{0} || t.max_wait < core::Time{0}) {
     return std::string("task slots: fill >= 0, quiet and max wait >= 0");
+  }
+  if (config.carry_over && config.workload.agentic.enabled) {
+    return std::string("carry-over: the agentic workload runs new agents at each level");
+  }
+  if (config.carry_over && !std::is_sorted(config.levels.begin(), config.levels.end())) {
+    return std::string("carry-over: levels must not shrink (sessions are carried to the next level)");
   }
   if (config.policies.empty()) {
     return std::string("at least one policy is needed");

@@ -63,7 +63,12 @@ struct SimulationConfig {
   std::vector<int> levels{4, 8, 16, 24, 32};
   double duration = 180.0;  // model seconds per level (measuring window)
   std::vector<std::string> policies{"vllm-lb", "affinity"};
-  bool warm_start = false;       // carry the engines (and their caches) from one policy to the next
+  bool warm_start = false;  // carry the engines (and their caches) from one policy to the next
+  // Carry the sessions from one level to the next, as a load tool that never restarts them: a level adds
+  // sessions to those still running (their requests in flight at the window's end included) instead of
+  // draining and starting N new ones. Only the last level drains. The chat workload only; levels must not
+  // shrink.
+  bool carry_over = false;
   std::uint64_t seed = 1;        // routing randomness (ties, vLLM's SO_REUSEPORT pick)
   double scrape_interval = 1.0;  // the warden's metrics scrape
   double busy_interval = 1.0;    // "replicas busy" sampling

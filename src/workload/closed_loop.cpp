@@ -23,6 +23,18 @@ void ClosedLoop::replace(Slot& s, double ready_at) {
   s.in_flight = false;
 }
 
+bool ClosedLoop::grow(std::size_t sessions, double now) {
+  if (stopped_ || sessions < slots_.size()) {
+    return false;
+  }
+  const std::size_t held = slots_.size();
+  slots_.resize(sessions);
+  for (std::size_t i = held; i < sessions; ++i) {
+    replace(slots_[i], now);
+  }
+  return true;
+}
+
 std::vector<std::size_t> ClosedLoop::take_ready(double now) {
   std::vector<std::size_t> ready;
   if (stopped_) {

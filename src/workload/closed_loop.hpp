@@ -41,6 +41,8 @@ class ClosedLoop : public Loop {
 
   // End of the level: no further turns are handed out; in-flight turns may still complete or fail.
   void stop() override { stopped_ = true; }
+  // Adds new sessions (the next session indices, due at `now`) up to `sessions` slots in all.
+  bool grow(std::size_t sessions, double now) override;
   bool stopped() const { return stopped_; }
 
   std::size_t slots() const override { return slots_.size(); }

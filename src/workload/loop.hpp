@@ -45,6 +45,14 @@ class Loop {
   virtual TurnEnd fail(std::size_t slot, double now, double retry_delay) = 0;
   // End of the level: nothing further is handed out; in-flight requests may still end.
   virtual void stop() = 0;
+  // The next level goes on with these sessions (a load tool that never restarts them): add new sessions up
+  // to `sessions` in all, their first requests due at `now`. False where the loop cannot grow (then the
+  // caller starts a new loop), or when `sessions` is fewer than it holds or it is stopped.
+  virtual bool grow(std::size_t sessions, double now) {
+    (void)sessions;
+    (void)now;
+    return false;
+  }
 
   virtual std::size_t slots() const = 0;     // conversations that may be in flight at once
   virtual std::size_t sessions() const = 0;  // concurrency level: sessions (agents) held open

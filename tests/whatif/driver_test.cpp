@@ -185,6 +185,44 @@ TEST(WhatifDriver, CompareReplaysTheSamePromptsOnWarmEngines) {
   EXPECT_GT(warm->levels[1].prefix_hits, cold->levels[1].prefix_hits);
 }
 
+// --carry-over: the second level goes on with the first level's sessions (no drain between them) and adds
+// new ones. Six turns of 256 tokens take longer than one 40 s window at these loads (the decode alone is
+// over 34 ms a token), so fresh sessions finish none in the second level; carried ones started 40 s
+// earlier do.
+TEST(WhatifDriver, CarryOverRunsTheSessionsOnIntoTheNextLevel) {
+  SimulationConfig c = small_config();
+  c.levels = {4, 8};
+  c.duration = 40;
+  const auto fresh = simulate(c);
+  c.carry_over = true;
+  const auto carried = simulate(c);
+  ASSERT_TRUE(fresh) << fresh.error();
+  ASSERT_TRUE(carried) << carried.error();
+  EXPECT_EQ(fresh->rows.at(1).sessions_per_hour.value_or(-1), 0.0);
+  EXPECT_GT(carried->rows.at(1).sessions_per_hour.value_or(0), 0.0);
+  const LevelStats& first = carried->levels.at(0);
+  const LevelStats& second = carried->levels.at(1);
+  EXPECT_EQ(first.drained, first.end);  // no drain: the window's end is the next level's start
+  EXPECT_EQ(second.begin, first.end);
+  EXPECT_GT(second.drained, second.end);   // the last level drains
+  EXPECT_EQ(first.sessions_started, 4U);   // no session finished in the first window
+  EXPECT_GE(second.sessions_started, 4U);  // the four added, plus replacements of the carried ones
+  EXPECT_EQ(second.max_live_sessions, 8U);
+  EXPECT_EQ(fresh->rows.at(0).sessions_per_hour, carried->rows.at(0).sessions_per_hour);
+}
+
+TEST(WhatifDriver, CarryOverNeedsLevelsThatDoNotShrinkAndTheChatWorkload) {
+  SimulationConfig c = small_config();
+  c.carry_over = true;
+  c.levels = {8, 4};
+  const auto shrinking = simulate(c);
+  ASSERT_FALSE(shrinking);
+  EXPECT_NE(shrinking.error().find("must not shrink"), std::string::npos);
+  c.levels = {4, 8};
+  c.workload = *workload::preset("agentic");
+  EXPECT_FALSE(simulate(c));
+}
+
 TEST(WhatifDriver, RejectsBadConfigs) {
   SimulationConfig c = small_config();
   c.policies = {"nope"};

@@ -132,6 +132,30 @@ TEST(ClosedLoop, StopHandsOutNothingButAcceptsInFlightEnds) {
   EXPECT_THROW(loop.complete(2, 3.0, "r"), std::logic_error);
 }
 
+// A load tool that carries its sessions into the next level: the running ones go on where they were, the
+// added ones are new sessions due at once; a loop never shrinks, and a stopped one does not grow.
+TEST(ClosedLoop, GrowKeepsTheRunningSessionsAndAddsNewOnesDueNow) {
+  const Workload w(small(3, 1.0));
+  ClosedLoop loop(w, 2, 0.0);
+  loop.take_ready(0.0);
+  loop.complete(0, 1.0, "r");  // session 0's next turn is due at 2.0; session 1 is still in flight
+  EXPECT_FALSE(loop.grow(1, 1.5));
+  ASSERT_TRUE(loop.grow(4, 1.5));
+  EXPECT_EQ(loop.slots(), 4U);
+  EXPECT_EQ(loop.sessions_started(), 4U);
+  EXPECT_TRUE(loop.in_flight(1));
+  EXPECT_EQ(loop.conversation(0).session_index, 0U);
+  EXPECT_EQ(loop.conversation(2).session_index, 2U);
+  EXPECT_EQ(loop.conversation(3).session_index, 3U);
+  EXPECT_EQ(loop.conversation(2).turn, 0U);
+  EXPECT_EQ(loop.take_ready(1.5), (std::vector<std::size_t>{2, 3}));
+  EXPECT_EQ(loop.take_ready(2.0), (std::vector<std::size_t>{0}));
+  EXPECT_GT(loop.conversation(0).turn, 0U);
+  loop.stop();
+  EXPECT_FALSE(loop.grow(5, 3.0));
+  EXPECT_EQ(loop.slots(), 4U);
+}
+
 TEST(ClosedLoop, SameFirstIndexReplaysTheSamePrompts) {
   const Workload w(small(2));
   ClosedLoop a(w, 3, 0.0, 10);
