@@ -61,11 +61,15 @@ test('lintian reports no error and no warning', () => {
 });
 
 test('systemd-analyze verify accepts the unit', () => {
-  // verify checks that ExecStart's binary exists: point it at the packaged one.
+  // verify checks that ExecStart's binary exists and that Documentation's man page opens: point it at
+  // the packaged binary and the packaged man page (MANPATH), not at whatever this machine has installed.
   const unit = path.join(out, 'lm-warden.service');
   const text = fs.readFileSync(path.join(root, 'lib/systemd/system/lm-warden.service'), 'utf8');
   fs.writeFileSync(unit, text.replaceAll('/usr/bin/lm-warden', path.join(root, 'usr/bin/lm-warden')));
-  const r = spawnSync('systemd-analyze', ['verify', unit], { encoding: 'utf8' });
+  const r = spawnSync('systemd-analyze', ['verify', unit], {
+    encoding: 'utf8',
+    env: { ...process.env, MANPATH: path.join(root, 'usr/share/man') },
+  });
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stderr.trim(), '');
   assert.match(text, /^Type=notify$/m);
