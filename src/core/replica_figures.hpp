@@ -22,6 +22,13 @@ struct ReplicaReport {
   /// vllm:external_prefix_cache_hits_total (loaded through a KV connector, such as vLLM's CPU offload).
   std::optional<double> prefix_hits_total;
   std::optional<double> preemptions_total;  ///< vllm:num_preemptions_total
+  /// Host (CPU) KV offload, from vllm:cache_config_info too: `kv_offloading_size` (GiB of host memory;
+  /// "None" = off, read as 0), `num_cpu_blocks` (host blocks of block_size tokens: vLLM V1 says 0, an
+  /// engine that sizes its host pool in blocks says how many) and `kv_cache_memory_bytes` (the GPU pool in
+  /// bytes, given only when vLLM was started with it), from which GiB become tokens.
+  std::optional<double> kv_offloading_gib;
+  std::optional<std::int64_t> num_cpu_blocks;
+  std::optional<std::int64_t> kv_cache_memory_bytes;
 };
 
 /// What routing reads of a replica's reports, validated (observe_report).
@@ -34,12 +41,16 @@ struct ReplicaFigures {
   double kv_usage = 0.0;
   /// KV-cache capacity in tokens (num_gpu_blocks * block_size from `vllm:cache_config_info`); 0 = unknown.
   std::uint64_t kv_capacity_tokens = 0;
+  /// Host (CPU) KV offload capacity in tokens (offload_capacity_tokens(), replica_report.hpp): prefixes the
+  /// GPU cache evicted that the engine can load back instead of computing; 0 = no offload, or its size in
+  /// tokens unknown.
+  std::uint64_t offload_capacity_tokens = 0;
   /// Prefill tokens per second, measured from the replica's counters (PrefillRate); 0 = not measured yet.
   double prefill_tokens_per_second = 0.0;
   /// Prompt tokens the engine computed since it started (`vllm:prefix_cache_queries_total` minus
   /// `vllm:prefix_cache_hits_total`), when reported (`computed_known`; read both through computed()). A
   /// count and a flag rather than an optional: the flag sits where ReplicaState's first member goes in the
-  /// padding after it, so the decision copies 96 bytes a replica, not 104.
+  /// padding after it, so the decision copies 104 bytes a replica, not 112.
   std::uint64_t computed_tokens = 0;
   bool computed_known = false;
 

@@ -17,9 +17,16 @@ namespace warden::core {
 /// reported and make sense.
 [[nodiscard]] std::optional<std::uint64_t> computed_tokens(const ReplicaReport& report);
 
+/// Host (CPU) offload capacity in tokens a report says, nullopt when it says nothing of the cache (no
+/// block size): num_cpu_blocks x block_size when the engine reports its host blocks; else
+/// kv_offloading_size GiB at the GPU pool's bytes per token (kv_cache_memory_bytes over num_gpu_blocks x
+/// block_size) when it reports those; else 0 (no offload, or offload of a size in tokens not reported).
+[[nodiscard]] std::optional<std::uint64_t> offload_capacity_tokens(const ReplicaReport& report);
+
 /// Keeps `figures` current from `report` taken at `now`: running, waiting and KV usage (hostile values
-/// clamped), KV capacity = blocks x block size (kept from an earlier report when this one has none),
-/// computed tokens, and the prefill rate measured by `rate` from the same counters.
+/// clamped), KV capacity = blocks x block size and the host offload capacity (both kept from an earlier
+/// report when this one has none), computed tokens, and the prefill rate measured by `rate` from the same
+/// counters.
 void observe_report(ReplicaFigures& figures, PrefillRate& rate, const ReplicaReport& report, Time now);
 
 }  // namespace warden::core

@@ -379,6 +379,31 @@ const VllmRank* VllmScrape::rank(int engine) const noexcept {
   return nullptr;
 }
 
+namespace {
+
+// The host-offload labels of vllm:cache_config_info (vLLM writes every CacheConfig field, unset ones as
+// "None"): kv_offloading_size in GiB ("None" = off), num_cpu_blocks, kv_cache_memory_bytes.
+void cache_offload_labels(const PromSample& s, VllmRank& r) {
+  if (const auto size = s.label("kv_offloading_size")) {
+    if (*size == "None") {
+      r.kv_offloading_gib = 0.0;
+    } else if (const auto v = parse_float(*size); v && std::isfinite(*v) && *v >= 0) {
+      r.kv_offloading_gib = *v;
+    }
+  }
+  const auto count = [&](std::string_view label, std::optional<std::int64_t>& out) {
+    if (const auto text = s.label(label)) {
+      if (const auto v = parse_int(*text); v && *v >= 0) {
+        out = *v;
+      }
+    }
+  };
+  count("num_cpu_blocks", r.num_cpu_blocks);
+  count("kv_cache_memory_bytes", r.kv_cache_memory_bytes);
+}
+
+}  // namespace
+
 std::size_t VllmScrapeBuilder::rank_index(int engine) {
   const auto e = static_cast<std::size_t>(engine);
   if (e >= slot_.size()) {
@@ -459,6 +484,7 @@ void VllmScrapeBuilder::add(const PromSample& s) {
         r.num_gpu_blocks = *v;
       }
     }
+    cache_offload_labels(s, r);
   }
 }
 

@@ -126,6 +126,11 @@ struct VllmRank {
   std::optional<double> num_preemptions_total;
   std::optional<std::int64_t> block_size;      // from vllm:cache_config_info labels
   std::optional<std::int64_t> num_gpu_blocks;  // from vllm:cache_config_info labels
+  // Host (CPU) KV offload, from vllm:cache_config_info labels too: kv_offloading_size (GiB; "None" = off,
+  // read as 0), num_cpu_blocks and kv_cache_memory_bytes (absent or "None": nullopt).
+  std::optional<double> kv_offloading_gib;
+  std::optional<std::int64_t> num_cpu_blocks;
+  std::optional<std::int64_t> kv_cache_memory_bytes;
 
   /// Prompt tokens the rank did not compute: its GPU cache's hits plus those its KV connector loaded
   /// (nullopt without the GPU cache's counter).

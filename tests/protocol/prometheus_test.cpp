@@ -249,6 +249,32 @@ TEST(PrometheusTest, ModelFilterKeepsTheUnlabelledCacheConfigInfo) {
   EXPECT_EQ(r->skipped_samples, 1u);
 }
 
+TEST(PrometheusTest, CacheConfigInfoCarriesTheHostOffload) {
+  // vLLM writes every CacheConfig field as a label, unset ones as "None".
+  const std::string text =
+      "vllm:cache_config_info{block_size=\"1568\",engine=\"0\",kv_offloading_size=\"16.0\","
+      "kv_offloading_backend=\"native\",num_cpu_blocks=\"0\",kv_cache_memory_bytes=\"None\","
+      "num_gpu_blocks=\"95\"} 1.0\n"
+      "vllm:cache_config_info{block_size=\"16\",engine=\"1\",kv_offloading_size=\"None\","
+      "num_cpu_blocks=\"7281\",kv_cache_memory_bytes=\"4294967296\",num_gpu_blocks=\"2500\"} 1.0\n"
+      "vllm:cache_config_info{block_size=\"16\",engine=\"2\",kv_offloading_size=\"-3\","
+      "num_cpu_blocks=\"many\",kv_cache_memory_bytes=\"-1\",num_gpu_blocks=\"2500\"} 1.0\n"
+      "vllm:cache_config_info{block_size=\"16\",engine=\"3\",num_gpu_blocks=\"2500\"} 1.0\n";
+  auto r = parse_vllm_metrics(text);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->ranks.size(), 4u);
+  EXPECT_EQ(r->ranks[0].kv_offloading_gib, 16.0);
+  EXPECT_EQ(r->ranks[0].num_cpu_blocks, 0);
+  EXPECT_EQ(r->ranks[0].kv_cache_memory_bytes, std::nullopt) << "None";
+  EXPECT_EQ(r->ranks[1].kv_offloading_gib, 0.0) << "None: off";
+  EXPECT_EQ(r->ranks[1].num_cpu_blocks, 7281);
+  EXPECT_EQ(r->ranks[1].kv_cache_memory_bytes, 4294967296);
+  EXPECT_EQ(r->ranks[2].kv_offloading_gib, std::nullopt) << "garbage is not a size";
+  EXPECT_EQ(r->ranks[2].num_cpu_blocks, std::nullopt);
+  EXPECT_EQ(r->ranks[2].kv_cache_memory_bytes, std::nullopt);
+  EXPECT_EQ(r->ranks[3].kv_offloading_gib, std::nullopt) << "an older vLLM without the field";
+}
+
 TEST(PrometheusTest, VllmFourRanksModelFilterLegacyNames) {
   std::string text;
   for (int e = 3; e >= 0; --e) {  // ranks out of order, labels in varying order
