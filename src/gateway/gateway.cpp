@@ -14,6 +14,7 @@
 
 #include "gateway/origin_guard.hpp"
 #include "gateway/proxy/http_util.hpp"
+#include "gateway/working_set.hpp"
 #include "protocol/api.hpp"
 #include "protocol/context_limit.hpp"
 #include "protocol/error_body.hpp"
@@ -519,6 +520,12 @@ std::vector<ModelGauges> Gateway::model_gauges() const {
     g.threaded_sessions = view.threaded_sessions;
     g.max_model_len = m->max_model_len();
     g.queue_length = queue_of(*m).size();
+    g.queue_task_starts = queue_of(*m).task_starts();
+    const WorkingSet ws = add_up(replica_working_sets(*m, view, false));
+    g.conversations = ws.conversations;
+    g.working_set_tokens = ws.held_tokens;
+    g.kv_capacity_tokens = ws.gpu_tokens;
+    g.offload_capacity_tokens = ws.host_tokens;
     out.push_back(std::move(g));
   }
   return out;
@@ -540,6 +547,11 @@ std::vector<ReplicaGauges> Gateway::replica_gauges() {
       g.running = r.metrics.running;
       g.waiting = r.metrics.waiting;
       g.kv_used = r.metrics.kv_usage;
+      const core::ReplicaSessions s = i < view.sessions.size() ? view.sessions[i] : core::ReplicaSessions{};
+      g.conversations = s.active_conversations;
+      g.working_set_tokens = s.held_tokens;
+      g.kv_capacity_tokens = r.metrics.kv_capacity_tokens;
+      g.offload_capacity_tokens = r.metrics.offload_capacity_tokens;
       out.push_back(std::move(g));
     }
   }

@@ -135,9 +135,12 @@ namespace {
 
 // What the rank's series say, as the routing core takes an engine's report.
 core::ReplicaReport vllm_report(const protocol::VllmRank& rank) {
-  return {rank.num_requests_running, rank.num_requests_waiting, rank.kv_cache_usage_perc,
-          rank.num_gpu_blocks,       rank.block_size,           rank.prefix_cache_queries_total,
-          rank.all_prefix_hits(),    rank.num_preemptions_total};
+  return {rank.num_requests_running, rank.num_requests_waiting,
+          rank.kv_cache_usage_perc,  rank.num_gpu_blocks,
+          rank.block_size,           rank.prefix_cache_queries_total,
+          rank.all_prefix_hits(),    rank.num_preemptions_total,
+          rank.kv_offloading_gib,    rank.num_cpu_blocks,
+          rank.kv_cache_memory_bytes};
 }
 
 }  // namespace
@@ -153,6 +156,9 @@ void ModelRuntime::apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank,
     r.prefix_queries.observe(*rank.prefix_cache_queries_total);
   }
   core::observe_report(r.metrics, r.prefill_rate, vllm_report(rank), now);
+  if (rank.block_size) {  // the rank's cache_config_info came with this scrape
+    r.offload_gib = rank.kv_offloading_gib.value_or(0.0);
+  }
   std::optional<double> tokens;
   if (rank.prompt_tokens_total || rank.generation_tokens_total) {
     tokens = rank.prompt_tokens_total.value_or(0) + rank.generation_tokens_total.value_or(0);

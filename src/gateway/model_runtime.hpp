@@ -50,6 +50,9 @@ struct ReplicaRuntime {
   core::PrefillRate prefill_rate;  // fills metrics.prefill_tokens_per_second (cost-aware spill)
   core::OutlierState outlier;      // ejection after failed requests or a stall (core/outlier.hpp)
   core::ProgressWatch progress;    // running requests against the engine's token counters
+  // GiB of host memory the engine offloads KV to (vllm:cache_config_info kv_offloading_size; 0 = none):
+  // shown even when its size in tokens (metrics.offload_capacity_tokens) is not reported.
+  double offload_gib = 0;
 
   // Prefix-cache hit rate since the warden started (nullopt before any query was counted).
   std::optional<double> prefix_hit_rate() const;

@@ -90,6 +90,18 @@ void render_histogram(std::string& o, std::string_view name, const std::string& 
   fmt::format_to(std::back_inserter(o), "{}_count{{model=\"{}\"}} {}\n", name, model, h.count);
 }
 
+// One family with a series per model: `value(model)` is a number, or nullopt to leave the model out.
+template <class Value>
+void render_per_model(std::string& o, std::string_view name, std::string_view type, std::string_view help,
+                      const std::vector<ModelGauges>& models, Value value) {
+  fmt::format_to(std::back_inserter(o), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  for (const auto& m : models) {
+    if (const std::optional<std::uint64_t> v = value(m)) {
+      fmt::format_to(std::back_inserter(o), "{}{{model=\"{}\"}} {}\n", name, prometheus_escape(m.model), *v);
+    }
+  }
+}
+
 // The gauges of each replica: one series per replica for each.
 void render_replica_gauges(std::string& o, const std::vector<ReplicaGauges>& replicas) {
   // One gauge per replica each: name, help, value.
@@ -98,7 +110,7 @@ void render_replica_gauges(std::string& o, const std::vector<ReplicaGauges>& rep
     std::string_view help;
     double (*value)(const ReplicaGauges&);
   };
-  static constexpr std::array<ReplicaGauge, 6> kReplicaGauges{{
+  static constexpr std::array<ReplicaGauge, 10> kReplicaGauges{{
       {"lm_warden_requests_in_flight", "Requests the warden is relaying now, by replica.",
        [](const ReplicaGauges& r) { return static_cast<double>(r.in_flight); }},
       {"lm_warden_upstream_healthy", "1 when the replica answers its metrics scrape, else 0.",
@@ -111,6 +123,18 @@ void render_replica_gauges(std::string& o, const std::vector<ReplicaGauges>& rep
        [](const ReplicaGauges& r) { return r.waiting; }},
       {"lm_warden_upstream_kv_cache_usage", "KV cache usage of the replica, 0..1 (engine metrics).",
        [](const ReplicaGauges& r) { return r.kv_used; }},
+      {"lm_warden_upstream_kv_capacity_tokens",
+       "GPU KV cache of the replica in tokens (num_gpu_blocks x block_size; 0 until reported).",
+       [](const ReplicaGauges& r) { return static_cast<double>(r.kv_capacity_tokens); }},
+      {"lm_warden_upstream_offload_capacity_tokens",
+       "Host (CPU) KV offload of the replica in tokens (0: none, or its size in tokens not reported).",
+       [](const ReplicaGauges& r) { return static_cast<double>(r.offload_capacity_tokens); }},
+      {"lm_warden_active_conversations",
+       "Conversations (threads) this warden routed to the replica that are active, by replica.",
+       [](const ReplicaGauges& r) { return static_cast<double>(r.conversations); }},
+      {"lm_warden_working_set_tokens",
+       "Tokens those conversations hold on the replica (each one's last prompt), by replica.",
+       [](const ReplicaGauges& r) { return static_cast<double>(r.working_set_tokens); }},
   }};
   for (const auto& g : kReplicaGauges) {
     fmt::format_to(std::back_inserter(o), "# HELP {} {}\n# TYPE {} gauge\n", g.name, g.help, g.name);
@@ -168,23 +192,20 @@ std::string WardenMetrics::render(const std::vector<ReplicaGauges>& replicas,
     fmt::format_to(std::back_inserter(o), "lm_warden_stream_breaks_total{{model=\"{}\",cause=\"{}\"}} {}\n",
                    prometheus_escape(k.first), k.second, v);
   }
-  header("lm_warden_prefix_breaks_total", "counter",
-         "Requests whose prompt start differed from the previous request of the same thread (a client that "
-         "defeats the prefix cache); compactions are counted apart.");
-  for (const auto& m : models) {
-    fmt::format_to(std::back_inserter(o), "lm_warden_prefix_breaks_total{{model=\"{}\"}} {}\n",
-                   prometheus_escape(m.model), m.prefix_breaks);
-  }
+  render_per_model(
+      o, "lm_warden_prefix_breaks_total", "counter",
+      "Requests whose prompt start differed from the previous request of the same thread (a client "
+      "that defeats the prefix cache); compactions are counted apart.",
+      models, [](const ModelGauges& m) { return std::optional<std::uint64_t>(m.prefix_breaks); });
   render_threads(o, models);
-  header("lm_warden_max_model_len", "gauge",
-         "The model's context length in tokens, as its engines report it.");
-  for (const auto& m : models) {
-    if (m.max_model_len) {
-      fmt::format_to(std::back_inserter(o), "lm_warden_max_model_len{{model=\"{}\"}} {}\n",
-                     prometheus_escape(m.model), *m.max_model_len);
-    }
-  }
+  render_per_model(
+      o, "lm_warden_max_model_len", "gauge",
+      "The model's context length in tokens, as its engines report it.", models, [](const ModelGauges& m) {
+        return m.max_model_len && *m.max_model_len >= 0 ? std::optional<std::uint64_t>(*m.max_model_len)
+                                                        : std::nullopt;
+      });
   render_queue(o, models);
+  render_working_set(o, models);
   header("lm_warden_scrapes_total", "counter", "Scrapes of engine /metrics endpoints.");
   for (const auto& [url, v] : scrapes_) {
     fmt::format_to(std::back_inserter(o), "lm_warden_scrapes_total{{url=\"{}\"}} {}\n",
@@ -198,30 +219,56 @@ std::string WardenMetrics::render(const std::vector<ReplicaGauges>& replicas,
   return o;
 }
 
-// Admission's queue: its length now, the waits of the requests it let go, and how requests left it.
+// The threads of the models' sessions: compactions, side requests, subagent threads.
 void WardenMetrics::render_threads(std::string& o, const std::vector<ModelGauges>& models) {
-  auto family = [&](std::string_view name, std::string_view type, std::string_view help, auto value) {
-    fmt::format_to(std::back_inserter(o), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
-    for (const auto& m : models) {
-      fmt::format_to(std::back_inserter(o), "{}{{model=\"{}\"}} {}\n", name, prometheus_escape(m.model),
-                     value(m));
-    }
-  };
-  family("lm_warden_thread_compactions_total", "counter",
-         "Threads whose client compacted them (the history replaced by a summary: the system prompt and "
-         "tools kept, the prompt halved or less); not prefix breaks.",
-         [](const ModelGauges& m) { return m.thread_compactions; });
-  family("lm_warden_side_requests_total", "counter",
-         "Requests that belong to no thread (no tools offered in a session whose requests offer them: a "
-         "title, a summary, a probe), routed to the session's home without moving anything.",
-         [](const ModelGauges& m) { return m.side_requests; });
-  family("lm_warden_threads", "gauge",
-         "Threads besides the sessions' main threads (subagents) that the warden remembers.",
-         [](const ModelGauges& m) { return m.threads; });
-  family("lm_warden_threaded_sessions", "gauge", "Sessions with at least one thread besides their main one.",
-         [](const ModelGauges& m) { return m.threaded_sessions; });
+  using V = std::optional<std::uint64_t>;
+  render_per_model(
+      o, "lm_warden_thread_compactions_total", "counter",
+      "Threads whose client compacted them (the history replaced by a summary: the system prompt "
+      "and tools kept, the prompt halved or less); not prefix breaks.",
+      models, [](const ModelGauges& m) { return V(m.thread_compactions); });
+  render_per_model(
+      o, "lm_warden_side_requests_total", "counter",
+      "Requests that belong to no thread (no tools offered in a session whose requests offer "
+      "them: a title, a summary, a probe), routed to the session's home without moving anything.",
+      models, [](const ModelGauges& m) { return V(m.side_requests); });
+  render_per_model(o, "lm_warden_threads", "gauge",
+                   "Threads besides the sessions' main threads (subagents) that the warden remembers.",
+                   models, [](const ModelGauges& m) { return V(m.threads); });
+  render_per_model(o, "lm_warden_threaded_sessions", "gauge",
+                   "Sessions with at least one thread besides their main one.", models,
+                   [](const ModelGauges& m) { return V(m.threaded_sessions); });
 }
 
+// The model's working set against its replicas' caches (gateway/working_set.hpp): the seed's rule of
+// thumb, conversations x context within GPU plus host cache, as lm_warden_model_working_set_tokens >
+// lm_warden_model_kv_capacity_tokens + lm_warden_model_offload_capacity_tokens.
+void WardenMetrics::render_working_set(std::string& o, const std::vector<ModelGauges>& models) {
+  using V = std::optional<std::uint64_t>;
+  const auto known = [](const ModelGauges& m, std::uint64_t v) {
+    return m.kv_capacity_tokens > 0 ? V(v) : V();
+  };
+  render_per_model(o, "lm_warden_model_active_conversations", "gauge",
+                   "Active conversations (threads) this warden routed to the model's replicas.", models,
+                   [](const ModelGauges& m) { return V(m.conversations); });
+  render_per_model(
+      o, "lm_warden_model_working_set_tokens", "gauge",
+      "Tokens those conversations hold (each one's last prompt): the model's working set at this "
+      "warden.",
+      models, [](const ModelGauges& m) { return V(m.working_set_tokens); });
+  render_per_model(
+      o, "lm_warden_model_kv_capacity_tokens", "gauge",
+      "GPU KV cache of the model's healthy replicas in tokens (absent until the engines reported "
+      "it).",
+      models, [&](const ModelGauges& m) { return known(m, m.kv_capacity_tokens); });
+  render_per_model(
+      o, "lm_warden_model_offload_capacity_tokens", "gauge",
+      "Host (CPU) KV offload of the model's healthy replicas in tokens (absent until the engines "
+      "reported a GPU cache; 0: none, or not reported in tokens).",
+      models, [&](const ModelGauges& m) { return known(m, m.offload_capacity_tokens); });
+}
+
+// Admission's queue: its length now, the waits of the requests it let go, and how requests left it.
 void WardenMetrics::render_queue(std::string& o, const std::vector<ModelGauges>& models) const {
   auto header = [&](std::string_view name, std::string_view type, std::string_view help) {
     fmt::format_to(std::back_inserter(o), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
@@ -231,12 +278,15 @@ void WardenMetrics::render_queue(std::string& o, const std::vector<ModelGauges>&
       fmt::format_to(std::back_inserter(o), "{}{{model=\"{}\"}} {}\n", name, prometheus_escape(model), v);
     }
   };
-  header("lm_warden_queue_length", "gauge",
-         "Requests admission holds back now (route queued), waiting for room on the model's replicas.");
-  for (const auto& m : models) {
-    fmt::format_to(std::back_inserter(o), "lm_warden_queue_length{{model=\"{}\"}} {}\n",
-                   prometheus_escape(m.model), m.queue_length);
-  }
+  render_per_model(
+      o, "lm_warden_queue_length", "gauge",
+      "Requests admission holds back now (route queued), waiting for room on the model's replicas.", models,
+      [](const ModelGauges& m) { return std::optional<std::uint64_t>(m.queue_length); });
+  render_per_model(
+      o, "lm_warden_queue_task_starts", "gauge",
+      "Of the requests admission holds now, the first requests of agent tasks (a task start waits "
+      "while the threads under way fill the caches; a task under way is never held).",
+      models, [](const ModelGauges& m) { return std::optional<std::uint64_t>(m.queue_task_starts); });
   header("lm_warden_queue_wait_seconds", "histogram",
          "How long admission held a request before it was routed.");
   for (const auto& [model, h] : queue_wait_) {

@@ -25,6 +25,12 @@ struct ReplicaGauges {
   double waiting = 0;
   double kv_used = 0;
   bool ejected = false;  // taken out of routing by outlier ejection (core/outlier.hpp)
+  // The working set: this warden's active conversations homed here and their tokens (ReplicaSessions),
+  // against the replica's GPU cache and host offload in tokens (0 = unknown or none).
+  std::uint32_t conversations = 0;
+  std::uint64_t working_set_tokens = 0;
+  std::uint64_t kv_capacity_tokens = 0;
+  std::uint64_t offload_capacity_tokens = 0;
 };
 
 // Live per-model values, supplied at render time too.
@@ -37,6 +43,13 @@ struct ModelGauges {
   std::size_t threaded_sessions = 0;          // sessions that have such threads
   std::optional<std::int64_t> max_model_len;  // as the engines report it
   std::size_t queue_length = 0;               // requests admission holds now
+  std::size_t queue_task_starts = 0;          // of those, the first requests of agent tasks
+  // The model's working set (gateway/working_set.hpp, this warden's conversations) and what its healthy
+  // replicas hold; the capacities are left out until the engines reported a GPU cache.
+  std::uint32_t conversations = 0;
+  std::uint64_t working_set_tokens = 0;
+  std::uint64_t kv_capacity_tokens = 0;
+  std::uint64_t offload_capacity_tokens = 0;
 };
 
 class WardenMetrics {
@@ -80,6 +93,7 @@ class WardenMetrics {
   std::map<std::tuple<std::string, int, std::string>, std::uint64_t> ejections_;  // model, replica, reason
   void render_queue(std::string& o, const std::vector<ModelGauges>& models) const;
   static void render_threads(std::string& o, const std::vector<ModelGauges>& models);
+  static void render_working_set(std::string& o, const std::vector<ModelGauges>& models);
 };
 
 // Escapes a Prometheus label value (backslash, double quote, newline).

@@ -90,6 +90,16 @@ TEST(ModelRuntime, OffloadedHitsCountAsHitsAndPreemptionsAreCounted) {
   // Computed tokens leave out the loaded ones: 2000 - 300 - 1000.
   ASSERT_TRUE(r0.metrics.computed());
   EXPECT_EQ(*r0.metrics.computed(), 700U);
+  EXPECT_EQ(r0.offload_gib, 0.0) << "its cache config names no offload";
+
+  // The cache config names 16 GiB of host memory and the host pool's blocks.
+  const std::string offload =
+      "vllm:cache_config_info{block_size=\"16\",engine=\"0\",kv_offloading_size=\"16.0\","
+      "num_cpu_blocks=\"7281\",num_gpu_blocks=\"2500\"} 1.0\n";
+  m.apply_scrape(url, *scrape_for_model(offload, "served"));
+  EXPECT_EQ(r0.offload_gib, 16.0);
+  EXPECT_EQ(r0.metrics.offload_capacity_tokens, 7281u * 16u);
+  EXPECT_EQ(m.metrics()[0].offload_capacity_tokens, 7281u * 16u) << "what the Router reads";
 }
 
 TEST(ModelRuntime, DataParallelScrapeFillsEachRankAndHitRateSinceStart) {
@@ -261,6 +271,52 @@ TEST(AdminJson, ModelCardHasEveryFieldOfTheRoutingCard) {
   EXPECT_TRUE(chosen.at("prefix_hit_rate").is_null());
   EXPECT_FALSE(chosen.at("ejected").as_bool());
   EXPECT_TRUE(chosen.at("ejection").is_null());
+}
+
+// The card's working set: this warden's conversations and those other wardens report, against the GPU
+// caches and host offload of the healthy replicas; the admission queue's held task starts.
+TEST(AdminJson, ModelCardHasTheWorkingSetAgainstTheCaches) {
+  Config c = config_of(kDp);
+  ModelRuntime m(c.models[0], 3);
+  const std::string caches =
+      "vllm:cache_config_info{block_size=\"16\",engine=\"0\",kv_offloading_size=\"16.0\","
+      "num_cpu_blocks=\"7281\",num_gpu_blocks=\"2500\"} 1.0\n"
+      "vllm:cache_config_info{block_size=\"16\",engine=\"1\",kv_offloading_size=\"16.0\","
+      "num_gpu_blocks=\"2500\"} 1.0\n";
+  m.apply_scrape(c.models[0].dp_url, *scrape_for_model(caches, "served"));
+  warden::core::SplitMixRng rng(1);
+  const auto t = std::chrono::seconds(100);
+  for (std::uint64_t session : {1, 2, 3}) {
+    warden::core::RequestFacts facts;
+    facts.session = warden::core::SessionKey{session};
+    facts.prompt_tokens = 30'000;
+    const auto d = m.router().route(facts, m.metrics(), t, rng);
+    ASSERT_TRUE(d.ok());
+    m.router().finish(*d.replica);
+  }
+  m.replicas()[1].metrics.peer_active_conversations = 1;  // another warden's conversation there
+  m.replicas()[1].metrics.peer_held_tokens = 20'000;
+
+  auto card = model_card(m, t, 1795944011, {5, 2});
+  const auto& ws = card.at("working_set").as_object();
+  EXPECT_EQ(ws.at("conversations").to_number<int>(), 4);
+  EXPECT_EQ(ws.at("held_tokens").to_number<int>(), 110'000);
+  EXPECT_EQ(ws.at("typical_tokens").to_number<int>(), 27'500);
+  EXPECT_EQ(ws.at("gpu_capacity_tokens").to_number<int>(), 80'000);
+  EXPECT_EQ(ws.at("host_capacity_tokens").to_number<int>(), 7281 * 16) << "rank 1 names GiB but no tokens";
+  EXPECT_EQ(ws.at("capacity_tokens").to_number<int>(), 80'000 + 7281 * 16);
+  const auto& rows = card.at("routing").at("replicas").as_array();
+  EXPECT_EQ(rows[0].at("offload_capacity_tokens").to_number<int>(), 7281 * 16);
+  EXPECT_EQ(rows[1].at("offload_capacity_tokens").to_number<int>(), 0);
+  EXPECT_EQ(rows[1].at("offload_gib").to_number<double>(), 16.0);
+  EXPECT_EQ(card.at("routing").at("admission").at("queued").to_number<int>(), 5);
+  EXPECT_EQ(card.at("routing").at("admission").at("queued_task_starts").to_number<int>(), 2);
+
+  m.replicas()[0].metrics.healthy = false;  // its cache is out of reach; its conversations still count
+  card = model_card(m, t, 1795944011);
+  EXPECT_EQ(card.at("working_set").at("gpu_capacity_tokens").to_number<int>(), 40'000);
+  EXPECT_EQ(card.at("working_set").at("host_capacity_tokens").to_number<int>(), 0);
+  EXPECT_EQ(card.at("working_set").at("held_tokens").to_number<int>(), 110'000);
 }
 
 // An ejected replica's row says why and until when (unix ms from the steady clock's backoff end).

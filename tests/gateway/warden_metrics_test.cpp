@@ -64,6 +64,52 @@ TEST(WardenMetrics, EjectionsAreCountedByReasonAndShownPerReplica) {
   }
 }
 
+TEST(WardenMetrics, WorkingSetAndCachesPerReplicaAndPerModel) {
+  WardenMetrics m;
+  ReplicaGauges r0{"m", 0};
+  r0.conversations = 3;
+  r0.working_set_tokens = 120'000;
+  r0.kv_capacity_tokens = 134'456;
+  r0.offload_capacity_tokens = 116'496;
+  ReplicaGauges r1{"m", 1};  // its engine has not reported a cache yet
+  ModelGauges known;
+  known.model = "m";
+  known.conversations = 3;
+  known.working_set_tokens = 120'000;
+  known.kv_capacity_tokens = 134'456;
+  known.offload_capacity_tokens = 116'496;
+  known.queue_length = 4;
+  known.queue_task_starts = 3;
+  ModelGauges early;
+  early.model = "early";
+  early.conversations = 2;
+  early.working_set_tokens = 9'000;
+  const std::string text = m.render({r0, r1}, {known, early});
+  for (const char* want : {
+           "# TYPE lm_warden_working_set_tokens gauge\n",
+           "lm_warden_working_set_tokens{model=\"m\",replica=\"0\"} 120000\n",
+           "lm_warden_working_set_tokens{model=\"m\",replica=\"1\"} 0\n",
+           "lm_warden_active_conversations{model=\"m\",replica=\"0\"} 3\n",
+           "lm_warden_upstream_kv_capacity_tokens{model=\"m\",replica=\"0\"} 134456\n",
+           "lm_warden_upstream_kv_capacity_tokens{model=\"m\",replica=\"1\"} 0\n",
+           "lm_warden_upstream_offload_capacity_tokens{model=\"m\",replica=\"0\"} 116496\n",
+           "# TYPE lm_warden_model_working_set_tokens gauge\n",
+           "lm_warden_model_working_set_tokens{model=\"m\"} 120000\n",
+           "lm_warden_model_working_set_tokens{model=\"early\"} 9000\n",
+           "lm_warden_model_active_conversations{model=\"early\"} 2\n",
+           "lm_warden_model_kv_capacity_tokens{model=\"m\"} 134456\n",
+           "lm_warden_model_offload_capacity_tokens{model=\"m\"} 116496\n",
+           "lm_warden_queue_length{model=\"m\"} 4\n",
+           "lm_warden_queue_task_starts{model=\"m\"} 3\n",
+       }) {
+    EXPECT_NE(text.find(want), std::string::npos) << "missing: " << want << "\n" << text;
+  }
+  // Capacities are left out until the engines reported a GPU cache, so an alert comparing the working set
+  // with them does not fire on a warden that has not scraped yet.
+  EXPECT_EQ(text.find("lm_warden_model_kv_capacity_tokens{model=\"early\"}"), std::string::npos);
+  EXPECT_EQ(text.find("lm_warden_model_offload_capacity_tokens{model=\"early\"}"), std::string::npos);
+}
+
 TEST(WardenMetrics, EscapesLabelValues) {
   EXPECT_EQ(prometheus_escape("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
 }

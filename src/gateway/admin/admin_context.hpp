@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "gateway/admin/admin_json.hpp"
 #include "gateway/config.hpp"
 #include "gateway/model_runtime.hpp"
 #include "gateway/reload/reload_plan.hpp"
@@ -31,8 +32,8 @@ class AdminContext {
   virtual const StatsStore& stats() const = 0;
   // The body of GET /metrics.
   virtual std::string metrics_text() = 0;
-  // Requests the admission queue of `model` holds now.
-  virtual std::size_t queued(const ModelRuntime& model) const = 0;
+  // Requests the admission queue of `model` holds now, and of those the task starts.
+  virtual HeldRequests queued(const ModelRuntime& model) const = 0;
   // `model`'s routing was changed through the API: its admission queue follows, the change is stored
   // and the held requests are routed again under the new rules.
   virtual void routing_changed(ModelRuntime& model) = 0;

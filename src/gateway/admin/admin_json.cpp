@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "base/parse.hpp"
+#include "gateway/working_set.hpp"
 
 namespace warden::gateway {
 
@@ -78,7 +79,24 @@ json::value ejection_json(const core::OutlierState& o, core::Time now) {
   return e;
 }
 
-json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_unix, std::size_t queued) {
+namespace {
+
+// The model's working set against what its healthy replicas hold (gateway/working_set.hpp), with the
+// conversations other wardens sharing state report.
+json::object working_set_json(const WorkingSet& ws) {
+  json::object out;
+  out["conversations"] = ws.conversations;
+  out["held_tokens"] = ws.held_tokens;
+  out["typical_tokens"] = ws.typical_tokens();
+  out["gpu_capacity_tokens"] = ws.gpu_tokens;
+  out["host_capacity_tokens"] = ws.host_tokens;
+  out["capacity_tokens"] = ws.capacity_tokens();
+  return out;
+}
+
+}  // namespace
+
+json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_unix, HeldRequests held) {
   const ModelConfig& cfg = model.config();
   const core::RouterView view = model.router().view(now);
   json::object out;
@@ -134,6 +152,8 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
     row["prefix_queries"] = r.prefix_queries.delta();
     row["preemptions"] = r.preemptions.delta();
     row["kv_capacity_tokens"] = r.metrics.kv_capacity_tokens;
+    row["offload_capacity_tokens"] = r.metrics.offload_capacity_tokens;
+    row["offload_gib"] = r.offload_gib;
     row["active_conversations"] = s.active_conversations;
     row["held_tokens"] = s.held_tokens;
     // What the other wardens sharing state report for this replica (0 without shared state).
@@ -144,6 +164,7 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
     in_flight += c.in_flight;
   }
   out["healthy_replicas"] = healthy;
+  out["working_set"] = working_set_json(add_up(replica_working_sets(model, view, true)));
 
   json::object routing;
   routing["affinity"] = view.routing.affinity;
@@ -164,7 +185,8 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
   admission["mode"] = view.routing.admission.enabled ? "auto" : "off";
   admission["max_queue"] = view.routing.admission.max_queue;
   admission["max_wait_s"] = std::chrono::duration<double>(view.routing.admission.max_wait).count();
-  admission["queued"] = queued;
+  admission["queued"] = held.requests;
+  admission["queued_task_starts"] = held.task_starts;
   admission["held_total"] = view.queued;
   routing["admission"] = std::move(admission);
   routing["since"] = iso8601_utc(since_unix);

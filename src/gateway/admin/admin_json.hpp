@@ -22,10 +22,16 @@ namespace warden::gateway {
 inline constexpr std::size_t kCardSessions = 8;
 boost::json::array threaded_sessions_json(ModelRuntime& model, core::Time now, std::size_t limit);
 
-// GET /api/models/{name}: the model and its "Data parallel routing" card. `since_unix` = warden start;
-// `queued`: the requests its admission queue holds now.
+// What a model's admission queue holds now: requests, and of those the first requests of agent tasks.
+struct HeldRequests {
+  std::size_t requests = 0;
+  std::size_t task_starts = 0;
+};
+
+// GET /api/models/{name}: the model and its "Data parallel routing" card, with its working set against
+// its caches (gateway/working_set.hpp). `since_unix` = warden start; `held`: its admission queue now.
 boost::json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_unix,
-                               std::size_t queued = 0);
+                               HeldRequests held = {});
 
 // GET /api/stats: the dense per-second series (columns) and the summary over the window.
 boost::json::object stats_json(std::string_view model, const StatsSeries& series, std::int64_t window_s);

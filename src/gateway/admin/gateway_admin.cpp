@@ -23,7 +23,10 @@ class Gateway::AdminAccess final : public AdminContext {
     return body;
   }
 
-  std::size_t queued(const ModelRuntime& model) const override { return g_.queue_of(model).size(); }
+  HeldRequests queued(const ModelRuntime& model) const override {
+    const AdmissionQueue& queue = g_.queue_of(model);
+    return {queue.size(), queue.task_starts()};
+  }
 
   void routing_changed(ModelRuntime& model) override {
     g_.queue_of(model).configure(model.router().routing_config().admission);

@@ -60,6 +60,11 @@ void AdmissionQueue::leave(const Entry& entry) {
   }
 }
 
+std::size_t AdmissionQueue::task_starts() const {
+  return static_cast<std::size_t>(
+      std::count_if(entries_.begin(), entries_.end(), [](const auto& e) { return e->facts.task_start; }));
+}
+
 std::size_t AdmissionQueue::retry(Clock::time_point now) {
   std::size_t went = 0;
   while (!entries_.empty()) {

@@ -57,6 +57,8 @@ class AdmissionQueue {
   void stop();
 
   std::size_t size() const { return entries_.size(); }
+  // Of the waiting requests, the first requests of agent tasks (RequestFacts::task_start).
+  std::size_t task_starts() const;
   bool stopped() const { return stopped_; }
   // How long a request joining now may wait at most (for Retry-After).
   Clock::duration max_wait() const { return max_wait_; }

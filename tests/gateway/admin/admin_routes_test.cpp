@@ -24,7 +24,7 @@ class FakeGateway final : public AdminContext {
   std::span<const std::unique_ptr<ModelRuntime>> models() override { return models_; }
   const StatsStore& stats() const override { return stats_; }
   std::string metrics_text() override { return "warden_up 1\n"; }
-  std::size_t queued(const ModelRuntime&) const override { return 2; }
+  HeldRequests queued(const ModelRuntime&) const override { return {2, 1}; }
   void routing_changed(ModelRuntime&) override { ++routing_changes; }
   boost::json::value launch_status(std::string_view) const override { return nullptr; }
   boost::json::value shared_state() const override { return nullptr; }

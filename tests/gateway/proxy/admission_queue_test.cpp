@@ -139,3 +139,22 @@ TEST_F(QueueTest, StopRefusesTheWaitingAndEveryLaterRequest) {
   EXPECT_EQ(a->outcome, AdmissionQueue::Outcome::refused);
   EXPECT_EQ(queue.join(facts_of(2), now), nullptr);
 }
+
+TEST_F(QueueTest, CountsTheTaskStartsItHolds) {
+  const auto now = AdmissionQueue::Clock::now();
+  core::RequestFacts start = facts_of(1);
+  start.task_start = true;
+  auto a = queue.join(start, now);
+  auto b = queue.join(facts_of(2), now);
+  start.session = core::SessionKey{3};
+  auto c = queue.join(start, now);
+  ASSERT_TRUE(a && b && c);
+  EXPECT_EQ(queue.size(), 3u);
+  EXPECT_EQ(queue.task_starts(), 2u);
+  router.room = 1;
+  queue.retry(now + 1s);
+  EXPECT_EQ(queue.task_starts(), 1u) << "the first start went";
+  router.room = 2;
+  queue.retry(now + 2s);
+  EXPECT_EQ(queue.task_starts(), 0u);
+}
