@@ -68,11 +68,11 @@ async function getModel(base) {
 
 // A sim, a warden in front of it (with `extra` top-level config lines) and a browser, started before the
 // tests of the enclosing describe and stopped after them.
-function consoleSetup(extra = '') {
+function consoleSetup(extra = '', simArgs = []) {
   const ctx = {};
   before(async () => {
     ctx.dir = tempDir();
-    ctx.sim = await startSim();
+    ctx.sim = await startSim(simArgs);
     ctx.warden = await startWarden(writeConfig(ctx.dir, ctx.sim.url, extra));
     ctx.base = ctx.warden.base;
     ctx.browser = await launchBrowser();
@@ -185,6 +185,15 @@ describe('web console against lm-warden serve', { timeout: 240000 }, () => {
       return { table: table.scrollWidth, room: table.parentElement.clientWidth, viewport: window.innerWidth };
     });
     assert.ok(fits.table <= fits.room, `the replica table is ${fits.table} px wide in ${fits.room} px (${fits.viewport} px window)`);
+    // Each cell names its column, Preempted and Working set included (the Preempted cell once carried
+    // the working set's name, and the working set none).
+    const fields = await page.evaluate(() =>
+      [...document.querySelectorAll('#replica-table tbody tr:first-child [data-field]')].map((c) => c.dataset.field));
+    assert.deepEqual(fields, ['replica', 'in-flight', 'sticky', 'spilled-in', 'client-pinned', 'running-waiting', 'kv-used',
+      'prefix-hit-rate', 'preempted', 'working-set']);
+    // The working set fits the instant engine's 4 x 4.2M tokens (16.8M): no warning.
+    assert.match(await page.locator('#working-set-summary').textContent(), /(agents? of ~\S+ tokens need ~\S+ tokens|^No agent is active); this host holds ~16\.8M in GPU caches \(no host offload\)\.$/);
+    assert.equal(await page.locator('#working-set-warning').isVisible(), false);
     await screenshot(page, 'model', { docs: true });
     assert.deepEqual(errors, []);
     await close();
@@ -356,6 +365,80 @@ describe('web console against lm-warden serve', { timeout: 240000 }, () => {
     assert.match(await banner.textContent(), /could not be reached/);
     // The last known card stays readable under the message.
     assert.equal(await page.locator('#replica-table tbody tr').count(), 4);
+    await close();
+  });
+});
+
+// Tokens as the card says them, written apart from working_set.js so a bug there cannot hide behind itself.
+function tokens(n) {
+  if (n < 1000) {
+    return String(n);
+  }
+  if (n < 9950) {
+    return `${(n / 1000).toFixed(1)}k`;
+  }
+  return n < 999500 ? `${Math.round(n / 1000)}k` : `${(n / 1e6).toFixed(1)}M`;
+}
+
+describe('the working-set card, with caches the conversations outgrow', { timeout: 120000 }, () => {
+  // 160 blocks of 16 tokens a rank: 4 x 2,560 = 10,240 tokens of GPU cache, no host offload.
+  const ctx = consoleSetup('', ['--num-gpu-blocks', '160']);
+
+  // What the card must say for the API's working set.
+  const summaryOf = (ws) =>
+    `${ws.conversations} agent${ws.conversations === 1 ? '' : 's'} of ~${tokens(ws.typical_tokens)} tokens need ` +
+    `~${tokens(ws.held_tokens)} tokens; this host holds ~${tokens(ws.gpu_capacity_tokens)} in GPU caches (no host offload).`;
+
+  test('the card shows the figures of GET /api/models/{name}, then the warning once the working set is over', async () => {
+    await conversations(ctx.base, { sessions: 2, turns: 1, tag: 'fits' });
+    const { page, errors, close } = await openConsolePage(ctx.browser, ctx.base, `#/models/${encodeURIComponent(MODEL)}`);
+    const settle = async (what, check) => {
+      let last = null;
+      await waitFor(
+        async () => {
+          const before = await page.evaluate(() => window.wardenConsole.updates);
+          await page.waitForFunction((n) => window.wardenConsole.updates > n, before, { timeout: 5000 });
+          const ws = (await getModel(ctx.base)).working_set;
+          const shown = await page.evaluate(() => ({
+            summary: document.getElementById('working-set-summary').textContent,
+            warning: document.getElementById('working-set-warning').hidden ? '' : document.getElementById('working-set-warning').textContent,
+            starts: document.getElementById('working-set-starts').textContent,
+            badges: [...document.querySelectorAll('#replica-table [data-field="working-set"] .badge')].map((b) => b.textContent),
+          }));
+          last = { ws, shown };
+          return check(ws, shown);
+        },
+        { timeoutMs: 30000, intervalMs: 100, what: `${what} (${JSON.stringify(last)})` },
+      );
+      return last;
+    };
+
+    const fits = await settle('the card to show the working set within the caches', (ws, shown) =>
+      ws.conversations === 2 && shown.summary === summaryOf(ws) && shown.warning === '');
+    assert.equal(fits.ws.gpu_capacity_tokens, 10240);
+    assert.equal(fits.ws.host_capacity_tokens, 0);
+    assert.equal(fits.shown.starts, 'Held task starts: 0.');
+    assert.deepEqual(fits.shown.badges, []);
+
+    // 16 more conversations of ~850 tokens: ~15k tokens against 10,240.
+    await conversations(ctx.base, { sessions: 16, turns: 1, tag: 'over' });
+    const over = await settle('the warning', (ws, shown) =>
+      ws.held_tokens > ws.capacity_tokens && shown.summary === summaryOf(ws) && shown.warning !== '');
+    const { ws } = over;
+    const fit = Math.floor(ws.capacity_tokens / ws.typical_tokens);
+    assert.equal(
+      over.shown.warning,
+      `The working set is over what this host holds by ~${tokens(ws.held_tokens - ws.capacity_tokens)} tokens: threads evict ` +
+        `each other's prefixes and prefill them again. About ${fit} agent${fit === 1 ? '' : 's'} of this size fit; fewer agents, ` +
+        'or more cache (replicas, host offload), keep it within.',
+    );
+    assert.equal(await page.locator('#working-set-warning').getAttribute('data-level'), 'over');
+    // Every replica holding more than its 2,560 tokens is marked over.
+    const rows = routingOf(await getModel(ctx.base)).replicas;
+    assert.ok(over.shown.badges.includes('over'), JSON.stringify(over.shown.badges));
+    assert.ok(rows.some((r) => r.held_tokens > r.kv_capacity_tokens));
+    await screenshot(page, 'model-working-set', { docs: true });
+    assert.deepEqual(errors, []);
     await close();
   });
 });

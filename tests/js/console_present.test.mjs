@@ -87,6 +87,7 @@ test('the working set names the conversations other wardens report on the replic
   assert.equal(workingSetText({ ...row, peerConversations: 0 }), '9,800 of 33,600 tokens');
   assert.equal(workingSetText({ ...row, peerConversations: 2 }), '9,800 of 33,600 tokens · 2 at other wardens');
   assert.equal(workingSetText({ ...row, kvCapacityTokens: 0, peerConversations: 2 }), '–');
+  assert.equal(workingSetText({ ...row, offloadCapacityTokens: 116496 }), '9,800 of 33,600 + 116,496 host tokens');
 });
 
 test('the header shows queued conversations only while admission holds some', () => {

@@ -97,7 +97,9 @@ export function replicaRow(r, index) {
     rehomed: num(r.rehomed_in),
     heldTokens: num(r.held_tokens),
     peerConversations: num(r.peer_active_conversations),
+    peerHeldTokens: num(r.peer_held_tokens),
     kvCapacityTokens: num(r.kv_capacity_tokens),
+    offloadCapacityTokens: num(r.offload_capacity_tokens),
     url: typeof r.url === 'string' ? r.url : '',
     lastError: typeof r.last_error === 'string' ? r.last_error : '',
     // Out of routing by outlier ejection until its probe succeeds (docs/config.md, `outlier`).
@@ -200,14 +202,16 @@ export function queuedLabel(admission) {
 }
 
 // The tokens of the conversations resident on a replica against its KV cache: "9,800 of 33,600 tokens",
-// '–' until the engine reported its capacity. With shared state, the conversations the other wardens
-// report there follow: "… · 2 at other wardens" (each conversation counts at the warden of its latest
-// turn).
+// with host (CPU) offload "9,800 of 33,600 + 116,496 host tokens", '–' until the engine reported its
+// capacity. With shared state, the conversations the other wardens report there follow: "… · 2 at other
+// wardens" (each conversation counts at the warden of its latest turn). working_set.js says whether it is
+// over.
 export function workingSetText(row) {
   if (!isNumber(row.kvCapacityTokens) || row.kvCapacityTokens <= 0) {
     return '–';
   }
-  const text = `${formatInt(row.heldTokens ?? 0)} of ${formatInt(row.kvCapacityTokens)} tokens`;
+  const host = row.offloadCapacityTokens > 0 ? ` + ${formatInt(row.offloadCapacityTokens)} host` : '';
+  const text = `${formatInt(row.heldTokens ?? 0)} of ${formatInt(row.kvCapacityTokens)}${host} tokens`;
   const peers = row.peerConversations ?? 0;
   return peers > 0 ? `${text} · ${formatInt(peers)} at other wardens` : text;
 }

@@ -13,9 +13,15 @@ import {
   routingCard,
 } from '../present.js';
 import { threadColumns, threadsCard } from '../threads.js';
+import { replicaLevel, workingSetCard } from '../working_set.js';
 import { adminToken, forgetToken, hasToken } from '../token.js';
 
-const FIELDS = ['replica', 'in-flight', 'sticky', 'spilled-in', 'client-pinned', 'running-waiting', 'kv-used', 'prefix-hit-rate', 'working-set'];
+const FIELDS = ['replica', 'in-flight', 'sticky', 'spilled-in', 'client-pinned', 'running-waiting', 'kv-used', 'prefix-hit-rate', 'preempted', 'working-set'];
+// A replica's working set over its caches: the badge's word, its tone, and what it means.
+const LEVEL_BADGES = {
+  'over-gpu': { word: 'in host', tone: 'warn', title: 'Over the GPU cache: the rest waits in host memory' },
+  over: { word: 'over', tone: 'bad', title: 'Over the GPU cache and host offload: conversations evict each other' },
+};
 
 function replicaRowElement(row) {
   const cells = replicaCells(row);
@@ -32,6 +38,47 @@ function replicaRowElement(row) {
       row.ejected ? h('span', { class: 'badge bad', title: row.ejectionReason }, 'ejected') : null),
     cells.slice(1).map((text, i) => h('td', { dataset: { field: FIELDS[i + 1] } }, text)),
   );
+}
+
+// The working-set cell of a replica row marked by where it stands (working_set.js, pressure).
+function markWorkingSet(tr, row) {
+  const cell = tr.querySelector('[data-field="working-set"]');
+  const level = replicaLevel(row);
+  cell.dataset.level = level;
+  const badge = LEVEL_BADGES[level];
+  if (badge) {
+    cell.append(h('span', { class: `badge ${badge.tone}`, title: badge.title }, badge.word));
+  }
+  return tr;
+}
+
+// The "Working set" card: the rule of thumb in words, a warning when over, the held task starts.
+function workingSetSection() {
+  const summary = h('p', { id: 'working-set-summary' }, '…');
+  const warning = h('p', { id: 'working-set-warning', class: 'banner warn', role: 'status', hidden: true });
+  const starts = h('p', { id: 'working-set-starts', class: 'muted' });
+  const section = h(
+    'section',
+    { class: 'card', id: 'working-set-card', 'aria-labelledby': 'working-set-heading' },
+    h('h2', { id: 'working-set-heading' }, 'Working set'),
+    summary,
+    warning,
+    starts,
+    h('p', { class: 'since' }, 'Agents: the conversations and subagent threads active on the replicas. Each holds its last prompt in the cache; the host holds the GPU caches of its healthy replicas plus their host (CPU) offload.'),
+  );
+  return {
+    section,
+    update(json) {
+      const view = workingSetCard(json);
+      setText(summary, view.summary);
+      setText(warning, view.warning);
+      warning.hidden = view.warning === '';
+      warning.className = `banner ${view.level === 'over' ? 'bad' : 'warn'}`;
+      warning.dataset.level = view.level;
+      setText(starts, view.heldStarts);
+      return view;
+    },
+  };
 }
 
 const ENGINE_COLUMNS = ['Process', 'Status', 'Replicas', 'PID', 'Restarts', 'Since', 'Last exit'];
@@ -130,6 +177,7 @@ export function mount(main, { model: name }) {
   const info = h('p', { class: 'muted' });
 
   const engine = engineCard();
+  const workingSet = workingSetSection();
   let logsFetched = false;
   let logPoller = null;
 
@@ -241,6 +289,7 @@ export function mount(main, { model: name }) {
     banner,
     engine.section,
     card,
+    workingSet.section,
     threads,
     settings,
   );
@@ -321,7 +370,7 @@ export function mount(main, { model: name }) {
     sharedState.hidden = view.sharedStateLabel === '';
     tbody.replaceChildren(
       ...(view.rows.length
-        ? view.rows.map(replicaRowElement)
+        ? view.rows.map((row) => markWorkingSet(replicaRowElement(row), row))
         : [h('tr', {}, h('td', { colspan: replicaColumns.length, class: 'empty' }, 'No replicas.'))]),
     );
     setText(since, view.sinceText);
@@ -360,6 +409,7 @@ export function mount(main, { model: name }) {
     }
     window.wardenConsole.model = json;
     window.wardenConsole.card = view;
+    window.wardenConsole.workingSet = workingSet.update(json);
     window.wardenConsole.updates = (window.wardenConsole.updates ?? 0) + 1;
     window.wardenConsole.ready = true;
   };
