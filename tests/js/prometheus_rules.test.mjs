@@ -10,6 +10,7 @@ import { after, before, test } from 'node:test';
 
 import {
   Child,
+  MODEL,
   conversations,
   freePort,
   sourceDir,
@@ -24,7 +25,9 @@ import { Started, startRedis } from './deploy_support.mjs';
 const RULES = path.join(sourceDir, 'deploy', 'prometheus', 'lm-warden.rules.yml');
 const DASHBOARD = path.join(sourceDir, 'deploy', 'grafana', 'lm-warden.json');
 const started = new Started();
+const SIM_BLOCKS = 160;
 let prometheus;
+let wardenBase;
 
 
 
@@ -135,12 +138,15 @@ function withBool(expr) {
 before(async () => {
   const dir = tempDir();
   const redisPort = await startRedis(started, dir);
-  const sim = await startSim();
+  // 160 blocks of 16 tokens a rank: 4 x 2,560 tokens of GPU cache, which the first conversations stay
+  // within and the working-set test's outgrow.
+  const sim = await startSim(['--num-gpu-blocks', String(SIM_BLOCKS)]);
   started.keep(sim.child);
   const w = await startWarden(
     writeConfig(dir, sim.url, `state: { redis: redis://127.0.0.1:${redisPort}/0, prefix: "t:" }`),
   );
   started.keep(w.child);
+  wardenBase = w.base;
   prometheus = await startPrometheus(dir, w.port, sim.port);
   await conversations(w.base, { sessions: 4, turns: 3 });
 });
@@ -171,6 +177,35 @@ test('Prometheus loaded every alert rule, evaluates it without error, and each e
   });
   assert.deepEqual(rules.filter((r) => r.health !== 'ok').map((r) => `${r.name}: ${r.lastError}`), []);
   await expectData(rules.map((r) => withBool(r.query)));
+});
+
+// The alert's state for the model (inactive when Prometheus lists no alert of that name for it).
+async function alertState(name) {
+  const alerts = (await (await fetch(`${prometheus}/api/v1/alerts`)).json()).data.alerts;
+  return alerts.find((a) => a.labels.alertname === name && a.labels.model === MODEL)?.state ?? 'inactive';
+}
+
+test('the working-set alert goes off once the active conversations outgrow GPU cache and host offload', async () => {
+  const capacity = 4 * SIM_BLOCKS * 16;
+  const ws = async () => (await query(`lm_warden_model_working_set_tokens{model="${MODEL}"}`))[0]?.value[1];
+  await waitFor(async () => (await query(`lm_warden_model_kv_capacity_tokens{model="${MODEL}"}`)).length > 0, {
+    what: 'the model capacity in Prometheus',
+  });
+  const [cap] = await query(`lm_warden_model_kv_capacity_tokens + lm_warden_model_offload_capacity_tokens`);
+  assert.equal(Number(cap.value[1]), capacity, 'GPU caches of 4 ranks, no host offload');
+  assert.ok(Number(await ws()) < capacity, `the first conversations fit (${await ws()} of ${capacity} tokens)`);
+  assert.equal(await alertState('LmWardenWorkingSetOverCache'), 'inactive');
+
+  // 16 more conversations of ~850 tokens each: ~17k tokens against 10,240. The rule's `for` keeps it
+  // pending rather than firing within the test; pending is its expression holding.
+  const run = conversations(wardenBase, { sessions: 16, turns: 2, tag: 'over' });
+  await waitFor(async () => (await alertState('LmWardenWorkingSetOverCache')) === 'pending', {
+    timeoutMs: 30000,
+    intervalMs: 250,
+    what: 'LmWardenWorkingSetOverCache to be pending',
+  });
+  assert.ok(Number(await ws()) > capacity, `the working set (${await ws()} tokens) is over ${capacity}`);
+  await run;
 });
 
 test('withBool puts bool after the top-level comparison only', () => {
