@@ -91,6 +91,11 @@ class FaultyEngine {
   // Reported as vllm:num_requests_running while inference requests hang: a stuck engine's scheduler holds
   // them; its token counters never move.
   void report_hanging_as_running(bool on) { report_running_ = on; }
+  // More lines of /metrics (e.g. a vllm:cache_config_info), from the next scrape on.
+  void add_metrics(std::string lines) {
+    std::lock_guard lock(extra_mu_);
+    extra_metrics_ = std::move(lines);
+  }
   int inference_requests() const { return inference_; }
 
  private:
@@ -169,8 +174,10 @@ class FaultyEngine {
   std::string metrics() const {
     const std::string l = "{engine=\"0\",model_name=\"" + served_ + "\"}";
     const int running = report_running_ ? hanging_.load() : 0;
+    std::lock_guard lock(extra_mu_);
     return "vllm:num_requests_running" + l + " " + std::to_string(running) + "\nvllm:num_requests_waiting" +
-           l + " 0\nvllm:prompt_tokens_total" + l + " 1000\nvllm:generation_tokens_total" + l + " 500\n";
+           l + " 0\nvllm:prompt_tokens_total" + l + " 1000\nvllm:generation_tokens_total" + l + " 500\n" +
+           extra_metrics_;
   }
 
   // A whole chat completion (a healed engine answers even a stream request this way: enough for routing).
@@ -241,6 +248,8 @@ class FaultyEngine {
   int port_ = 0;
   std::atomic<bool> report_running_{false};
   std::atomic<int> hanging_{0};
+  mutable std::mutex extra_mu_;
+  std::string extra_metrics_;
   std::atomic<int> inference_{0};
   std::mutex mu_;
   std::vector<std::thread> threads_;
