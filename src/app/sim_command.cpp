@@ -4,8 +4,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -22,21 +24,55 @@ struct SimArgs {
   sim::SimOptions opts;
   std::string preset = "a4000-qwen3-4b";
   std::string preset_file;
-  std::uint32_t max_num_seqs = 0;
-  std::uint32_t num_gpu_blocks = 0;
-  std::uint32_t block_size = 0;
-  std::uint32_t max_num_batched_tokens = 0;
-  std::uint32_t max_model_len = 0;
-  std::string scheduling_policy;  // empty: the preset's (fcfs)
-  std::string reply_median;       // empty: the preset's
-  std::string reply_sigma;
-  std::string tool_rounds;  // empty: the preset's (off)
-  std::string tool_parallel;
-  std::string tool_subagent;
-  std::string kv_offloading_size;     // empty: the preset's (off)
-  std::string kv_offloading_backend;  // vLLM's flag, accepted for its one modelled value
+  std::map<std::string, std::string> engine_params;  // parameter name -> value, only those given
+  std::string kv_offloading_backend;                 // vLLM's flag, accepted for its one modelled value
+  bool enable_prefix_caching = true;                 // vLLM's flag, accepted: the sim always caches
+  bool print_config = false;
   std::string log_level = "info";
 };
+
+// The flags vLLM has, with vLLM's help; every other engine parameter (engine::param_names()) gets a flag
+// of its name. `--num-gpu-blocks` is also vLLM's `--num-gpu-blocks-override`.
+const std::map<std::string_view, std::string_view> kEngineFlagHelp = {
+    {"max_num_seqs", "Running requests per rank (overrides the preset)"},
+    {"num_gpu_blocks", "KV blocks per rank (overrides the preset's, or its sizing from the card)"},
+    {"block_size", "Tokens per KV block asked (a hybrid model pads it to its linear state's page)"},
+    {"max_num_batched_tokens", "Token budget per step"},
+    {"max_model_len", "Prompt + output limit per request"},
+    {"kv_cache_dtype", "KV cache dtype: auto (the model's), bfloat16, fp8, fp8_e4m3, fp8_e5m2"},
+    {"gpu_memory_utilization",
+     "Fraction of the card's memory vLLM takes (sizes the pool of a preset sized "
+     "from the card)"},
+    {"scheduling_policy",
+     "fcfs, or priority: requests' `priority` orders the waiting queue and picks who "
+     "is preempted"},
+    {"reply_median",
+     "Median reply length in tokens, where replies end by themselves (0 = always max_tokens)"},
+    {"reply_sigma", "Spread of reply lengths: sigma of ln(length)"},
+    {"tool_rounds",
+     "Answer requests that offer tools with tool calls: mean tool rounds per prompt (0 = off)"},
+    {"tool_parallel", "Probability that a round holds several tool calls"},
+    {"tool_subagent", "Probability that a prompt starts with a subagent"},
+    {"kv_offloading_size",
+     "GiB of host memory per rank for vLLM's native CPU KV offload (0 = off): evicted "
+     "prefixes are loaded back over PCIe instead of recomputed"},
+};
+
+// One flag per engine parameter, over the preset's value.
+void add_engine_flags(CLI::App& cmd, const std::shared_ptr<SimArgs>& args) {
+  for (const std::string& name : engine::param_names()) {
+    std::string flags = "--" + name;
+    std::replace(flags.begin(), flags.end(), '_', '-');
+    if (name == "num_gpu_blocks") {
+      flags += ",--num-gpu-blocks-override";
+    }
+    const auto help = kEngineFlagHelp.find(name);
+    cmd.add_option_function<std::string>(
+           flags, [args, name](const std::string& v) { args->engine_params[name] = v; },
+           help != kEngineFlagHelp.end() ? std::string(help->second) : "Engine parameter " + name)
+        ->group(help != kEngineFlagHelp.end() ? "Engine" : "Engine model");
+  }
+}
 
 // Preset, then the preset file, then the individual flags (later wins). Exits 2 on a bad configuration.
 engine::EngineConfig build_config(const SimArgs& a) {
@@ -65,32 +101,8 @@ engine::EngineConfig build_config(const SimArgs& a) {
     }
     c = *parsed;
   }
-  auto set = [&](std::string_view key, std::uint32_t v) {
-    if (v == 0) {
-      return;
-    }
-    auto r = engine::set_param(c, key, std::to_string(v));
-    if (!r) {
-      fmt::print(stderr, "lm-warden sim: --{}: {}\n", key, r.error().message);
-      std::exit(2);
-    }
-  };
-  set("max-num-seqs", a.max_num_seqs);
-  set("num-gpu-blocks", a.num_gpu_blocks);
-  set("block-size", a.block_size);
-  set("max-num-batched-tokens", a.max_num_batched_tokens);
-  set("max-model-len", a.max_model_len);
-  for (const auto& [key, text] : {std::pair{"scheduling-policy", &a.scheduling_policy},
-                                  {"reply-median", &a.reply_median},
-                                  {"reply-sigma", &a.reply_sigma},
-                                  {"tool-rounds", &a.tool_rounds},
-                                  {"tool-parallel", &a.tool_parallel},
-                                  {"tool-subagent", &a.tool_subagent},
-                                  {"kv-offloading-size", &a.kv_offloading_size}}) {
-    if (text->empty()) {
-      continue;
-    }
-    if (auto r = engine::set_param(c, key, *text); !r) {
+  for (const auto& [key, value] : a.engine_params) {
+    if (auto r = engine::set_param(c, key, value); !r) {
       fmt::print(stderr, "lm-warden sim: --{}: {}\n", key, r.error().message);
       std::exit(2);
     }
@@ -114,7 +126,8 @@ void add_sim_command(CLI::App& app) {
   cmd->add_option("--data-parallel-size,-d,--dp", o.data_parallel_size, "Engine ranks behind this server")
       ->default_val(1)
       ->check(CLI::Range(1, 256));
-  cmd->add_option("--preset", args->preset, "Engine preset: a4000-qwen3-4b, h200-qwen3-4b, instant")
+  cmd->add_option("--preset", args->preset,
+                  "Engine preset: a4000-qwen3-4b, h200-qwen3-4b, rtx5090-qwen3.6-27b, instant")
       ->default_val("a4000-qwen3-4b");
   cmd->add_option("--preset-file", args->preset_file, "YAML of engine parameters applied over the preset");
   cmd->add_option("--time-scale", o.time_scale, "Model seconds per wall second (10 = ten times faster)")
@@ -122,25 +135,12 @@ void add_sim_command(CLI::App& app) {
       ->check(CLI::Range(1e-3, 1e6));
   cmd->add_option("--served-model-name", o.served_model_name, "Model name clients must send")
       ->default_val("Qwen/Qwen3-4B-Instruct-2507");
-  cmd->add_option("--max-num-seqs", args->max_num_seqs, "Running requests per rank (overrides the preset)");
-  cmd->add_option("--num-gpu-blocks", args->num_gpu_blocks, "KV blocks per rank (overrides the preset)");
-  cmd->add_option("--block-size", args->block_size, "Tokens per KV block (overrides the preset)");
-  cmd->add_option("--max-num-batched-tokens", args->max_num_batched_tokens, "Token budget per step");
-  cmd->add_option("--max-model-len", args->max_model_len, "Prompt + output limit per request");
-  cmd->add_option(
-      "--scheduling-policy", args->scheduling_policy,
-      "fcfs, or priority: requests' `priority` orders the waiting queue and picks who is preempted");
-  cmd->add_option("--reply-median", args->reply_median,
-                  "Median reply length in tokens, where replies end by themselves (0 = always max_tokens)");
-  cmd->add_option("--reply-sigma", args->reply_sigma, "Spread of reply lengths: sigma of ln(length)");
-  cmd->add_option("--tool-rounds", args->tool_rounds,
-                  "Answer requests that offer tools with tool calls: mean tool rounds per prompt (0 = off)");
-  cmd->add_option("--tool-parallel", args->tool_parallel,
-                  "Probability that a round holds several tool calls");
-  cmd->add_option("--tool-subagent", args->tool_subagent, "Probability that a prompt starts with a subagent");
-  cmd->add_option("--kv-offloading-size", args->kv_offloading_size,
-                  "GiB of host memory per rank for vLLM's native CPU KV offload (0 = off): evicted prefixes "
-                  "are loaded back over PCIe instead of recomputed");
+  add_engine_flags(*cmd, args);
+  cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", args->enable_prefix_caching,
+                "vLLM's flag, accepted on (its default): the sim always caches prefixes");
+  cmd->add_flag(
+      "--print-config", args->print_config,
+      "Print the engine configuration as it would run (YAML, block size and pool resolved) and exit");
   cmd->add_option("--kv-offloading-backend", args->kv_offloading_backend,
                   "vLLM's offload backend; the one modelled is native (vLLM's own CPU offload)")
       ->check(CLI::IsMember({"native"}));
@@ -161,6 +161,15 @@ void add_sim_command(CLI::App& app) {
     spdlog::set_default_logger(logger);
     spdlog::set_level(spdlog::level::from_str(args->log_level));
     args->opts.engine = build_config(*args);
+    if (args->print_config) {
+      fmt::print("{}", engine::to_yaml(engine::resolve_cache(args->opts.engine)));
+      return;
+    }
+    if (!args->enable_prefix_caching) {
+      fmt::print(stderr,
+                 "lm-warden sim: --no-enable-prefix-caching is not modelled (the sim always caches)\n");
+      std::exit(2);
+    }
     int rc = sim::run_sim(args->opts);
     std::fflush(stdout);
     if (rc != 0) {

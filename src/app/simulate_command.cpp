@@ -319,8 +319,8 @@ void print_outcome(const SimulateOptions& o, const whatif::SimulationConfig& c,
   fmt::print(
       "lm-warden simulate: {} x {} replicas (num_gpu_blocks {}, max_num_seqs {}), levels {} x {}s, "
       "think {}s, client rtt {}s, seed {}\n\n",
-      c.engine.preset, c.replicas, c.engine.num_gpu_blocks, c.engine.max_num_seqs, fmt::join(c.levels, ","),
-      c.duration, c.workload.think_time, c.client_rtt, c.seed);
+      c.engine.preset, c.replicas, engine::resolve_cache(c.engine).num_gpu_blocks, c.engine.max_num_seqs,
+      fmt::join(c.levels, ","), c.duration, c.workload.think_time, c.client_rtt, c.seed);
   const std::vector<std::string> compare = split(o.compare);
   if (compare.size() == 2) {
     fmt::print("{}", report::comparison_terminal(rows, compare[0], compare[1]));

@@ -2,14 +2,52 @@
 
 #include <string>
 
+#include "engine/cache_layout.hpp"
+
 namespace warden::engine {
 
 namespace {
 
 constexpr std::uint32_t kMaxBlocks = 20'000'000;  // keeps a mistyped flag from allocating gigabytes
+constexpr std::uint32_t kMaxBlockSize = 65536;    // hybrid models' padded blocks reach thousands of tokens
 
 bool positive(double v) {
   return v > 0;
+}
+
+// The hybrid and dtype fields, and the pool they resolve to.
+Result<void> validate_cache(const EngineConfig& c) {
+  const auto& t = c.time;
+  if (!(t.kv_dtype_bytes >= 0 && t.kv_dtype_bytes <= 8) ||
+      !(t.model_weight_bytes >= 0 && t.model_weight_bytes <= 1e15)) {
+    return make_error("kv_dtype_bytes must be in [0, 8] and model_weight_bytes in [0, 1e15]",
+                      "kv_dtype_bytes");
+  }
+  if (!(t.linear_state_bytes >= 0 && t.linear_state_bytes <= 1e12)) {
+    return make_error("linear_state_bytes must be in [0, 1e12]", "linear_state_bytes");
+  }
+  if (t.num_linear_layers > 0 && t.num_linear_layers < t.num_layers) {
+    return make_error(
+        "a hybrid model needs at least as many linear layers as full-attention ones (num_layers)",
+        "num_linear_layers");
+  }
+  const CacheLayout layout = cache_layout(c);
+  if (layout.block_size > kMaxBlockSize) {
+    return make_error("the linear state's page makes blocks of " + std::to_string(layout.block_size) +
+                          " tokens, over " + std::to_string(kMaxBlockSize),
+                      "linear_state_bytes");
+  }
+  if (layout.num_gpu_blocks < 1 || layout.num_gpu_blocks > kMaxBlocks) {
+    return make_error(
+        "the card leaves no room for the KV cache: gpu_memory_bytes x gpu_memory_utilization is "
+        "below the weights plus memory_reserve_bytes plus one block",
+        "num_gpu_blocks");
+  }
+  if (layout.state_blocks >= layout.num_gpu_blocks) {
+    return make_error("the pool holds no more blocks than one sequence's linear state takes",
+                      "num_gpu_blocks");
+  }
+  return {};
 }
 
 }  // namespace
@@ -29,11 +67,20 @@ std::optional<SchedulingPolicy> parse_scheduling_policy(std::string_view name) {
 }
 
 Result<void> validate(const EngineConfig& c) {
-  if (c.block_size < 1 || c.block_size > 1024) {
-    return make_error("block_size must be in [1, 1024]", "block_size");
+  if (c.block_size < 1 || c.block_size > kMaxBlockSize) {
+    return make_error("block_size must be in [1, " + std::to_string(kMaxBlockSize) + "]", "block_size");
   }
-  if (c.num_gpu_blocks < 1 || c.num_gpu_blocks > kMaxBlocks) {
+  if (c.num_gpu_blocks > kMaxBlocks) {
     return make_error("num_gpu_blocks must be in [1, " + std::to_string(kMaxBlocks) + "]", "num_gpu_blocks");
+  }
+  if (c.num_gpu_blocks == 0 && !(c.gpu_memory_bytes > 0)) {
+    return make_error(
+        "num_gpu_blocks must be at least 1 (0 sizes the pool from gpu_memory_bytes, which is not set)",
+        "num_gpu_blocks");
+  }
+  if (!(c.gpu_memory_bytes >= 0 && c.gpu_memory_bytes <= 1e15) ||
+      !(c.memory_reserve_bytes >= 0 && c.memory_reserve_bytes <= 1e15)) {
+    return make_error("gpu_memory_bytes and memory_reserve_bytes must be in [0, 1e15]", "gpu_memory_bytes");
   }
   if (c.max_num_seqs < 1) {
     return make_error("max_num_seqs must be at least 1", "max_num_seqs");
@@ -84,7 +131,7 @@ Result<void> validate(const EngineConfig& c) {
   if (!(t.step_overhead >= 0) || !(t.per_seq_overhead >= 0)) {
     return make_error("step_overhead and per_seq_overhead must be >= 0", "step_overhead");
   }
-  return {};
+  return validate_cache(c);
 }
 
 }  // namespace warden::engine

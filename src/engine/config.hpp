@@ -38,10 +38,16 @@ std::string_view scheduling_policy_name(SchedulingPolicy policy);  // "fcfs", "p
 std::optional<SchedulingPolicy> parse_scheduling_policy(std::string_view name);
 
 struct EngineConfig {
-  std::string preset = "custom";                // name shown in logs / what-if reports
-  std::uint32_t block_size = 16;                // tokens per KV block (vLLM default 16)
-  std::uint32_t num_gpu_blocks = 2500;          // KV blocks per rank
-  std::uint32_t max_num_seqs = 32;              // running requests per rank
+  std::string preset = "custom";  // name shown in logs / what-if reports
+  // Tokens per KV block as asked (vLLM's --block-size, default 16). A hybrid model's block is larger:
+  // vLLM pads the attention page to the linear state's page (engine/cache_layout.hpp).
+  std::uint32_t block_size = 16;
+  // KV blocks per rank (vLLM's --num-gpu-blocks-override); 0 = as vLLM sizes the pool from the card's
+  // memory: gpu_memory_bytes x gpu_memory_utilization - weights - memory_reserve_bytes.
+  std::uint32_t num_gpu_blocks = 2500;
+  double gpu_memory_bytes = 0;      // memory vLLM sees on the card; 0 = unknown (num_gpu_blocks is set)
+  double memory_reserve_bytes = 0;  // activation peak, CUDA graphs and non-torch memory at profiling
+  std::uint32_t max_num_seqs = 32;  // running requests per rank
   std::uint32_t max_num_batched_tokens = 2048;  // tokens per step (chunked prefill budget)
   std::uint32_t max_model_len = 32768;          // prompt + output limit per request
   // Admission gate of current vLLM (`scheduler_reserve_full_isl`, on by default since 2026): 1 admits a
@@ -53,9 +59,10 @@ struct EngineConfig {
   // default): computed blocks are copied to a host LRU and loaded back over PCIe (engine/offload_tier.hpp).
   double kv_offloading_size = 0;
   SchedulingPolicy scheduling_policy = SchedulingPolicy::fcfs;  // vLLM's default
-  double gpu_memory_utilization = 0.9;  // informational: reported in vllm:cache_config_info
-  ReplyLength reply;                    // off unless set (a4000 and h200 set agent-like replies)
-  ToolCallModel tools;                  // off unless tools.rounds > 0
+  // Sizes the pool when num_gpu_blocks is 0; otherwise only reported in vllm:cache_config_info.
+  double gpu_memory_utilization = 0.9;
+  ReplyLength reply;    // off unless set (a4000 and h200 set agent-like replies)
+  ToolCallModel tools;  // off unless tools.rounds > 0
   StepTimeModel time;
 };
 

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "base/splitmix.hpp"
+#include "engine/cache_layout.hpp"
 
 namespace warden::engine {
 
@@ -35,12 +36,6 @@ std::uint64_t prompt_seed(std::uint64_t seed, const Tokens& prompt) {
 
 std::uint32_t ceil_div(std::uint64_t a, std::uint32_t b) {
   return static_cast<std::uint32_t>((a + b - 1) / b);
-}
-
-// Blocks kv_offloading_size GiB of host memory holds (vLLM sizes its CPU block pool the same way).
-std::size_t offload_capacity_blocks(const EngineConfig& c) {
-  const double block_bytes = static_cast<double>(c.block_size) * c.time.kv_bytes_per_token();
-  return static_cast<std::size_t>(c.kv_offloading_size * 1073741824.0 / block_bytes);
 }
 
 }  // namespace
@@ -97,6 +92,7 @@ struct Engine::Impl {
     std::uint32_t num_output = 0;
     std::uint32_t num_registered = 0;  // leading blocks already offered to the prefix cache
     std::vector<BlockId> blocks;
+    std::vector<BlockId> state;       // a hybrid model's linear state, held while the request runs
     std::vector<BlockHash> hashes;    // chained hashes of the full blocks of `tokens` seen so far
     std::int64_t cached_tokens = -1;  // set at first scheduling
     std::uint64_t sample_seed = 0;
@@ -113,7 +109,8 @@ struct Engine::Impl {
     std::uint32_t context;
   };
 
-  EngineConfig config;
+  EngineConfig config;         // resolved: block_size and num_gpu_blocks as the engine runs with them
+  std::uint32_t state_blocks;  // blocks a running request's linear state holds (0: dense model)
   std::uint64_t seed;
   BlockCache cache;
   OffloadTier offload;
@@ -125,7 +122,8 @@ struct Engine::Impl {
   double load_s = 0;  // PCIe time of the blocks loaded from the offload tier in the step being built
 
   Impl(EngineConfig c, std::uint64_t s)
-      : config(std::move(c)),
+      : config(resolve_cache(std::move(c))),
+        state_blocks(state_blocks_per_seq(config.time)),
         seed(s),
         cache(config.num_gpu_blocks, config.block_size),
         offload(offload_capacity_blocks(config)) {
@@ -171,6 +169,8 @@ struct Engine::Impl {
   }
 
   void free_blocks(Request& r) {
+    cache.release(r.state);
+    r.state.clear();
     cache.release(r.blocks);
     r.blocks.clear();
     r.num_registered = 0;
@@ -334,7 +334,8 @@ struct Engine::Impl {
     }
     const std::uint32_t known = std::max(hit_tokens + loaded, assumed);
     const std::uint32_t num_new = std::min(static_cast<std::uint32_t>(r.tokens.size()) - known, budget);
-    if (need_for(r, known + num_new) - hits + evictable + watermark_blocks() > cache.num_free()) {
+    if (need_for(r, known + num_new) + state_blocks - hits + evictable + watermark_blocks() >
+        cache.num_free()) {
       return std::nullopt;
     }
     r.blocks = cache.acquire_cached(r.hashes, hits);
@@ -344,6 +345,9 @@ struct Engine::Impl {
     const bool ok = allocate_slots(r, known - hit_tokens + num_new);
     assert(ok);
     (void)ok;
+    for (std::uint32_t i = 0; i < state_blocks; ++i) {
+      r.state.push_back(*cache.allocate());
+    }
     r.num_computed = known;
     load_s += static_cast<double>(loaded) * config.time.kv_bytes_per_token() / config.time.pcie_bandwidth;
     if (r.cached_tokens < 0) {
@@ -481,7 +485,7 @@ Result<void> Engine::add_request(RequestSpec spec) {
   const auto max_output = static_cast<std::uint32_t>(
       std::min<std::uint64_t>(static_cast<std::uint64_t>(spec.max_tokens), c.max_model_len - prompt_len));
   // KV is computed for every token but the last generated one.
-  const std::uint32_t blocks = ceil_div(prompt_len + max_output - 1, c.block_size);
+  const std::uint32_t blocks = ceil_div(prompt_len + max_output - 1, c.block_size) + im.state_blocks;
   if (blocks > c.num_gpu_blocks) {
     return make_error("request needs " + std::to_string(blocks) + " KV blocks but the cache holds only " +
                           std::to_string(c.num_gpu_blocks),

@@ -50,6 +50,45 @@ EngineConfig h200_qwen3_4b() {
   return c;
 }
 
+// One RTX 5090 running Qwen3.6-27B (NVFP4 weights, fp8 KV) with vLLM's rtx_5090 recipe line:
+// --max-model-len 131072 --max-num-seqs 4 --kv-cache-dtype fp8 --max-num-batched-tokens 4096
+// --gpu-memory-utilization 0.95 --enable-prefix-caching. Sources and derivations: docs/engine-model.md.
+EngineConfig rtx5090_qwen36_27b() {
+  EngineConfig c;
+  c.preset = "rtx5090-qwen3.6-27b";
+  auto& t = c.time;
+  // 64 layers = 16 x (3 Gated DeltaNet + 1 full attention); full attention 24 Q / 4 KV heads of 256.
+  t.num_params = 27e9;
+  t.num_layers = 16;
+  t.num_q_heads = 24;
+  t.num_kv_heads = 4;
+  t.head_dim = 256;
+  t.dtype_bytes = 2;               // bf16 activations: the KV dtype under --kv-cache-dtype auto
+  t.kv_dtype_bytes = 1;            // --kv-cache-dtype fp8: 32,768 B of KV per token
+  t.model_weight_bytes = 23.8e9;   // the NVFP4 build on the card (22-25 GB)
+  t.num_linear_layers = 48;        // Gated DeltaNet: 16 K / 48 V heads of 128, conv kernel 4
+  t.linear_state_bytes = 3207168;  // 48 x 128 x 128 fp32 SSM state + 3 x 10,240 bf16 conv state
+  // RTX 5090: 1,792 GB/s GDDR7, 209.5 dense bf16 TFLOPS, PCIe 5.0 x16 (64 GB/s peak).
+  t.mem_bandwidth = 1.792e12;
+  t.mem_efficiency = 0.85;
+  t.peak_flops = 209.5e12;
+  t.compute_efficiency = 0.85;
+  t.pcie_bandwidth = 48e9;
+  // vLLM sees 31.4 GiB; x 0.95 - 23.8 GB weights - 2.5 GiB activations, graphs and non-torch memory
+  // = 5.5 GB = 107 blocks of 1,568 tokens (51.4 MB each): 167,776 tokens, 149k of them beside the state
+  // of 4 running sequences.
+  c.gpu_memory_bytes = 31.4 * kGiB;
+  c.gpu_memory_utilization = 0.95;
+  c.memory_reserve_bytes = 2.5 * kGiB;
+  c.num_gpu_blocks = 0;  // sized from the card, as vLLM does
+  c.block_size = 16;     // vLLM pads it to 1,568 (fp8) or 784 (bf16) tokens: engine/cache_layout.hpp
+  c.max_num_seqs = 4;
+  c.max_num_batched_tokens = 4096;
+  c.max_model_len = 131072;
+  c.reply = kAgentReplies;
+  return c;
+}
+
 EngineConfig instant() {
   EngineConfig c;
   c.preset = "instant";
@@ -82,6 +121,8 @@ const Param kParams[] = {
     {"kv_watermark", nullptr, [](EngineConfig& c) -> double& { return c.kv_watermark; }},
     {"kv_offloading_size", nullptr, [](EngineConfig& c) -> double& { return c.kv_offloading_size; }},
     {"gpu_memory_utilization", nullptr, [](EngineConfig& c) -> double& { return c.gpu_memory_utilization; }},
+    {"gpu_memory_bytes", nullptr, [](EngineConfig& c) -> double& { return c.gpu_memory_bytes; }},
+    {"memory_reserve_bytes", nullptr, [](EngineConfig& c) -> double& { return c.memory_reserve_bytes; }},
     {"reply_median", nullptr, [](EngineConfig& c) -> double& { return c.reply.median; }},
     {"reply_sigma", nullptr, [](EngineConfig& c) -> double& { return c.reply.sigma; }},
     {"tool_rounds", nullptr, [](EngineConfig& c) -> double& { return c.tools.rounds; }},
@@ -93,6 +134,11 @@ const Param kParams[] = {
     {"num_kv_heads", [](EngineConfig& c) -> std::uint32_t& { return c.time.num_kv_heads; }, nullptr},
     {"head_dim", [](EngineConfig& c) -> std::uint32_t& { return c.time.head_dim; }, nullptr},
     {"dtype_bytes", nullptr, [](EngineConfig& c) -> double& { return c.time.dtype_bytes; }},
+    {"kv_dtype_bytes", nullptr, [](EngineConfig& c) -> double& { return c.time.kv_dtype_bytes; }},
+    {"model_weight_bytes", nullptr, [](EngineConfig& c) -> double& { return c.time.model_weight_bytes; }},
+    {"num_linear_layers", [](EngineConfig& c) -> std::uint32_t& { return c.time.num_linear_layers; },
+     nullptr},
+    {"linear_state_bytes", nullptr, [](EngineConfig& c) -> double& { return c.time.linear_state_bytes; }},
     {"mem_bandwidth", nullptr, [](EngineConfig& c) -> double& { return c.time.mem_bandwidth; }},
     {"mem_efficiency", nullptr, [](EngineConfig& c) -> double& { return c.time.mem_efficiency; }},
     {"peak_flops", nullptr, [](EngineConfig& c) -> double& { return c.time.peak_flops; }},
@@ -102,8 +148,23 @@ const Param kParams[] = {
     {"per_seq_overhead", nullptr, [](EngineConfig& c) -> double& { return c.time.per_seq_overhead; }},
 };
 
-// The one parameter that is a word, not a number (vLLM's --scheduling-policy).
+// The parameters that are words, not numbers: vLLM's --scheduling-policy, and its --kv-cache-dtype (an
+// alias that sets kv_dtype_bytes: auto = the model's dtype, 0).
 constexpr std::string_view kSchedulingPolicy = "scheduling_policy";
+constexpr std::string_view kKvCacheDtype = "kv_cache_dtype";
+
+std::optional<double> kv_dtype_bytes_of(std::string_view dtype) {
+  if (dtype == "auto") {
+    return 0.0;
+  }
+  if (dtype == "bfloat16" || dtype == "float16" || dtype == "half") {
+    return 2.0;
+  }
+  if (dtype == "fp8" || dtype == "fp8_e4m3" || dtype == "fp8_e5m2") {
+    return 1.0;
+  }
+  return std::nullopt;
+}
 
 std::string normalize(std::string_view key) {
   std::string k(key);
@@ -117,22 +178,15 @@ std::string normalize(std::string_view key) {
 
 }  // namespace
 
-std::uint32_t derive_num_gpu_blocks(double gpu_bytes, double utilization, double reserve_bytes,
-                                    std::uint32_t block_size, const StepTimeModel& model) {
-  const double kv = gpu_bytes * utilization - model.weight_bytes() - reserve_bytes;
-  const double per_block = static_cast<double>(block_size) * model.kv_bytes_per_token();
-  if (!(kv > 0) || !(per_block > 0)) {
-    return 0;
-  }
-  return static_cast<std::uint32_t>(std::floor(kv / per_block));
-}
-
 std::optional<EngineConfig> find_preset(std::string_view name) {
   if (name == "a4000-qwen3-4b") {
     return a4000_qwen3_4b();
   }
   if (name == "h200-qwen3-4b") {
     return h200_qwen3_4b();
+  }
+  if (name == "rtx5090-qwen3.6-27b") {
+    return rtx5090_qwen36_27b();
   }
   if (name == "instant") {
     return instant();
@@ -141,7 +195,7 @@ std::optional<EngineConfig> find_preset(std::string_view name) {
 }
 
 std::vector<std::string> preset_names() {
-  return {"a4000-qwen3-4b", "h200-qwen3-4b", "instant"};
+  return {"a4000-qwen3-4b", "h200-qwen3-4b", "rtx5090-qwen3.6-27b", "instant"};
 }
 
 std::vector<std::string> param_names() {
@@ -150,6 +204,7 @@ std::vector<std::string> param_names() {
     out.emplace_back(p.name);
   }
   out.emplace_back(kSchedulingPolicy);
+  out.emplace_back(kKvCacheDtype);
   return out;
 }
 
@@ -162,6 +217,16 @@ Result<void> set_param(EngineConfig& config, std::string_view key, std::string_v
       return make_error("'" + k + "' needs fcfs or priority, got '" + std::string(v) + "'", k);
     }
     config.scheduling_policy = *policy;
+    return {};
+  }
+  if (k == kKvCacheDtype) {
+    const auto bytes = kv_dtype_bytes_of(v);
+    if (!bytes) {
+      return make_error("'" + k + "' needs auto, bfloat16, float16, fp8, fp8_e4m3 or fp8_e5m2, got '" +
+                            std::string(v) + "'",
+                        k);
+    }
+    config.time.kv_dtype_bytes = *bytes;
     return {};
   }
   for (const auto& p : kParams) {

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/cache_layout.hpp"
 #include "engine/config.hpp"
 #include "engine/result.hpp"
 
@@ -39,10 +40,5 @@ Result<EngineConfig> parse_preset_yaml(std::string_view yaml, EngineConfig base)
 
 // The config as YAML parse_preset_yaml reads back (every parameter, flat).
 std::string to_yaml(const EngineConfig& config);
-
-// KV blocks that fit a GPU after weights and an activation reserve, as vLLM's memory profiling sizes the
-// cache: floor((gpu_bytes * utilization - weight_bytes - reserve_bytes) / (block_size * kv_bytes_per_token)).
-std::uint32_t derive_num_gpu_blocks(double gpu_bytes, double utilization, double reserve_bytes,
-                                    std::uint32_t block_size, const StepTimeModel& model);
 
 }  // namespace warden::engine

@@ -20,7 +20,10 @@ StepCost StepTimeModel::cost(std::span<const ScheduledChunk> batch) const {
     kv_tokens += ctx + n;
     pairs += n * ctx + n * (n + 1) / 2;
   }
-  c.memory_s = (weight_bytes() + kv_bytes_per_token() * kv_tokens) / (mem_bandwidth * mem_efficiency);
+  // A hybrid model also reads and writes each scheduled sequence's recurrent state.
+  const double state_bytes = 2.0 * state_bytes_per_seq() * static_cast<double>(batch.size());
+  c.memory_s =
+      (weight_bytes() + kv_bytes_per_token() * kv_tokens + state_bytes) / (mem_bandwidth * mem_efficiency);
   c.compute_s =
       (2.0 * num_params * new_tokens + attn_flops_per_pair() * pairs) / (peak_flops * compute_efficiency);
   c.total_s = step_overhead + per_seq_overhead * static_cast<double>(batch.size()) +

@@ -6,7 +6,8 @@ namespace warden::engine {
 namespace {
 
 TEST(Presets, KnownNamesValidate) {
-  EXPECT_EQ(preset_names(), (std::vector<std::string>{"a4000-qwen3-4b", "h200-qwen3-4b", "instant"}));
+  EXPECT_EQ(preset_names(),
+            (std::vector<std::string>{"a4000-qwen3-4b", "h200-qwen3-4b", "rtx5090-qwen3.6-27b", "instant"}));
   for (const auto& name : preset_names()) {
     const auto p = find_preset(name);
     ASSERT_TRUE(p) << name;
@@ -41,7 +42,7 @@ TEST(Presets, SetParamAcceptsFlagAndYamlSpellings) {
   EXPECT_FALSE(set_param(c, "mem_efficiency", ""));
   ASSERT_TRUE(set_param(c, "kv-offloading-size", "16"));
   EXPECT_DOUBLE_EQ(c.kv_offloading_size, 16.0);
-  EXPECT_EQ(param_names().size(), 28U);
+  EXPECT_EQ(param_names().size(), 35U);
 }
 
 TEST(Presets, SchedulingPolicyIsAWord) {
