@@ -501,8 +501,13 @@ Result<void> Engine::add_request(RequestSpec spec) {
   if (spec.reply && !spec.reply->empty()) {
     r.fixed_reply = std::move(*spec.reply);
   }
-  const std::uint32_t drawn = r.fixed_reply.empty() ? draw_reply_length(c.reply, r.sample_seed)
-                                                    : static_cast<std::uint32_t>(r.fixed_reply.size());
+  std::uint32_t drawn = r.fixed_reply.empty() ? draw_reply_length(c.reply, r.sample_seed)
+                                              : static_cast<std::uint32_t>(r.fixed_reply.size());
+  if (spec.ignore_eos) {
+    drawn = 0;  // no EOS: the cap ends the reply
+  } else if (drawn > 0) {
+    drawn = std::max(drawn, spec.min_tokens);
+  }
   r.reply_len = drawn > 0 && drawn < max_output ? drawn : max_output;
   r.ends_by = drawn > 0 && drawn < max_output ? FinishReason::stop : FinishReason::length;
   r.arrival = spec.arrival_time;

@@ -25,12 +25,12 @@
 //    computed tokens reach its full length emits one token at the end of the step.
 //
 // Stop rule: a request's cap is min(max_tokens, max_model_len - prompt_len). With config.reply on, its
-// reply length is drawn from the sample seed (draw_reply_length); a draw below the cap ends the reply
-// there with finish_reason "stop" (the model's EOS), otherwise the cap does, with "length" (vLLM checks
-// the length cap before EOS). With config.reply off every reply runs to its cap. Output tokens are
-// output_token(hash(sample seed, index), index) where the sample seed defaults to hash(engine seed, prompt
-// tokens): the same prompt and seed give the same reply in every process, independent of request ids and
-// timing.
+// reply length is drawn from the sample seed (draw_reply_length) and raised to the request's min_tokens;
+// a draw below the cap ends the reply there with finish_reason "stop" (the model's EOS), otherwise the cap
+// does, with "length" (vLLM checks the length cap before EOS). With ignore_eos the cap always does. With
+// config.reply off every reply runs to its cap. Output tokens are output_token(hash(sample seed, index),
+// index) where the sample seed defaults to hash(engine seed, prompt tokens): the same prompt and seed give
+// the same reply in every process, independent of request ids and timing.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +64,11 @@ struct RequestSpec {
   RequestId id = 0;
   Tokens prompt;
   int max_tokens = 16;
+  // vLLM's sampling fields: ignore_eos runs the reply to its cap whatever length was drawn; min_tokens
+  // is a floor on the drawn length (the model emits no EOS before it). A fixed reply is extended past its
+  // tokens by generated ones.
+  bool ignore_eos = false;
+  std::uint32_t min_tokens = 0;
   double arrival_time = 0;  // for the TTFT histogram (TTFT = first token time - arrival_time)
   // vLLM's request `priority`, read only under SchedulingPolicy::priority: lower is served first, ties by
   // arrival_time, then by the order requests were added.

@@ -34,6 +34,7 @@
 #include "net/tls.hpp"
 #include "protocol/error_body.hpp"
 #include "sim/formats.hpp"
+#include "sim/length_fields.hpp"
 
 namespace warden::sim {
 
@@ -67,6 +68,7 @@ struct Parsed {
   bool count_tokens = false;
   engine::Tokens prompt;
   int max_tokens = 16;
+  LengthFields length;        // ignore_eos, min_tokens
   std::int64_t priority = 0;  // vLLM's request priority (lower first), OpenAI-style APIs only
   bool stream = false;
   bool include_usage = false;
@@ -454,6 +456,14 @@ base::Result<Parsed, HttpError> Sim::Impl::parse(Api api, bool count_tokens, std
     return max_tokens.error();
   }
   p.max_tokens = *max_tokens;
+  auto length = parse_length_fields(o, p.max_tokens);
+  if (!length) {
+    return HttpError{400, length.error().message, length.error().param};
+  }
+  p.length = *length;
+  if (p.length.ignore_eos || p.length.min_tokens > p.tools.tokens.size()) {
+    p.tools = {};  // a reply held past its end is text, not a tool call the client would have to parse
+  }
   return p;
 }
 
@@ -609,6 +619,8 @@ base::Result<std::shared_ptr<Job>, HttpError> Sim::Impl::submit(Rank& r, Parsed&
   spec.id = job->id;
   spec.prompt = std::move(p.prompt);
   spec.max_tokens = p.max_tokens;
+  spec.ignore_eos = p.length.ignore_eos;
+  spec.min_tokens = p.length.min_tokens;
   spec.priority = p.priority;
   if (!p.tools.calls.empty()) {
     spec.reply = p.tools.tokens;  // generated like any reply: same steps, same usage

@@ -7,6 +7,7 @@
 
 #include "engine/engine.hpp"
 #include "engine/presets.hpp"
+#include "engine/run_one.hpp"
 
 #include "engine/seq.hpp"
 
@@ -133,6 +134,35 @@ TEST(ReplyLength, PresetsCarryAgentRepliesAndTheKeysRoundTrip) {
   EXPECT_EQ(back->reply.sigma, 0.5);
   c.reply.sigma = -1;
   EXPECT_FALSE(validate(c));
+}
+
+// vLLM's ignore_eos runs a reply to its cap; min_tokens is a floor on the drawn length.
+TEST(ReplyLength, IgnoreEosAndMinTokens) {
+  const EngineConfig c = fast({5, 0});  // every reply ends by itself after 5 tokens
+  RequestSpec plain;
+  plain.id = 1;
+  plain.prompt = seq(1, 10);
+  plain.max_tokens = 20;
+  EXPECT_EQ(test::run_one(c, 1, plain).usage.completion_tokens, 5U);
+  RequestSpec ignore = plain;
+  ignore.ignore_eos = true;
+  const auto capped = test::run_one(c, 1, ignore);
+  EXPECT_EQ(capped.usage.completion_tokens, 20U);
+  EXPECT_EQ(capped.usage.finish_reason, FinishReason::length);
+  RequestSpec floor = plain;
+  floor.min_tokens = 12;
+  const auto floored = test::run_one(c, 1, floor);
+  EXPECT_EQ(floored.usage.completion_tokens, 12U);
+  EXPECT_EQ(floored.usage.finish_reason, FinishReason::stop);
+  floor.min_tokens = 3;  // below the drawn 5: no effect
+  EXPECT_EQ(test::run_one(c, 1, floor).usage.completion_tokens, 5U);
+  // A fixed reply (a tool call) is extended past its tokens by generated ones.
+  RequestSpec fixed = plain;
+  fixed.reply = seq(500, 4);
+  fixed.min_tokens = 7;
+  const auto extended = test::run_one(c, 1, fixed);
+  ASSERT_EQ(extended.tokens.size(), 7U);
+  EXPECT_EQ(Tokens(extended.tokens.begin(), extended.tokens.begin() + 4), seq(500, 4));
 }
 
 }  // namespace
