@@ -58,9 +58,11 @@ test: build build-asan
 	ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) -L unit
 
 # Starts the demo: simulated replicas, the warden and its console (WARDENS=2: a second warden on the same
-# replicas, sharing conversation homes through a local redis-server).
+# replicas, sharing conversation homes through a local redis-server; PRESET=rtx5090-qwen3.6-27b REPLICAS=7:
+# another engine preset and number of ranks).
 run: build
-	@TIME_SCALE=$(TIME_SCALE) WARDENS=$(WARDENS) ENGINE_ARGS="$(ENGINE_ARGS)" bash scripts/run-demo.sh $(BUILD)/lm-warden
+	@TIME_SCALE=$(TIME_SCALE) WARDENS=$(WARDENS) ENGINE_ARGS="$(ENGINE_ARGS)" PRESET=$(PRESET) REPLICAS=$(REPLICAS) \
+	  bash scripts/run-demo.sh $(BUILD)/lm-warden
 
 bench: build
 	@for b in $(BUILD)/bench/*_bench; do echo "== $$b"; $$b; done

@@ -6,6 +6,8 @@
 # SHARED_STATE=0 leaves Redis out: each warden then places conversations on its own (for comparison).
 # ENGINE_ARGS="--kv-offloading-size 16" adds those arguments (words without quotes or commas) to the
 # simulated engines' command line (docs/sim.md).
+# PRESET=rtx5090-qwen3.6-27b REPLICAS=7: another engine preset and number of simulated ranks; the model's
+# max_num_seqs and context come from the preset itself (`lm-warden sim --preset P --print-config`).
 # Ctrl-C stops the wardens and Redis, and the first warden stops the sim.
 set -euo pipefail
 bin=${1:-build/lm-warden}
@@ -87,6 +89,32 @@ if ! [[ "$time_scale" =~ ^[0-9]+([.][0-9]+)?$ ]] || awk "BEGIN { exit !($time_sc
   exit 2
 fi
 scrape_ms=$(awk "BEGIN { ms = int(1000 / $time_scale); print (ms < 50 ? 50 : ms) }")
+
+# The engine preset and its ranks. The demo's own (the reference host) keeps config/demo.yaml's model as
+# it is; another preset brings its max_num_seqs and max_model_len, read from the preset (one source).
+preset=${PRESET:-a4000-qwen3-4b}
+replicas=${REPLICAS:-4}
+if ! [[ "$preset" =~ ^[A-Za-z0-9._-]+$ ]] || ! [[ "$replicas" =~ ^[1-9][0-9]?$ ]]; then
+  echo "PRESET must be a preset name and REPLICAS a number of ranks from 1 to 99" >&2
+  exit 2
+fi
+model=qwen3-4b-dp4
+served=Qwen/Qwen3-4B-Instruct-2507
+preset_edits=(-e "s|size: 4 }|size: ${replicas} }|")
+if [[ "$preset" != a4000-qwen3-4b ]]; then
+  if ! preset_yaml=$("$bin" sim --preset "$preset" --print-config 2>&1); then
+    echo "$preset_yaml" >&2
+    exit 2
+  fi
+  preset_value() { sed -n "s/^$1: //p" <<<"$preset_yaml"; }
+  model="${preset}-dp${replicas}"
+  served=$preset
+  preset_edits+=(-e "s|name: qwen3-4b-dp4|name: ${model}|"
+    -e "s|served_model_name: Qwen/Qwen3-4B-Instruct-2507|served_model_name: ${served}|"
+    -e "s|max_num_seqs: 32|max_num_seqs: $(preset_value max_num_seqs)|"
+    -e "s|--max-model-len, \"40000\"|--max-model-len, \"$(preset_value max_model_len)\"|"
+    -e "s|--preset, a4000-qwen3-4b,|--preset, ${preset},|")
+fi
 engine_args=
 read -ra engine_words <<<"${ENGINE_ARGS:-}"
 for word in "${engine_words[@]}"; do
@@ -99,7 +127,7 @@ done
 
 # The demo config puts the sim on port 8000; follow SIM_PORT if it was changed.
 sed -e "s|http://127.0.0.1:8000|http://127.0.0.1:${sim_port}|" \
-  -e "s|--preset, a4000-qwen3-4b,|--preset, a4000-qwen3-4b, --time-scale, \"${time_scale}\",|" \
+  "${preset_edits[@]}" -e "s|--preset, ${preset},|--preset, ${preset}, --time-scale, \"${time_scale}\",|" \
   -e "s|scrape_interval: 1s|scrape_interval: ${scrape_ms}ms|" \
   -e "s|--tool-rounds, \"3.5\"]|--tool-rounds, \"3.5\"${engine_args}]|" \
   "$root/config/demo.yaml" >"$tmp/demo.yaml"
@@ -123,14 +151,14 @@ sim_url="http://127.0.0.1:${sim_port}"
 # The engine status comes from the warden (starting → ready; failed if e.g. the port is taken).
 status=starting
 for _ in $(seq 1 300); do
-  status=$(curl -s "${warden_url}/api/models/qwen3-4b-dp4" |
+  status=$(curl -s "${warden_url}/api/models/${model}" |
     sed -n 's/.*"launch":{"status":"\([a-z]*\)".*/\1/p') || true
   [[ "$status" == ready || "$status" == failed ]] && break
   sleep 0.1
 done
 if [[ "$status" != ready ]]; then
   echo "the simulated engine is not ready (status: ${status:-unknown}); its log:" >&2
-  curl -s "${warden_url}/api/models/qwen3-4b-dp4/logs?lines=20" >&2 || true
+  curl -s "${warden_url}/api/models/${model}/logs?lines=20" >&2 || true
   echo >&2
 fi
 for ((i = 1; i < wardens; i++)); do
@@ -161,34 +189,34 @@ stop_line="Ctrl-C stops the warden, which stops the engine."
 if ((wardens > 1)); then
   stop_line="Ctrl-C stops the wardens$([[ -n "$redis_url" ]] && echo " and Redis") (the first warden stops the engine).
 Load over all the wardens, each conversation's turns alternating between them (docs/bench.md):
-  lm-warden bench --url $(IFS=,; echo "${warden_urls[*]}") --model qwen3-4b-dp4 --metrics ${sim_url}/metrics \\
+  lm-warden bench --url $(IFS=,; echo "${warden_urls[*]}") --model ${model} --metrics ${sim_url}/metrics \\
     --time-scale ${time_scale}"
 fi
 cat <<INFO
   admin API                          ${warden_url}/api/models   (admin token: demo)
-  engine logs                        ${warden_url}/api/models/qwen3-4b-dp4/logs?lines=50
+  engine logs                        ${warden_url}/api/models/${model}/logs?lines=50
   warden metrics                     ${warden_url}/metrics
-  simulated vLLM (4 DP ranks)        ${sim_url}   (${sim_url}/metrics), launched by the warden,
+  simulated vLLM (${replicas} DP ranks)        ${sim_url}   (${sim_url}/metrics), launched by the warden,
                                      time scale ${time_scale} (TIME_SCALE=10 make run: ten times faster)
 
 The simulated engine answers agents with tool calls that only read (ls, Read, subagents; docs/sim.md).
 
 Point Claude Code at it (its real context window, and an output limit that leaves room to compact):
   ANTHROPIC_BASE_URL=${warden_url} ANTHROPIC_AUTH_TOKEN=dummy CLAUDE_CODE_MAX_CONTEXT_TOKENS=${context} \\
-    CLAUDE_CODE_MAX_OUTPUT_TOKENS=4096 ANTHROPIC_DEFAULT_HAIKU_MODEL=qwen3-4b-dp4 \\
-    ANTHROPIC_DEFAULT_SONNET_MODEL=qwen3-4b-dp4 claude --model qwen3-4b-dp4 --permission-mode manual
+    CLAUDE_CODE_MAX_OUTPUT_TOKENS=4096 ANTHROPIC_DEFAULT_HAIKU_MODEL=${model} \\
+    ANTHROPIC_DEFAULT_SONNET_MODEL=${model} claude --model ${model} --permission-mode manual
   First start in a fresh home on a host without internet access: Claude Code's first-run setup checks
   api.anthropic.com and stops there. Mark the setup done once, then answer "Yes, I trust this folder":
   node -e 'const fs=require("fs"),f=require("os").homedir()+"/.claude.json";let c={};try{c=JSON.parse(fs.readFileSync(f,"utf8"))}catch{}c.hasCompletedOnboarding=true;fs.writeFileSync(f,JSON.stringify(c,null,2))'
 
 Point Codex at it:
-  WARDEN_API_KEY=dummy codex -m qwen3-4b-dp4 -c model_provider=warden \\
+  WARDEN_API_KEY=dummy codex -m ${model} -c model_provider=warden \\
     -c 'model_providers.warden={name="LM Warden",base_url="${warden_url}/v1",wire_api="responses",env_key="WARDEN_API_KEY"}' \\
     -c model_context_window=${context}
 
 Or try:
   curl -s ${warden_url}/v1/chat/completions -H 'content-type: application/json' \\
-    -d '{"model":"qwen3-4b-dp4","messages":[{"role":"user","content":"hello"}]}'
+    -d '{"model":"${model}","messages":[{"role":"user","content":"hello"}]}'
 
 ${stop_line}
 INFO
