@@ -25,8 +25,11 @@ int replica_total(const gateway::Config& config) {
 // 0 with one line on stdout when the file is valid; 1 with every error (FILE:LINE:COL: ...) on stderr.
 int run_check_config(const std::string& path) {
   auto loaded = gateway::load_config_file(path);
-  if (loaded.ok() && !gateway::load_tls_files(*loaded.config, loaded.errors)) {
-    loaded.config.reset();  // the certificate, key or CA files named in the file do not load
+  if (loaded.ok()) {
+    if (auto tls = gateway::load_tls_files(*loaded.config); !tls) {
+      loaded.errors = tls.error();
+      loaded.config.reset();  // the certificate, key or CA files named in the file do not load
+    }
   }
   if (!loaded.ok()) {
     fmt::print(stderr, "{}\nlm-warden check-config: {} is not valid ({} error{})\n", loaded.error_text(),

@@ -72,43 +72,32 @@ std::optional<std::pair<std::string, std::uint16_t>> parse_listen(std::string_vi
 
 namespace {
 
-bool set_why(std::string* why, std::string text) {
-  if (why) {
-    *why = std::move(text);
-  }
-  return false;
-}
-
 // What an upstream URL and a Redis URL have in common: the scheme, the host (IPv6 without brackets) and
-// the port (`default_port` when none is written). Nullopt with `why` set when unusable.
+// the port (`default_port` when none is written), or why they are unusable.
 struct Authority {
   boost::urls::url_view url;
   std::string host;
   std::uint16_t port = 0;
 };
 
-std::optional<Authority> parse_authority(std::string_view text, std::string_view scheme,
-                                         std::string_view scheme_note, std::uint16_t default_port,
-                                         bool allow_userinfo, std::string* why) {
+base::Result<Authority> parse_authority(std::string_view text, std::string_view scheme,
+                                        std::string_view scheme_note, std::uint16_t default_port,
+                                        bool allow_userinfo) {
   auto parsed = boost::urls::parse_absolute_uri(base::trim(text));
   if (!parsed) {
-    set_why(why, "not an absolute URL");
-    return std::nullopt;
+    return base::Failure{"not an absolute URL"};
   }
   Authority out{*parsed, {}, default_port};
   const auto& u = out.url;
   if (u.scheme() != scheme) {
-    set_why(why, fmt::format("scheme '{}' is not supported ({})", u.scheme(), scheme_note));
-    return std::nullopt;
+    return base::Failure{fmt::format("scheme '{}' is not supported ({})", u.scheme(), scheme_note)};
   }
   if (u.host().empty()) {
-    set_why(why, "no host");
-    return std::nullopt;
+    return base::Failure{"no host"};
   }
   if (u.has_query() || u.has_fragment() || (!allow_userinfo && u.has_userinfo())) {
-    set_why(why, allow_userinfo ? "a query or fragment is not allowed"
-                                : "query, fragment or user info are not allowed");
-    return std::nullopt;
+    return base::Failure{allow_userinfo ? "a query or fragment is not allowed"
+                                        : "query, fragment or user info are not allowed"};
   }
   out.host = std::string(u.host_address());
   if (u.host_type() == boost::urls::host_type::ipv6) {
@@ -119,8 +108,7 @@ std::optional<Authority> parse_authority(std::string_view text, std::string_view
   }
   if (u.has_port()) {
     if (u.port_number() == 0) {
-      set_why(why, "port must be 1..65535");
-      return std::nullopt;
+      return base::Failure{"port must be 1..65535"};
     }
     out.port = u.port_number();
   }
@@ -129,12 +117,12 @@ std::optional<Authority> parse_authority(std::string_view text, std::string_view
 
 }  // namespace
 
-std::optional<UpstreamUrl> parse_upstream_url(std::string_view text, std::string* why) {
+base::Result<UpstreamUrl> parse_upstream_url(std::string_view text) {
   const bool tls = text.starts_with("https:");
   const auto a = parse_authority(text, tls ? "https" : "http", "engines are reached over http or https",
-                                 tls ? 443 : 80, false, why);
+                                 tls ? 443 : 80, false);
   if (!a) {
-    return std::nullopt;
+    return base::Failure{a.error()};
   }
   UpstreamUrl out{a->host, a->port};
   out.tls = tls;
@@ -147,10 +135,10 @@ std::optional<UpstreamUrl> parse_upstream_url(std::string_view text, std::string
   return out;
 }
 
-std::optional<RedisUrl> parse_redis_url(std::string_view text, std::string* why) {
-  const auto a = parse_authority(text, "redis", "plain redis:// only", 6379, true, why);
+base::Result<RedisUrl> parse_redis_url(std::string_view text) {
+  const auto a = parse_authority(text, "redis", "plain redis:// only", 6379, true);
   if (!a) {
-    return std::nullopt;
+    return base::Failure{a.error()};
   }
   RedisUrl out{a->host, a->port};
   // The optional "/DB": nothing, "/" or a database number 0..15 (Redis' default count).
@@ -158,8 +146,7 @@ std::optional<RedisUrl> parse_redis_url(std::string_view text, std::string* why)
   if (!path.empty() && path != "/") {
     const auto db = base::parse_integer<int>(path.substr(1), 0, 15);
     if (!db) {
-      set_why(why, fmt::format("database '{}' is not a number from 0 to 15", path.substr(1)));
-      return std::nullopt;
+      return base::Failure{fmt::format("database '{}' is not a number from 0 to 15", path.substr(1))};
     }
     out.db = *db;
   }
@@ -275,13 +262,13 @@ class Validator {
     if (!s) {
       return std::nullopt;
     }
-    std::string why;
-    auto u = parse_upstream_url(*s, &why);
+    auto u = parse_upstream_url(*s);
     if (!u) {
       error(n, fmt::format("{} '{}' is not usable: {}; expected http://HOST:PORT or https://HOST:PORT", where,
-                           *s, why));
+                           *s, u.error()));
+      return std::nullopt;
     }
-    return u;
+    return *u;
   }
 
  private:
@@ -738,12 +725,11 @@ void parse_shared_state(Validator& v, const YAML::Node& n, Config& cfg) {
   if (!n["redis"]) {
     v.error(n, "state is missing 'redis' (expected redis://HOST:PORT/DB)");
   } else if (auto text = v.string(n["redis"], "state.redis")) {
-    std::string why;
-    if (auto url = parse_redis_url(*text, &why)) {
+    if (auto url = parse_redis_url(*text)) {
       s.redis = *url;
     } else {
-      v.error(n["redis"],
-              fmt::format("state.redis '{}' is not usable: {}; expected redis://HOST:PORT/DB", *text, why));
+      v.error(n["redis"], fmt::format("state.redis '{}' is not usable: {}; expected redis://HOST:PORT/DB",
+                                      *text, url.error()));
     }
   }
   if (auto p = n["prefix"]) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/parse.hpp"
+#include "base/result.hpp"
 #include "core/outlier.hpp"
 #include "core/types.hpp"
 #include "net/tls_context.hpp"
@@ -162,9 +163,9 @@ std::optional<std::pair<std::string, std::uint16_t>> parse_listen(std::string_vi
 // The configuration's duration ("500ms", "1s", "2m", "1h") and size ("32MiB", "10MB") syntax.
 using base::parse_duration;
 using base::parse_size;
-// "http://host:port[/base]" or "https://..." → UpstreamUrl; std::nullopt with `why` set when not usable.
-std::optional<UpstreamUrl> parse_upstream_url(std::string_view text, std::string* why);
-// "redis://..." → RedisUrl; std::nullopt with `why` set when not usable.
-std::optional<RedisUrl> parse_redis_url(std::string_view text, std::string* why);
+// "http://host:port[/base]" or "https://..." → UpstreamUrl, or why it is not usable.
+base::Result<UpstreamUrl> parse_upstream_url(std::string_view text);
+// "redis://..." → RedisUrl, or why it is not usable.
+base::Result<RedisUrl> parse_redis_url(std::string_view text);
 
 }  // namespace warden::gateway

@@ -241,9 +241,8 @@ net::ClientTimeouts Gateway::client_timeouts() const {
 }
 
 base::Result<void> Gateway::start() {
-  std::vector<std::string> tls_errors;
-  if (!use_tls_files(config_, tls_errors)) {
-    return base::Failure{fmt::format("{}", fmt::join(tls_errors, "\n"))};
+  if (auto tls = use_tls_files(config_); !tls) {
+    return base::Failure{fmt::format("{}", fmt::join(tls.error(), "\n"))};
   }
   if (auto opened = durable_.open(config_.state_dir, stats_, unix_now()); !opened) {
     return opened;

@@ -179,10 +179,10 @@ class Gateway {
   std::shared_ptr<bool> alive_;          // background loops stop when this is false
   net::asio::cancellation_signal flush_cancel_;
   bool stopped_ = false;
-  std::function<ConfigResult()> load_config_;                              // set_config_loader()
-  std::function<void()> on_scraped_;                                       // when_scraped()
-  std::function<void(std::shared_ptr<net::TlsContext>)> on_listener_tls_;  // on_listener_tls()
-  bool use_tls_files(Config& config, std::vector<std::string>& errors);    // gateway_reload.cpp
+  std::function<ConfigResult()> load_config_;                                  // set_config_loader()
+  std::function<void()> on_scraped_;                                           // when_scraped()
+  std::function<void(std::shared_ptr<net::TlsContext>)> on_listener_tls_;      // on_listener_tls()
+  base::Result<void, std::vector<std::string>> use_tls_files(Config& config);  // gateway_reload.cpp
 };
 
 }  // namespace warden::gateway

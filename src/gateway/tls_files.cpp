@@ -20,23 +20,30 @@ bool any_https(const Config& config) {
 
 }  // namespace
 
-bool load_tls_files(Config& config, std::vector<ConfigError>& errors) {
-  const std::size_t before = errors.size();
-  std::string why;
+base::Result<void, std::vector<ConfigError>> load_tls_files(Config& config) {
+  std::vector<ConfigError> errors;
   if (config.tls) {
-    config.tls->context = net::make_server_tls({config.tls->cert_file, config.tls->key_file}, &why);
-    if (!config.tls->context) {
-      errors.push_back({fmt::format("{}: tls: {}", config.tls->at, why)});
+    auto made = net::make_server_tls({config.tls->cert_file, config.tls->key_file});
+    if (made) {
+      config.tls->context = std::move(*made);
+    } else {
+      errors.push_back({fmt::format("{}: tls: {}", config.tls->at, made.error())});
     }
   }
   UpstreamTlsConfig& up = config.upstream_tls;
   if (any_https(config) || !up.at.empty()) {
-    up.context = net::make_client_tls({up.ca_file, up.cert_file, up.key_file}, &why);
-    if (!up.context) {
-      errors.push_back({fmt::format("{}: upstream_tls: {}", up.at.empty() ? config.source : up.at, why)});
+    auto made = net::make_client_tls({up.ca_file, up.cert_file, up.key_file});
+    if (made) {
+      up.context = std::move(*made);
+    } else {
+      errors.push_back(
+          {fmt::format("{}: upstream_tls: {}", up.at.empty() ? config.source : up.at, made.error())});
     }
   }
-  return errors.size() == before;
+  if (!errors.empty()) {
+    return {boost::system::in_place_error, std::move(errors)};
+  }
+  return {};
 }
 
 }  // namespace warden::gateway

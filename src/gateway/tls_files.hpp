@@ -5,14 +5,15 @@
 
 #include <vector>
 
+#include "base/result.hpp"
 #include "gateway/config.hpp"
 
 namespace warden::gateway {
 
 // Loads the listener's certificate and key (when `tls:` is set) and the upstreams' CA and client
 // certificate (when a replica is https:// or `upstream_tls:` is set) into the contexts of `config`.
-// False with one "FILE:LINE:COL: ..." error per unusable file or pair (unreadable, not PEM, key not
+// Fails with one "FILE:LINE:COL: ..." error per unusable file or pair (unreadable, not PEM, key not
 // matching its certificate).
-bool load_tls_files(Config& config, std::vector<ConfigError>& errors);
+base::Result<void, std::vector<ConfigError>> load_tls_files(Config& config);
 
 }  // namespace warden::gateway

@@ -277,12 +277,12 @@ asio::awaitable<Result<std::unique_ptr<detail::Connection>>> connect(detail::Poo
   conn->stream.expires_never();
   if (ep.tls) {
     if (!pool.opts.tls) {
-      std::string why;
-      pool.opts.tls = make_client_tls({}, &why);
-      if (!pool.opts.tls) {
-        spdlog::error("https upstream {}: {}", ep.key(), why);
+      auto made = make_client_tls({});
+      if (!made) {
+        spdlog::error("https upstream {}: {}", ep.key(), made.error());
         co_return make_error_code(ClientErrc::tls_failed);
       }
+      pool.opts.tls = std::move(*made);
     }
     auto plain =
         co_await connect_tls(std::move(conn->stream.socket()), pool.opts.tls, ep.host, t.connect, t.write);

@@ -41,41 +41,41 @@ constexpr std::chrono::milliseconds kShutdownWait{1000};
 // own lingering close is shorter: net::ServerOptions::linger_timeout).
 constexpr std::chrono::milliseconds kLingerLimit{30000};
 
-bool readable(const std::string& path, const char* what, std::string* why) {
+base::Result<void> readable(const std::string& path, const char* what) {
   std::ifstream in(path);
   if (!in) {
-    *why = fmt::format("cannot read the {} {}: {}", what, path, std::strerror(errno));
-    return false;
+    return base::Failure{fmt::format("cannot read the {} {}: {}", what, path, std::strerror(errno))};
   }
-  return true;
+  return {};
 }
 
-bool fail(std::string* why, std::string text, const boost::system::error_code& ec) {
-  *why = std::move(text) + ": " + ec.message();
-  return false;
+base::Failure failure(std::string text, const boost::system::error_code& ec) {
+  return base::Failure{std::move(text) + ": " + ec.message()};
 }
 
 // The certificate chain and its key into `ctx`, checked to belong together.
-bool load_pair(ssl::context& ctx, const std::string& cert, const std::string& key, std::string* why) {
-  if (!readable(cert, "certificate", why) || !readable(key, "key", why)) {
-    return false;
+base::Result<void> load_pair(ssl::context& ctx, const std::string& cert, const std::string& key) {
+  if (auto r = readable(cert, "certificate"); !r) {
+    return r;
+  }
+  if (auto r = readable(key, "key"); !r) {
+    return r;
   }
   boost::system::error_code ec;
   ctx.use_certificate_chain_file(cert, ec);
   if (ec) {
-    return fail(why, cert + " is not a PEM certificate", ec);
+    return failure(cert + " is not a PEM certificate", ec);
   }
   ctx.use_private_key_file(key, ssl::context::pem, ec);
   const bool mismatch = ec && ec.category() == asio::error::get_ssl_category() &&
                         ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == X509_R_KEY_VALUES_MISMATCH;
   if (ec && !mismatch) {
-    return fail(why, key + " is not a PEM private key", ec);
+    return failure(key + " is not a PEM private key", ec);
   }
   if (mismatch || SSL_CTX_check_private_key(ctx.native_handle()) != 1) {
-    *why = fmt::format("the key {} does not match the certificate {}", key, cert);
-    return false;
+    return base::Failure{fmt::format("the key {} does not match the certificate {}", key, cert)};
   }
-  return true;
+  return {};
 }
 
 // TLS 1.2 and 1.3 only, as current servers and clients offer.
@@ -217,16 +217,16 @@ asio::awaitable<Result<tcp::socket>> start_relay(std::shared_ptr<Relay> r, std::
 
 }  // namespace
 
-std::shared_ptr<TlsContext> make_server_tls(const ServerTlsFiles& files, std::string* why) {
+base::Result<std::shared_ptr<TlsContext>> make_server_tls(const ServerTlsFiles& files) {
   auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
   modern_only(*ctx);
-  if (!load_pair(*ctx, files.cert_file, files.key_file, why)) {
-    return nullptr;
+  if (auto loaded = load_pair(*ctx, files.cert_file, files.key_file); !loaded) {
+    return base::Failure{loaded.error()};
   }
-  return ctx;
+  return std::shared_ptr<TlsContext>(std::move(ctx));
 }
 
-std::shared_ptr<TlsContext> make_client_tls(const ClientTlsFiles& files, std::string* why) {
+base::Result<std::shared_ptr<TlsContext>> make_client_tls(const ClientTlsFiles& files) {
   auto ctx = std::make_shared<ssl::context>(ssl::context::tls_client);
   modern_only(*ctx);
   ctx->set_verify_mode(ssl::verify_peer);
@@ -234,27 +234,26 @@ std::shared_ptr<TlsContext> make_client_tls(const ClientTlsFiles& files, std::st
   if (files.ca_file.empty()) {
     ctx->set_default_verify_paths(ec);
     if (ec) {
-      fail(why, "cannot load the system's CA store", ec);
-      return nullptr;
+      return failure("cannot load the system's CA store", ec);
     }
   } else {
-    if (!readable(files.ca_file, "CA file", why)) {
-      return nullptr;
+    if (auto r = readable(files.ca_file, "CA file"); !r) {
+      return base::Failure{r.error()};
     }
     ctx->load_verify_file(files.ca_file, ec);
     if (ec) {
-      fail(why, files.ca_file + " is not a PEM CA bundle", ec);
-      return nullptr;
+      return failure(files.ca_file + " is not a PEM CA bundle", ec);
     }
   }
   if (files.cert_file.empty() != files.key_file.empty()) {
-    *why = "a client certificate needs both cert_file and key_file";
-    return nullptr;
+    return base::Failure{"a client certificate needs both cert_file and key_file"};
   }
-  if (!files.cert_file.empty() && !load_pair(*ctx, files.cert_file, files.key_file, why)) {
-    return nullptr;
+  if (!files.cert_file.empty()) {
+    if (auto loaded = load_pair(*ctx, files.cert_file, files.key_file); !loaded) {
+      return base::Failure{loaded.error()};
+    }
   }
-  return ctx;
+  return std::shared_ptr<TlsContext>(std::move(ctx));
 }
 
 asio::awaitable<Result<tcp::socket>> accept_tls(tcp::socket socket, std::shared_ptr<TlsContext> ctx,

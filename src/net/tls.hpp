@@ -38,12 +38,12 @@ struct ClientTlsFiles {
   std::string key_file;   // ... and its key: both or neither
 };
 
-/// Loads and checks the files (readable, PEM, the key matches the certificate): null with `why` set
-/// ("cannot read key.pem: No such file or directory", "key.pem does not match cert.pem", ...).
-std::shared_ptr<TlsContext> make_server_tls(const ServerTlsFiles& files, std::string* why);
+/// Loads and checks the files (readable, PEM, the key matches the certificate), or why not ("cannot read
+/// the key key.pem: No such file or directory", "the key key.pem does not match the certificate cert.pem").
+base::Result<std::shared_ptr<TlsContext>> make_server_tls(const ServerTlsFiles& files);
 /// A context that verifies upstreams (peer certificate against the CAs; the host name is checked per
-/// connection, see start_client_tls): null with `why` set.
-std::shared_ptr<TlsContext> make_client_tls(const ClientTlsFiles& files, std::string* why);
+/// connection, see start_client_tls), or why not.
+base::Result<std::shared_ptr<TlsContext>> make_client_tls(const ClientTlsFiles& files);
 
 /// Server side of a connection just accepted: the TLS handshake (bounded by `handshake_timeout`), then a
 /// relay (a write to the client blocked for `write_timeout` ends it) started on the socket's executor.

@@ -882,13 +882,12 @@ int run_sim(const SimOptions& opts) {
   };
   net::Server server(ioc, so, sim.handler());
   if (!opts.ssl_certfile.empty() || !opts.ssl_keyfile.empty()) {
-    std::string why;
-    auto tls = net::make_server_tls({opts.ssl_certfile, opts.ssl_keyfile}, &why);
+    auto tls = net::make_server_tls({opts.ssl_certfile, opts.ssl_keyfile});
     if (!tls) {
-      spdlog::error("sim: --ssl-certfile/--ssl-keyfile: {}", why);
+      spdlog::error("sim: --ssl-certfile/--ssl-keyfile: {}", tls.error());
       return 2;
     }
-    server.set_tls(std::move(tls));
+    server.set_tls(std::move(*tls));
   }
   sim.start();
   spdlog::info("sim: {} rank(s), preset {}, time scale {}, model {}", opts.data_parallel_size,

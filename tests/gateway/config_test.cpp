@@ -319,23 +319,23 @@ TEST(Config, ParsesListenDurationsSizesUrls) {
   EXPECT_FALSE(parse_size("0"));
   EXPECT_FALSE(parse_size("big"));
 
-  std::string why;
-  auto u = parse_upstream_url("http://[::1]:8000/", &why);
-  ASSERT_TRUE(u) << why;
+  auto u = parse_upstream_url("http://[::1]:8000/");
+  ASSERT_TRUE(u) << u.error();
   EXPECT_EQ(u->host, "::1");
   EXPECT_EQ(u->port, 8000);
   EXPECT_EQ(u->base_path, "");
-  EXPECT_EQ(parse_upstream_url("http://h", &why)->port, 80);
-  const auto secure = parse_upstream_url("https://h:1/engine/", &why);
-  ASSERT_TRUE(secure) << why;
+  EXPECT_EQ(parse_upstream_url("http://h")->port, 80);
+  const auto secure = parse_upstream_url("https://h:1/engine/");
+  ASSERT_TRUE(secure) << secure.error();
   EXPECT_TRUE(secure->tls);
   EXPECT_EQ(secure->text, "https://h:1/engine");
-  EXPECT_EQ(parse_upstream_url("https://h", &why)->port, 443);
-  EXPECT_FALSE(parse_upstream_url("http://h", &why)->tls);
-  EXPECT_FALSE(parse_upstream_url("ftp://h:1", &why));
-  EXPECT_NE(why.find("scheme 'ftp'"), std::string::npos) << why;
-  EXPECT_FALSE(parse_upstream_url("http://h:1/?q=1", &why));
-  EXPECT_FALSE(parse_upstream_url("not a url", &why));
+  EXPECT_EQ(parse_upstream_url("https://h")->port, 443);
+  EXPECT_FALSE(parse_upstream_url("http://h")->tls);
+  const auto ftp = parse_upstream_url("ftp://h:1");
+  ASSERT_FALSE(ftp);
+  EXPECT_NE(ftp.error().find("scheme 'ftp'"), std::string::npos) << ftp.error();
+  EXPECT_FALSE(parse_upstream_url("http://h:1/?q=1"));
+  EXPECT_FALSE(parse_upstream_url("not a url"));
 }
 
 // `tls:` and `upstream_tls:` name files only here (tls_files.hpp reads them): both listener files are

@@ -34,10 +34,9 @@ std::string curl_health(int port, const std::string& ca_file) {
 }
 
 std::shared_ptr<warden::net::TlsContext> trusting(const std::string& ca_file) {
-  std::string why;
-  auto ctx = warden::net::make_client_tls({.ca_file = ca_file}, &why);
-  EXPECT_TRUE(ctx) << why;
-  return ctx;
+  auto ctx = warden::net::make_client_tls({.ca_file = ca_file});
+  EXPECT_TRUE(ctx) << ctx.error();
+  return ctx ? *ctx : nullptr;
 }
 
 std::string tls_section(const test_support::Certificate& c) {

@@ -29,17 +29,15 @@ using test_support::make_certificate;
 namespace {
 
 std::shared_ptr<net::TlsContext> server_tls(const test_support::Certificate& c) {
-  std::string why;
-  auto ctx = net::make_server_tls({c.cert, c.key}, &why);
-  EXPECT_TRUE(ctx) << why;
-  return ctx;
+  auto ctx = net::make_server_tls({c.cert, c.key});
+  EXPECT_TRUE(ctx) << ctx.error();
+  return ctx ? *ctx : nullptr;
 }
 
 std::shared_ptr<net::TlsContext> trusting(const std::string& ca_file) {
-  std::string why;
-  auto ctx = net::make_client_tls({.ca_file = ca_file}, &why);
-  EXPECT_TRUE(ctx) << why;
-  return ctx;
+  auto ctx = net::make_client_tls({.ca_file = ca_file});
+  EXPECT_TRUE(ctx) << ctx.error();
+  return ctx ? *ctx : nullptr;
 }
 
 net::Endpoint https(const std::string& host, int port) {

@@ -49,8 +49,12 @@ ReloadOutcome Gateway::reload() {
   for (const auto& e : loaded.errors) {
     out.errors.push_back(e.message);
   }
-  if (loaded.ok() && !use_tls_files(*loaded.config, out.errors)) {
-    loaded.config.reset();  // a certificate that does not load refuses the file whole
+  if (loaded.ok()) {
+    if (auto tls = use_tls_files(*loaded.config); !tls) {
+      auto errors = std::move(tls).error();
+      out.errors.insert(out.errors.end(), errors.begin(), errors.end());
+      loaded.config.reset();  // a certificate that does not load refuses the file whole
+    }
   }
   if (!loaded.ok()) {
     for (const auto& e : out.errors) {
@@ -77,18 +81,18 @@ void Gateway::on_listener_tls(std::function<void(std::shared_ptr<net::TlsContext
 }
 
 // The TLS files of `config` loaded (tls_files.hpp); once they all load, the upstream context is what new
-// upstream connections are verified with. False with the errors appended.
-bool Gateway::use_tls_files(Config& config, std::vector<std::string>& errors) {
-  std::vector<ConfigError> found;
-  if (!load_tls_files(config, found)) {
-    for (auto& e : found) {
+// upstream connections are verified with. Fails with one message per unusable file.
+base::Result<void, std::vector<std::string>> Gateway::use_tls_files(Config& config) {
+  if (auto loaded = load_tls_files(config); !loaded) {
+    std::vector<std::string> errors;
+    for (auto& e : loaded.error()) {
       errors.push_back(std::move(e.message));
     }
-    return false;
+    return {boost::system::in_place_error, std::move(errors)};
   }
   pool_.set_tls(config.upstream_tls.context);
   scrape_pool_.set_tls(config.upstream_tls.context);
-  return true;
+  return {};
 }
 
 ReloadPlan Gateway::apply_config(Config next) {
