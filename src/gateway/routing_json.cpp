@@ -20,13 +20,15 @@ using core::RoutingConfig;
 
 namespace {
 
-// One member of a JSON object over a value of type T: how it is written, and how it is read (an empty
-// string on success, else what is wrong).
+// What reading a member did: nothing to return, or what is wrong with its value.
+using Read = base::Result<void>;
+
+// One member of a JSON object over a value of type T: how it is written, and how it is read.
 template <class T>
 struct Member {
   std::string_view name;
   json::value (*write)(const T&);
-  std::string (*read)(const json::value&, T&, RoutingScope);
+  Read (*read)(const json::value&, T&, RoutingScope);
   RoutingScope scope = RoutingScope::admin;  // admin: in both scopes; stored: in the stored form only
 };
 
@@ -60,27 +62,29 @@ json::value duration_json(core::Time t) {
   return json::value(fmt::format("{}ms", std::chrono::duration_cast<std::chrono::milliseconds>(t).count()));
 }
 
-std::string read_bool(const json::value& v, bool& out, std::string_view name) {
+Read read_bool(const json::value& v, bool& out, std::string_view name) {
   if (!v.is_bool()) {
-    return fmt::format("{} must be true or false", name);
+    return base::Failure{fmt::format("{} must be true or false", name)};
   }
   out = v.as_bool();
   return {};
 }
 
-std::string read_duration(const json::value& v, core::Time& out, std::chrono::milliseconds min,
-                          std::string_view name, std::string_view example) {
+Read read_duration(const json::value& v, core::Time& out, std::chrono::milliseconds min,
+                   std::string_view name, std::string_view example) {
   const auto t = duration_value(v, min);
   if (!t) {
-    return fmt::format("{} must be a duration such as \"{}\" or a number of seconds", name, example);
+    return base::Failure{
+        fmt::format("{} must be a duration such as \"{}\" or a number of seconds", name, example)};
   }
   out = *t;
   return {};
 }
 
-std::string read_water(const json::value& v, double& out, std::string_view name) {
+Read read_water(const json::value& v, double& out, std::string_view name) {
   if (!v.is_number() || !(v.to_number<double>() > 0) || v.to_number<double>() > 100) {
-    return fmt::format("admission.{} must be a number above 0 (a fraction of the KV capacity)", name);
+    return base::Failure{
+        fmt::format("admission.{} must be a number above 0 (a fraction of the KV capacity)", name)};
   }
   out = v.to_number<double>();
   return {};
@@ -88,10 +92,10 @@ std::string read_water(const json::value& v, double& out, std::string_view name)
 
 const std::array<Member<core::AdmissionConfig>, 5> kAdmission = {{
     {"max_queue", [](const core::AdmissionConfig& a) { return json::value(a.max_queue); },
-     [](const json::value& v, core::AdmissionConfig& a, RoutingScope) -> std::string {
+     [](const json::value& v, core::AdmissionConfig& a, RoutingScope) -> Read {
        const auto n = whole_number(v, 0, 1'000'000);
        if (!n) {
-         return "admission.max_queue must be an integer from 0 to 1000000";
+         return base::Failure{"admission.max_queue must be an integer from 0 to 1000000"};
        }
        a.max_queue = static_cast<std::uint32_t>(*n);
        return {};
@@ -135,10 +139,10 @@ std::string member_names(const std::array<Member<T>, N>& members, RoutingScope s
   return out;
 }
 
-// Applies the members of object `v` (at `where`) onto `out`; an empty string, or what is wrong.
+// Applies the members of object `v` (at `where`) onto `out`, or says what is wrong.
 template <class T, std::size_t N>
-std::string read_members(const json::object& v, T& out, const std::array<Member<T>, N>& members,
-                         RoutingScope scope, std::string_view where) {
+Read read_members(const json::object& v, T& out, const std::array<Member<T>, N>& members, RoutingScope scope,
+                  std::string_view where) {
   for (const auto& [key, value] : v) {
     const Member<T>* member = nullptr;
     for (const Member<T>& m : members) {
@@ -150,8 +154,8 @@ std::string read_members(const json::object& v, T& out, const std::array<Member<
       return fmt::format("unknown field '{}{}'; expected {}", where, std::string_view(key),
                          member_names(members, scope));
     }
-    if (std::string error = member->read(value, out, scope); !error.empty()) {
-      return error;
+    if (Read read = member->read(value, out, scope); !read) {
+      return read;
     }
   }
   if (v.empty()) {
@@ -163,22 +167,22 @@ std::string read_members(const json::object& v, T& out, const std::array<Member<
 // An on/off knob written as a word or as an object with "mode" and more members:
 // `admission: "off" | "auto" | {"mode": ..., "max_queue": ...}`, `cost_spill: "off" | "on" | {...}`.
 template <class T, std::size_t N>
-std::string read_switch(const json::value& v, T& out, bool& enabled, std::string_view name,
-                        std::string_view on, const std::array<Member<T>, N>& members, RoutingScope scope) {
-  const auto mode = [&](const json::value& m) -> std::string {
+Read read_switch(const json::value& v, T& out, bool& enabled, std::string_view name, std::string_view on,
+                 const std::array<Member<T>, N>& members, RoutingScope scope) {
+  const auto mode = [&](const json::value& m) -> Read {
     if (m.is_string() && (m.as_string() == "off" || m.as_string() == on)) {
       enabled = m.as_string() == on;
       return {};
     }
-    return fmt::format("{} mode must be \"off\" or \"{}\"", name, on);
+    return base::Failure{fmt::format("{} mode must be \"off\" or \"{}\"", name, on)};
   };
   if (!v.is_object()) {
     return mode(v);
   }
   json::object rest = v.as_object();
   if (const auto* m = rest.if_contains("mode")) {
-    if (std::string error = mode(*m); !error.empty()) {
-      return error;
+    if (Read read = mode(*m); !read) {
+      return read;
     }
     rest.erase("mode");
     if (rest.empty()) {
@@ -206,7 +210,7 @@ const std::array<Member<RoutingConfig>, 9> kRouting = {{
        return read_bool(v, c.affinity, "affinity");
      }},
     {"spill_threshold", [](const RoutingConfig& c) { return json::value(c.spill_threshold.to_string()); },
-     [](const json::value& v, RoutingConfig& c, RoutingScope) -> std::string {
+     [](const json::value& v, RoutingConfig& c, RoutingScope) -> Read {
        std::optional<core::SpillThreshold> t;
        if (v.is_string()) {
          t = core::SpillThreshold::parse(v.as_string());
@@ -214,7 +218,7 @@ const std::array<Member<RoutingConfig>, 9> kRouting = {{
          t = core::SpillThreshold{static_cast<std::uint32_t>(*n)};
        }
        if (!t) {
-         return "spill_threshold must be \"auto\" or an integer from 1 to 1000000";
+         return base::Failure{"spill_threshold must be \"auto\" or an integer from 1 to 1000000"};
        }
        c.spill_threshold = *t;
        return {};
@@ -240,21 +244,21 @@ const std::array<Member<RoutingConfig>, 9> kRouting = {{
        return read_switch(v, c.admission, c.admission.enabled, "admission", "auto", kAdmission, scope);
      }},
     {"policy", [](const RoutingConfig& c) { return json::value(c.policy); },
-     [](const json::value& v, RoutingConfig& c, RoutingScope) -> std::string {
+     [](const json::value& v, RoutingConfig& c, RoutingScope) -> Read {
        const auto names = core::policy_names();
        if (!v.is_string() ||
            std::find(names.begin(), names.end(), std::string_view(v.as_string())) == names.end()) {
-         return "policy must be the name of a routing policy";
+         return base::Failure{"policy must be the name of a routing policy"};
        }
        c.policy = std::string(v.as_string());
        return {};
      },
      RoutingScope::stored},
     {"max_num_seqs", [](const RoutingConfig& c) { return json::value(c.max_num_seqs); },
-     [](const json::value& v, RoutingConfig& c, RoutingScope) -> std::string {
+     [](const json::value& v, RoutingConfig& c, RoutingScope) -> Read {
        const auto n = whole_number(v, 1, 1'000'000);
        if (!n) {
-         return "max_num_seqs must be an integer from 1 to 1000000";
+         return base::Failure{"max_num_seqs must be an integer from 1 to 1000000"};
        }
        c.max_num_seqs = static_cast<std::uint32_t>(*n);
        return {};
@@ -262,10 +266,10 @@ const std::array<Member<RoutingConfig>, 9> kRouting = {{
      RoutingScope::stored},
     {"vllm_balancer",
      [](const RoutingConfig& c) { return json::value(core::vllm_balancer_model_name(c.vllm_balancer)); },
-     [](const json::value& v, RoutingConfig& c, RoutingScope) -> std::string {
+     [](const json::value& v, RoutingConfig& c, RoutingScope) -> Read {
        const auto model = v.is_string() ? core::parse_vllm_balancer_model(v.as_string()) : std::nullopt;
        if (!model) {
-         return "vllm_balancer must be \"current\" or \"legacy\"";
+         return base::Failure{"vllm_balancer must be \"current\" or \"legacy\""};
        }
        c.vllm_balancer = *model;
        return {};
@@ -289,8 +293,8 @@ base::Result<RoutingConfig> patch_routing(RoutingConfig config, const json::valu
     return std::string(
         "the body must be a JSON object such as {\"affinity\": false} or {\"spill_threshold\": 4}");
   }
-  if (std::string error = read_members(patch.as_object(), config, kRouting, scope, ""); !error.empty()) {
-    return error;
+  if (Read read = read_members(patch.as_object(), config, kRouting, scope, ""); !read) {
+    return base::Failure{read.error()};
   }
   if (config.admission.low_water > config.admission.high_water) {
     return std::string("admission.low_water must not exceed admission.high_water");
