@@ -154,7 +154,7 @@ BENCHMARK_CAPTURE(BM_Policy, chwbl, "chwbl");
 
 // A Router holding `live_sessions` conversations, all within the active window.
 struct LoadedRouter {
-  Router router{RouterConfig{}};
+  Router router;
   std::vector<ReplicaMetrics> metrics = fleet_metrics();
   SplitMixRng rng{6};
   Time now{0};
@@ -187,7 +187,12 @@ BENCHMARK(BM_RouterRouteKnown);
 void BM_RouterRouteNewAtCapacity(benchmark::State& state) {
   RouterConfig config;
   config.sessions.max_entries = live_sessions;
-  Router router(config);
+  auto made = Router::make(config);
+  if (!made) {
+    state.SkipWithError(made.error().c_str());
+    return;
+  }
+  Router& router = *made;
   auto metrics = fleet_metrics();
   SplitMixRng rng(8);
   Time now{0};

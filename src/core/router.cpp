@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
 
 #include "core/cost_spill.hpp"
 #include "core/decide.hpp"
@@ -30,11 +29,17 @@ RouterConfig router_config(const RoutingConfig& routing, const SessionTableConfi
   return config;
 }
 
-Router::Router(RouterConfig config)
-    : routing_(std::move(config.routing)), sessions_(config.sessions), policy_(make_policy(routing_.policy)) {
-  if (!policy_) {
-    throw std::invalid_argument("unknown routing policy: " + routing_.policy);
+Router::Router(RouterConfig config, std::unique_ptr<Policy> policy)
+    : routing_(std::move(config.routing)), sessions_(config.sessions), policy_(std::move(policy)) {}
+
+Router::Router() : Router(RouterConfig{}, make_policy(RoutingConfig{}.policy)) {}
+
+base::Result<Router> Router::make(RouterConfig config) {
+  auto policy = make_policy(config.routing.policy);
+  if (!policy) {
+    return base::Failure{"unknown routing policy: " + config.routing.policy};
   }
+  return Router(std::move(config), std::move(policy));
 }
 
 void Router::build_snapshot(std::span<const ReplicaMetrics> metrics, Time now) {

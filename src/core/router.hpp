@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.hpp"
 #include "core/counters.hpp"
 #include "core/policy.hpp"
 #include "core/replica_remap.hpp"
@@ -67,8 +68,10 @@ struct RouterView {
 
 class Router {
  public:
-  /// Throws std::invalid_argument if routing.policy is not a registered policy name (config error).
-  explicit Router(RouterConfig config = {});
+  /// The default configuration (the `affinity` policy): cannot fail.
+  Router();
+  /// A Router over `config`, or why not: routing.policy is not a registered policy name (policy.hpp).
+  static base::Result<Router> make(RouterConfig config);
 
   /// Routes one request. `facts.home` and `facts.preferred` are ignored (filled from the session table and
   /// the thread homes: a new thread prefers the replicas that hold its siblings or its prompt start). A
@@ -143,6 +146,7 @@ class Router {
   [[nodiscard]] std::vector<SessionThreadsView> threaded_sessions(std::size_t limit, Time now) const;
 
  private:
+  Router(RouterConfig config, std::unique_ptr<Policy> policy);
   void build_snapshot(std::span<const ReplicaMetrics> metrics, Time now);
   void commit(const RequestFacts& facts, const Decision& decision, std::span<const ReplicaMetrics> metrics,
               Time now);

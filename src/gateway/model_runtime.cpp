@@ -1,5 +1,7 @@
 #include "gateway/model_runtime.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -38,8 +40,17 @@ protocol::Result<protocol::VllmScrape> scrape_for_model(std::string_view body,
 ModelRuntime::ModelRuntime(const ModelConfig& config, int unhealthy_after)
     : config_(config),
       unhealthy_after_(std::max(1, unhealthy_after)),
-      router_(core::router_config(config.routing)),
-      replicas_(static_cast<std::size_t>(config.replica_count())) {}
+      replicas_(static_cast<std::size_t>(config.replica_count())) {
+  // The configuration reader accepts registered policy names only (config.cpp); a configuration built
+  // elsewhere with another name keeps its other settings under the default policy, said in the log.
+  if (!router_.set_routing(config.routing)) {
+    spdlog::error("model {}: unknown routing policy '{}'; routing with '{}'", config.name,
+                  config.routing.policy, core::RoutingConfig{}.policy);
+    core::RoutingConfig routing = config.routing;
+    routing.policy = core::RoutingConfig{}.policy;
+    router_.set_routing(routing);
+  }
+}
 
 const std::vector<core::ReplicaMetrics>& ModelRuntime::metrics(core::Time now) {
   metrics_.resize(replicas_.size());

@@ -211,7 +211,11 @@ class Driver {
       sessions.adaptive_gap_factor = config_.admission_gap_factor;
       sessions.min_active_window = to_time(config_.admission_min_window);
     }
-    router_.emplace(core::router_config(routing, sessions));
+    auto router = core::Router::make(core::router_config(routing, sessions));
+    if (!router) {
+      return base::Failure{router.error()};
+    }
+    router_.emplace(std::move(*router));
     for (std::size_t i = 0; i < config_.levels.size(); ++i) {
       auto ok = run_level(config_.levels[i], i);
       if (!ok) {

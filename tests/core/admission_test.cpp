@@ -6,6 +6,7 @@
 #include "core/admission.hpp"
 #include "core/decide.hpp"
 #include "core/helpers.hpp"
+#include "core/made_router.hpp"
 #include "core/router.hpp"
 
 namespace warden::core {
@@ -173,7 +174,7 @@ TEST(Admission, UnhealthyReplicasDoNotCountAsRoom) {
 // Router: two replicas of 10,000 tokens; conversations of 4,000-token prompts.
 class AdmissionRouter : public ::testing::Test {
  protected:
-  AdmissionRouter() : router_(config()) {
+  AdmissionRouter() : router_(made_router(config())) {
     for (auto& m : metrics_) {
       m.kv_capacity_tokens = 10'000;
       m.waiting = 1;

@@ -90,7 +90,7 @@ TEST(CostSpill, TargetsOfUnknownRateOrWithoutRoomAreSkipped) {
 }
 
 TEST(CostSpill, RouterKeepsTheBacklogUntilTheFirstToken) {
-  Router router(router_config(RoutingConfig{}));
+  Router router;
   std::array<ReplicaMetrics, 1> metrics{};
   SplitMixRng rng(1);
   const Decision first = router.route(new_conversation(42, 3'000), metrics, 1s, rng);

@@ -5,6 +5,7 @@
 
 #include "core/decide.hpp"
 #include "core/helpers.hpp"
+#include "core/made_router.hpp"
 #include "core/rebalance.hpp"
 #include "core/router.hpp"
 
@@ -121,7 +122,7 @@ TEST(Rebalance, SessionTableKeepsTheComputedMarkWhileTheHomeStays) {
 TEST(Rebalance, TheRouterMovesAConversationWhoseHomeComputedItsCapacitySinceItsLastTurn) {
   RouterConfig config;
   config.routing.max_num_seqs = 32;
-  Router router{config};
+  Router router = made_router(config);
   SplitMixRng rng{3};
   std::vector<ReplicaMetrics> metrics(2);
   for (auto& m : metrics) {

@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "core/made_router.hpp"
 #include "core/router.hpp"
 
 namespace warden::core {
@@ -34,14 +35,16 @@ class RouterTest : public ::testing::Test {
     ASSERT_TRUE(router_.set_routing(routing));
   }
   std::vector<ReplicaMetrics> metrics_ = std::vector<ReplicaMetrics>(4);
-  Router router_{config_for()};
+  Router router_ = made_router(config_for());
   SplitMixRng rng_{17};
 };
 
 TEST(RouterConstruction, UnknownPolicyIsAConfigError) {
   RouterConfig c;
   c.routing.policy = "nope";
-  EXPECT_THROW(Router{c}, std::invalid_argument);
+  const auto router = Router::make(c);
+  ASSERT_FALSE(router);
+  EXPECT_EQ(router.error(), "unknown routing policy: nope");
 }
 
 TEST_F(RouterTest, FirstTurnIsNewThenStickyAndTheHomeIsRemembered) {
@@ -283,7 +286,7 @@ TEST(RouterProperty, NewConversationsGoWhereOnlyEndedConversationsLive) {
   // Random turn gaps (8-12 s) and a random conversation that ends: once it has been away for 45 s
   // (more than 3 typical gaps), every new conversation is placed on its home, whatever the RNG.
   for (std::uint64_t seed = 1; seed <= 50; ++seed) {
-    Router router{config_for()};
+    Router router = made_router(config_for());
     SplitMixRng rng{seed};
     SplitMixRng gaps{seed * 7919};
     const std::vector<ReplicaMetrics> metrics(4);

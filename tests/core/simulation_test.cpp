@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/made_router.hpp"
 #include "core/router.hpp"
 
 namespace warden::core {
@@ -17,7 +18,7 @@ TEST(Simulation, RouterKeepsItsInvariantsUnderChurnAndFailures) {
   constexpr std::uint64_t sessions = 24;
   RoutingConfig routing;
   routing.max_num_seqs = 32;  // threshold 8
-  Router router(router_config(routing));
+  Router router = made_router(router_config(routing));
   std::vector<ReplicaMetrics> metrics(replicas);
   SplitMixRng rng(11);
   SplitMixRng world(12);

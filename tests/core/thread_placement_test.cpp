@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/decide.hpp"
+#include "core/made_router.hpp"
 #include "core/router.hpp"
 #include "core/thread_index.hpp"
 #include "helpers.hpp"
@@ -152,7 +153,7 @@ class ThreadRouterTest : public ::testing::Test {
     return d;
   }
   std::vector<ReplicaMetrics> metrics_ = std::vector<ReplicaMetrics>(4);
-  Router router_{router_config(RoutingConfig{.max_num_seqs = 32})};
+  Router router_ = made_router(router_config(RoutingConfig{.max_num_seqs = 32}));
   SplitMixRng rng_{3};
   bool release_ = true;
 };
@@ -185,7 +186,7 @@ TEST_F(ThreadRouterTest, MainThreadAndSubagentHaveTheirOwnHomesAndStayOnThem) {
 
 TEST_F(ThreadRouterTest, ANewConversationGoesWhereItsPromptStartWasServedWhenLoadIsComparable) {
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
-    Router router(router_config(RoutingConfig{.max_num_seqs = 32}));
+    Router router = made_router(router_config(RoutingConfig{.max_num_seqs = 32}));
     SplitMixRng rng(seed);
     const auto send = [&](const RequestFacts& f) {
       const Decision d = router.route(f, metrics_, seconds(0), rng);
@@ -248,7 +249,7 @@ TEST_F(ThreadRouterTest, ASubagentThatReturnedItsResultNoLongerWeighsOnItsReplic
   // type in another session: while the two count as conversations there, it spreads to an idle replica;
   // once both returned their result (final text), it goes where its start is cached.
   for (const bool returned : {false, true}) {
-    Router router(router_config(RoutingConfig{.max_num_seqs = 32}));
+    Router router = made_router(router_config(RoutingConfig{.max_num_seqs = 32}));
     const auto send = [&](const RequestFacts& f) {
       return *router.route(f, metrics_, seconds(0), rng_).replica;
     };
@@ -304,7 +305,7 @@ TEST_F(ThreadRouterTest, ASideRequestGoesToTheSessionsHomeAndMovesNothing) {
 }
 
 TEST_F(ThreadRouterTest, ThreadsOffKeepsOneHomePerSessionAndPlacesByLoad) {
-  Router router(router_config(RoutingConfig{.max_num_seqs = 32, .threads = false}));
+  Router router = made_router(router_config(RoutingConfig{.max_num_seqs = 32, .threads = false}));
   const auto send = [&](const RequestFacts& f) {
     const Decision d = router.route(f, metrics_, seconds(0), rng_);
     router.finish(*d.replica);
@@ -349,7 +350,7 @@ TEST(ThreadIndex, ManySessionsShedTheLeastRecentlySeenHalf) {
 }
 
 TEST_F(ThreadRouterTest, ThreadsTheIndexForgetsLeaveTheSessionTable) {
-  Router small(router_config(RoutingConfig{.max_num_seqs = 32}));
+  Router small = made_router(router_config(RoutingConfig{.max_num_seqs = 32}));
   for (std::uint64_t i = 0; i < 200; ++i) {
     const Decision d = small.route(request(1, 100 + i, 7), metrics_, seconds(0), rng_);
     small.finish(*d.replica);
