@@ -32,7 +32,7 @@ struct SimArgs {
 };
 
 // The flags vLLM has, with vLLM's help; every other engine parameter (engine::param_names()) gets a flag
-// of its name. `--num-gpu-blocks` is also vLLM's `--num-gpu-blocks-override`.
+// of its name. `--num-gpu-blocks` is also vLLM's `--num-gpu-blocks-override`. Given twice, the last wins.
 const std::map<std::string_view, std::string_view> kEngineFlagHelp = {
     {"max_num_seqs", "Running requests per rank (overrides the preset)"},
     {"num_gpu_blocks", "KV blocks per rank (overrides the preset's, or its sizing from the card)"},
@@ -43,6 +43,9 @@ const std::map<std::string_view, std::string_view> kEngineFlagHelp = {
     {"gpu_memory_utilization",
      "Fraction of the card's memory vLLM takes (sizes the pool of a preset sized "
      "from the card)"},
+    {"kv_cache_memory_bytes",
+     "Bytes of the KV cache pool (vLLM's --kv-cache-memory-bytes: replaces the sizing "
+     "from the card and --num-gpu-blocks; reported in vllm:cache_config_info)"},
     {"scheduling_policy",
      "fcfs, or priority: requests' `priority` orders the waiting queue and picks who "
      "is preempted"},
@@ -70,7 +73,8 @@ void add_engine_flags(CLI::App& cmd, const std::shared_ptr<SimArgs>& args) {
     cmd.add_option_function<std::string>(
            flags, [args, name](const std::string& v) { args->engine_params[name] = v; },
            help != kEngineFlagHelp.end() ? std::string(help->second) : "Engine parameter " + name)
-        ->group(help != kEngineFlagHelp.end() ? "Engine" : "Engine model");
+        ->group(help != kEngineFlagHelp.end() ? "Engine" : "Engine model")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // as vLLM's argparse: the last one wins
   }
 }
 

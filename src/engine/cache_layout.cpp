@@ -48,10 +48,15 @@ CacheLayout cache_layout(const EngineConfig& c) {
   CacheLayout l;
   l.block_size = hybrid_block_size(c.block_size, c.time);
   l.block_bytes = static_cast<double>(l.block_size) * c.time.kv_bytes_per_token();
-  l.num_gpu_blocks = c.num_gpu_blocks > 0
-                         ? c.num_gpu_blocks
-                         : derive_num_gpu_blocks(c.gpu_memory_bytes, c.gpu_memory_utilization,
-                                                 c.memory_reserve_bytes, l.block_size, c.time);
+  if (c.kv_cache_memory_bytes > 0) {
+    l.num_gpu_blocks =
+        static_cast<std::uint32_t>(std::min(std::floor(c.kv_cache_memory_bytes / l.block_bytes), 4e9));
+  } else if (c.num_gpu_blocks > 0) {
+    l.num_gpu_blocks = c.num_gpu_blocks;
+  } else {
+    l.num_gpu_blocks = derive_num_gpu_blocks(c.gpu_memory_bytes, c.gpu_memory_utilization,
+                                             c.memory_reserve_bytes, l.block_size, c.time);
+  }
   l.state_blocks = state_blocks_per_seq(c.time);
   return l;
 }

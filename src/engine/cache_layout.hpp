@@ -44,7 +44,8 @@ std::uint32_t state_blocks_per_seq(const StepTimeModel& model);
 std::uint32_t derive_num_gpu_blocks(double gpu_bytes, double utilization, double reserve_bytes,
                                     std::uint32_t block_size, const StepTimeModel& model);
 
-// The geometry of `config`: its num_gpu_blocks, or when that is 0, the pool its card's memory holds.
+// The geometry of `config`: the pool is kv_cache_memory_bytes of whole blocks when set, else
+// num_gpu_blocks, else (0) what the card's memory holds.
 CacheLayout cache_layout(const EngineConfig& config);
 
 // Blocks kv_offloading_size GiB of host memory holds (vLLM sizes its CPU block pool the same way): whole

@@ -73,7 +73,10 @@ Result<void> validate(const EngineConfig& c) {
   if (c.num_gpu_blocks > kMaxBlocks) {
     return make_error("num_gpu_blocks must be in [1, " + std::to_string(kMaxBlocks) + "]", "num_gpu_blocks");
   }
-  if (c.num_gpu_blocks == 0 && !(c.gpu_memory_bytes > 0)) {
+  if (!(c.kv_cache_memory_bytes >= 0 && c.kv_cache_memory_bytes <= 1e15)) {
+    return make_error("kv_cache_memory_bytes must be in [0, 1e15]", "kv_cache_memory_bytes");
+  }
+  if (c.num_gpu_blocks == 0 && !(c.gpu_memory_bytes > 0) && !(c.kv_cache_memory_bytes > 0)) {
     return make_error(
         "num_gpu_blocks must be at least 1 (0 sizes the pool from gpu_memory_bytes, which is not set)",
         "num_gpu_blocks");

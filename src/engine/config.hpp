@@ -47,7 +47,10 @@ struct EngineConfig {
   std::uint32_t num_gpu_blocks = 2500;
   double gpu_memory_bytes = 0;      // memory vLLM sees on the card; 0 = unknown (num_gpu_blocks is set)
   double memory_reserve_bytes = 0;  // activation peak, CUDA graphs and non-torch memory at profiling
-  std::uint32_t max_num_seqs = 32;  // running requests per rank
+  // vLLM's --kv-cache-memory-bytes: the pool is this many bytes (whole blocks), whatever the card and
+  // num_gpu_blocks say; 0 = unset. vLLM reports it in vllm:cache_config_info, the warden reads it.
+  double kv_cache_memory_bytes = 0;
+  std::uint32_t max_num_seqs = 32;              // running requests per rank
   std::uint32_t max_num_batched_tokens = 2048;  // tokens per step (chunked prefill budget)
   std::uint32_t max_model_len = 32768;          // prompt + output limit per request
   // Admission gate of current vLLM (`scheduler_reserve_full_isl`, on by default since 2026): 1 admits a

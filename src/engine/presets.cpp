@@ -123,6 +123,7 @@ const Param kParams[] = {
     {"gpu_memory_utilization", nullptr, [](EngineConfig& c) -> double& { return c.gpu_memory_utilization; }},
     {"gpu_memory_bytes", nullptr, [](EngineConfig& c) -> double& { return c.gpu_memory_bytes; }},
     {"memory_reserve_bytes", nullptr, [](EngineConfig& c) -> double& { return c.memory_reserve_bytes; }},
+    {"kv_cache_memory_bytes", nullptr, [](EngineConfig& c) -> double& { return c.kv_cache_memory_bytes; }},
     {"reply_median", nullptr, [](EngineConfig& c) -> double& { return c.reply.median; }},
     {"reply_sigma", nullptr, [](EngineConfig& c) -> double& { return c.reply.sigma; }},
     {"tool_rounds", nullptr, [](EngineConfig& c) -> double& { return c.tools.rounds; }},

@@ -25,7 +25,6 @@
 #include "base/result.hpp"
 #include "base/splitmix.hpp"
 #include "core/vllm_balancer.hpp"
-#include "engine/cache_layout.hpp"
 #include "engine/chat_template.hpp"
 #include "engine/engine.hpp"
 #include "engine/tokenizer.hpp"
@@ -33,6 +32,7 @@
 #include "net/notifier.hpp"
 #include "net/tls.hpp"
 #include "protocol/error_body.hpp"
+#include "sim/cache_info.hpp"
 #include "sim/formats.hpp"
 #include "sim/length_fields.hpp"
 
@@ -788,15 +788,9 @@ std::string Sim::Impl::metrics_text() const {
   out += "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n";
   out += "# TYPE vllm:cache_config_info gauge\n";
   // As in vLLM, the info gauge carries the cache config and the engine, but no model_name.
-  // A hybrid model's padded state page, as vLLM's CacheConfig carries it.
-  const double page = engine::padded_state_page_bytes(opts.engine);
-  const std::string mamba = page > 0 ? fmt::format("mamba_page_size_padded=\"{:.0f}\",", page) : "";
   for (std::size_t r = 0; r < ms.size(); ++r) {
-    out += fmt::format(
-        "vllm:cache_config_info{{block_size=\"{}\",cache_dtype=\"{}\",enable_prefix_caching=\"True\","
-        "engine=\"{}\",gpu_memory_utilization=\"{}\",{}num_gpu_blocks=\"{}\"}} 1.0\n",
-        ms[r].block_size, engine::kv_cache_dtype_name(opts.engine.time), r,
-        opts.engine.gpu_memory_utilization, mamba, ms[r].num_gpu_blocks);
+    out += fmt::format("vllm:cache_config_info{{{}}} 1.0\n",
+                       cache_config_labels(opts.engine, static_cast<int>(r)));
   }
   // The simulator's own health: how far each rank's clock is behind the scaled wall clock.
   double now = model_now();

@@ -109,6 +109,17 @@ TEST(HybridPreset, GpuMemoryUtilizationSizesThePool) {
   EXPECT_EQ(cache_layout(dense).num_gpu_blocks, 2500U);  // a set pool stays: the utilization is a label
 }
 
+TEST(HybridPreset, KvCacheMemoryBytesSizesThePool) {
+  EngineConfig c = rtx5090();
+  ASSERT_TRUE(set_param(c, "kv-cache-memory-bytes", std::to_string(100.5 * 1568 * 32768)));
+  EXPECT_EQ(cache_layout(c).num_gpu_blocks, 100U);  // whole blocks
+  ASSERT_TRUE(set_param(c, "num-gpu-blocks", "50"));
+  EXPECT_EQ(cache_layout(c).num_gpu_blocks, 100U);  // as vLLM's --kv-cache-memory-bytes, it decides the pool
+  ASSERT_TRUE(set_param(c, "kv-cache-dtype", "auto"));
+  EXPECT_EQ(cache_layout(c).num_gpu_blocks, 100U);  // 784 tokens of bf16: the same bytes per block
+  EXPECT_FALSE(set_param(c, "kv-cache-memory-bytes", "lots"));
+}
+
 TEST(HybridPreset, YamlRoundTripKeepsTheDerivation) {
   EngineConfig c = rtx5090();
   ASSERT_TRUE(set_param(c, "kv-cache-dtype", "auto"));

@@ -42,7 +42,7 @@ TEST(Presets, SetParamAcceptsFlagAndYamlSpellings) {
   EXPECT_FALSE(set_param(c, "mem_efficiency", ""));
   ASSERT_TRUE(set_param(c, "kv-offloading-size", "16"));
   EXPECT_DOUBLE_EQ(c.kv_offloading_size, 16.0);
-  EXPECT_EQ(param_names().size(), 35U);
+  EXPECT_EQ(param_names().size(), 36U);
 }
 
 TEST(Presets, SchedulingPolicyIsAWord) {
