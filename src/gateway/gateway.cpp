@@ -37,6 +37,10 @@ struct Gateway::Upstream {
 
 namespace {
 
+// The body of a request that is not an inference POST (the admin API's JSON, /health, the console): a
+// routing change is a few hundred bytes.
+constexpr std::size_t kAdminBodyLimit = 64u << 10;
+
 constexpr std::string_view kMissingKey =
     "missing or invalid API key (Authorization: Bearer KEY or x-api-key: KEY)";
 
@@ -76,6 +80,7 @@ net::Response refusal_for(const http::request_header<>& request, unsigned status
 Gateway::Gateway(asio::io_context& ioc, Config config)
     : ioc_(ioc),
       config_(std::move(config)),
+      browsers_(origin_policy(config_.listen_host, config_.allowed_hosts, config_.allowed_origins)),
       started_unix_(0),
       pool_(ioc.get_executor()),
       scrape_pool_(ioc.get_executor()),
@@ -181,7 +186,7 @@ std::int64_t Gateway::unix_now() const {
       .count();
 }
 
-net::ServerOptions Gateway::server_options() const {
+net::ServerOptions Gateway::server_options() {
   net::ServerOptions o;
   o.host = config_.listen_host;
   o.port = config_.listen_port;
@@ -199,17 +204,21 @@ net::ServerOptions Gateway::server_options() const {
   // A page in a browser that is not the console's, or a Host a loopback warden does not answer for, and a
   // client without a key are refused from the header: the body (up to max_body_size) is never read. The
   // keys are those in force at the time of the request: a reload may have rotated them.
-  o.on_header =
-      [this, browsers = origin_policy(config_.listen_host, config_.allowed_hosts, config_.allowed_origins)](
-          const http::request_header<>& request) -> std::optional<net::Response> {
-    if (auto refusal = check_origin(browsers, request)) {
+  // Only an inference POST with a key may have a large body, drawn on the shared in-flight budget: the
+  // admin API, /health and the console take small bodies of their own (kAdminBodyLimit), so that no
+  // request without a credential holds a share of what the keyed ones need.
+  o.on_header = [this](const http::request_header<>& request) -> net::HeaderVerdict {
+    if (auto refusal = check_origin(browsers_, request)) {
       return refusal_for(request, refusal->status, refusal->message, refusal->code);
     }
     const auto api = protocol::api_kind_from_path(request.target());
-    if (!api || api_key_ok(request, config_.api_keys)) {
-      return std::nullopt;
+    if (!api || request.method() != http::verb::post) {
+      return net::BodyAllowance{kAdminBodyLimit, false};  // the admin API, or the proxy's 405
     }
-    return refusal_for(request, 401, kMissingKey, "invalid_api_key");
+    if (!api_key_ok(request, config_.api_keys)) {
+      return refusal_for(request, 401, kMissingKey, "invalid_api_key");
+    }
+    return net::BodyAllowance{static_cast<std::size_t>(config_.max_body_bytes), true};
   };
   // The server's own refusals in the format of the path; /health says "draining" to a load balancer.
   o.make_error = [](const http::request_header<>& request, unsigned status, std::string_view message,
@@ -220,9 +229,9 @@ net::ServerOptions Gateway::server_options() const {
     }
     return r;
   };
+  o.on_tls_failure = [this](std::string_view kind) { metrics_.tls_failure(kind); };
   // The 413 is produced before the body is read: the API (and so the error format) comes from the path.
-  const std::uint64_t limit = config_.max_body_bytes;
-  o.make_too_large = [limit](const http::request_header<>& request, bool keep_alive) {
+  o.make_too_large = [](const http::request_header<>& request, std::size_t limit, bool keep_alive) {
     net::Response r = refusal_for(request, 413, fmt::format("request body larger than {} bytes", limit),
                                   "request_too_large");
     r.keep_alive(keep_alive);

@@ -18,6 +18,7 @@
 #include "core/rng.hpp"
 #include "gateway/config.hpp"
 #include "gateway/model_runtime.hpp"
+#include "gateway/origin_guard.hpp"
 #include "gateway/proxy/admission_queue.hpp"
 #include "gateway/proxy/request_record.hpp"
 #include "gateway/proxy/waiting_requests.hpp"
@@ -57,7 +58,7 @@ class Gateway {
 
   // The net::Server handler.
   net::asio::awaitable<net::Reply> handle(net::Request& req, const net::ConnectionInfo& conn);
-  net::ServerOptions server_options() const;
+  net::ServerOptions server_options();
 
   const Config& config() const { return config_; }
 
@@ -160,14 +161,15 @@ class Gateway {
   net::asio::io_context& ioc_;
   supervisor::Launcher launcher_{ioc_.get_executor()};  // engines of models with a launch: section
   Config config_;
+  OriginPolicy browsers_;  // from config_'s allowed_hosts and allowed_origins (a reload sets it again)
   std::int64_t started_unix_;
   std::vector<std::unique_ptr<ModelRuntime>> models_;
   std::vector<std::unique_ptr<AdmissionQueue>> queues_;  // one per model, in the order of models_
   // Models a reload removed, with their queues: requests in flight still point at them.
   std::vector<std::unique_ptr<ModelRuntime>> removed_models_;
   std::vector<std::unique_ptr<AdmissionQueue>> removed_queues_;
-  bool polling_ = false;     // start() has started the poll loops
-  WaitingRequests waiting_;  // requests waiting for a replica's first byte (recall_waiting())
+  bool polling_ = false;      // start() has started the poll loops
+  WaitingRequests waiting_;   // requests waiting for a replica's first byte (recall_waiting())
   std::vector<std::shared_ptr<Upstream>> upstreams_;
   net::ClientPool pool_;
   net::ClientPool scrape_pool_;

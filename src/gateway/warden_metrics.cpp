@@ -71,6 +71,10 @@ void WardenMetrics::replica_ejected(const std::string& model, int replica, std::
   ejections_[{model, replica, std::string(reason)}] += 1;
 }
 
+void WardenMetrics::tls_failure(std::string_view kind) {
+  tls_failures_[std::string(kind)] += 1;
+}
+
 void WardenMetrics::scrape_ok(const std::string& url) {
   scrape_errors_.try_emplace(url, 0);
   scrapes_[url] += 1;
@@ -215,6 +219,12 @@ std::string WardenMetrics::render(const std::vector<ReplicaGauges>& replicas,
   for (const auto& [url, v] : scrape_errors_) {
     fmt::format_to(std::back_inserter(o), "lm_warden_scrape_errors_total{{url=\"{}\"}} {}\n",
                    prometheus_escape(url), v);
+  }
+  header("lm_warden_tls_failures_total", "counter",
+         "Connections to the TLS listener that never became TLS connections, by kind: plain_http (answered "
+         "400), handshake (failed, timed out or closed before it).");
+  for (const auto& [kind, v] : tls_failures_) {
+    fmt::format_to(std::back_inserter(o), "lm_warden_tls_failures_total{{kind=\"{}\"}} {}\n", kind, v);
   }
   return o;
 }

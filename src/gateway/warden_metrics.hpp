@@ -68,6 +68,8 @@ class WardenMetrics {
   void queue_abandoned(const std::string& model);
   // Outlier ejection took `replica` of `model` out of routing for `reason` (core::outlier_reason_name).
   void replica_ejected(const std::string& model, int replica, std::string_view reason);
+  // A connection to the TLS listener that never became one: "plain_http" or "handshake".
+  void tls_failure(std::string_view kind);
   std::string render(const std::vector<ReplicaGauges>& replicas,
                      const std::vector<ModelGauges>& models = {}) const;
 
@@ -91,6 +93,7 @@ class WardenMetrics {
   std::map<std::pair<std::string, std::string>, std::uint64_t> queue_rejected_;  // model, reason
   std::map<std::string, std::uint64_t> queue_abandoned_;
   std::map<std::tuple<std::string, int, std::string>, std::uint64_t> ejections_;  // model, replica, reason
+  std::map<std::string, std::uint64_t> tls_failures_;                             // kind
   void render_queue(std::string& o, const std::vector<ModelGauges>& models) const;
   static void render_threads(std::string& o, const std::vector<ModelGauges>& models);
   static void render_working_set(std::string& o, const std::vector<ModelGauges>& models);

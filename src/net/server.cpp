@@ -6,6 +6,7 @@
 #include "net/eager_write.hpp"
 #include "protocol/error_body.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -13,6 +14,7 @@
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -87,12 +89,21 @@ http::request_header<> header_for_error(const http::request_header<>& parsed, co
 
 // RFC 9112 §6: a request body is framed by Content-Length, or by chunked as its only transfer coding. Both
 // at once (a smuggling attempt: two parsers may split the bytes differently) is malformed; any other coding
-// is one the server does not implement. Nullopt when the framing is sound.
+// is one the server does not implement. And §3.2: one Host, not empty. Nullopt when the framing is sound.
 struct FramingFault {
   unsigned status;
   std::string message;
 };
 std::optional<FramingFault> framing_fault(const http::request_header<>& request) {
+  // RFC 9112, 3.2: an HTTP/1.1 request has exactly one Host, and it is not empty (a proxy or a virtual
+  // host behind the server would otherwise pick one of two, or none, differently from the server).
+  const auto hosts = request.count(http::field::host);
+  if (hosts > 1) {
+    return FramingFault{400, "more than one Host header"};
+  }
+  if (request.version() >= 11 && (hosts == 0 || request[http::field::host].empty())) {
+    return FramingFault{400, "an HTTP/1.1 request needs one Host header with a value"};
+  }
   if (request.find(http::field::transfer_encoding) == request.end()) {
     return std::nullopt;
   }
@@ -116,15 +127,30 @@ std::optional<FramingFault> framing_fault(const http::request_header<>& request)
                                "' is not supported: a request body is sent with Content-Length or chunked"};
 }
 
-// Fields after a chunked body (trailers) are dropped: Beast's parser appends them to the header, where they
-// would be forwarded, or read for routing and authentication, as if the client had sent them up front.
-void drop_trailers(http::request_header<>& request, std::size_t header_fields) {
-  auto it = request.begin();
-  for (std::size_t i = 0; i < header_fields && it != request.end(); ++i) {
-    ++it;
+// A request header's fields as they came, in order.
+using FieldList = std::vector<std::pair<std::string, std::string>>;
+
+FieldList copy_fields(const http::request_header<>& request) {
+  FieldList out;
+  for (const auto& f : request) {
+    out.emplace_back(std::string(f.name_string()), std::string(f.value()));
   }
-  while (it != request.end()) {
-    it = request.erase(it);
+  return out;
+}
+
+// Fields after a chunked body (trailers) are dropped: Beast's parser adds them to the header, where they
+// would be forwarded, or read for routing and authentication, as if the client had sent them up front. A
+// trailer that repeats a header's name is inserted next to it, not at the end: the header is restored
+// from its copy taken before the body (`fields`) rather than cut at a count.
+void drop_trailers(http::request_header<>& request, const FieldList& fields) {
+  if (static_cast<std::size_t>(std::distance(request.begin(), request.end())) == fields.size()) {
+    return;  // no trailer
+  }
+  while (request.begin() != request.end()) {
+    request.erase(request.begin());
+  }
+  for (const auto& [name, value] : fields) {
+    request.insert(name, value);
   }
 }
 
@@ -356,7 +382,7 @@ class Server::Connection {
 
   asio::awaitable<bool> read_request(Parser& parser);
   asio::awaitable<bool> read_header(Parser& parser, boost::system::error_code& ec);
-  std::optional<Response> header_refusal(const http::request_header<>& request, std::uint64_t body);
+  HeaderVerdict admit_header(const http::request_header<>& request, std::uint64_t body);
   Response server_error(const http::request_header<>& request, unsigned status, std::string_view message,
                         std::string_view code) const;
   void begin_request(std::size_t body_bytes);
@@ -385,9 +411,10 @@ class Server::Connection {
   std::list<Connection*>::iterator registered_;
   ReadDeadline deadline_{stream_.socket()};
   bool over_limit_ = false;          // beyond max_connections: its request is refused
+  std::size_t body_limit_ = 0;       // what the request's body may be (on_header's allowance)
   bool busy_ = false;                // a request is in flight
   std::size_t body_reserved_ = 0;    // its share of the in-flight body budget
-  std::size_t header_fields_ = 0;    // fields of the request's header (those after it are trailers)
+  FieldList header_copy_;            // a chunked request's header, before any trailer came
   SessionWriter* writer_ = nullptr;  // while a stream body runs
 };
 
@@ -482,12 +509,16 @@ asio::awaitable<void> Server::Connection::run() {
 // request) under a lazy deadline, cheaper per request than Beast's composed read and its timer. False:
 // the connection is over (a client error answered, or EOF, a timeout, a reset, stop()).
 asio::awaitable<bool> Server::Connection::read_request(Parser& parser) {
-  // The parser appends trailers to the header's fields: those are counted at every chunk header, the
-  // last one coming before any trailer.
-  auto count_fields = [this, &parser](std::uint64_t, beast::string_view, boost::system::error_code&) {
-    header_fields_ = static_cast<std::size_t>(std::distance(parser.get().begin(), parser.get().end()));
+  // The parser adds trailers to the header's fields: the header is copied at the first chunk header,
+  // before any trailer.
+  header_copy_.clear();
+  bool copied = false;
+  auto copy_header = [this, &parser, &copied](std::uint64_t, beast::string_view, boost::system::error_code&) {
+    if (!std::exchange(copied, true)) {
+      header_copy_ = copy_fields(parser.get().base());
+    }
   };
-  parser.on_chunk_header(count_fields);
+  parser.on_chunk_header(copy_header);
   boost::system::error_code ec;
   if (!co_await read_header(parser, ec)) {
     co_return false;
@@ -524,16 +555,17 @@ asio::awaitable<bool> Server::Connection::read_request(Parser& parser) {
   }
   deadline_.clear();
   if (parser.chunked()) {
-    drop_trailers(parser.get().base(), header_fields_);
+    drop_trailers(parser.get().base(), header_copy_);
   }
   co_return true;
 }
 
 // The header of the next request, then the checks made before any body is read: its size against the
-// limit (413), and the refusals of header_refusal() (answered here). False: the connection is over.
+// limit (413), and the judgement of admit_header() (a refusal answered here). False: the connection is over.
 asio::awaitable<bool> Server::Connection::read_header(Parser& parser, boost::system::error_code& ec) {
   parser.header_limit(static_cast<std::uint32_t>(opts_.max_header_bytes));
   parser.body_limit(opts_.max_body_bytes);
+  body_limit_ = opts_.max_body_bytes;
   // A keep-alive connection may wait idle_timeout for its next request; once its first bytes are in,
   // the header has read_timeout, as on a new connection.
   bool idle = info_.request_index > 0 && buffer_.size() == 0;
@@ -556,20 +588,24 @@ asio::awaitable<bool> Server::Connection::read_header(Parser& parser, boost::sys
     ec = http::error::body_limit;
   }
   if (!ec) {
-    if (auto refusal = header_refusal(parser.get().base(), parser.content_length().value_or(0))) {
+    const std::uint64_t body = parser.content_length().value_or(0);
+    auto verdict = admit_header(parser.get().base(), body);
+    if (auto* refusal = std::get_if<Response>(&verdict)) {
       co_await send_and_close(*refusal);
       co_return false;
     }
-    begin_request(static_cast<std::size_t>(parser.content_length().value_or(0)));
+    const BodyAllowance& allowed = std::get<BodyAllowance>(verdict);
+    parser.body_limit(allowed.max_bytes);  // a chunked body is held to it as it comes
+    begin_request(allowed.shared_budget ? static_cast<std::size_t>(body) : 0);
   }
   co_return true;
 }
 
-// Refused from the header alone, before its body is read: its body's framing is unsound, the server
-// drains, this connection is over max_connections, the body would take the in-flight bodies over their
-// budget, or on_header says no.
-std::optional<Response> Server::Connection::header_refusal(const http::request_header<>& request,
-                                                           std::uint64_t body) {
+// Judged from the header alone, before its body is read: refused if its body's framing is unsound, the
+// server drains, this connection is over max_connections, on_header says no, the body is over what
+// on_header allows it (413), or it would take the in-flight bodies over their budget. The budget is
+// weighed last: a request refused for any other reason never holds a share of it.
+HeaderVerdict Server::Connection::admit_header(const http::request_header<>& request, std::uint64_t body) {
   if (auto fault = framing_fault(request)) {
     return server_error(request, fault->status, fault->message,
                         fault->status == 501 ? "not_implemented" : "malformed");
@@ -580,17 +616,26 @@ std::optional<Response> Server::Connection::header_refusal(const http::request_h
   if (over_limit_) {
     return server_error(request, 503, "Too many open connections; retry shortly", "overloaded");
   }
-  if (body > 0 && server_.inflight_body_bytes_ + body > opts_.max_inflight_body_bytes) {
-    return server_error(request, 503, "Too many request bytes in flight; retry shortly", "overloaded");
-  }
+  BodyAllowance allowed{opts_.max_body_bytes, true};
   if (opts_.on_header) {
-    if (auto answer = opts_.on_header(request)) {
+    auto verdict = opts_.on_header(request);
+    if (auto* answer = std::get_if<Response>(&verdict)) {
       answer->keep_alive(false);
       answer->prepare_payload();
-      return answer;
+      return verdict;
     }
+    allowed = std::get<BodyAllowance>(verdict);
+    allowed.max_bytes = std::min(allowed.max_bytes, opts_.max_body_bytes);
   }
-  return std::nullopt;
+  body_limit_ = allowed.max_bytes;
+  if (body > allowed.max_bytes) {
+    return too_large(request);
+  }
+  if (allowed.shared_budget && body > 0 &&
+      server_.inflight_body_bytes_ + body > opts_.max_inflight_body_bytes) {
+    return server_error(request, 503, "Too many request bytes in flight; retry shortly", "overloaded");
+  }
+  return allowed;
 }
 
 Response Server::Connection::server_error(const http::request_header<>& request, unsigned status,
@@ -656,7 +701,7 @@ std::optional<Response> Server::Connection::read_error_reply(const boost::system
 }
 
 Response Server::Connection::too_large(const http::request_header<>& request) const {
-  Response res = opts_.make_too_large ? opts_.make_too_large(request, false)
+  Response res = opts_.make_too_large ? opts_.make_too_large(request, body_limit_, false)
                                       : plain_error(request.version(), 413, "Request body too large");
   res.keep_alive(false);
   res.prepare_payload();
@@ -957,6 +1002,64 @@ void Server::check_drained() {
 // delays the end of a shutdown.
 constexpr std::chrono::milliseconds kHandshakeBound{10'000};
 
+namespace {
+
+// What a connection to the TLS listener sent first: a TLS record opening a handshake (0x16), something
+// else (plain HTTP to the https port), or nothing within `bound`.
+enum class Opening { tls, other, nothing };
+
+asio::awaitable<Opening> peek_opening(tcp::socket& socket, std::chrono::milliseconds bound) {
+  using namespace asio::experimental::awaitable_operators;
+  unsigned char first = 0;
+  asio::steady_timer timer(socket.get_executor(), bound);
+  auto r = co_await (socket.async_receive(asio::buffer(&first, 1), tcp::socket::message_peek, use_tuple) ||
+                     timer.async_wait(use_tuple));
+  if (r.index() != 0) {
+    co_return Opening::nothing;
+  }
+  const auto [ec, n] = std::get<0>(r);
+  if (ec || n == 0) {
+    co_return Opening::nothing;
+  }
+  co_return first == 0x16 ? Opening::tls : Opening::other;
+}
+
+// nginx's answer to plain HTTP on an https port, in plain text (the client speaks no TLS to read more).
+asio::awaitable<void> refuse_plain_http(tcp::socket& socket, std::chrono::milliseconds bound) {
+  using namespace asio::experimental::awaitable_operators;
+  static constexpr std::string_view kAnswer =
+      "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\nContent-Length: 59\r\nConnection: "
+      "close\r\n\r\n"
+      "This port speaks HTTPS: the plain HTTP request was refused\n";
+  asio::steady_timer timer(socket.get_executor(), bound);
+  co_await (asio::async_write(socket, asio::buffer(kAnswer.data(), kAnswer.size()), use_tuple) ||
+            timer.async_wait(use_tuple));
+  boost::system::error_code ignored;
+  socket.shutdown(tcp::socket::shutdown_both, ignored);
+  socket.close(ignored);
+}
+
+}  // namespace
+
+void Server::tls_failed(std::uint64_t id, const tcp::endpoint& remote, std::string_view kind,
+                        std::string_view why) {
+  ++stats_.tls_handshake_failures;
+  if (opts_.on_tls_failure) {
+    opts_.on_tls_failure(kind);
+  }
+  ++tls_failures_unlogged_;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - tls_logged_at_ < std::chrono::seconds(1)) {
+    return;  // a flood of them is one line a second
+  }
+  spdlog::info("connection {} from {}: no TLS connection ({}: {}){}", id, remote.address().to_string(), kind,
+               why,
+               tls_failures_unlogged_ > 1 ? fmt::format("; {} since the last report", tls_failures_unlogged_)
+                                          : std::string());
+  tls_failures_unlogged_ = 0;
+  tls_logged_at_ = now;
+}
+
 // A TLS connection is served on the plain end of its relay (net/tls.hpp) once its handshake is done.
 asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
                                       std::shared_ptr<DisconnectWatch> watch,
@@ -967,12 +1070,22 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
     // Counted against max_connections from accept on, until the connection is open or gone.
     // (Not a guard object: a frame destroyed unresumed at shutdown must not touch the server.)
     ++handshaking_;
-    auto plain = co_await accept_tls(std::move(socket), std::move(tls),
-                                     std::min(opts_.read_timeout, kHandshakeBound), opts_.write_timeout);
+    const auto bound = std::min(opts_.read_timeout, kHandshakeBound);
+    const Opening opening = co_await peek_opening(socket, bound);
+    if (opening != Opening::tls) {
+      if (opening == Opening::other) {
+        co_await refuse_plain_http(socket, opts_.write_timeout);
+      }
+      --handshaking_;
+      tls_failed(id, remote, opening == Opening::other ? "plain_http" : "handshake",
+                 opening == Opening::other ? "its first bytes were not a TLS handshake"
+                                           : "closed or silent before its handshake");
+      co_return;
+    }
+    auto plain = co_await accept_tls(std::move(socket), std::move(tls), bound, opts_.write_timeout);
     --handshaking_;
     if (!plain) {
-      ++stats_.tls_handshake_failures;
-      spdlog::debug("connection {}: TLS handshake failed: {}", id, plain.error().message());
+      tls_failed(id, remote, "handshake", plain.error().message());
       co_return;
     }
     socket = std::move(*plain);

@@ -46,6 +46,16 @@
 
 namespace warden::net {
 
+/// What a request let through by ServerOptions::on_header may send: a body of at most `max_bytes` (at most
+/// the server's max_body_bytes; larger is answered 413 from the header), counted against the shared
+/// in-flight budget or not. A request the server cannot yet trust (no credential, an endpoint that takes
+/// no large body) should not draw on the budget the trusted ones share.
+struct BodyAllowance {
+  std::size_t max_bytes = 0;
+  bool shared_budget = false;
+};
+using HeaderVerdict = std::variant<Response, BodyAllowance>;
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 0;                           // 0 = ephemeral; listen() returns the real one
@@ -66,20 +76,28 @@ struct ServerOptions {
   /// After the first SIGTERM/SIGINT/SIGQUIT (run_until_signal): how long requests in flight may still finish.
   /// 0: stop at once.
   std::chrono::milliseconds drain_grace{0};
-  /// The 413 answer for `request` (its header only: the body was not read), e.g. an error in the API
-  /// format its path implies; default is a short OpenAI error object.
-  std::function<Response(const http::request_header<>& request, bool keep_alive)> make_too_large;
+  /// The 413 answer for `request` (its header only: the body was not read), whose body would be larger
+  /// than `limit` (the server's, or what on_header allowed it), e.g. an error in the API format its path
+  /// implies; default is a short OpenAI error object.
+  std::function<Response(const http::request_header<>& request, std::size_t limit, bool keep_alive)>
+      make_too_large;
   /// The server's own refusals other than 413 (400, 431, 503 when draining or over a bound), in the
   /// format the request's path implies. `code`: malformed, header_too_large, draining, overloaded.
   /// The server adds Retry-After to a 503 and closes the connection. Default: an OpenAI error object.
   std::function<Response(const http::request_header<>& request, unsigned status, std::string_view message,
                          std::string_view code)>
       make_error;
-  /// Runs once a request's header is in, before any of its body is read (and before 100 Continue): a
-  /// Response here is the answer (e.g. 401 for a missing key) and the connection closes after it.
-  std::function<std::optional<Response>(const http::request_header<>& request)> on_header;
+  /// Runs once a request's header is in, before any of its body is read (and before 100 Continue), and
+  /// before its body is weighed against the in-flight budget: a Response here is the answer (e.g. 401
+  /// for a missing key) and the connection closes after it; a BodyAllowance is what its body may be.
+  /// Without on_header every request may have a body of max_body_bytes drawn on the budget.
+  std::function<HeaderVerdict(const http::request_header<>& request)> on_header;
   /// Runs once when drain() begins, e.g. to end waits that no finishing request would end.
   std::function<void()> on_drain;
+  /// A connection to the TLS listener that never became a TLS connection: `kind` is "plain_http" (its first
+  /// bytes were not a TLS handshake: answered 400 in plain text, as nginx does) or "handshake" (the
+  /// handshake failed or timed out). Also logged, at most once a second.
+  std::function<void(std::string_view kind)> on_tls_failure;
 };
 
 struct ConnectionInfo {
@@ -206,7 +224,10 @@ class Server {
   std::size_t inflight_body_bytes_ = 0;  // bodies of the requests in flight (their Content-Length)
   std::uint64_t accept_failures_unlogged_ = 0;
   std::chrono::steady_clock::time_point accept_logged_at_{};
+  std::uint64_t tls_failures_unlogged_ = 0;
+  std::chrono::steady_clock::time_point tls_logged_at_{};
   void accept_failed(const boost::system::error_code& ec);
+  void tls_failed(std::uint64_t id, const tcp::endpoint& remote, std::string_view kind, std::string_view why);
   void request_done(std::size_t body_bytes);
   void check_drained();
 };

@@ -866,7 +866,7 @@ int run_sim(const SimOptions& opts) {
   so.host = opts.host;
   so.port = opts.port;
   so.max_body_bytes = opts.max_body_bytes;
-  so.make_too_large = [limit = opts.max_body_bytes](const net::http::request_header<>& request, bool) {
+  so.make_too_large = [](const net::http::request_header<>& request, std::size_t limit, bool) {
     net::Response res{net::http::status::payload_too_large, request.version()};
     res.set(field::content_type, "application/json");
     res.body() = openai_error_body(

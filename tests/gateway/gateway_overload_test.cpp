@@ -3,8 +3,11 @@
 // Retry-After and the client's error format, and the connection is closed.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "gateway_support.hpp"
 
@@ -80,4 +83,43 @@ TEST(GatewayOverload, ABodyOverTheInflightBudgetGets503BeforeItIsRead) {
   held.send(std::string_view(held_body).substr(held_body.size() / 2));
   EXPECT_TRUE(held.read_until("HTTP/1.1 200 ", 20s)) << held.received();
   EXPECT_EQ(small.post("/v1/chat/completions", over).status, 200u);
+}
+
+// Eight connections without a credential, each declaring a 32 MiB body (between them the whole default
+// budget of 256 MiB) on a path that is not an inference POST and sending 1 KB of it, then two inference
+// POSTs without a key, hold no share of the in-flight budget: each is refused from its header (413 over
+// the small body limit of the admin API, /health and the console; 401 without a key), and keyed inference
+// beside them is answered 200.
+TEST(GatewayOverload, RequestsWithoutACredentialHoldNoShareOfTheBodyBudget) {
+  auto sim = start_sim(1);
+  Warden w(dp_model(sim->port(), 1), "api_keys: [client-key]\n");
+  const std::string declared = std::to_string(32u << 20);
+  const std::vector<std::tuple<std::string, std::string, int>> requests = {
+      {"GET", "/health", 413},
+      {"GET", "/", 413},
+      {"POST", "/no/such/path", 413},
+      {"PATCH", "/api/models/m/routing", 413},
+      {"POST", "/api/reload", 413},
+      {"GET", "/v1/chat/completions", 413},
+      {"POST", "/health", 413},
+      {"PUT", "/api/models/m/routing", 413},
+      {"POST", "/v1/chat/completions", 401},
+      {"POST", "/v1/messages", 401},
+  };
+  std::vector<std::unique_ptr<RawStream>> held;
+  for (const auto& [method, target, status] : requests) {
+    held.push_back(std::make_unique<RawStream>(w.port));
+    held.back()->send(method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " + declared +
+                      "\r\n\r\n" + std::string(1024, ' '));
+  }
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    EXPECT_TRUE(held[i]->read_until("\r\n\r\n", 3s)) << std::get<1>(requests[i]);
+    EXPECT_EQ(test_support::raw_status(held[i]->received()), std::get<2>(requests[i]))
+        << std::get<1>(requests[i]) << "\n"
+        << held[i]->received();
+  }
+  Client keyed(w.port);
+  const auto r = keyed.post("/v1/chat/completions", chat_body("beside them", 4, false),
+                            {{"Authorization", "Bearer client-key"}});
+  EXPECT_EQ(r.status, 200u) << r.body;
 }

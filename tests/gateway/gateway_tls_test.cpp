@@ -138,3 +138,33 @@ TEST(GatewayTls, AnUntrustedReplicaIsNotUsed) {
   auto r = c.post("/v1/chat/completions", chat_body("over https", 8, false));
   EXPECT_GE(r.status, 500u) << r.body;
 }
+
+// Plain HTTP, or any bytes that do not open a TLS handshake, on the TLS listener: answered 400 in plain
+// text as nginx does (a silent close told the client nothing); every such connection, and a handshake
+// that fails (an untrusted client hanging up), is counted in /metrics and logged.
+TEST(GatewayTls, PlainHttpOnTheTlsPortGets400AndFailuresAreCounted) {
+  TempDir certs;
+  const auto cert = make_certificate(certs.path, "warden");
+  auto sim = start_sim(1);
+  Warden w(dp_model(sim->port(), 1), tls_section(cert));
+  for (const std::string sent : {std::string("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"),
+                                 std::string("\x01\x02 garbage\r\n\r\n")}) {
+    const std::string got = test_support::raw_exchange(w.port, sent, 10s);
+    EXPECT_EQ(test_support::raw_status(got), 400) << got;
+    EXPECT_NE(got.find("HTTPS"), std::string::npos) << got;
+  }
+  const auto other = make_certificate(certs.path, "other");
+  EXPECT_EQ(curl_health(w.port, other.cert), "000");  // the warden's certificate is not trusted: it hangs up
+  warden::net::SyncClient c({"127.0.0.1", static_cast<std::uint16_t>(w.port), true}, trusting(cert.cert));
+  std::string metrics;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto r = c.get("/metrics");
+        metrics = r ? r->body : std::string();
+        return metrics.find("lm_warden_tls_failures_total{kind=\"handshake\"} 1") != std::string::npos;
+      },
+      10s))
+      << metrics;
+  EXPECT_NE(metrics.find("lm_warden_tls_failures_total{kind=\"plain_http\"} 2"), std::string::npos)
+      << metrics;
+}
