@@ -19,6 +19,24 @@ std::string_view outlier_reason_name(OutlierReason r) {
   return "gateway_error";
 }
 
+bool may_eject(const OutlierConfig& config, std::size_t ejected, std::size_t replicas) {
+  const auto percent = static_cast<std::size_t>(std::clamp(config.max_ejection_percent, 0, 100));
+  return ejected < std::max<std::size_t>(1, replicas * percent / 100);
+}
+
+bool panic(const OutlierConfig& config, std::size_t routable, std::size_t answering) {
+  const auto percent = static_cast<std::size_t>(std::clamp(config.panic_percent, 0, 100));
+  return answering > 0 && routable * 100 < answering * percent;
+}
+
+Time stall_allowance(const OutlierConfig& config, std::uint64_t backlog_tokens, double tokens_per_second) {
+  const double rate = std::isfinite(tokens_per_second) && tokens_per_second > 0
+                          ? tokens_per_second
+                          : kAssumedPrefillTokensPerSecond;
+  const double seconds = std::min(kPrefillSlack * static_cast<double>(backlog_tokens) / rate, 86'400.0);
+  return config.stall_after + std::chrono::duration_cast<Time>(std::chrono::duration<double>(seconds));
+}
+
 void OutlierState::eject(const OutlierConfig& config, OutlierReason why, Time now) {
   // A replica that stayed in for the longest backoff has earned a fresh start: its next ejection is short.
   if (!ejected_ && ejections_ > 0 && now - admitted_at_ >= config.max_ejection) {
@@ -32,7 +50,7 @@ void OutlierState::eject(const OutlierConfig& config, OutlierReason why, Time no
   until_ = now + std::min(config.max_ejection, config.base_ejection * ejections_);
 }
 
-bool OutlierState::failure(const OutlierConfig& config, OutlierReason why, Time now) {
+bool OutlierState::failure(const OutlierConfig& config, OutlierReason why, Time now, bool room) {
   if (ejected_) {
     if (!probing_) {
       return false;  // a request sent before the ejection: it adds nothing
@@ -43,8 +61,8 @@ bool OutlierState::failure(const OutlierConfig& config, OutlierReason why, Time 
   if (config.consecutive_failures <= 0) {
     return false;  // ejection on failures turned off
   }
-  failures_ += 1;
-  if (failures_ < config.consecutive_failures) {
+  failures_ = std::min(failures_ + 1, config.consecutive_failures);
+  if (failures_ < config.consecutive_failures || !room) {
     return false;
   }
   eject(config, why, now);
@@ -85,8 +103,9 @@ bool OutlierState::take_probe(Time now) {
   return true;
 }
 
-void ProgressWatch::observe(std::optional<double> running, std::optional<double> tokens_total, Time now) {
-  const bool busy = running && std::isfinite(*running) && *running > 0;
+void ProgressWatch::observe(std::optional<double> running, std::optional<double> tokens_total, bool awaited,
+                            Time now) {
+  const bool busy = awaited || (running && std::isfinite(*running) && *running > 0);
   const bool moved = tokens_total && (!tokens_ || *tokens_total != *tokens_);
   if (tokens_total) {
     tokens_ = *tokens_total;
@@ -100,8 +119,8 @@ void ProgressWatch::observe(std::optional<double> running, std::optional<double>
   }
 }
 
-bool ProgressWatch::stalled(Time stall_after, Time now) const {
-  return since_ && now - *since_ >= stall_after;
+bool ProgressWatch::stalled(Time allowance, Time now) const {
+  return since_ && now - *since_ >= allowance;
 }
 
 }  // namespace warden::core

@@ -648,19 +648,27 @@ void parse_timeouts(Validator& v, const YAML::Node& n, Config& cfg) {
   duration_member(v, n, "timeouts", "idle", min, cfg.timeouts.idle);
 }
 
-// `outlier: { consecutive_failures: 3, base_ejection: 10s, max_ejection: 300s, stall_after: 30s }`: when
-// a replica is taken out of routing (core/outlier.hpp); 0 turns a rule off.
+// `outlier: { consecutive_failures: 3, base_ejection: 10s, max_ejection: 300s, stall_after: 30s,
+// max_ejection_percent: 50, panic_percent: 50 }`: when a replica is taken out of routing
+// (core/outlier.hpp); 0 turns a rule off.
 void parse_outlier(Validator& v, const YAML::Node& n, Config& cfg) {
   if (!n || !v.expect_map(n, "outlier")) {
     return;
   }
-  v.known_keys(n, "outlier", {"consecutive_failures", "base_ejection", "max_ejection", "stall_after"});
+  v.known_keys(n, "outlier",
+               {"consecutive_failures", "base_ejection", "max_ejection", "stall_after",
+                "max_ejection_percent", "panic_percent"});
   core::OutlierConfig& o = cfg.outlier;
-  if (auto d = n["consecutive_failures"]) {
-    if (auto x = v.integer(d, "outlier.consecutive_failures", 0, 1000)) {
-      o.consecutive_failures = static_cast<int>(*x);
+  auto count = [&](const char* key, std::int64_t most, int& out) {
+    if (auto d = n[key]) {
+      if (auto x = v.integer(d, fmt::format("outlier.{}", key), 0, most)) {
+        out = static_cast<int>(*x);
+      }
     }
-  }
+  };
+  count("consecutive_failures", 1000, o.consecutive_failures);
+  count("max_ejection_percent", 100, o.max_ejection_percent);
+  count("panic_percent", 100, o.panic_percent);
   auto member = [&](const char* key, std::chrono::milliseconds min, core::Time& out) {
     std::chrono::milliseconds ms = std::chrono::duration_cast<std::chrono::milliseconds>(out);
     duration_member(v, n, "outlier", key, min, ms);

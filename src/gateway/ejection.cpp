@@ -31,6 +31,13 @@ void Gateway::replica_ejected(ModelRuntime& m, int replica, core::Time now) {
       m.config().name, replica, backoff.count(), reason, o.ejections());
   metrics_.replica_ejected(m.config().name, replica, reason);
   recall_waiting(m, {replica}, fmt::format("ejected: {}", reason));
+  if (o.reason() == core::OutlierReason::no_progress) {
+    // Its streams make no progress either: each ends with an error event the client can retry on.
+    if (const std::size_t n = relaying_.recall(m, {replica}); n > 0) {
+      spdlog::warn("model {} replica {}: {} stream{} relaying from it cut with an error event",
+                   m.config().name, replica, n, n == 1 ? "" : "s");
+    }
+  }
 }
 
 void Gateway::judge_progress(ModelRuntime& m) {

@@ -170,6 +170,7 @@ class Gateway {
   std::vector<std::unique_ptr<AdmissionQueue>> removed_queues_;
   bool polling_ = false;      // start() has started the poll loops
   WaitingRequests waiting_;   // requests waiting for a replica's first byte (recall_waiting())
+  WaitingRequests relaying_;  // streams relaying from a replica: cut with an error event if it stalls
   std::vector<std::shared_ptr<Upstream>> upstreams_;
   net::ClientPool pool_;
   net::ClientPool scrape_pool_;

@@ -54,11 +54,25 @@ ModelRuntime::ModelRuntime(const ModelConfig& config, int unhealthy_after)
 
 const std::vector<core::ReplicaMetrics>& ModelRuntime::metrics(core::Time now) {
   metrics_.resize(replicas_.size());
+  std::size_t answering = 0;
+  std::size_t left = 0;
   for (std::size_t i = 0; i < replicas_.size(); ++i) {
     metrics_[i] = replicas_[i].metrics;
+    answering += metrics_[i].healthy ? 1 : 0;
     metrics_[i].healthy = metrics_[i].healthy && routable(static_cast<int>(i), now);
+    left += metrics_[i].healthy ? 1 : 0;
+  }
+  if (core::panic(outlier_, left, answering)) {
+    for (std::size_t i = 0; i < replicas_.size(); ++i) {
+      metrics_[i].healthy = replicas_[i].metrics.healthy;
+    }
   }
   return metrics_;
+}
+
+std::size_t ModelRuntime::ejected_count() const {
+  return static_cast<std::size_t>(
+      std::count_if(replicas_.begin(), replicas_.end(), [](const auto& r) { return r.outlier.ejected(); }));
 }
 
 ReplicaRuntime* ModelRuntime::replica(int index) {
@@ -78,13 +92,14 @@ bool ModelRuntime::routable(int replica, core::Time now) const {
   // A stalled engine is probed once it makes progress again, not while it still holds requests frozen.
   const bool still_stalled = r.outlier.reason() == core::OutlierReason::no_progress &&
                              outlier_.stall_after > core::Time::zero() &&
-                             r.progress.stalled(outlier_.stall_after, now);
+                             r.progress.stalled(r.stall_allowance, now);
   return r.outlier.routable(now) && !still_stalled;
 }
 
 bool ModelRuntime::request_failed(int index, core::OutlierReason why, core::Time now) {
   ReplicaRuntime* r = replica(index);
-  return r != nullptr && r->outlier.failure(outlier_, why, now);
+  return r != nullptr &&
+         r->outlier.failure(outlier_, why, now, core::may_eject(outlier_, ejected_count(), replicas_.size()));
 }
 
 bool ModelRuntime::request_succeeded(int index, core::Time now) {
@@ -110,7 +125,8 @@ std::vector<int> ModelRuntime::eject_stalled(core::Time now) {
   }
   for (std::size_t i = 0; i < replicas_.size(); ++i) {
     ReplicaRuntime& r = replicas_[i];
-    if (r.progress.stalled(outlier_.stall_after, now) && r.outlier.stalled(outlier_, now)) {
+    const bool room = r.outlier.ejected() || core::may_eject(outlier_, ejected_count(), replicas_.size());
+    if (r.progress.stalled(r.stall_allowance, now) && room && r.outlier.stalled(outlier_, now)) {
       out.push_back(static_cast<int>(i));
     }
   }
@@ -156,7 +172,8 @@ core::ReplicaReport vllm_report(const protocol::VllmRank& rank) {
 
 }  // namespace
 
-void ModelRuntime::apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank, core::Time now) {
+void ModelRuntime::apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank, std::uint64_t backlog,
+                              core::Time now) {
   if (const auto hits = rank.all_prefix_hits()) {
     r.prefix_hits.observe(*hits);
   }
@@ -174,11 +191,15 @@ void ModelRuntime::apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank,
   if (rank.prompt_tokens_total || rank.generation_tokens_total) {
     tokens = rank.prompt_tokens_total.value_or(0) + rank.generation_tokens_total.value_or(0);
   }
-  r.progress.observe(rank.num_requests_running, tokens, now);
+  // The warden's own requests there without a first token are work the engine has, whatever it reports,
+  // and their prompts are what may keep its counters still for a while.
+  r.progress.observe(rank.num_requests_running, tokens, backlog > 0, now);
+  r.stall_allowance = core::stall_allowance(outlier_, backlog, r.metrics.prefill_tokens_per_second);
 }
 
 bool ModelRuntime::apply_scrape(const UpstreamUrl& url, const protocol::VllmScrape& scrape, core::Time now) {
   const auto indices = replicas_of(url);
+  const std::vector<std::uint64_t> backlog = router_.view(now).prefill_backlog_tokens;
   bool recovered = false;
   for (int i : indices) {
     ReplicaRuntime& r = replicas_[static_cast<std::size_t>(i)];
@@ -200,7 +221,9 @@ bool ModelRuntime::apply_scrape(const UpstreamUrl& url, const protocol::VllmScra
       }
     }
     if (rank) {
-      apply_rank(r, *rank, now);
+      apply_rank(r, *rank,
+                 static_cast<std::size_t>(i) < backlog.size() ? backlog[static_cast<std::size_t>(i)] : 0,
+                 now);
     }
   }
   return recovered;

@@ -50,6 +50,7 @@ struct ReplicaRuntime {
   core::PrefillRate prefill_rate;  // fills metrics.prefill_tokens_per_second (cost-aware spill)
   core::OutlierState outlier;      // ejection after failed requests or a stall (core/outlier.hpp)
   core::ProgressWatch progress;    // running requests against the engine's token counters
+  core::Time stall_allowance{};    // how long the counters may stand still (its prefill backlog, at a scrape)
   // GiB of host memory the engine offloads KV to (vllm:cache_config_info kv_offloading_size; 0 = none):
   // shown even when its size in tokens (metrics.offload_capacity_tokens) is not reported.
   double offload_gib = 0;
@@ -67,7 +68,8 @@ class ModelRuntime {
   core::Router& router() { return router_; }
   std::vector<ReplicaRuntime>& replicas() { return replicas_; }
   const std::vector<ReplicaRuntime>& replicas() const { return replicas_; }
-  // One entry per replica, as core::Router::route() wants them: an ejected replica reads as unhealthy.
+  // One entry per replica, as core::Router::route() wants them: an ejected replica reads as unhealthy,
+  // unless so few are left that every replica answering its scrapes takes requests (core::panic()).
   const std::vector<core::ReplicaMetrics>& metrics(
       core::Time now = std::chrono::steady_clock::now().time_since_epoch());
 
@@ -121,7 +123,9 @@ class ModelRuntime {
   const PrefixWatch& prefix_watch() const { return prefix_watch_; }
 
  private:
-  void apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank, core::Time now);
+  void apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank, std::uint64_t backlog, core::Time now);
+  // Replicas ejected now (their probe out included): what the fleet bound counts.
+  std::size_t ejected_count() const;
 
   ReplicaRuntime* replica(int index);
 

@@ -191,7 +191,8 @@ std::string WardenMetrics::render(const std::vector<ReplicaGauges>& replicas,
   }
   header("lm_warden_stream_breaks_total", "counter",
          "Streams cut off after their first byte (the client got an error event), by model and cause: "
-         "engine (it broke off), timeout (it went silent), filter (an event too large to relay).");
+         "engine (it broke off), timeout (it went silent), filter (an event too large to relay), shutdown, "
+         "stalled (its replica was ejected as stalled).");
   for (const auto& [k, v] : stream_breaks_) {
     fmt::format_to(std::back_inserter(o), "lm_warden_stream_breaks_total{{model=\"{}\",cause=\"{}\"}} {}\n",
                    prometheus_escape(k.first), k.second, v);

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace warden::core {
 namespace {
 
@@ -120,34 +122,92 @@ TEST(Outlier, AStallEjectsAtOnceAndOnlyOnce) {
 
 TEST(ProgressWatch, RunningWithFrozenCountersIsAStallAfterTheBound) {
   ProgressWatch w;
-  w.observe(2.0, 100.0, seconds(0));
-  w.observe(2.0, 100.0, seconds(10));
+  w.observe(2.0, 100.0, false, seconds(0));
+  w.observe(2.0, 100.0, false, seconds(10));
   EXPECT_FALSE(w.stalled(seconds(20), seconds(19)));
-  w.observe(2.0, 100.0, seconds(20));
+  w.observe(2.0, 100.0, false, seconds(20));
   EXPECT_TRUE(w.stalled(seconds(20), seconds(20)));
 }
 
 TEST(ProgressWatch, MovingCountersOrNothingRunningIsNoStall) {
   ProgressWatch w;
-  w.observe(2.0, 100.0, seconds(0));
-  w.observe(2.0, 150.0, seconds(15));  // progress at 15 s
+  w.observe(2.0, 100.0, false, seconds(0));
+  w.observe(2.0, 150.0, false, seconds(15));  // progress at 15 s
   EXPECT_FALSE(w.stalled(seconds(20), seconds(30)));
   EXPECT_TRUE(w.stalled(seconds(20), seconds(35)));
-  w.observe(0.0, 150.0, seconds(36));  // idle: nothing to make progress on
+  w.observe(0.0, 150.0, false, seconds(36));  // idle: nothing to make progress on
   EXPECT_FALSE(w.stalled(seconds(20), seconds(100)));
-  w.observe(1.0, 150.0, seconds(100));  // busy again: the bound counts from here
+  w.observe(1.0, 150.0, false, seconds(100));  // busy again: the bound counts from here
   EXPECT_FALSE(w.stalled(seconds(20), seconds(119)));
   EXPECT_TRUE(w.stalled(seconds(20), seconds(120)));
 }
 
 TEST(ProgressWatch, AnEngineWithoutCountersIsNeverJudged) {
   ProgressWatch w;
-  w.observe(3.0, std::nullopt, seconds(0));
-  w.observe(3.0, std::nullopt, seconds(100));
+  w.observe(3.0, std::nullopt, false, seconds(0));
+  w.observe(3.0, std::nullopt, false, seconds(100));
   EXPECT_FALSE(w.stalled(seconds(20), seconds(100)));
-  w.observe(std::nullopt, 5.0, seconds(101));
-  w.observe(std::nullopt, 5.0, seconds(200));
+  w.observe(std::nullopt, 5.0, false, seconds(101));
+  w.observe(std::nullopt, 5.0, false, seconds(200));
   EXPECT_FALSE(w.stalled(seconds(20), seconds(200)));
+}
+
+// An engine that hangs may say `running 0`: the warden's own requests there without a first token are
+// the work it has, and counters standing still past the bound are a stall all the same.
+TEST(ProgressWatch, RequestsAwaitingTheirFirstTokenAreWorkWhateverTheEngineReports) {
+  ProgressWatch w;
+  w.observe(0.0, 100.0, true, seconds(0));
+  w.observe(0.0, 100.0, true, seconds(10));
+  EXPECT_FALSE(w.stalled(seconds(20), seconds(19)));
+  EXPECT_TRUE(w.stalled(seconds(20), seconds(20)));
+  w.observe(0.0, 100.0, false, seconds(21));  // nothing awaited any more: idle
+  EXPECT_FALSE(w.stalled(seconds(20), seconds(60)));
+}
+
+// A prefill backlog is time the counters may stand still: its tokens at the measured rate (an assumed
+// slow one while unmeasured), times the slack, on top of stall_after.
+TEST(StallAllowance, ALongPromptIsGivenItsPrefillTimeWithSlack) {
+  EXPECT_EQ(stall_allowance(config(), 0, 2000), seconds(20));
+  EXPECT_EQ(stall_allowance(config(), 100'000, 2000), seconds(20) + seconds(150));  // 50 s x 3
+  EXPECT_EQ(stall_allowance(config(), 1000, 0), seconds(20) + seconds(6));          // 2 s x 3 at 500/s
+  EXPECT_EQ(stall_allowance(config(), 1000, std::numeric_limits<double>::quiet_NaN()), seconds(26));
+  EXPECT_LE(stall_allowance(config(), std::numeric_limits<std::uint64_t>::max(), 1e-300),
+            seconds(20) + seconds(86'400));
+}
+
+// max_ejection_percent: at most that share is out, and at least one may be; the panic threshold ignores
+// the ejections when fewer than its share of the answering replicas are left.
+TEST(FleetBound, EjectionsAreBoundedAndTooFewLeftMeansRouteToAll) {
+  OutlierConfig c = config();  // 50 % and 50 %
+  EXPECT_TRUE(may_eject(c, 0, 1));
+  EXPECT_FALSE(may_eject(c, 1, 1));
+  EXPECT_TRUE(may_eject(c, 0, 2));
+  EXPECT_FALSE(may_eject(c, 1, 2));
+  EXPECT_TRUE(may_eject(c, 1, 4));
+  EXPECT_FALSE(may_eject(c, 2, 4));
+  c.max_ejection_percent = 100;
+  EXPECT_TRUE(may_eject(c, 1, 2));
+  EXPECT_FALSE(may_eject(c, 2, 2));
+  EXPECT_FALSE(panic(c, 1, 2));
+  EXPECT_TRUE(panic(c, 0, 2));
+  EXPECT_TRUE(panic(c, 0, 1));
+  EXPECT_TRUE(panic(c, 1, 3));
+  EXPECT_FALSE(panic(c, 0, 0));  // nothing answers: health, not ejection, says no
+  c.panic_percent = 0;
+  EXPECT_FALSE(panic(c, 0, 2));
+}
+
+// Without room under the bound a failure is counted and the replica stays in; the next failure, with room
+// by then, ejects it.
+TEST(Outlier, AFailureWithoutRoomIsCountedAndEjectsLater) {
+  OutlierState o;
+  o.failure(config(), OutlierReason::first_byte, seconds(1));
+  o.failure(config(), OutlierReason::first_byte, seconds(2));
+  EXPECT_FALSE(o.failure(config(), OutlierReason::first_byte, seconds(3), false));
+  EXPECT_FALSE(o.ejected());
+  EXPECT_FALSE(o.failure(config(), OutlierReason::first_byte, seconds(4), false));
+  EXPECT_TRUE(o.failure(config(), OutlierReason::first_byte, seconds(5), true));
+  EXPECT_EQ(o.until(), seconds(15));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -280,4 +281,93 @@ TEST(GatewayEjection, ASigstoppedEngineIsRoutedAroundAndUsedAgainAfterSigcont) {
     used_again = turn(w.port, "back-" + std::to_string(i)).replica == "0";
   }
   EXPECT_TRUE(used_again) << w.proc->stderr_text();
+}
+
+namespace {
+
+// A prompt of about `words` tokens for the sim's tokenizer (one per word), its own from the first block on.
+std::string long_prompt(const std::string& start, int words) {
+  std::string text = start;
+  for (int i = 0; i < words; ++i) {
+    text += " lorem";
+  }
+  return text;
+}
+
+}  // namespace
+
+// Two prompts that each take longer than stall_after to prefill, on a two-replica model (`lm-warden sim`,
+// its A4000 preset at time scale 1): the engines count no token while they prefill, and that is not a
+// stall. No replica is ejected, the small requests sent beside them are all answered, and so are both
+// long ones.
+TEST(GatewayEjection, PrefillsLongerThanStallAfterAreNotStalls) {
+  ChildProcess sim({WARDEN_BINARY, "sim", "--port", "0", "--data-parallel-size", "2", "--preset",
+                    "a4000-qwen3-4b", "--time-scale", "1", "--served-model-name", kServed, "--log-level",
+                    "warn"});
+  const int sim_port = sim.wait_for_port();
+  Warden w(dp_model(sim_port, 2), "outlier: { consecutive_failures: 1, stall_after: 1s }\n");
+  std::vector<Turn> longs(2);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 2; ++i) {
+    clients.emplace_back([&, i] {
+      auto t = Client::short_timeouts();
+      t.first_byte = 60s;
+      Client c(w.port, t);
+      const auto started = Clock::now();
+      const auto r = c.post("/v1/chat/completions",
+                            chat_body(long_prompt("prompt-" + std::to_string(i), 28'000), 4, false),
+                            {{"X-Warden-Replica", std::to_string(i)}});
+      longs[static_cast<std::size_t>(i)] =
+          Turn{r.status, r.header("x-warden-replica"), r.body, Clock::now() - started};
+    });
+  }
+  ASSERT_TRUE(wait_until([&] { return sim_running(sim_port, 0) + sim_running(sim_port, 1) >= 2; }, 20s));
+  for (int i = 0; i < 6; ++i) {
+    const Turn t = turn(w.port, "small-" + std::to_string(i));
+    EXPECT_EQ(t.status, 200u) << t.body;
+  }
+  for (auto& c : clients) {
+    c.join();
+  }
+  for (const Turn& t : longs) {
+    EXPECT_EQ(t.status, 200u) << t.body;
+    EXPECT_GT(t.waited, 3s) << "the prefill should take well over stall_after";
+  }
+  Client c(w.port);
+  const std::string metrics = c.get("/metrics", {{"Authorization", "Bearer secret"}}).body;
+  EXPECT_EQ(metrics.find("lm_warden_replica_ejections_total{"), std::string::npos) << metrics;
+}
+
+// Streams relaying from a replica whose engine then stalls (it reports them running, its counters stand
+// still): the watchdog ejects the replica and each stream ends at once with an error event in its
+// client's format (Anthropic's `event: error`, OpenAI's error object), which an agent retries on, instead
+// of silence until timeouts.idle (300 s).
+TEST(GatewayEjection, StreamsFromAReplicaEjectedAsStalledEndWithAnErrorEvent) {
+  FaultyEngine bad(FaultyEngine::Fault::stall, kServed);
+  bad.report_hanging_as_running(true);
+  auto sim = start_sim(1);
+  Warden w(two_replicas(bad.port(), sim->port()), "outlier: { stall_after: 1s }\n");
+  const std::string body = chat_body("a stream that will stall", 50, true);
+  std::vector<std::unique_ptr<RawStream>> streams;
+  for (const std::string target : {"/v1/chat/completions", "/v1/messages"}) {
+    streams.push_back(std::make_unique<RawStream>(w.port));
+    streams.back()->send(
+        "POST " + target +
+        " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nanthropic-version: "
+        "2023-06-01\r\nX-Warden-Replica: 0\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body);
+  }
+  for (auto& s : streams) {
+    ASSERT_TRUE(s->read_until("\"first\"", 10s)) << s->received();
+  }
+  const auto relaying = Clock::now();
+  ASSERT_TRUE(streams[0]->read_until("data: {\"error\":", 20s)) << streams[0]->received();
+  ASSERT_TRUE(streams[1]->read_until("event: error\ndata: {\"type\":\"error\"", 20s))
+      << streams[1]->received();
+  EXPECT_LT(Clock::now() - relaying, 10s);
+  for (auto& s : streams) {
+    EXPECT_NE(s->received().find("retry the request"), std::string::npos) << s->received();
+  }
+  EXPECT_EQ(metric_value(w.port, ejections("no_progress")), 1);
+  EXPECT_EQ(metric_value(w.port, R"(lm_warden_stream_breaks_total{model="m",cause="stalled"})"), 2);
 }

@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "core/rng.hpp"
 #include "gateway/admin/admin_json.hpp"
 
 using namespace warden::gateway;
@@ -220,6 +221,85 @@ TEST(ModelRuntime, AStalledEngineIsEjectedAndProbedOnlyOnceItMovesAgain) {
   scrape(2, 530, 31);
   EXPECT_TRUE(m.routable(0, std::chrono::seconds(31)));
   EXPECT_TRUE(m.take_probe(0, std::chrono::seconds(31)));
+}
+
+// The fleet bound: with max_ejection_percent 50 one of two replicas may be out, the other's failures are
+// counted and it stays in. Panic: when the one left stops answering its scrapes, the ejected one takes
+// requests again rather than none.
+TEST(ModelRuntime, NoMoreThanTheBoundIsEjectedAndTooFewLeftRoutesToAll) {
+  Config c = config_of(kUrls);
+  ModelRuntime m(c.models[0], 1);
+  m.set_outlier(outlier_of(1, std::chrono::seconds(60)));
+  using std::chrono::seconds;
+  EXPECT_TRUE(m.request_failed(0, warden::core::OutlierReason::first_byte, seconds(1)));
+  EXPECT_FALSE(m.request_failed(1, warden::core::OutlierReason::first_byte, seconds(2)));
+  EXPECT_FALSE(m.replicas()[1].outlier.ejected());
+  EXPECT_FALSE(m.metrics(seconds(3))[0].healthy);
+  EXPECT_TRUE(m.metrics(seconds(3))[1].healthy);
+  ASSERT_TRUE(m.replica_failed(1, "connection refused"));  // unhealthy by its scrapes
+  EXPECT_TRUE(m.metrics(seconds(4))[0].healthy);           // panic: the ejected one, not none
+  EXPECT_FALSE(m.metrics(seconds(4))[1].healthy);
+}
+
+namespace {
+
+// A request of `prompt_tokens` routed to `replica`: its prompt is in the replica's prefill backlog until
+// its first token.
+warden::core::Decision send(ModelRuntime& m, int replica, std::uint32_t prompt_tokens,
+                            warden::core::Time now) {
+  warden::core::RequestFacts f;
+  f.pin = static_cast<warden::core::ReplicaIndex>(replica);
+  f.prompt_tokens = prompt_tokens;
+  warden::core::SplitMixRng rng;
+  return m.router().route(f, m.metrics(now), now, rng);
+}
+
+// Scrapes of replica 0 with `running` requests and token counters at `tokens`.
+void scrape_tokens(ModelRuntime& m, const Config& c, double running, double tokens, int at) {
+  const std::string text = "vllm:num_requests_running{model_name=\"served\"} " + std::to_string(running) +
+                           "\nvllm:prompt_tokens_total{model_name=\"served\"} " + std::to_string(tokens) +
+                           "\n";
+  m.apply_scrape(c.models[0].urls[0], *parse_vllm_metrics(text, "served"), std::chrono::seconds(at));
+}
+
+}  // namespace
+
+// A 30,000-token prompt keeps the counters still while it prefills: at the assumed 500 tokens/s, times
+// 3, that is 180 s on top of stall_after (20 s) before the watchdog calls it a stall.
+TEST(ModelRuntime, ALongPrefillIsNotAStall) {
+  Config c = config_of(kUrls);
+  ModelRuntime m(c.models[0], 3);
+  warden::core::OutlierConfig o;
+  o.stall_after = std::chrono::seconds(20);
+  m.set_outlier(o);
+  using std::chrono::seconds;
+  const auto long_prompt = send(m, 0, 30'000, seconds(0));
+  scrape_tokens(m, c, 1, 100, 0);
+  scrape_tokens(m, c, 1, 100, 60);
+  EXPECT_TRUE(m.eject_stalled(seconds(60)).empty());
+  scrape_tokens(m, c, 1, 100, 199);
+  EXPECT_TRUE(m.eject_stalled(seconds(199)).empty());
+  scrape_tokens(m, c, 1, 100, 200);
+  EXPECT_EQ(m.eject_stalled(seconds(200)), std::vector<int>{0});  // 3 x its prefill time: a stall after all
+  m.router().first_token(long_prompt);
+}
+
+// An engine that hangs while it reports `running 0`: the warden's own request there, still without its
+// first token, is the evidence; stall_after (plus its small prompt's prefill time) ejects the replica.
+TEST(ModelRuntime, AHangReportedAsNothingRunningIsAStall) {
+  Config c = config_of(kUrls);
+  ModelRuntime m(c.models[0], 3);
+  warden::core::OutlierConfig o;
+  o.stall_after = std::chrono::seconds(20);
+  m.set_outlier(o);
+  using std::chrono::seconds;
+  scrape_tokens(m, c, 0, 100, 0);
+  send(m, 0, 100, seconds(1));
+  scrape_tokens(m, c, 0, 100, 1);
+  scrape_tokens(m, c, 0, 100, 21);
+  EXPECT_TRUE(m.eject_stalled(seconds(21)).empty());  // 20 s + 0.6 s of prefill
+  scrape_tokens(m, c, 0, 100, 22);
+  EXPECT_EQ(m.eject_stalled(seconds(22)), std::vector<int>{0});
 }
 
 TEST(ModelRuntime, HostileMetricValuesAreClamped) {

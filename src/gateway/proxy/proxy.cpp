@@ -747,6 +747,10 @@ asio::awaitable<void> Gateway::relay_stream(std::shared_ptr<Exchange> ex,
     }
   };
   bool ok = true;
+  // A replica ejected as stalled makes no token for any stream: they end with an error the agent retries
+  // on, not silence until timeouts.idle (Gateway::replica_ejected()).
+  net::Recall stalled;
+  const WaitingRequests::Entry relaying = ex->gateway->relaying_.add(*ex->model, rec.replica, stalled);
   while (true) {
     net::Result<net::BodyPiece> piece = net::BodyPiece{};
     Clock::time_point arrived = first_at;
@@ -754,11 +758,15 @@ asio::awaitable<void> Gateway::relay_stream(std::shared_ptr<Exchange> ex,
       piece = *pending;
       pending.reset();
     } else {
-      piece = co_await up->next();
+      piece = co_await up->next(&stalled);
       arrived = Clock::now();
     }
     if (!piece) {
-      if (w.cut()) {
+      if (piece.error() == net::ClientErrc::recalled) {
+        spdlog::warn("stream from replica {} of '{}' cut: the replica was ejected as stalled", rec.replica,
+                     rec.model);
+        rec.stream_break = "stalled";
+      } else if (w.cut()) {
         // The warden stopped before the engine's end (the drain ran out): the server cancelled this body
         // and lets it write one last event.
         rec.stream_break = "shutdown";
@@ -830,6 +838,11 @@ asio::awaitable<void> Gateway::break_stream(Exchange& ex, const protocol::Stream
           ? fmt::format("an event of replica {} of '{}' was too large to relay", rec.replica, rec.model)
       : rec.stream_break == "shutdown"
           ? std::string("the warden is shutting down: the stream was cut before its end; retry the request")
+      : rec.stream_break == "stalled"
+          ? fmt::format(
+                "replica {} of '{}' stopped making progress and was taken out of routing; retry the "
+                "request",
+                rec.replica, rec.model)
           : fmt::format("replica {} of '{}' broke off its stream", rec.replica, rec.model);
   const std::string event = protocol::stream_error_event(ex.api, message, !relay.between_events());
   co_await w.write(event);

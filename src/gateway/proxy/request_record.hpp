@@ -21,8 +21,8 @@ struct RequestRecord {
   std::optional<std::int64_t> cached_tokens;
   std::optional<std::int64_t> completion_tokens;
   std::optional<double> ttfb_s;  // first response byte relayed to the client
-  std::string
-      stream_break;  // a stream cut off after its first byte: engine|timeout|filter|shutdown ("" if not)
+  std::string stream_break;  // a stream cut off after its first byte: engine|timeout|filter|shutdown|stalled
+                             // ("" if not)
   double duration_s = 0;
   std::optional<double> queued_s;  // how long admission held it back (std::nullopt: not held)
 
