@@ -29,22 +29,37 @@ struct UpstreamUrl {
   friend bool operator==(const UpstreamUrl&, const UpstreamUrl&) = default;
 };
 
-struct ModelConfig {
-  std::string name;               // what clients put in "model"
+// What a reload takes from a model's entry for the model's new requests (ModelRuntime::update_entry()).
+struct ModelEntry {
   std::string served_model_name;  // what the engine is called; defaults to name
   // Every knob from `routing:` (parse_routing), max_num_seqs (per rank) from the model's entry.
   core::RoutingConfig routing;
+  // Lower max_tokens so prompt + output fits the engine's context (docs/api.md, "Request rewriting").
+  bool fit_max_tokens = true;
+  // Drop Claude Code's per-conversation billing block before forwarding (docs/session-identity.md).
+  bool normalize_prompt = true;
+
+  friend bool operator==(const ModelEntry&, const ModelEntry&) = default;
+};
+
+// Where a model's replicas are, and the engines the warden starts for them: a reload relays the replicas
+// of a model without a launch: section (ModelRuntime::relay()); any other change waits for a restart.
+struct ModelReplicas {
   // Exactly one of the two replica layouts.
   bool data_parallel = false;
   UpstreamUrl dp_url;             // data_parallel: one server, `dp_size` ranks pinned by header
   int dp_size = 0;                //
   std::vector<UpstreamUrl> urls;  // otherwise: one server per replica
-  int line = 0;                   // where the entry starts in the file (for later messages)
   std::optional<supervisor::LaunchSpec> launch;  // engines the warden starts itself (docs/engines.md)
-  // Lower max_tokens so prompt + output fits the engine's context (docs/api.md, "Request rewriting").
-  bool fit_max_tokens = true;
-  // Drop Claude Code's per-conversation billing block before forwarding (docs/session-identity.md).
-  bool normalize_prompt = true;
+
+  friend bool operator==(const ModelReplicas&, const ModelReplicas&) = default;
+};
+
+// A model's entry: its name (how a reload matches it), the two groups a reload compares whole, and where
+// it was written. Nothing else.
+struct ModelConfig : ModelEntry, ModelReplicas {
+  std::string name;  // what clients put in "model"
+  int line = 0;      // where the entry starts in the file (for later messages)
 
   int replica_count() const { return data_parallel ? dp_size : static_cast<int>(urls.size()); }
   // The URL serving replica `index` (the same URL for every rank in DP mode).
@@ -56,17 +71,23 @@ struct TimeoutsConfig {
   // Prefill of a 50k-token prompt on a busy replica can take minutes before the first byte.
   std::chrono::milliseconds first_byte{600000};
   std::chrono::milliseconds idle{300000};  // between two chunks of a streamed response
+
+  friend bool operator==(const TimeoutsConfig&, const TimeoutsConfig&) = default;
 };
 
 struct MetricsConfig {
   std::chrono::milliseconds scrape_interval{1000};
   std::chrono::milliseconds scrape_timeout{2000};
   int unhealthy_after = 3;  // consecutive failed scrapes or connects
+
+  friend bool operator==(const MetricsConfig&, const MetricsConfig&) = default;
 };
 
 struct AuthConfig {
   // Reads (/api/*, /metrics, /v1/models) need one of the api_keys or the admin token, like writes.
   bool reads = false;
+
+  friend bool operator==(const AuthConfig&, const AuthConfig&) = default;
 };
 
 // `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]` split into what the client needs.
@@ -92,6 +113,8 @@ struct SharedStateConfig {
   // Waited for by the Redis thread only, never by a request.
   std::chrono::milliseconds connect_timeout{200};
   std::chrono::milliseconds command_timeout{500};
+
+  friend bool operator==(const SharedStateConfig&, const SharedStateConfig&) = default;
 };
 
 // `tls: {cert_file, key_file}`: the listener speaks HTTPS; both files are read again at every reload.
@@ -100,6 +123,11 @@ struct ListenerTlsConfig {
   std::string key_file;   // PEM private key
   std::string at;         // "FILE:LINE:COL" of the section, for the files' errors (tls_files.hpp)
   std::shared_ptr<net::TlsContext> context;  // the files loaded by load_tls_files()
+
+  // The same files (where they were named and what was loaded from them aside).
+  friend bool operator==(const ListenerTlsConfig& a, const ListenerTlsConfig& b) {
+    return a.cert_file == b.cert_file && a.key_file == b.key_file;
+  }
 };
 
 // `upstream_tls: {ca_file, cert_file, key_file}`: how https:// replicas are verified, and the client
@@ -110,15 +138,18 @@ struct UpstreamTlsConfig {
   std::string key_file;
   std::string at;
   std::shared_ptr<net::TlsContext> context;  // load_tls_files(); null when no replica is https://
+
+  friend bool operator==(const UpstreamTlsConfig& a, const UpstreamTlsConfig& b) {
+    return a.ca_file == b.ca_file && a.cert_file == b.cert_file && a.key_file == b.key_file;
+  }
 };
 
-struct Config {
-  std::string source;  // file name the config came from (for messages)
-  std::string listen_host = "127.0.0.1";
-  std::uint16_t listen_port = 8080;
-  std::optional<ListenerTlsConfig> tls;  // absent: plain HTTP
+// The settings a reload applies (docs/config.md, "Reloading"): read for each new request or connection,
+// so the running warden takes the file's values whole. A new setting goes here or in RestartSettings, and
+// a reload compares each group whole: none is left out.
+struct LiveSettings {
+  std::optional<ListenerTlsConfig> tls;  // absent: plain HTTP (the files are read again at every reload)
   UpstreamTlsConfig upstream_tls;
-  std::string state_dir = "./state";
   std::string admin_token;            // empty = admin changes refused
   std::vector<std::string> api_keys;  // empty = no client key needed
   AuthConfig auth;
@@ -126,6 +157,19 @@ struct Config {
   // and web origins whose pages may call the warden besides the console's.
   std::vector<std::string> allowed_hosts;
   std::vector<std::string> allowed_origins;
+  TimeoutsConfig timeouts;
+  // When a replica that fails requests or stops making progress is taken out of routing (docs/config.md).
+  core::OutlierConfig outlier;
+
+  friend bool operator==(const LiveSettings&, const LiveSettings&) = default;
+};
+
+// The settings the listener, the poller and the stores are built with at start: a reload that finds one
+// changed keeps the value in force and names it in restart_required.
+struct RestartSettings {
+  std::string listen_host = "127.0.0.1";
+  std::uint16_t listen_port = 8080;
+  std::string state_dir = "./state";
   std::uint64_t max_body_bytes = 32ull * 1024 * 1024;
   // Overload bounds (docs/config.md): open client connections, and request bodies being read or handled.
   std::uint64_t max_connections = 4096;
@@ -135,11 +179,16 @@ struct Config {
   std::chrono::milliseconds shutdown_grace{30000};
   std::chrono::seconds stats_retention{7200};
   MetricsConfig metrics;
-  TimeoutsConfig timeouts;
-  // When a replica that fails requests or stops making progress is taken out of routing (docs/config.md).
-  core::OutlierConfig outlier;
-  std::vector<ModelConfig> models;
   std::optional<SharedStateConfig> shared_state;
+
+  friend bool operator==(const RestartSettings&, const RestartSettings&) = default;
+};
+
+// The whole file: the two groups of settings, the models (each compared by a reload on its own:
+// reload_plan.hpp) and where it came from. Nothing else: a setting belongs to one of the groups.
+struct Config : RestartSettings, LiveSettings {
+  std::string source;  // file name the config came from (for messages)
+  std::vector<ModelConfig> models;
 
   const ModelConfig* find_model(std::string_view name) const;
 };

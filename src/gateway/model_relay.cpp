@@ -26,18 +26,12 @@ std::vector<std::string> identities(const ModelConfig& config) {
 }  // namespace
 
 void ModelRuntime::update_entry(const ModelConfig& next) {
-  config_.served_model_name = next.served_model_name;
-  config_.fit_max_tokens = next.fit_max_tokens;
-  config_.normalize_prompt = next.normalize_prompt;
-  config_.routing = next.routing;
+  static_cast<ModelEntry&>(config_) = next;  // taken whole
 }
 
 core::ReplicaRemap ModelRuntime::relay(const ModelConfig& next) {
   core::ReplicaRemap remap = core::remap_by_identity(identities(config_), identities(next));
-  config_.data_parallel = next.data_parallel;
-  config_.dp_url = next.dp_url;
-  config_.dp_size = next.dp_size;
-  config_.urls = next.urls;
+  static_cast<ModelReplicas&>(config_) = next;  // relaid only without a launch: section (reload_plan.cpp)
   if (remap.identity()) {
     return remap;
   }

@@ -31,6 +31,8 @@ struct RestartPolicy {
   std::chrono::milliseconds stable_after{60000};
   // Consecutive runs that never became ready (exited or no /health in time) before the status is `failed`.
   int max_start_failures = 3;
+
+  friend bool operator==(const RestartPolicy&, const RestartPolicy&) = default;
 };
 
 enum class EngineKind { vllm, command };
@@ -52,6 +54,8 @@ struct LaunchSpec {
   std::chrono::milliseconds stop_grace{10000};       // SIGTERM → SIGKILL
   std::size_t log_lines = 1000;                      // ring buffer of captured output per engine
   RestartPolicy restart;
+
+  friend bool operator==(const LaunchSpec&, const LaunchSpec&) = default;
 };
 
 // One engine process the warden runs for a model: the facts its command line is built from.

@@ -152,3 +152,33 @@ TEST(GatewayReload, AnAdminRoutingChangeStaysUnlessTheFileChangesThatSetting) {
   EXPECT_FALSE(routing.at("affinity").as_bool());
   EXPECT_EQ(num(routing.at("spill_threshold")), 3);
 }
+
+// allowed_origins and allowed_hosts are taken by a reload: an origin removed from the file is refused
+// from then on and one added is let in; a Host added is answered (a reload once kept the lists read at
+// start and said "nothing changed").
+TEST(GatewayReload, TheBrowsersListsApplyAtAReload) {
+  auto sim = start_sim(1);
+  const std::string model = dp_model(sim->port(), 1);
+  Warden w(model, "allowed_origins: [\"https://old.example\"]\n");
+  auto from = [&](const std::string& origin, const std::string& host = "127.0.0.1") {
+    const std::string body = chat_body("hi", 2, false);
+    return test_support::raw_status(test_support::raw_exchange(
+        w.port,
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: " + host + "\r\nConnection: close\r\nOrigin: " + origin +
+            "\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+            body,
+        10s));
+  };
+  ASSERT_EQ(from("https://old.example"), 200);
+  ASSERT_EQ(from("https://new.example"), 403);
+  ASSERT_EQ(from("https://old.example", "warden.lan"), 421);
+  rewrite(w, model, "allowed_origins: [\"https://new.example\"]\nallowed_hosts: [warden.lan]\n");
+  Client admin(w.port);
+  const auto r = admin.post("/api/reload", "", bearer("secret"));
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_NE(r.body.find("allowed_origins"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("allowed_hosts"), std::string::npos) << r.body;
+  EXPECT_EQ(from("https://old.example"), 403);
+  EXPECT_EQ(from("https://new.example"), 200);
+  EXPECT_EQ(from("https://new.example", "warden.lan"), 200);
+}

@@ -123,3 +123,57 @@ TEST(ReloadPlan, TheCertificateIsReadAgainAtEveryReload) {
   EXPECT_EQ(plan.applied, (std::vector<std::string>{"upstream_tls"}));
   EXPECT_TRUE(plan.restart_required.empty());
 }
+
+namespace {
+
+// Converts to anything: counts the elements an aggregate is brace-initialised from.
+struct Anything {
+  template <class T>
+  operator T() const;  // NOLINT(google-explicit-constructor): declared only, never called
+};
+template <class T, class... A>
+concept made_of = requires {
+  T{(void(sizeof(A)), Anything{})...};
+};
+
+}  // namespace
+
+// Every setting of the file is in a group a reload compares whole: what it applies (LiveSettings) or
+// what waits for a restart (RestartSettings); a model's entry likewise (ModelEntry, ModelReplicas). A
+// field added beside the groups fails here: its place is chosen where it is declared.
+TEST(ReloadPlan, NoSettingIsOutsideTheGroupsAReloadCompares) {
+  static_assert(made_of<Config, RestartSettings, LiveSettings, std::string, std::vector<ModelConfig>>);
+  static_assert(!made_of<Config, RestartSettings, LiveSettings, std::string, std::vector<ModelConfig>, int>);
+  static_assert(made_of<ModelConfig, ModelEntry, ModelReplicas, std::string, int>);
+  static_assert(!made_of<ModelConfig, ModelEntry, ModelReplicas, std::string, int, int>);
+}
+
+// A change anywhere in a group is found by its whole comparison, named or not: here the browsers' lists
+// (which a reload once ignored) and the fleet bound, each applied.
+TEST(ReloadPlan, AllowedHostsAndOriginsAndTheEjectionBoundApply) {
+  auto plan = plan_reload(parsed(kBase), edited("api_keys: [k1]",
+                                                "api_keys: [k1]\nallowed_hosts: [warden.lan]\n"
+                                                "allowed_origins: [\"https://ui.example\"]"));
+  EXPECT_EQ(plan.applied, (std::vector<std::string>{"allowed_hosts", "allowed_origins"}));
+  EXPECT_TRUE(plan.restart_required.empty());
+  plan =
+      plan_reload(parsed(kBase), edited("api_keys: [k1]", "api_keys: [k1]\noutlier: { panic_percent: 0 }"));
+  EXPECT_EQ(plan.applied, (std::vector<std::string>{"outlier"}));
+}
+
+// A launched model's engine command changed is named as needing a restart (it was neither applied nor
+// named when only the section's presence was compared).
+TEST(ReloadPlan, AChangedLaunchSectionNeedsARestart) {
+  const std::string launched = R"(models:
+  - name: a
+    replicas: { urls: [http://127.0.0.1:8001] }
+    launch: { command: [engine, --flag, one] }
+)";
+  auto with = [&](const std::string& flag) {
+    std::string y = launched;
+    return parsed(y.replace(y.find("one"), 3, flag));
+  };
+  const auto plan = plan_reload(with("one"), with("two"));
+  ASSERT_EQ(plan.restart_required.size(), 1u) << plan.applied.size();
+  EXPECT_NE(plan.restart_required[0].find("model a"), std::string::npos) << plan.restart_required[0];
+}

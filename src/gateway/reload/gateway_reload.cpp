@@ -97,18 +97,14 @@ base::Result<void, std::vector<std::string>> Gateway::use_tls_files(Config& conf
 
 ReloadPlan Gateway::apply_config(Config next) {
   ReloadPlan plan = plan_reload(config_, next);
-  // The listener's certificate is read again at every reload: new connections get the new one, open
+  // What a reload applies is taken whole: every request and connection from now on reads it. The
+  // listener's certificate is read again at every reload: new connections get the new one, open
   // connections keep theirs.
-  config_.tls = std::move(next.tls);
-  config_.upstream_tls = std::move(next.upstream_tls);
+  static_cast<LiveSettings&>(config_) = static_cast<LiveSettings&&>(next);
+  browsers_ = origin_policy(config_.listen_host, config_.allowed_hosts, config_.allowed_origins);
   if (on_listener_tls_) {
     on_listener_tls_(listener_tls());
   }
-  config_.api_keys = std::move(next.api_keys);
-  config_.admin_token = std::move(next.admin_token);
-  config_.auth = next.auth;
-  config_.timeouts = next.timeouts;
-  config_.outlier = next.outlier;
   for (auto& m : models_) {
     m->set_outlier(config_.outlier);
   }

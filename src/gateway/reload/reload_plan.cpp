@@ -10,9 +10,8 @@ namespace {
 
 // The replicas a model routes to and the engines it starts: read at start (the routing state, the
 // scrapers and the launched engines are built from them).
-bool same_layout(const ModelConfig& a, const ModelConfig& b) {
-  return a.data_parallel == b.data_parallel && a.dp_url == b.dp_url && a.dp_size == b.dp_size &&
-         a.urls == b.urls && a.launch.has_value() == b.launch.has_value();
+bool same_layout(const ModelReplicas& a, const ModelReplicas& b) {
+  return a == b;
 }
 
 // The replicas change without an engine of the warden's own to start or stop: the ones that remain keep
@@ -28,39 +27,22 @@ std::string layout_text(const ModelConfig& a, const ModelConfig& b) {
   return fmt::format("replicas {} -> {}", a.replica_count(), b.replica_count());
 }
 
-std::string listen_text(const Config& c) {
+std::string listen_text(const RestartSettings& c) {
   return c.listen_host.find(':') != std::string::npos ? fmt::format("[{}]:{}", c.listen_host, c.listen_port)
                                                       : fmt::format("{}:{}", c.listen_host, c.listen_port);
 }
 
-std::string redis_text(const Config& c) {
+std::string redis_text(const RestartSettings& c) {
   return c.shared_state ? c.shared_state->redis.text + " prefix " + c.shared_state->prefix : "none";
 }
 
-bool same_shared_state(const Config& a, const Config& b) {
-  if (a.shared_state.has_value() != b.shared_state.has_value()) {
-    return false;
+// The restart-only settings the file changed, each with the value in force. The groups are compared whole
+// first: a setting without a name here is still reported ("other settings").
+void plan_restart_only(const RestartSettings& running, const RestartSettings& next, ReloadPlan& plan) {
+  if (running == next) {
+    return;
   }
-  if (!a.shared_state) {
-    return true;
-  }
-  const auto& x = *a.shared_state;
-  const auto& y = *b.shared_state;
-  return x.redis == y.redis && x.prefix == y.prefix && x.lookup_timeout == y.lookup_timeout &&
-         x.connect_timeout == y.connect_timeout && x.command_timeout == y.command_timeout;
-}
-
-bool same_metrics(const MetricsConfig& a, const MetricsConfig& b) {
-  return a.scrape_interval == b.scrape_interval && a.scrape_timeout == b.scrape_timeout &&
-         a.unhealthy_after == b.unhealthy_after;
-}
-
-bool same_timeouts(const TimeoutsConfig& a, const TimeoutsConfig& b) {
-  return a.connect == b.connect && a.first_byte == b.first_byte && a.idle == b.idle;
-}
-
-// The settings the server and the stores were built with.
-void plan_restart_only(const Config& running, const Config& next, ReloadPlan& plan) {
+  const std::size_t before = plan.restart_required.size();
   auto keep = [&](bool same, std::string_view what, const std::string& in_force) {
     if (!same) {
       plan.restart_required.push_back(fmt::format("{} (in force: {})", what, in_force));
@@ -68,7 +50,7 @@ void plan_restart_only(const Config& running, const Config& next, ReloadPlan& pl
   };
   keep(listen_text(running) == listen_text(next), "listen", listen_text(running));
   keep(running.state_dir == next.state_dir, "state_dir", running.state_dir);
-  keep(same_shared_state(running, next), "state", redis_text(running));
+  keep(running.shared_state == next.shared_state, "state", redis_text(running));
   keep(running.max_body_bytes == next.max_body_bytes, "max_body_size",
        std::to_string(running.max_body_bytes));
   keep(running.max_connections == next.max_connections, "max_connections",
@@ -79,8 +61,38 @@ void plan_restart_only(const Config& running, const Config& next, ReloadPlan& pl
        fmt::format("{}ms", running.shutdown_grace.count()));
   keep(running.stats_retention == next.stats_retention, "stats_retention",
        fmt::format("{}s", running.stats_retention.count()));
-  keep(same_metrics(running.metrics, next.metrics), "metrics",
+  keep(running.metrics == next.metrics, "metrics",
        fmt::format("scrape_interval {}ms", running.metrics.scrape_interval.count()));
+  keep(plan.restart_required.size() > before, "other settings", "the file read at start");
+}
+
+// The settings a reload applies whole (LiveSettings), named for the log and the endpoint's answer.
+void plan_live(const LiveSettings& running, const LiveSettings& next, ReloadPlan& plan) {
+  // The listener's certificate is read again at every reload (a renewed one under the same name).
+  if (next.tls) {
+    plan.applied.emplace_back(running.tls ? "tls (certificate and key read again)" : "tls (on)");
+  } else if (running.tls) {
+    plan.applied.emplace_back("tls (off)");
+  }
+  if (running == next) {
+    return;
+  }
+  const std::size_t before = plan.applied.size();
+  auto take = [&](bool same, std::string_view what) {
+    if (!same) {
+      plan.applied.emplace_back(what);
+    }
+  };
+  take(running.tls == next.tls, "tls files");
+  take(running.upstream_tls == next.upstream_tls, "upstream_tls");
+  take(running.api_keys == next.api_keys, "api_keys");
+  take(running.admin_token == next.admin_token, "admin_token");
+  take(running.auth == next.auth, "auth");
+  take(running.allowed_hosts == next.allowed_hosts, "allowed_hosts");
+  take(running.allowed_origins == next.allowed_origins, "allowed_origins");
+  take(running.timeouts == next.timeouts, "timeouts");
+  take(running.outlier == next.outlier, "outlier");
+  take(plan.applied.size() > before, "other settings");
 }
 
 void plan_models(const Config& running, const Config& next, ReloadPlan& plan) {
@@ -105,9 +117,10 @@ void plan_models(const Config& running, const Config& next, ReloadPlan& plan) {
       continue;
     }
     const bool routing = !same_routing(old.routing, now->routing);
-    const bool rest = old.served_model_name != now->served_model_name ||
-                      old.fit_max_tokens != now->fit_max_tokens ||
-                      old.normalize_prompt != now->normalize_prompt;
+    // The rest of the entry compared whole (routing aside): a field the names below miss is still applied.
+    ModelEntry rest_was = old;
+    rest_was.routing = now->routing;
+    const bool rest = rest_was != static_cast<const ModelEntry&>(*now);
     if (routing) {
       plan.applied.push_back(fmt::format("model {}: routing", old.name));
     }
@@ -142,43 +155,9 @@ bool same_routing(const core::RoutingConfig& a, const core::RoutingConfig& b) {
          a.threads == b.threads;
 }
 
-namespace {
-
-// The listener's certificate is read again at every reload (a renewed one under the same name); the
-// upstreams' files when they are named differently.
-void plan_tls(const Config& running, const Config& next, ReloadPlan& plan) {
-  if (next.tls) {
-    plan.applied.emplace_back(running.tls ? "tls (certificate and key read again)" : "tls (on)");
-  } else if (running.tls) {
-    plan.applied.emplace_back("tls (off)");
-  }
-  const auto& a = running.upstream_tls;
-  const auto& b = next.upstream_tls;
-  if (a.ca_file != b.ca_file || a.cert_file != b.cert_file || a.key_file != b.key_file) {
-    plan.applied.emplace_back("upstream_tls");
-  }
-}
-
-}  // namespace
-
 ReloadPlan plan_reload(const Config& running, const Config& next) {
   ReloadPlan plan;
-  if (running.api_keys != next.api_keys) {
-    plan.applied.emplace_back("api_keys");
-  }
-  if (running.admin_token != next.admin_token) {
-    plan.applied.emplace_back("admin_token");
-  }
-  if (running.auth.reads != next.auth.reads) {
-    plan.applied.emplace_back("auth");
-  }
-  if (!same_timeouts(running.timeouts, next.timeouts)) {
-    plan.applied.emplace_back("timeouts");
-  }
-  plan_tls(running, next, plan);
-  if (running.outlier != next.outlier) {
-    plan.applied.emplace_back("outlier");
-  }
+  plan_live(running, next, plan);
   plan_restart_only(running, next, plan);
   plan_models(running, next, plan);
   return plan;
