@@ -4,8 +4,10 @@
 #include <signal.h>
 #include <sqlite3.h>
 
+#include <fstream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "gateway_support.hpp"
 
@@ -207,3 +209,80 @@ INSTANTIATE_TEST_SUITE_P(
         Setting{
             "admission_max_wait", R"({"admission": {"max_wait": "12s"}})", {"admission", "max_wait_s"}, 12}),
     [](const testing::TestParamInfo<Setting>& info) { return std::string(info.param.name); });
+
+namespace {
+
+// The config file of `w` rewritten with `models_yaml`, read again through the admin API.
+void reload_with(Warden& w, const std::string& models_yaml) {
+  std::ofstream(w.dir.path / "warden.yaml") << "admin_token: secret\nmetrics: { scrape_interval: 100ms, "
+                                               "scrape_timeout: 500ms, unhealthy_after: 2 }\n"
+                                            << "models:\n"
+                                            << models_yaml;
+  Client c(w.port);
+  const auto r = c.post("/api/reload", "", kToken);
+  ASSERT_EQ(r.status, 200u) << r.body;
+}
+
+std::string url_model(const std::vector<int>& ports) {
+  std::string urls;
+  for (int p : ports) {
+    urls += (urls.empty() ? "" : ", ") + std::string("http://127.0.0.1:") + std::to_string(p);
+  }
+  return "  - name: m\n    served_model_name: " + kServed + "\n    replicas: { urls: [" + urls + "] }\n";
+}
+
+}  // namespace
+
+// A routing change made through the admin API that a reload kept (the file changed another setting) is
+// still in force after a restart: what is stored follows the file the reload read.
+TEST(GatewayState, ARoutingChangeAReloadKeptSurvivesARestart) {
+  auto sim = start_sim(2);
+  TempDir state;
+  {
+    Warden w(dp_model(sim->port(), 2, "{ affinity: true, spill_threshold: 8 }"), "", state.path.string());
+    ASSERT_EQ(patch_routing(w.port, R"({"affinity": false})"), 200u);
+    reload_with(w, dp_model(sim->port(), 2, "{ affinity: true, spill_threshold: 5 }"));
+    const auto routing = card(w.port).at("routing").as_object();
+    ASSERT_FALSE(routing.at("affinity").as_bool());
+    ASSERT_EQ(num(routing.at("spill_threshold")), 5);
+    ASSERT_EQ(w.proc->stop(), 0);
+  }
+  Warden again(dp_model(sim->port(), 2, "{ affinity: true, spill_threshold: 5 }"), "", state.path.string());
+  const auto routing = card(again.port).at("routing").as_object();
+  EXPECT_FALSE(routing.at("affinity").as_bool()) << "the change the reload kept";
+  EXPECT_EQ(num(routing.at("spill_threshold")), 5);
+}
+
+// A reload that removes the first of three replicas moves the others' homes to new indexes; a warden
+// killed right after it finds each conversation on its own replica again, not on the one that now has
+// its old index.
+TEST(GatewayState, HomesMovedByAReloadSurviveASigkillRightAfterIt) {
+  auto a = start_sim(1);
+  auto b = start_sim(1);
+  auto c = start_sim(1);
+  TempDir state;
+  std::map<std::string, std::string> homes;
+  {
+    Warden w(url_model({a->port(), b->port(), c->port()}), "", state.path.string());
+    homes = place_conversations(w.port, 3);  // one per replica: idle replicas take new conversations
+    ASSERT_TRUE(wait_until([&] { return stored_homes(state) == 3; }, std::chrono::seconds(5)));
+    reload_with(w, url_model({b->port(), c->port()}));
+    w.proc->signal(SIGKILL);
+    ASSERT_TRUE(w.proc->wait_exit(std::chrono::seconds(5)).has_value());
+  }
+  Warden again(url_model({b->port(), c->port()}), "", state.path.string());
+  Client client(again.port);
+  int moved = 0;
+  for (const auto& [session, replica] : homes) {
+    if (replica == "0") {
+      continue;  // its replica was removed
+    }
+    const std::string now = replica == "1" ? "0" : "1";
+    auto r = chat(client, session);
+    ASSERT_EQ(r.status, 200u) << r.body;
+    EXPECT_EQ(r.header("x-warden-route"), "sticky") << session;
+    EXPECT_EQ(r.header("x-warden-replica"), now) << session << " was on replica " << replica;
+    ++moved;
+  }
+  EXPECT_EQ(moved, 2);
+}

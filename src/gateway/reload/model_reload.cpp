@@ -29,6 +29,9 @@ void Gateway::apply_models(const ReloadPlan& plan, const Config& next) {
     return;
   }
   sync_upstreams();
+  // The homes a relay moved to new indexes are stored now, not at the next second's write: a warden
+  // killed right after the reload must not read them back under the indexes of the old list.
+  flush();
 }
 
 // The requests already sent to a removed replica finish there, a first byte still awaited included (its

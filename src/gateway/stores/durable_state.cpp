@@ -124,6 +124,17 @@ void DurableState::save_routing(ModelRuntime& m) {
   }
 }
 
+void DurableState::routing_reloaded(ModelRuntime& m) {
+  if (!routing_db_) {
+    return;
+  }
+  if (m.router().routing_config() != m.config().routing) {
+    save_routing(m);
+  } else if (auto forgotten = routing_db_->forget_routing(m.config().name); !forgotten) {
+    spdlog::warn("routing change of model {} is still stored: {}", m.config().name, forgotten.error());
+  }
+}
+
 void DurableState::flush(StatsStore& stats, std::int64_t unix_now, const std::vector<HomeChanges>& homes) {
   if (stats_db_) {
     if (auto written = flush_history(*stats_db_, stats, unix_now); !written) {

@@ -37,6 +37,9 @@ class DurableState {
 
   // Stores `m`'s routing as the admin API left it, with the config file's at the time.
   void save_routing(ModelRuntime& m);
+  // A reload read `m`'s routing from the file again: an admin API change it kept is stored against the
+  // file's new routing (so a restart keeps it too), and none is stored once the file's is all in force.
+  void routing_reloaded(ModelRuntime& m);
 
   // Writes the stats history and the homes that changed (`homes`, one entry per model).
   void flush(StatsStore& stats, std::int64_t unix_now, const std::vector<HomeChanges>& homes);
