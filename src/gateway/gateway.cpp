@@ -14,6 +14,7 @@
 
 #include "gateway/origin_guard.hpp"
 #include "gateway/proxy/http_util.hpp"
+#include "gateway/proxy/request_log.hpp"
 #include "gateway/working_set.hpp"
 #include "protocol/api.hpp"
 #include "protocol/context_limit.hpp"
@@ -495,17 +496,7 @@ void Gateway::finish_request(RequestRecord& r) {
   if (!r.model.empty()) {
     stats_.record(r.model, unix_now(), r);
   }
-  auto opt = [](const std::optional<std::int64_t>& v) { return v ? std::to_string(*v) : std::string("-"); };
-  spdlog::info(
-      "request model={} endpoint={} replica={} route={} session_source={} thread={} status={} stream={} "
-      "prompt_tokens={} "
-      "cached_tokens={} completion_tokens={} ttfb_ms={} duration_ms={:.1f} queued={}",
-      r.model.empty() ? "-" : r.model, r.endpoint,
-      r.replica >= 0 ? std::to_string(r.replica) : std::string("-"), r.route.empty() ? "-" : r.route,
-      r.session_source.empty() ? "-" : r.session_source, r.thread.empty() ? "-" : r.thread, r.status,
-      r.stream, opt(r.prompt_tokens), opt(r.cached_tokens), opt(r.completion_tokens),
-      r.ttfb_s ? fmt::format("{:.1f}", *r.ttfb_s * 1000) : std::string("-"), r.duration_s * 1000,
-      r.queued_s ? fmt::format("{:.3f}", *r.queued_s) : std::string("-"));
+  spdlog::info("{}", request_log_line(r));
 }
 
 void Gateway::recall_waiting(const ModelRuntime& m, const std::vector<int>& replicas, std::string_view why) {
