@@ -72,6 +72,20 @@ std::optional<std::pair<std::string, std::uint16_t>> parse_listen(std::string_vi
 
 namespace {
 
+// A URL as an error may quote it: the user info (a password, in `redis://:PASSWORD@host`) replaced with
+// "***", found by its '@' before the path whether or not the rest parses. An error message reaches the
+// log, `check-config`'s output and the reload endpoint's answer.
+std::string without_userinfo(std::string_view text) {
+  const std::size_t scheme = text.find("://");
+  const std::size_t start = scheme == std::string_view::npos ? 0 : scheme + 3;
+  const std::size_t path = std::min(text.find_first_of("/?#", start), text.size());
+  const std::size_t at = text.substr(0, path).rfind('@');
+  if (at == std::string_view::npos || at < start) {
+    return std::string(text);
+  }
+  return std::string(text.substr(0, start)) + "***" + std::string(text.substr(at));
+}
+
 // What an upstream URL and a Redis URL have in common: the scheme, the host (IPv6 without brackets) and
 // the port (`default_port` when none is written), or why they are unusable.
 struct Authority {
@@ -265,7 +279,7 @@ class Validator {
     auto u = parse_upstream_url(*s);
     if (!u) {
       error(n, fmt::format("{} '{}' is not usable: {}; expected http://HOST:PORT or https://HOST:PORT", where,
-                           *s, u.error()));
+                           without_userinfo(*s), u.error()));
       return std::nullopt;
     }
     return *u;
@@ -737,7 +751,7 @@ void parse_shared_state(Validator& v, const YAML::Node& n, Config& cfg) {
       s.redis = *url;
     } else {
       v.error(n["redis"], fmt::format("state.redis '{}' is not usable: {}; expected redis://HOST:PORT/DB",
-                                      *text, url.error()));
+                                      without_userinfo(*text), url.error()));
     }
   }
   if (auto p = n["prefix"]) {

@@ -392,3 +392,20 @@ TEST(Config, SharedStateIsOptionalAndValidated) {
             std::string::npos);
   EXPECT_NE(errors_of("state: redis://h\n" + model).find("state must be a mapping"), std::string::npos);
 }
+
+// An unusable URL is quoted in its error without its password: the error reaches the log, check-config's
+// output and the reload endpoint's 400.
+TEST(Config, AnUnusableUrlIsQuotedWithoutItsPassword) {
+  const std::string model = "models: [{name: m, replicas: {urls: [http://127.0.0.1:1]}}]\n";
+  for (const std::string& yaml :
+       {"state: { redis: \"redis://:hunter2@h:1/99\" }\n" + model,
+        "state: { redis: \"redis://user:hunter2@h:99999\" }\n" + model,
+        "state: { redis: \"http://user:hunter2@h:1\" }\n" + model,
+        std::string("models: [{name: m, replicas: {urls: [\"http://user:hunter2@127.0.0.1:1\"]}}]\n"),
+        std::string("models: [{name: m, replicas: {urls: [\"http://user:hunter2@127.0.0.1:1/a b\"]}}]\n")}) {
+    const std::string e = errors_of(yaml);
+    EXPECT_FALSE(e.empty()) << yaml;
+    EXPECT_EQ(e.find("hunter2"), std::string::npos) << e;
+    EXPECT_NE(e.find("***@"), std::string::npos) << e;
+  }
+}
