@@ -47,6 +47,8 @@ test('the config is a conffile and the dependencies name the shared libraries', 
   assert.equal(control.trim(), '/etc/lm-warden/warden.yaml');
   const depends = execFileSync('dpkg-deb', ['--field', deb, 'Depends'], { encoding: 'utf8' });
   assert.match(depends, /^adduser, /);
+  // The maintainer scripts call deb-systemd-helper and deb-systemd-invoke.
+  assert.match(depends, /(^|, )init-system-helpers( \(>= [0-9.]+\))?(,|$)/);
   for (const lib of ['libhiredis', 'libyaml-cpp', 'libsqlite3', 'libssl3', 'libstdc\\+\\+6']) {
     assert.match(depends, new RegExp(lib), lib);
   }
@@ -76,6 +78,9 @@ test('systemd-analyze verify accepts the unit', () => {
   assert.match(text, /^WatchdogSec=/m);
   assert.match(text, /^User=lm-warden$/m);
   assert.match(text, /^StateDirectory=lm-warden$/m);
+  // `systemctl reload` checks the file first: a refused file makes the reload fail, not exit 0.
+  const reloads = [...text.matchAll(/^ExecReload=(.*)$/gm)].map((m) => m[1]);
+  assert.deepEqual(reloads, ['/usr/bin/lm-warden check-config /etc/lm-warden/warden.yaml', '/bin/kill -HUP $MAINPID']);
 });
 
 test('the packaged binary accepts the packaged config', () => {
