@@ -121,7 +121,8 @@ base::Result<Authority> parse_authority(std::string_view text, std::string_view 
     }
   }
   if (u.has_port()) {
-    if (u.port_number() == 0) {
+    // port_number() is the port modulo 65536: 99999 must not read as 34463.
+    if (!base::parse_integer<unsigned>(u.port(), 1U, 65535U)) {
       return base::Failure{"port must be 1..65535"};
     }
     out.port = u.port_number();

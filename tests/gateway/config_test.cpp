@@ -408,4 +408,10 @@ TEST(Config, AnUnusableUrlIsQuotedWithoutItsPassword) {
     EXPECT_EQ(e.find("hunter2"), std::string::npos) << e;
     EXPECT_NE(e.find("***@"), std::string::npos) << e;
   }
+  // A port past 65535 is refused, not read modulo 65536.
+  EXPECT_NE(errors_of("state: { redis: \"redis://h:99999\" }\n" + model).find("port must be 1..65535"),
+            std::string::npos);
+  EXPECT_NE(errors_of("models: [{name: m, replicas: {urls: [\"http://127.0.0.1:70000\"]}}]\n")
+                .find("port must be 1..65535"),
+            std::string::npos);
 }

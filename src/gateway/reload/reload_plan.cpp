@@ -83,7 +83,7 @@ void plan_live(const LiveSettings& running, const LiveSettings& next, ReloadPlan
       plan.applied.emplace_back(what);
     }
   };
-  take(running.tls == next.tls, "tls files");
+  take(!running.tls || !next.tls || running.tls == next.tls, "tls files");  // on and off are named above
   take(running.upstream_tls == next.upstream_tls, "upstream_tls");
   take(running.api_keys == next.api_keys, "api_keys");
   take(running.admin_token == next.admin_token, "admin_token");
