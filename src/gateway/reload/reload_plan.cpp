@@ -68,6 +68,7 @@ void plan_restart_only(const RestartSettings& running, const RestartSettings& ne
 
 // The settings a reload applies whole (LiveSettings), named for the log and the endpoint's answer.
 void plan_live(const LiveSettings& running, const LiveSettings& next, ReloadPlan& plan) {
+  const std::size_t before = plan.applied.size();
   // The listener's certificate is read again at every reload (a renewed one under the same name).
   if (next.tls) {
     plan.applied.emplace_back(running.tls ? "tls (certificate and key read again)" : "tls (on)");
@@ -77,7 +78,6 @@ void plan_live(const LiveSettings& running, const LiveSettings& next, ReloadPlan
   if (running == next) {
     return;
   }
-  const std::size_t before = plan.applied.size();
   auto take = [&](bool same, std::string_view what) {
     if (!same) {
       plan.applied.emplace_back(what);
