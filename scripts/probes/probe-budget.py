@@ -1,27 +1,19 @@
 #!/usr/bin/env python3
 """Finding 1: eight unauthenticated connections declaring 32 MiB bodies, then keyed inference.
 usage: probe_budget.py LM_WARDEN_BINARY"""
-import json, os, socket, subprocess, sys, tempfile, time
+import json, socket, sys
+
+import probe_lib
 
 binary = sys.argv[1]
-d = tempfile.mkdtemp()
-
-def start(args):
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    line = p.stdout.readline()
-    return p, int(line.strip().rsplit(':', 1)[1])
-
-sim, sim_port = start([binary, 'sim', '--port', '0', '--preset', 'instant', '--served-model-name', 'q', '--log-level', 'warn'])
-cfg = os.path.join(d, 'w.yaml')
-open(cfg, 'w').write(f"""admin_token: secret
+sim, sim_port = probe_lib.sim(binary, '--preset', 'instant')
+w, port = probe_lib.warden(binary, f"""admin_token: secret
 api_keys: [client-key]
 models:
   - name: m
     served_model_name: q
     replicas: {{ urls: [http://127.0.0.1:{sim_port}] }}
 """)
-w, port = start([binary, 'serve', '--config', cfg, '--listen', '127.0.0.1:0', '--state-dir', d, '--log-level', 'warn'])
-time.sleep(1.5)
 held = []
 paths = [('GET', '/health'), ('GET', '/'), ('POST', '/no/such/path'), ('PATCH', '/api/models/m/routing'), ('POST', '/api/reload')]
 which = sys.argv[2] if len(sys.argv) > 2 else 'admin'
@@ -47,4 +39,3 @@ for i in range(5):
 print('keyed inference beside them:', statuses)
 for s in held:
     s.close()
-w.terminate(); sim.terminate(); w.wait(); sim.wait()

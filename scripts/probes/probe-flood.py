@@ -1,17 +1,11 @@
 #!/usr/bin/env python3
 """Many connections without a key, each sending an admin body under the admin limit slowly, and keyed
 inference beside them. usage: probe-flood.py LM_WARDEN_BINARY N"""
-import json, os, socket, subprocess, sys, tempfile, time
+import json, socket, sys, time
+import probe_lib
 binary = sys.argv[1]; n = int(sys.argv[2])
-d = tempfile.mkdtemp()
-def start(args):
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    return p, int(p.stdout.readline().strip().rsplit(':', 1)[1])
-sim, sim_port = start([binary, 'sim', '--port', '0', '--preset', 'instant', '--served-model-name', 'q', '--log-level', 'warn'])
-cfg = os.path.join(d, 'w.yaml')
-open(cfg, 'w').write(f"api_keys: [k]\nmax_inflight_body_size: 1MiB\nmodels:\n  - name: m\n    served_model_name: q\n    replicas: {{ urls: [http://127.0.0.1:{sim_port}] }}\n")
-w, port = start([binary, 'serve', '--config', cfg, '--listen', '127.0.0.1:0', '--state-dir', d, '--log-level', 'warn'])
-time.sleep(1)
+sim, sim_port = probe_lib.sim(binary, '--preset', 'instant')
+w, port = probe_lib.warden(binary, f"api_keys: [k]\nmax_inflight_body_size: 1MiB\nmodels:\n  - name: m\n    served_model_name: q\n    replicas: {{ urls: [http://127.0.0.1:{sim_port}] }}\n")
 held = []
 for i in range(n):
     s = socket.create_connection(('127.0.0.1', port))
@@ -25,4 +19,5 @@ for i in range(5):
     s.sendall(f'POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer k\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n{body}'.encode())
     st.append(s.recv(20).decode().split('\r\n')[0]); s.close()
 print(f'{n} unauthenticated 60 KB admin bodies held open (budget 1 MiB); keyed 200 KB inference:', st)
-w.terminate(); sim.terminate()
+for s in held:
+    s.close()

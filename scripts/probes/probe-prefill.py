@@ -1,21 +1,16 @@
 #!/usr/bin/env python3
 """Finding 2: two prompts longer to prefill than stall_after on a two-replica model (sim, A4000 preset,
 time scale 1), small requests beside them. usage: probe_prefill.py LM_WARDEN_BINARY [stall_after] [words]"""
-import json, os, subprocess, sys, tempfile, threading, time, urllib.request
+import json, sys, threading, time, urllib.request
+
+import probe_lib
 
 binary = sys.argv[1]
 stall = sys.argv[2] if len(sys.argv) > 2 else '2s'
 words = int(sys.argv[3]) if len(sys.argv) > 3 else 28000
-d = tempfile.mkdtemp()
 
-def start(args):
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    return p, int(p.stdout.readline().strip().rsplit(':', 1)[1])
-
-sim, sim_port = start([binary, 'sim', '--port', '0', '-d', '2', '--preset', 'a4000-qwen3-4b', '--time-scale', '1',
-                       '--served-model-name', 'q', '--log-level', 'warn'])
-cfg = os.path.join(d, 'w.yaml')
-open(cfg, 'w').write(f"""admin_token: secret
+sim, sim_port = probe_lib.sim(binary, '-d', '2', '--preset', 'a4000-qwen3-4b', '--time-scale', '1')
+w, port = probe_lib.warden(binary, f"""admin_token: secret
 metrics: {{ scrape_interval: 200ms }}
 outlier: {{ stall_after: {stall} }}
 models:
@@ -24,8 +19,6 @@ models:
     max_num_seqs: 32
     replicas: {{ data_parallel: {{ url: http://127.0.0.1:{sim_port}, size: 2 }} }}
 """)
-w, port = start([binary, 'serve', '--config', cfg, '--listen', '127.0.0.1:0', '--state-dir', d, '--log-level', 'warn'])
-time.sleep(1.5)
 
 def post(text, headers, out, key):
     body = json.dumps({'model': 'm', 'max_tokens': 4, 'messages': [{'role': 'user', 'content': text}]}).encode()
@@ -52,4 +45,3 @@ for k in sorted(out):
     print(k, out[k])
 m = urllib.request.urlopen(f'http://127.0.0.1:{port}/metrics').read().decode()
 print('ejections:', [l for l in m.splitlines() if l.startswith('lm_warden_replica_ejections_total')] or 'none')
-w.terminate(); sim.terminate(); w.wait(); sim.wait()

@@ -1,28 +1,22 @@
 #!/usr/bin/env python3
 """Findings 4 and 5: a replica that hangs with `running 0` (hang0), or whose streams stall while it reports
 them running (stall), next to a working sim. usage: probe_stuck.py LM_WARDEN_BINARY hang0|stall [seconds]"""
-import json, os, socket, subprocess, sys, tempfile, threading, time, urllib.request
+import json, os, socket, sys, threading, time, urllib.request
+
+import probe_lib
 
 binary, mode = sys.argv[1], sys.argv[2]
 limit = float(sys.argv[3]) if len(sys.argv) > 3 else 20
-d = tempfile.mkdtemp()
 
-def start(args):
-    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    return p, int(p.stdout.readline().strip().rsplit(':', 1)[1])
-
-fake, fake_port = start([sys.executable, os.path.join(os.path.dirname(__file__), 'fake-engine.py'), mode])
-sim, sim_port = start([binary, 'sim', '--port', '0', '--preset', 'instant', '--time-scale', '0.005', '--served-model-name', 'q', '--log-level', 'warn'])
-cfg = os.path.join(d, 'w.yaml')
-open(cfg, 'w').write(f"""metrics: {{ scrape_interval: 200ms }}
+fake, fake_port = probe_lib.start([sys.executable, os.path.join(os.path.dirname(__file__), 'fake-engine.py'), mode])
+sim, sim_port = probe_lib.sim(binary, '--preset', 'instant', '--time-scale', '0.005')
+w, port = probe_lib.warden(binary, f"""metrics: {{ scrape_interval: 200ms }}
 outlier: {{ stall_after: 2s }}
 models:
   - name: m
     served_model_name: q
     replicas: {{ urls: [http://127.0.0.1:{fake_port}, http://127.0.0.1:{sim_port}] }}
 """)
-w, port = start([binary, 'serve', '--config', cfg, '--listen', '127.0.0.1:0', '--state-dir', d, '--log-level', 'warn'])
-time.sleep(1.5)
 t0 = time.time()
 out = {}
 
@@ -63,4 +57,3 @@ print(f'{mode}: {answered} of {n} answered within {limit:.0f} s;', sorted(set((v
       'last at', max(v[2] for v in out.values()), 's')
 m = urllib.request.urlopen(f'http://127.0.0.1:{port}/metrics').read().decode()
 print('ejections:', [l for l in m.splitlines() if l.startswith('lm_warden_replica_ejections_total')] or 'none')
-w.terminate(); sim.terminate(); fake.terminate()
