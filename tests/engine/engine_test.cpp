@@ -7,6 +7,7 @@
 #include "engine/presets.hpp"
 
 #include "engine/seq.hpp"
+#include "engine/small_engine.hpp"
 
 namespace warden::engine {
 namespace {
@@ -15,28 +16,17 @@ constexpr double kStep = 0.01;
 
 // Every step costs kStep: hardware so fast that only the per-step overhead counts.
 EngineConfig tiny(std::uint32_t blocks, std::uint32_t max_seqs, std::uint32_t budget) {
-  EngineConfig c;
+  EngineConfig c = test::instant_steps(kStep);
   c.block_size = 4;
   c.num_gpu_blocks = blocks;
   c.max_num_seqs = max_seqs;
   c.max_num_batched_tokens = budget;
   c.max_model_len = 1000;
-  c.time.mem_bandwidth = 1e30;
-  c.time.peak_flops = 1e30;
-  c.time.step_overhead = kStep;
   return c;
 }
 
+using test::req;
 using test::seq;
-
-RequestSpec req(RequestId id, Tokens prompt, int max_tokens, double arrival = 0) {
-  RequestSpec r;
-  r.id = id;
-  r.prompt = std::move(prompt);
-  r.max_tokens = max_tokens;
-  r.arrival_time = arrival;
-  return r;
-}
 
 struct Trace {
   int steps = 0;

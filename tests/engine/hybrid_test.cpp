@@ -8,10 +8,12 @@
 #include "engine/presets.hpp"
 #include "engine/run_one.hpp"
 #include "engine/seq.hpp"
+#include "engine/small_engine.hpp"
 
 namespace warden::engine {
 namespace {
 
+using test::req;
 using test::seq;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -24,7 +26,7 @@ EngineConfig rtx5090() {
 // token) beside 3 linear layers of 1,000 B of state each. Blocks: 16 * ceil(1000 / (16 * 16)) = 64
 // tokens; a running sequence's state takes 3 of the `blocks`.
 EngineConfig small_hybrid(std::uint32_t blocks) {
-  EngineConfig c;
+  EngineConfig c = test::instant_steps(0.01);
   c.num_gpu_blocks = blocks;
   c.max_num_seqs = 8;
   c.max_num_batched_tokens = 4096;
@@ -35,18 +37,7 @@ EngineConfig small_hybrid(std::uint32_t blocks) {
   c.time.kv_dtype_bytes = 1;
   c.time.num_linear_layers = 3;
   c.time.linear_state_bytes = 1000;
-  c.time.mem_bandwidth = 1e30;
-  c.time.peak_flops = 1e30;
-  c.time.step_overhead = 0.01;
   return c;
-}
-
-RequestSpec req(RequestId id, Tokens prompt, int max_tokens) {
-  RequestSpec r;
-  r.id = id;
-  r.prompt = std::move(prompt);
-  r.max_tokens = max_tokens;
-  return r;
 }
 
 TEST(HybridPreset, DerivedFiguresOfTheRecipeLine) {

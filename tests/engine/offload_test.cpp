@@ -5,6 +5,7 @@
 #include "engine/engine.hpp"
 #include "engine/offload_tier.hpp"
 #include "engine/seq.hpp"
+#include "engine/small_engine.hpp"
 
 namespace warden::engine {
 namespace {
@@ -45,30 +46,19 @@ TEST(OffloadTier, LookupStopsAtTheFirstMissAndCapacityZeroHoldsNothing) {
 // A GPU cache of 10 blocks of 4 tokens; every step costs 10 ms but the PCIe loads. A block is 4 tokens of
 // Qwen3-4B's KV (147,456 bytes each): `gib` of host memory holds gib * 2^30 / 589,824 blocks.
 EngineConfig small(double offload_gib) {
-  EngineConfig c;
+  EngineConfig c = test::instant_steps(0.01);
   c.block_size = 4;
   c.num_gpu_blocks = 10;
   c.max_num_seqs = 8;
   c.max_num_batched_tokens = 64;
   c.max_model_len = 100;
-  c.time.mem_bandwidth = 1e30;
-  c.time.peak_flops = 1e30;
-  c.time.step_overhead = 0.01;
   c.kv_offloading_size = offload_gib;
   return c;
 }
 
-RequestSpec req(RequestId id, Tokens prompt) {
-  RequestSpec r;
-  r.id = id;
-  r.prompt = std::move(prompt);
-  r.max_tokens = 1;
-  return r;
-}
-
 // Runs `prompt` alone to its end; returns the usage and the first step's stats.
 std::pair<Usage, StepStats> run_one(Engine& engine, RequestId id, Tokens prompt) {
-  EXPECT_TRUE(engine.add_request(req(id, std::move(prompt))));
+  EXPECT_TRUE(engine.add_request(test::req(id, std::move(prompt), 1)));
   Usage usage;
   StepStats first;
   for (bool at_first = true; engine.has_work(); at_first = false) {
