@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "sim/sim_args.hpp"
 #include "support/child_process.hpp"
 #include "support/http.hpp"
 
@@ -19,7 +20,7 @@ using test_support::Client;
 
 namespace {
 
-constexpr const char* kModel = "test-model";
+using sim_test::kModel;
 
 std::string body(const std::string& path, int max_tokens, bool stream) {
   json::object o{{"model", kModel}};
@@ -103,9 +104,8 @@ Finish streamed(int port, const std::string& path, int max_tokens) {
 }  // namespace
 
 TEST(SimFinish, EveryApiSaysWhetherTheReplyEndedOrWasCapped) {
-  ChildProcess sim({WARDEN_BINARY, "sim", "--port", "0", "--served-model-name", kModel, "--seed", "7",
-                    "--log-level", "warn", "--preset", "instant", "--max-model-len", "4096", "--reply-median",
-                    "5", "--reply-sigma", "0"});
+  ChildProcess sim(sim_test::sim_args(
+      {"--preset", "instant", "--max-model-len", "4096", "--reply-median", "5", "--reply-sigma", "0"}));
   const int port = sim.wait_for_port();
   struct Case {
     std::string path;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "protocol/prometheus.hpp"
+#include "sim/sim_args.hpp"
 #include "support/child_process.hpp"
 #include "support/http.hpp"
 
@@ -21,18 +22,11 @@ using test_support::Client;
 
 namespace {
 
-constexpr const char* kModel = "test-model";
+using sim_test::kModel;
 
-std::vector<std::string> recipe(std::vector<std::string> extra) {
-  std::vector<std::string> args{WARDEN_BINARY,
-                                "sim",
-                                "--port",
-                                "0",
-                                "--served-model-name",
-                                kModel,
-                                "--log-level",
-                                "warn",
-                                "--time-scale",
+// vLLM's rtx_5090 recipe line, then `extra`.
+std::vector<std::string> recipe(const std::vector<std::string>& extra) {
+  std::vector<std::string> args{"--time-scale",
                                 "1000",
                                 "--preset",
                                 "rtx5090-qwen3.6-27b",
@@ -48,7 +42,7 @@ std::vector<std::string> recipe(std::vector<std::string> extra) {
                                 "0.95",
                                 "--enable-prefix-caching"};
   args.insert(args.end(), extra.begin(), extra.end());
-  return args;
+  return sim_test::sim_args(args);
 }
 
 std::int64_t cached_tokens(int port, const json::array& prompt) {

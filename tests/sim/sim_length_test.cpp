@@ -10,6 +10,7 @@
 
 #include <string>
 
+#include "sim/sim_args.hpp"
 #include "support/child_process.hpp"
 #include "support/http.hpp"
 
@@ -19,7 +20,7 @@ using test_support::Client;
 
 namespace {
 
-constexpr const char* kModel = "test-model";
+using sim_test::kModel;
 
 json::object chat(int max_tokens) {
   return {{"model", kModel},
@@ -54,9 +55,8 @@ Reply post(int port, const std::string& path, const json::object& o) {
 class SimLength : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    sim_ = new ChildProcess({WARDEN_BINARY, "sim", "--port", "0", "--served-model-name", kModel, "--seed",
-                             "7", "--log-level", "warn", "--preset", "instant", "--max-model-len", "4096",
-                             "--reply-median", "5", "--reply-sigma", "0"});
+    sim_ = new ChildProcess(sim_test::sim_args(
+        {"--preset", "instant", "--max-model-len", "4096", "--reply-median", "5", "--reply-sigma", "0"}));
     port_ = sim_->wait_for_port();
   }
   static void TearDownTestSuite() {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "protocol/prometheus.hpp"
+#include "sim/sim_args.hpp"
 #include "support/child_process.hpp"
 #include "support/http.hpp"
 #include "support/wait.hpp"
@@ -26,14 +27,8 @@ using test_support::Client;
 
 namespace {
 
-constexpr const char* kModel = "test-model";
-
-std::vector<std::string> sim_args(std::vector<std::string> extra) {
-  std::vector<std::string> a{WARDEN_BINARY, "sim",    "--port", "0",           "--served-model-name",
-                             kModel,        "--seed", "7",      "--log-level", "warn"};
-  a.insert(a.end(), extra.begin(), extra.end());
-  return a;
-}
+using sim_test::kModel;
+using sim_test::sim_args;
 
 std::string chat_body(const std::string& user, int max_tokens, bool stream = false,
                       bool include_usage = false) {
