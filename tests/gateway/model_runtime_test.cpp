@@ -50,6 +50,21 @@ warden::core::OutlierConfig outlier_of(int failures, std::chrono::seconds base) 
   return o;
 }
 
+// The progress watchdog: a stall after `after` of counters standing still.
+warden::core::OutlierConfig stall_after(std::chrono::seconds after) {
+  warden::core::OutlierConfig o;
+  o.stall_after = after;
+  return o;
+}
+
+// A scrape of replica 0 at second `at`: `running` requests and the token counters at `tokens`.
+void scrape_tokens(ModelRuntime& m, const Config& c, double running, double tokens, int at) {
+  const std::string text = "vllm:num_requests_running{model_name=\"served\"} " + std::to_string(running) +
+                           "\nvllm:prompt_tokens_total{model_name=\"served\"} " + std::to_string(tokens) +
+                           "\n";
+  m.apply_scrape(c.models[0].urls[0], *parse_vllm_metrics(text, "served"), std::chrono::seconds(at));
+}
+
 }  // namespace
 
 TEST(CounterDelta, CountsFromFirstObservationAndSurvivesResets) {
@@ -197,28 +212,19 @@ TEST(ModelRuntime, AnEjectedReplicaReadsAsUnhealthyUntilItsProbeSucceeds) {
 TEST(ModelRuntime, AStalledEngineIsEjectedAndProbedOnlyOnceItMovesAgain) {
   Config c = config_of(kUrls);
   ModelRuntime m(c.models[0], 3);
-  warden::core::OutlierConfig o;
+  warden::core::OutlierConfig o = stall_after(std::chrono::seconds(20));
   o.base_ejection = std::chrono::seconds(5);
-  o.stall_after = std::chrono::seconds(20);
   m.set_outlier(o);
-  const auto& u0 = c.models[0].urls[0];
-  auto scrape = [&](double running, double tokens, int at) {
-    const std::string text = "vllm:num_requests_running{model_name=\"served\"} " + std::to_string(running) +
-                             "\nvllm:generation_tokens_total{model_name=\"served\"} " +
-                             std::to_string(tokens) +
-                             "\nvllm:prompt_tokens_total{model_name=\"served\"} 100\n";
-    m.apply_scrape(u0, *parse_vllm_metrics(text, "served"), std::chrono::seconds(at));
-  };
-  scrape(2, 500, 0);
-  scrape(2, 500, 19);
+  scrape_tokens(m, c, 2, 500, 0);
+  scrape_tokens(m, c, 2, 500, 19);
   EXPECT_TRUE(m.eject_stalled(std::chrono::seconds(19)).empty());
-  scrape(2, 500, 20);
+  scrape_tokens(m, c, 2, 500, 20);
   EXPECT_EQ(m.eject_stalled(std::chrono::seconds(20)), std::vector<int>{0});
   EXPECT_TRUE(m.eject_stalled(std::chrono::seconds(21)).empty());  // once
   EXPECT_EQ(m.replicas()[0].outlier.reason(), warden::core::OutlierReason::no_progress);
-  scrape(2, 500, 30);
+  scrape_tokens(m, c, 2, 500, 30);
   EXPECT_FALSE(m.routable(0, std::chrono::seconds(30)));  // backoff over, still stalled
-  scrape(2, 530, 31);
+  scrape_tokens(m, c, 2, 530, 31);
   EXPECT_TRUE(m.routable(0, std::chrono::seconds(31)));
   EXPECT_TRUE(m.take_probe(0, std::chrono::seconds(31)));
 }
@@ -254,14 +260,6 @@ warden::core::Decision send(ModelRuntime& m, int replica, std::uint32_t prompt_t
   return m.router().route(f, m.metrics(now), now, rng);
 }
 
-// Scrapes of replica 0 with `running` requests and token counters at `tokens`.
-void scrape_tokens(ModelRuntime& m, const Config& c, double running, double tokens, int at) {
-  const std::string text = "vllm:num_requests_running{model_name=\"served\"} " + std::to_string(running) +
-                           "\nvllm:prompt_tokens_total{model_name=\"served\"} " + std::to_string(tokens) +
-                           "\n";
-  m.apply_scrape(c.models[0].urls[0], *parse_vllm_metrics(text, "served"), std::chrono::seconds(at));
-}
-
 }  // namespace
 
 // A 30,000-token prompt keeps the counters still while it prefills: at the assumed 500 tokens/s, times
@@ -269,9 +267,7 @@ void scrape_tokens(ModelRuntime& m, const Config& c, double running, double toke
 TEST(ModelRuntime, ALongPrefillIsNotAStall) {
   Config c = config_of(kUrls);
   ModelRuntime m(c.models[0], 3);
-  warden::core::OutlierConfig o;
-  o.stall_after = std::chrono::seconds(20);
-  m.set_outlier(o);
+  m.set_outlier(stall_after(std::chrono::seconds(20)));
   using std::chrono::seconds;
   const auto long_prompt = send(m, 0, 30'000, seconds(0));
   scrape_tokens(m, c, 1, 100, 0);
@@ -289,9 +285,7 @@ TEST(ModelRuntime, ALongPrefillIsNotAStall) {
 TEST(ModelRuntime, AHangReportedAsNothingRunningIsAStall) {
   Config c = config_of(kUrls);
   ModelRuntime m(c.models[0], 3);
-  warden::core::OutlierConfig o;
-  o.stall_after = std::chrono::seconds(20);
-  m.set_outlier(o);
+  m.set_outlier(stall_after(std::chrono::seconds(20)));
   using std::chrono::seconds;
   scrape_tokens(m, c, 0, 100, 0);
   send(m, 0, 100, seconds(1));
