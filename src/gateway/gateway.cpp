@@ -496,7 +496,9 @@ void Gateway::finish_request(RequestRecord& r) {
   if (!r.model.empty()) {
     stats_.record(r.model, unix_now(), r);
   }
-  spdlog::info("{}", request_log_line(r));
+  if (spdlog::should_log(spdlog::level::info)) {  // the line is built only for a log that keeps it
+    spdlog::info("{}", request_log_line(r));
+  }
 }
 
 void Gateway::recall_waiting(const ModelRuntime& m, const std::vector<int>& replicas, std::string_view why) {
