@@ -1,4 +1,5 @@
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -131,7 +132,7 @@ void add_sim_command(CLI::App& app) {
       ->default_val(1)
       ->check(CLI::Range(1, 256));
   cmd->add_option("--preset", args->preset,
-                  "Engine preset: a4000-qwen3-4b, h200-qwen3-4b, rtx5090-qwen3.6-27b, instant")
+                  fmt::format("Engine preset: {}", fmt::join(engine::preset_names(), ", ")))
       ->default_val("a4000-qwen3-4b");
   cmd->add_option("--preset-file", args->preset_file, "YAML of engine parameters applied over the preset");
   cmd->add_option("--time-scale", o.time_scale, "Model seconds per wall second (10 = ten times faster)")
