@@ -2,6 +2,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+
 namespace warden::app {
 
 void add_agentic_options(CLI::App& cmd, AgenticFlags& flags) {
@@ -16,6 +18,10 @@ void add_agentic_options(CLI::App& cmd, AgenticFlags& flags) {
       ->group(group);
   cmd.add_option("--tasks", flags.tasks, "Tasks per session before a new session starts (default 4)")
       ->group(group);
+  cmd.add_option("--result-tokens", flags.result_tokens,
+                 "Median tokens of one tool result (log-normal, sigma 1; default 400)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{100000}))
+      ->group(group);
 }
 
 void apply_agentic_options(const AgenticFlags& flags, workload::AgenticConfig& config) {
@@ -23,6 +29,8 @@ void apply_agentic_options(const AgenticFlags& flags, workload::AgenticConfig& c
   config.think_time = flags.task_think_time.value_or(config.think_time);
   config.subagent_share = flags.subagent_share.value_or(config.subagent_share);
   config.tasks = flags.tasks.value_or(config.tasks);
+  config.result_tokens = flags.result_tokens.value_or(config.result_tokens);
+  config.result_tokens_max = std::max(config.result_tokens_max, 10 * config.result_tokens);
 }
 
 }  // namespace warden::app

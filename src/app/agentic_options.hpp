@@ -18,6 +18,7 @@ struct AgenticFlags {
   std::optional<double> task_think_time;
   std::optional<double> subagent_share;
   std::optional<std::size_t> tasks;
+  std::optional<std::size_t> result_tokens;
 };
 
 void add_agentic_options(CLI::App& cmd, AgenticFlags& flags);

@@ -44,12 +44,15 @@ struct SimulateOptions {
   std::string client_rtt = "0";
   std::string think_time = "0";
   std::string think_jitter = "0";
+  std::string timeline = "0";
   std::string spill_threshold = "auto";
   double admission_high = core::AdmissionConfig{}.high_water;
   double admission_low = core::AdmissionConfig{}.low_water;
   std::string max_wait = "30s";
   std::uint32_t max_queue = core::AdmissionConfig{}.max_queue;
-  std::string cost_spill = "on";
+  std::string cost_spill = core::CostSpill{}.enabled ? "on" : "off";
+  std::string task_admission = core::TaskAdmission{}.enabled ? "on" : "off";
+  std::string task_admission_wait = "5m";
   std::string when_waiting = "off";
   std::string task_priority = "start";
   std::uint32_t task_tokens = core::TaskSlotsConfig{}.task_tokens;
@@ -65,6 +68,7 @@ struct SimulateOptions {
   core::VllmBalancerModel vllm_balancer = core::VllmBalancerModel::current;
   std::string out;
   std::string svg;
+  std::string timeline_svg;
   bool vs_reference = false;
   bool placement_overrides = false;
   std::string workload = "claude-code";
@@ -179,6 +183,12 @@ base::Result<void> admission_from(const SimulateOptions& o, whatif::SimulationCo
   if (o.threads != "on" && o.threads != "off") {
     return std::string("--threads is on or off");
   }
+  const auto task_wait = base::parse_seconds(o.task_admission_wait);
+  if ((o.task_admission != "on" && o.task_admission != "off") || !task_wait) {
+    return std::string("--task-admission is on or off, --task-admission-wait a duration (5m, 300s)");
+  }
+  c.routing.task_admission.enabled = o.task_admission == "on";
+  c.routing.task_admission.max_wait = to_time(*task_wait);
   c.routing.rebalance = o.rebalance == "on";
   c.routing.threads = o.threads == "on";
   c.routing.admission.only_when_waiting = o.when_waiting == "on";
@@ -208,13 +218,18 @@ base::Result<void> timing_from(const SimulateOptions& o, whatif::SimulationConfi
   const auto rtt = base::parse_seconds(o.client_rtt);
   const auto think = base::parse_seconds(o.think_time);
   const auto jitter = base::parse_seconds(o.think_jitter);
-  if (!duration || !scrape || !rtt || !think || !jitter) {
+  const auto timeline = base::parse_seconds(o.timeline);
+  if (!duration || !scrape || !rtt || !think || !jitter || !timeline) {
     return std::string("durations are numbers with an optional unit: 180, 180s, 3m, 100ms");
   }
   c.duration = *duration;
   c.scrape_interval = *scrape;
   c.client_rtt = *rtt;
   c.think_jitter = *jitter;
+  c.timeline = *timeline;
+  if (!o.timeline_svg.empty() && !(c.timeline > 0)) {
+    return std::string("--timeline-svg needs --timeline (the interval of the timeline)");
+  }
   c.workload.think_time = *think;
   const auto spill = core::SpillThreshold::parse(o.spill_threshold);
   if (!spill) {
@@ -283,16 +298,18 @@ base::Result<whatif::SimulationConfig> simulation_from(const SimulateOptions& o)
   return c;
 }
 
-// Per level of policies `admission`, `tasks` and `task-slots`: how many requests admission held, how long,
-// and any it refused.
+// Per level of the policies that hold requests (affinity's task admission included): how many requests
+// were held, how long, and any refused; and the size of a task the Router measured.
 void print_admission(const whatif::Outcome& outcome) {
   for (const whatif::LevelStats& l : outcome.levels) {
-    if (l.policy != "admission" && l.policy != "tasks" && l.policy != "task-slots") {
+    if (l.held == 0 && l.refused == 0 && l.task_tokens <= 0) {
       continue;
     }
     const double mean = l.held > 0 ? l.held_seconds / static_cast<double>(l.held) : 0.0;
-    fmt::print("{} {:>3} sessions: held {} of {} requests (mean wait {:.1f} s, queue peak {}), refused {}\n",
-               l.policy, l.sessions, l.held, l.requests, mean, l.max_held, l.refused);
+    fmt::print(
+        "{} {:>3} sessions: held {} of {} requests (mean wait {:.1f} s, queue peak {}), refused {}; task "
+        "size {:.0f} tokens\n",
+        l.policy, l.sessions, l.held, l.requests, mean, l.max_held, l.refused, l.task_tokens);
   }
 }
 
@@ -335,6 +352,14 @@ void print_outcome(const SimulateOptions& o, const whatif::SimulationConfig& c,
   }
 }
 
+std::vector<report::TimelinePoint> timeline_of(const whatif::Outcome& outcome) {
+  std::vector<report::TimelinePoint> points;
+  for (const whatif::LevelStats& l : outcome.levels) {
+    points.insert(points.end(), l.timeline.begin(), l.timeline.end());
+  }
+  return points;
+}
+
 report::Report report_of(const whatif::SimulationConfig& c, const whatif::Outcome& outcome) {
   report::Report rep;
   rep.rows = outcome.rows;
@@ -356,7 +381,13 @@ report::Report report_of(const whatif::SimulationConfig& c, const whatif::Outcom
   }
   rep.meta["policies"] = std::move(policies);
   rep.meta["model_seconds"] = outcome.model_seconds;
+  rep.timeline = timeline_of(outcome);
   return rep;
+}
+
+std::string timeline_title(const whatif::SimulationConfig& c) {
+  return fmt::format("Prefix hits and tasks over each level: {} x {}, seed {}", c.replicas, c.engine.preset,
+                     c.seed);
 }
 
 base::Result<void> write_outputs(const SimulateOptions& o, const whatif::SimulationConfig& c,
@@ -372,6 +403,10 @@ base::Result<void> write_outputs(const SimulateOptions& o, const whatif::Simulat
   }
   if (!o.svg.empty() && !write_file(o.svg, report::ttfb_svg(outcome.rows))) {
     return "cannot write " + o.svg;
+  }
+  if (!o.timeline_svg.empty() &&
+      !write_file(o.timeline_svg, report::timeline_svg(timeline_of(outcome), timeline_title(c)))) {
+    return "cannot write " + o.timeline_svg;
   }
   return {};
 }
@@ -392,6 +427,10 @@ int run_simulate(const SimulateOptions& o) {
   }
   print_outcome(o, *c, outcome->rows);
   print_admission(*outcome);
+  if (const auto points = timeline_of(*outcome); !points.empty()) {
+    fmt::print("\nTimeline (every {}s of each level's window):\n\n{}", c->timeline,
+               report::timeline_terminal(points));
+  }
   print_ceiling(outcome->rows);
   fmt::print("{}", overrides.summary());
   if (auto ok = write_outputs(o, *c, *outcome); !ok) {
@@ -403,6 +442,14 @@ int run_simulate(const SimulateOptions& o) {
 // The routing knobs of the policies (core::RoutingConfig's fields that simulate lets one set).
 void add_routing_options(CLI::App& cmd, SimulateOptions& o) {
   cmd.add_option("--spill-threshold", o.spill_threshold, "auto or a number of requests in flight")
+      ->capture_default_str();
+  cmd.add_option(
+         "--task-admission", o.task_admission,
+         "Router policies: a new agent task waits while the tasks under way fill what the caches keep "
+         "warm (on) or never")
+      ->capture_default_str();
+  cmd.add_option("--task-admission-wait", o.task_admission_wait,
+                 "Router policies: a held task start is placed as usual after this wait")
       ->capture_default_str();
   cmd.add_option("--rebalance", o.rebalance,
                  "Policies affinity and admission: a conversation moves off an overloaded home (on) or never")
@@ -519,6 +566,11 @@ void add_simulate_command(CLI::App& app) {
   add_vllm_balancer_option(*cmd, o->vllm_balancer);
   cmd->add_option("--out", o->out, "Write the rows to FILE (.json, .csv, .md)");
   cmd->add_option("--svg", o->svg, "Write the TTFB chart to FILE");
+  cmd->add_option(
+         "--timeline", o->timeline,
+         "Interval of each level's timeline (prefix hits and tasks/h per interval; 5m, 300s); 0 = none")
+      ->capture_default_str();
+  cmd->add_option("--timeline-svg", o->timeline_svg, "Write the timeline chart to FILE (needs --timeline)");
   cmd->add_flag("--vs-reference", o->vs_reference, "Print the reference table side by side with residuals");
   cmd->add_flag(
       "--placement-overrides", o->placement_overrides,

@@ -411,6 +411,11 @@ std::string to_json(const Report& report) {
     out += row_json(report.rows[i]);
   }
   out += report.rows.empty() ? "],\n" : "\n],\n";
+  if (!report.timeline.empty()) {
+    out += "\"timeline\": ";
+    write_value(out, timeline_json(report.timeline));
+    out += ",\n";
+  }
   out += "\"meta\": ";
   write_value(out, report.meta);
   out += "}\n";
@@ -486,7 +491,8 @@ std::optional<std::string> render_for_path(std::string_view path, const Report& 
     return to_csv(report.rows);
   }
   if (ends_with(path, ".md")) {
-    return to_markdown(report.rows);
+    return report.timeline.empty() ? to_markdown(report.rows)
+                                   : to_markdown(report.rows) + "\n" + timeline_markdown(report.timeline);
   }
   return std::nullopt;
 }

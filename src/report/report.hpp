@@ -11,6 +11,7 @@
 
 #include "base/result.hpp"
 #include "report/row.hpp"
+#include "report/timeline.hpp"
 
 namespace warden::report {
 
@@ -21,6 +22,8 @@ using base::Result;
 struct Report {
   std::vector<Row> rows;
   boost::json::object meta;
+  // `simulate --timeline`: each level's course per interval (written only when there is one).
+  std::vector<TimelinePoint> timeline;
 };
 
 // Numbers are written rounded to 4 decimals; non-finite numbers and missing values are null.

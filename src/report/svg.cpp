@@ -13,32 +13,6 @@ namespace warden::report {
 
 namespace {
 
-std::string xml_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 constexpr std::array<const char*, 6> kColours = {"#d95f02", "#1b9e77", "#7570b3",
                                                  "#e7298a", "#66a61e", "#e6ab02"};
 
@@ -150,6 +124,32 @@ void draw_series(std::string& out, const Frame& f, const std::vector<Row>& rows,
 }
 
 }  // namespace
+
+std::string xml_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
 
 std::string ttfb_svg(const std::vector<Row>& rows, const SvgOptions& options) {
   std::vector<std::string> policies;

@@ -21,6 +21,7 @@
 #include "core/policy.hpp"
 #include "core/prefill_rate.hpp"
 #include "core/replica_report.hpp"
+#include "core/task_admission.hpp"
 #include "core/task_slots.hpp"
 #include "engine/engine.hpp"
 #include "protocol/request.hpp"
@@ -94,7 +95,10 @@ core::ReplicaReport engine_report(const engine::Metrics& m) {
           std::int64_t{m.block_size},
           static_cast<double>(m.prefix_cache_queries_total),
           static_cast<double>(m.all_prefix_hits()),
-          static_cast<double>(m.num_preemptions_total)};
+          static_cast<double>(m.num_preemptions_total),
+          std::nullopt,
+          std::int64_t{m.num_cpu_blocks},
+          std::nullopt};
 }
 
 core::Time to_time(double seconds) {
@@ -203,7 +207,6 @@ class Driver {
       routing.admission.hold_task_starts = task_policy_;
     } else {
       routing.admission = {};
-      routing.cost_spill = {};
     }
     held_.clear();
     core::SessionTableConfig sessions = config_.sessions;
@@ -258,6 +261,10 @@ class Driver {
     recorder_->set_prefix_start(start);
     const double window_end = now_ + config_.duration;
     double next_sample = now_ + config_.busy_interval;
+    Interval interval{now_, start};
+    interval_tasks_ = 0;
+    interval_requests_ = 0;
+    double next_mark = config_.timeline > 0 ? now_ + config_.timeline : kInf;
     bool open = true;
 
     while (open || (!carried_on && !flights_.empty())) {
@@ -280,6 +287,7 @@ class Driver {
       }
       if (open) {
         consider(next_sample, 4);
+        consider(next_mark, 7);
       }
       if (const auto due = loop_->next_ready_at()) {
         consider(*due, 5);
@@ -307,6 +315,9 @@ class Driver {
           recorder_->end(now_);
           const report::PrefixCounters end = prefix();
           recorder_->set_prefix_end(end);
+          if (config_.timeline > 0 && now_ > interval.from) {
+            mark_interval(interval, stats_.begin);
+          }
           stats_.prefix_hits = end.hits - start.hits;
           stats_.prefix_queries = end.queries - start.queries;
           stats_.end = now_;
@@ -330,6 +341,10 @@ class Driver {
           }
           break;
         }
+        case 7:
+          mark_interval(interval, stats_.begin);
+          next_mark += config_.timeline;
+          break;
         case 3:
           publish();
           break;
@@ -343,6 +358,9 @@ class Driver {
       }
     }
     stats_.drained = now_;
+    if (router_ && config_.workload.agentic.enabled) {
+      stats_.task_tokens = router_->view(to_time(now_)).task_tokens;
+    }
     stats_.preemptions = preemptions() - preempt_start;
     stats_.sessions_started = loop_->sessions_started() - carried_sessions;
     outcome_.rows.push_back(recorder_->row());
@@ -527,6 +545,7 @@ class Driver {
     facts.thread.start = f.start.hash;
     facts.thread.long_start = f.start.bytes >= protocol::kPromptStartBytes;
     facts.prompt_tokens = f.prompt_tokens_estimate;
+    facts.offers_tools = config_.workload.agentic.enabled;  // every agentic request offers its tools
     facts.queued_for = to_time(now_ - f.arrived);
     facts.task_start = f.task_start;
     if (slots_ && f.task_start && facts.queued_for < slots_->config().max_wait) {
@@ -631,7 +650,8 @@ class Driver {
     if (held_.empty()) {
       return kInf;
     }
-    const core::Time bound = slots_ ? slots_->config().max_wait : config_.routing.admission.max_wait;
+    const core::Time bound =
+        slots_ ? slots_->config().max_wait : core::longest_hold(router_->routing_config());
     const double max_wait = std::chrono::duration<double>(bound).count();
     // A nanosecond late, so that the wait the Router sees is never rounded below the bound.
     return std::max(now_, flights_.at(held_.front()).arrived + max_wait + 1e-9);
@@ -741,6 +761,8 @@ class Driver {
     core::RequestFacts facts;
     facts.session = core::SessionKey{f.session_hash};
     facts.thread.session = f.thread_session;
+    facts.prompt_tokens = f.prompt_tokens_estimate;
+    facts.offers_tools = config_.workload.agentic.enabled;
     router_->answered(facts, final_text);
   }
 
@@ -767,8 +789,10 @@ class Driver {
       rec.session_finished = end.session_finished;
       if (end.task_finished) {
         rec.task_started_at = end.task_started_at;
+        ++interval_tasks_;
       }
     }
+    ++interval_requests_;
     recorder_->record(rec);
   }
 
@@ -820,6 +844,32 @@ class Driver {
     stats_.min_live_sessions = std::min(stats_.min_live_sessions, live);
   }
 
+  // One timeline interval under way: when it began and the engines' prefix counters then.
+  struct Interval {
+    double from = 0;
+    report::PrefixCounters counters;
+  };
+
+  // Closes the timeline interval under way at now_ and opens the next.
+  void mark_interval(Interval& interval, double level_begin) {
+    const report::PrefixCounters now_counters = prefix();
+    report::TimelinePoint p;
+    p.policy = policy_;
+    p.sessions = stats_.sessions;
+    p.from = interval.from - level_begin;
+    p.to = now_ - level_begin;
+    p.prefix_hits = report::hit_percent(now_counters.hits - interval.counters.hits,
+                                        now_counters.queries - interval.counters.queries);
+    if (config_.workload.agentic.enabled) {
+      p.tasks_per_hour = static_cast<double>(interval_tasks_) * 3600.0 / (now_ - interval.from);
+    }
+    p.requests = interval_requests_;
+    stats_.timeline.push_back(std::move(p));
+    interval = Interval{now_, now_counters};
+    interval_tasks_ = 0;
+    interval_requests_ = 0;
+  }
+
   report::PrefixCounters prefix() const {
     report::PrefixCounters c;
     for (const auto& e : engines_) {
@@ -851,6 +901,8 @@ class Driver {
   std::vector<core::ReplicaMetrics> scraped_;
   std::vector<core::PrefillRate> rates_;
   double next_scrape_ = 0;
+  std::uint64_t interval_tasks_ = 0;     // tasks finished in the timeline interval under way
+  std::uint64_t interval_requests_ = 0;  // requests ended in it
   double next_publish_ = 0;
   std::string policy_;
   bool vllm_model_ = false;
@@ -942,6 +994,9 @@ Result<void> validate(const SimulationConfig& config) {
   }
   if (config.carry_over && !std::is_sorted(config.levels.begin(), config.levels.end())) {
     return std::string("carry-over: levels must not shrink (sessions are carried to the next level)");
+  }
+  if (!(config.timeline >= 0) || !std::isfinite(config.timeline)) {
+    return std::string("the timeline interval must be 0 (none) or a positive duration");
   }
   if (config.policies.empty()) {
     return std::string("at least one policy is needed");

@@ -44,6 +44,7 @@
 #include "core/vllm_balancer.hpp"
 #include "engine/config.hpp"
 #include "report/row.hpp"
+#include "report/timeline.hpp"
 #include "workload/workload.hpp"
 
 namespace warden::whatif {
@@ -72,7 +73,10 @@ struct SimulationConfig {
   std::uint64_t seed = 1;        // routing randomness (ties, vLLM's SO_REUSEPORT pick)
   double scrape_interval = 1.0;  // the warden's metrics scrape
   double busy_interval = 1.0;    // "replicas busy" sampling
-  double client_rtt = 0.0;       // client <-> warden round trip: half on the way in, half on the way out
+  // Length of a timeline interval (model seconds; 0 = no timeline): each level's prefix hit rate and tasks
+  // finished per interval of its window (LevelStats::timeline), to see a fall within a level.
+  double timeline = 0.0;
+  double client_rtt = 0.0;  // client <-> warden round trip: half on the way in, half on the way out
   // Extra client time before each turn, uniform in [0, think_jitter) from a seeded stream, on top of the
   // workload's fixed think_time: real clients drift apart, while a fixed gap keeps sessions that started
   // together in lock-step (all turns arriving in bursts).
@@ -131,6 +135,8 @@ struct LevelStats {
   std::uint32_t max_live_sessions = 0;  // distinct sessions in flight or thinking, peak (== sessions)
   std::uint32_t min_live_sessions = 0;  // ... and low, sampled with the busy samples
   std::vector<std::uint32_t> requests_per_replica;
+  std::vector<report::TimelinePoint> timeline;  // with SimulationConfig::timeline > 0
+  double task_tokens = 0;  // agentic, Router policies: an agent task's measured size at the level's end
 };
 
 struct Outcome {

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "report/report.hpp"
+#include "report/timeline.hpp"
 
 namespace warden::report {
 namespace {
@@ -139,6 +140,60 @@ TEST(Svg, MissingValuesLeaveGapsAndNamesAreEscaped) {
   EXPECT_EQ(series(svg, "a&lt;b&amp;c", "p95").points.size(), 3U);
   // An empty report still draws a valid (empty) chart.
   EXPECT_TRUE(well_formed(ttfb_svg({}), why)) << why;
+}
+
+// A level whose hit rate falls from 81 % to 28 % over four five-minute intervals while its tasks/h fall too.
+std::vector<TimelinePoint> falling(const std::string& policy = "session-hash") {
+  std::vector<TimelinePoint> out;
+  const double hits[] = {81, 60, 40, 28};
+  const double tasks[] = {200, 150, 120, 100};
+  for (int i = 0; i < 4; ++i) {
+    out.push_back({policy, 26, 300.0 * i, 300.0 * (i + 1), hits[i], tasks[i], 100});
+  }
+  return out;
+}
+
+TEST(Timeline, ChartDrawsEachLevelsCourseInTwoPanels) {
+  std::vector<TimelinePoint> points = falling();
+  const std::vector<TimelinePoint> other = falling("a<b");
+  points.insert(points.end(), other.begin(), other.end());
+  const std::string svg = timeline_svg(points, "seed 1");
+  std::string why;
+  ASSERT_TRUE(well_formed(svg, why)) << why;
+  const std::regex hits_path(
+      "<path class=\"series\" data-policy=\"session-hash\" data-sessions=\"26\" data-stat=\"hits\" "
+      "d=\"([^\"]*)\"");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(svg, m, hits_path));
+  const std::string d = m[1];
+  const std::regex point("[ML]([0-9.]+) ([0-9.]+)");
+  std::vector<std::pair<double, double>> xy;
+  for (auto it = std::sregex_iterator(d.begin(), d.end(), point); it != std::sregex_iterator(); ++it) {
+    xy.emplace_back(std::stod((*it)[1]), std::stod((*it)[2]));
+  }
+  ASSERT_EQ(xy.size(), 4U);
+  for (std::size_t i = 1; i < xy.size(); ++i) {
+    EXPECT_GT(xy[i].first, xy[i - 1].first) << "time runs left to right";
+    EXPECT_GT(xy[i].second, xy[i - 1].second) << "a falling hit rate is drawn lower";
+  }
+  EXPECT_NE(svg.find("data-stat=\"tasks\""), std::string::npos);
+  EXPECT_NE(svg.find("a&lt;b at 26"), std::string::npos) << "names are escaped in the legend";
+}
+
+TEST(Timeline, TablesHaveARowPerIntervalAndTheJsonOnlyWhenThereIsOne) {
+  std::vector<TimelinePoint> points = falling();
+  points[3].tasks_per_hour.reset();  // a workload without tasks
+  const std::string md = timeline_markdown(points);
+  EXPECT_NE(md.find("| session-hash | 26 | 0-5 | 81 | 200 | 100 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 15-20 | 28 | – |"), std::string::npos) << md;
+  Report with{{}, {}, points};
+  const std::string json = to_json(with);
+  EXPECT_NE(json.find("\"timeline\": [{\"policy\":\"session-hash\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"tasks_per_hour\":null"), std::string::npos);
+  EXPECT_EQ(to_json(Report{}).find("timeline"), std::string::npos) << "no timeline, no key: rows unchanged";
+  EXPECT_NE(render_for_path("x.md", with)->find("| Minutes |"), std::string::npos);
+  EXPECT_EQ(hit_percent(5, 0), std::nullopt);
+  EXPECT_DOUBLE_EQ(*hit_percent(1, 4), 25.0);
 }
 
 }  // namespace

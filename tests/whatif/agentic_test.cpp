@@ -231,5 +231,56 @@ TEST(WhatifAgentic, TheReferenceWorkloadHasNoTaskColumns) {
   EXPECT_EQ(report::to_terminal(o->rows).find("tasks/h"), std::string::npos);
 }
 
+// The timeline splits each level's window into intervals that follow one another, whose tasks add up to
+// the level's and whose hit rates are those of the engines' counters in each interval.
+TEST(WhatifAgentic, TheTimelineSplitsEachLevelIntoIntervalsThatAddUpToIt) {
+  SimulationConfig c = agentic_config();
+  c.levels = {3, 4};
+  c.duration = 240;
+  c.timeline = 60;
+  const auto o = simulate(c);
+  ASSERT_TRUE(o) << o.error();
+  ASSERT_EQ(o->levels.size(), 4U);
+  for (std::size_t l = 0; l < o->levels.size(); ++l) {
+    const LevelStats& level = o->levels[l];
+    const report::Row& row = o->rows[l];
+    ASSERT_EQ(level.timeline.size(), 4U) << level.policy << " " << level.sessions;
+    double tasks = 0;
+    double previous_end = 0;
+    for (const report::TimelinePoint& p : level.timeline) {
+      EXPECT_EQ(p.policy, level.policy);
+      EXPECT_EQ(p.sessions, level.sessions);
+      EXPECT_DOUBLE_EQ(p.from, previous_end);
+      EXPECT_NEAR(p.to - p.from, 60.0, 1e-9);
+      previous_end = p.to;
+      ASSERT_TRUE(p.prefix_hits && p.tasks_per_hour);
+      EXPECT_GE(*p.prefix_hits, 0.0);
+      EXPECT_LE(*p.prefix_hits, 100.0);
+      EXPECT_GT(p.requests, 0U);
+      tasks += *p.tasks_per_hour * 60.0 / 3600.0;
+    }
+    // Tasks that end in the window, give or take one that ends at its very edge.
+    EXPECT_NEAR(tasks, *row.tasks_per_hour * c.duration / 3600.0, 1.0 + 1e-9) << level.policy;
+    const double level_hits = 100.0 * level.prefix_hits / level.prefix_queries;
+    EXPECT_NEAR(*row.prefix_hits, level_hits, 1e-6);
+  }
+  // A cold start: the first interval of the first level hits less than the level as a whole.
+  EXPECT_LT(*o->levels[0].timeline.front().prefix_hits, *o->rows[0].prefix_hits);
+  c.timeline = 0;
+  const auto none = simulate(c);
+  ASSERT_TRUE(none) << none.error();
+  for (const LevelStats& level : none->levels) {
+    EXPECT_TRUE(level.timeline.empty());
+  }
+  EXPECT_EQ(report::to_json(report::Report{none->rows, {}, {}}),
+            report::to_json(report::Report{o->rows, {}, {}}));
+}
+
+TEST(WhatifAgentic, RejectsANegativeTimelineInterval) {
+  SimulationConfig c = agentic_config();
+  c.timeline = -1;
+  EXPECT_FALSE(simulate(c));
+}
+
 }  // namespace
 }  // namespace warden::whatif
