@@ -10,10 +10,11 @@ double water_mark(const Snapshot& snapshot) {
 }
 
 bool has_room(const ReplicaState& replica, std::uint64_t prompt_tokens, double mark) {
-  if (replica.kv_capacity_tokens == 0) {
+  // Host-memory blocks count: a conversation whose prefix vLLM offloaded is loaded back, not recomputed.
+  if (replica.warm_capacity_tokens() == 0) {
     return true;
   }
-  const auto capacity = static_cast<double>(replica.kv_capacity_tokens);
+  const auto capacity = static_cast<double>(replica.warm_capacity_tokens());
   // What the engine holds for requests running now counts too: a conversation whose turn outlasts the
   // active window is still resident.
   // Other wardens' conversations on the replica are resident too.

@@ -6,6 +6,7 @@
 #include "core/cost_spill.hpp"
 #include "core/pick.hpp"
 #include "core/rebalance.hpp"
+#include "core/task_admission.hpp"
 #include "core/task_slots.hpp"
 
 namespace warden::core {
@@ -74,25 +75,29 @@ std::optional<ReplicaIndex> place_among(const Snapshot& snapshot, const RequestF
   return cached ? cached : best;
 }
 
-// Rule 7: a new conversation, admitted (or held) by working set, then placed by placement_score.
+// Rule 7: a new conversation, admitted (or held) as a new agent task and by working set, then placed by
+// placement_score among the replicas each admission leaves.
 Decision place_new(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng) {
+  const TaskAdmissionRule task = admit_new_task(snapshot, facts);
   const Admission admission = admit_new_conversation(snapshot, facts);
-  if (admission == Admission::hold) {
+  if (task == TaskAdmissionRule::hold || admission == Admission::hold) {
     return none(Route::queued, NoReplicaReason::none);
   }
-  if (admission == Admission::anywhere) {
-    const auto healthy = [&](ReplicaIndex i) { return snapshot.replicas[i].healthy; };
-    if (auto chosen = place_among(snapshot, facts, healthy, rng)) {
-      return Decision{chosen, Route::new_conversation, NoReplicaReason::none};
-    }
-    return none(Route::new_conversation, NoReplicaReason::no_healthy_replica);
-  }
   const double mark = water_mark(snapshot);
-  const auto fits = [&](ReplicaIndex i) {
-    return can_admit(snapshot.replicas[i], facts.prompt_tokens, mark,
-                     snapshot.routing.admission.only_when_waiting);
+  const auto eligible = [&](ReplicaIndex i) {
+    const ReplicaState& r = snapshot.replicas[i];
+    return r.healthy && (task != TaskAdmissionRule::with_room || has_task_room(r, snapshot.task_tokens)) &&
+           (admission != Admission::with_room ||
+            can_admit(r, facts.prompt_tokens, mark, snapshot.routing.admission.only_when_waiting));
   };
-  return Decision{place_among(snapshot, facts, fits, rng), Route::new_conversation, NoReplicaReason::none};
+  if (auto chosen = place_among(snapshot, facts, eligible, rng)) {
+    return Decision{chosen, Route::new_conversation, NoReplicaReason::none};
+  }
+  // Each admission found room, but not on the same replica: the task's rule goes first.
+  if (task == TaskAdmissionRule::with_room && admission == Admission::with_room) {
+    return none(Route::queued, NoReplicaReason::none);
+  }
+  return none(Route::new_conversation, NoReplicaReason::no_healthy_replica);
 }
 
 // Rule 5 by count: over the threshold, move this one request to the least-loaded other replica, but never

@@ -1,5 +1,7 @@
 #include "core/rebalance.hpp"
 
+#include "core/cost_spill.hpp"
+
 #include "core/pick.hpp"
 
 namespace warden::core {
@@ -9,14 +11,31 @@ std::uint32_t live_requests(const ReplicaState& replica) {
 }
 
 bool prefix_evicted(const ReplicaState& home, const RequestFacts& facts) {
-  return home.kv_capacity_tokens > 0 && facts.home_computed_since &&
-         *facts.home_computed_since >= home.kv_capacity_tokens;
+  const std::uint64_t warm = home.warm_capacity_tokens();
+  return warm > 0 && facts.home_computed_since && *facts.home_computed_since >= warm;
 }
 
 namespace {
 
 bool overflows(const ReplicaState& home) {
-  return home.kv_capacity_tokens > 0 && home.held_tokens > home.kv_capacity_tokens;
+  return home.warm_capacity_tokens() > 0 && home.held_tokens > home.warm_capacity_tokens();
+}
+
+// Priced (cost_spill on, both prefill rates measured): the move's whole prompt at the target must start
+// sooner than its uncached part at home, by the margin. Its cache at home is not yet lost: on a large
+// model the target's prefill of a long context costs more than the imbalance saves.
+bool worth_the_prefill(const Snapshot& snapshot, const RequestFacts& facts, const ReplicaState& from,
+                       const ReplicaState& to) {
+  if (!snapshot.routing.cost_spill.enabled) {
+    return true;
+  }
+  const auto at_home = predicted_ttft(from, uncached_at_home(facts));
+  const auto there = predicted_ttft(to, facts.prompt_tokens);
+  if (!at_home || !there) {
+    return true;
+  }
+  const double margin = std::chrono::duration<double>(snapshot.routing.cost_spill.margin).count();
+  return *there + margin < *at_home;
 }
 
 }  // namespace
@@ -45,7 +64,7 @@ std::optional<ReplicaIndex> rebalance_target(const Snapshot& snapshot, const Req
   }
   const bool busier = live_requests(to) + 2 <= live_requests(from);
   const bool holds_more = to.active_conversations + 2 <= from.active_conversations;
-  return busier && holds_more ? target : std::nullopt;
+  return busier && holds_more && worth_the_prefill(snapshot, facts, from, to) ? target : std::nullopt;
 }
 
 }  // namespace warden::core

@@ -4,6 +4,7 @@
 // (ReplicaMetrics) and the decision's (ReplicaState) are ReplicaFigures, so a new engine figure is
 // declared here, once, and reaches the decision without a copy to write. Pure data.
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 
@@ -56,6 +57,12 @@ struct ReplicaFigures {
 
   [[nodiscard]] std::optional<std::uint64_t> computed() const {
     return computed_known ? std::optional<std::uint64_t>(computed_tokens) : std::nullopt;
+  }
+  /// Tokens whose prefix stays warm on the rank, in its GPU cache or in host memory: the larger of the two
+  /// (vLLM's offload stores every block the GPU computes, so each holds the most recently computed ones;
+  /// 0 = unknown).
+  [[nodiscard]] std::uint64_t warm_capacity_tokens() const {
+    return std::max(kv_capacity_tokens, offload_capacity_tokens);
   }
   void set_computed(std::optional<std::uint64_t> tokens) {
     computed_known = tokens.has_value();

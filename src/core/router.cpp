@@ -5,6 +5,7 @@
 
 #include "core/cost_spill.hpp"
 #include "core/decide.hpp"
+#include "core/task_admission.hpp"
 
 namespace warden::core {
 
@@ -53,6 +54,7 @@ void Router::build_snapshot(std::span<const ReplicaMetrics> metrics, Time now) {
   }
   snapshot_.routing = routing_;
   snapshot_.admission_holding = admission_holding_;
+  snapshot_.task_tokens = task_tokens_;
   snapshot_.replicas.resize(count);
   for (std::size_t i = 0; i < count; ++i) {
     const ReplicaMetrics& m = metrics[i];
@@ -212,6 +214,10 @@ void Router::finish(ReplicaIndex replica) {
 void Router::answered(const RequestFacts& facts, bool final_text) {
   const bool subagent =
       facts.session && facts.thread.session != 0 && facts.thread.session != facts.session->hash;
+  // A main thread's final text ends its task: its prompt is as large as the task grew.
+  if (final_text && facts.session && !subagent && facts.offers_tools && !facts.thread.side) {
+    task_tokens_ = next_task_tokens(task_tokens_, facts.prompt_tokens);
+  }
   if (routing_.threads && final_text && subagent && !facts.thread.side) {
     sessions_.end(facts.session->hash);
   }
@@ -275,6 +281,7 @@ RouterView Router::view(Time now) {
   out.unrouted = counters_.unrouted();
   out.queued = counters_.queued();
   out.admission_holding = admission_holding_;
+  out.task_tokens = task_tokens_;
   out.prefill_backlog_tokens = prefill_backlog_;
   out.live_sessions = sessions_.size();
   out.threaded_sessions = threads_.sessions();

@@ -59,6 +59,7 @@ struct RouterView {
   std::uint64_t unrouted = 0;
   std::uint64_t queued = 0;        ///< routing attempts held back by admission
   bool admission_holding = false;  ///< admission is holding new conversations (below the low water mark)
+  double task_tokens = 0;          ///< Snapshot::task_tokens: an agent task's measured size (0 = none yet)
   std::vector<std::uint64_t> prefill_backlog_tokens;  ///< per replica, see ReplicaState
   std::size_t live_sessions = 0;
   /// Sessions with threads besides their main one, and those threads (ThreadHomes).
@@ -169,6 +170,8 @@ class Router {
   std::vector<std::uint64_t> prefill_backlog_;
   // Admission hysteresis: set when a new conversation is held, cleared when one is admitted with room.
   bool admission_holding_ = false;
+  // Snapshot::task_tokens: the running mean of the last prompt of the agent tasks that ended.
+  double task_tokens_ = 0;
 };
 
 }  // namespace warden::core

@@ -84,10 +84,10 @@ ReplicaSet TaskSlots::room(std::span<const ReplicaState> replicas, std::uint32_t
   ReplicaSet set = 0;
   for (ReplicaIndex i = 0; i < replicas.size() && i < replica_set_size; ++i) {
     const std::uint32_t busy = i < per_replica_.size() ? per_replica_[i] : 0;
-    const auto capacity = static_cast<double>(replicas[i].kv_capacity_tokens);
+    const auto capacity = static_cast<double>(replicas[i].warm_capacity_tokens());
     const bool fits = config_.fill > 0
                           ? capacity == 0 || busy == 0 || tokens[i] + prompt_tokens <= config_.fill * capacity
-                          : busy < slots(replicas[i].kv_capacity_tokens);
+                          : busy < slots(replicas[i].warm_capacity_tokens());
     if (replicas[i].healthy && fits) {
       set |= ReplicaSet{1} << i;
     }

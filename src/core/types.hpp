@@ -122,6 +122,19 @@ struct CostSpill {
   friend bool operator==(const CostSpill&, const CostSpill&) = default;
 };
 
+/// Agents past the caches (core/task_admission.hpp): while the agent tasks under way would outgrow what the
+/// replicas keep warm (GPU cache, or host memory with vLLM's CPU offload), a new agent task's first request
+/// waits (route `queued`) until one ends or `max_wait` has passed. A task under way is never held.
+struct TaskAdmission {
+  /// `task_admission: auto | off`.
+  bool enabled = true;
+  /// A held task start is placed as usual after this wait (headless agents wait for minutes anyway; an
+  /// interactive client's request timeout is ten minutes).
+  Time max_wait = std::chrono::minutes(5);
+
+  friend bool operator==(const TaskAdmission&, const TaskAdmission&) = default;
+};
+
 /// Routing configuration of one model, changeable at runtime through the Router.
 struct RoutingConfig {
   /// Off = balance like vLLM's own balancer (route `balanced`).
@@ -142,6 +155,7 @@ struct RoutingConfig {
   /// prefers the replicas where its prompt start is cached (decide.hpp, rule 7). Off = one home per
   /// session, every thread's requests included, and new conversations placed by load alone.
   bool threads = true;
+  TaskAdmission task_admission{};
 
   friend bool operator==(const RoutingConfig&, const RoutingConfig&) = default;
 };
@@ -154,6 +168,9 @@ struct Snapshot {
   /// Admission state (kept by the Router): a new conversation had to be held and none has been admitted
   /// under the low water mark since.
   bool admission_holding = false;
+  /// The prompt tokens an agent task reaches, as measured (kept by the Router: a running mean of the last
+  /// prompt of each task that ended); 0 = none ended yet.
+  double task_tokens = 0;
 
   /// routing.max_num_seqs, at least 1.
   [[nodiscard]] std::uint32_t max_num_seqs() const {
@@ -211,6 +228,8 @@ struct RequestFacts {
   std::optional<ReplicaIndex> pin;
   /// Prompt size estimate in tokens (remembered as the tokens the conversation holds on its home).
   std::uint32_t prompt_tokens = 0;
+  /// The request offers tools: an agent's turn (protocol::RequestInfo::offers_tools).
+  bool offers_tools = false;
   /// The first request of an agent task: the thread is the main one and has no assistant turn since the
   /// user's prompt (no tool result in the user messages at its end).
   bool task_start = false;

@@ -130,6 +130,7 @@ struct Engine::Impl {
     m.time_to_first_token.bounds.assign(kTtftBuckets.begin(), kTtftBuckets.end());
     m.time_to_first_token.buckets.assign(kTtftBuckets.size(), 0);
     m.num_gpu_blocks = config.num_gpu_blocks;
+    m.num_cpu_blocks = static_cast<std::uint32_t>(offload.capacity());
     m.block_size = config.block_size;
   }
 

@@ -151,6 +151,7 @@ struct Metrics {
   Histogram time_to_first_token;
   // Config, for vllm:cache_config_info.
   std::uint32_t num_gpu_blocks = 0;
+  std::uint32_t num_cpu_blocks = 0;  // the offload tier's capacity (0 = offload off)
   std::uint32_t block_size = 0;
 };
 

@@ -138,7 +138,7 @@ ModelRuntime& Gateway::add_runtime(const ModelConfig& config) {
       std::make_unique<AdmissionQueue>(ioc_.get_executor(), [this, mr](const core::RequestFacts& f) {
         return mr->router().route(f, mr->metrics(), Clock::now().time_since_epoch(), rng_);
       }));
-  queues_.back()->configure(config.routing.admission);
+  queues_.back()->configure(config.routing);
   return *mr;
 }
 
@@ -260,7 +260,7 @@ base::Result<void> Gateway::start() {
   launcher_.start();
   durable_.restore(models_, clocks_now());
   for (const auto& m : models_) {
-    queue_of(*m).configure(m->router().routing_config().admission);  // a restored change included
+    queue_of(*m).configure(m->router().routing_config());  // a restored change included
   }
   if (config_.shared_state) {
     shared_ = std::make_unique<SharedHomes>(ioc_.get_executor(), *config_.shared_state, models_);

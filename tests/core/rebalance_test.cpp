@@ -52,6 +52,22 @@ TEST(Rebalance, APrefixIsEvictedOnceTheHomeComputedItsCapacitySince) {
   EXPECT_TRUE(prefix_evicted(home, turn(kCapacity)));
 }
 
+// vLLM's CPU offload keeps every block the GPU computed in host memory: a prefix the GPU evicted is loaded
+// back, so it is lost only once the home computed its host capacity since.
+TEST(Rebalance, BlocksOffloadedToHostMemoryStayWarmOnTheirRank) {
+  ReplicaState home;
+  home.kv_capacity_tokens = kCapacity;
+  home.offload_capacity_tokens = 4 * kCapacity;
+  EXPECT_FALSE(prefix_evicted(home, turn(kCapacity)));
+  EXPECT_FALSE(prefix_evicted(home, turn(4 * kCapacity - 1)));
+  EXPECT_TRUE(prefix_evicted(home, turn(4 * kCapacity)));
+  ScriptedRng rng;
+  Snapshot s = loads({4, 0}, {4, 0}, 2 * kCapacity);
+  s.replicas[0].offload_capacity_tokens = 4 * kCapacity;
+  EXPECT_EQ(decide(s, turn(kCapacity), rng), routed(0, Route::sticky)) << "evicted from the GPU only";
+  EXPECT_EQ(decide(s, turn(4 * kCapacity), rng), routed(1, Route::rehomed));
+}
+
 TEST(Rebalance, AWardenWithPeersKeepsItsConversationsHome) {
   ScriptedRng rng;
   Snapshot s = loads({4, 0}, {4, 0}, 2 * kCapacity);

@@ -29,7 +29,7 @@ class Gateway::AdminAccess final : public AdminContext {
   }
 
   void routing_changed(ModelRuntime& model) override {
-    g_.queue_of(model).configure(model.router().routing_config().admission);
+    g_.queue_of(model).configure(model.router().routing_config());
     g_.durable_.save_routing(model);
     g_.retry_queued(model);  // a held request may go under the new rules
   }

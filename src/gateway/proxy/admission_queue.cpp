@@ -1,5 +1,7 @@
 #include "gateway/proxy/admission_queue.hpp"
 
+#include "core/task_admission.hpp"
+
 #include <algorithm>
 #include <boost/asio/error.hpp>
 #include <boost/system/system_error.hpp>
@@ -15,9 +17,9 @@ AdmissionQueue::~AdmissionQueue() {
   *alive_ = false;
 }
 
-void AdmissionQueue::configure(const core::AdmissionConfig& admission) {
-  max_queue_ = admission.max_queue;
-  max_wait_ = admission.max_wait;
+void AdmissionQueue::configure(const core::RoutingConfig& routing) {
+  max_queue_ = routing.admission.max_queue;
+  max_wait_ = core::longest_hold(routing);
   arm_timer();
 }
 

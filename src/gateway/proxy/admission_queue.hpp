@@ -44,8 +44,9 @@ class AdmissionQueue {
   AdmissionQueue(const AdmissionQueue&) = delete;
   AdmissionQueue& operator=(const AdmissionQueue&) = delete;
 
-  // The bounds (max_queue, max_wait); a shorter max_wait applies to the requests already waiting.
-  void configure(const core::AdmissionConfig& admission);
+  // The bounds (admission's max_queue, the longest hold: core::longest_hold); a shorter wait applies to the
+  // requests already waiting.
+  void configure(const core::RoutingConfig& routing);
   // Joins at the tail; nullptr when max_queue requests wait already (or the queue was stopped).
   std::shared_ptr<Entry> join(const core::RequestFacts& facts, Clock::time_point now);
   // Returns once `entry` was routed or refused. Cancelled (its client left), it leaves the queue and the

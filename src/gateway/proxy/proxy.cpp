@@ -222,6 +222,7 @@ core::RequestFacts request_facts(const protocol::RequestInfo& info) {
   }
   facts.prompt_tokens =
       static_cast<std::uint32_t>(std::min<std::uint64_t>(info.prompt_tokens_estimate, 1u << 30));
+  facts.offers_tools = info.offers_tools;
   return facts;
 }
 

@@ -121,7 +121,7 @@ ReloadPlan Gateway::apply_config(Config next) {
     m->update_entry(*theirs);
     if (routing) {
       durable_.routing_reloaded(*m);
-      queue_of(*m).configure(m->router().routing_config().admission);
+      queue_of(*m).configure(m->router().routing_config());
       retry_queued(*m);  // a held request may go under the new rules
     }
   }

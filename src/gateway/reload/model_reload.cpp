@@ -52,7 +52,7 @@ void Gateway::add_model(const ModelConfig& config) {
     r.last_error = "added by a reload, not scraped yet";
   }
   durable_.restore_model(m, clocks_now());
-  queue_of(m).configure(m.router().routing_config().admission);  // a restored change included
+  queue_of(m).configure(m.router().routing_config());  // a restored change included
   if (shared_) {
     m.router().track_session_changes(true);
   }

@@ -44,7 +44,9 @@ struct QueueTest : ::testing::Test {
   ScriptedRouter router;
   AdmissionQueue queue{ioc.get_executor(), [this](const core::RequestFacts& f) { return router.route(f); }};
 
-  void SetUp() override { queue.configure({.enabled = true, .max_queue = 3, .max_wait = 3600s}); }
+  void SetUp() override {
+    queue.configure({.admission = {.enabled = true, .max_queue = 3, .max_wait = 3600s}});
+  }
 };
 
 }  // namespace
@@ -109,7 +111,8 @@ TEST_F(QueueTest, ACancelledWaiterLeavesTheQueueAndIsNeverRouted) {
 }
 
 TEST_F(QueueTest, TheHeadIsRoutedAgainAtItsMaxWait) {
-  queue.configure({.enabled = true, .max_queue = 3, .max_wait = 50ms});
+  queue.configure({.admission = {.enabled = true, .max_queue = 3, .max_wait = 50ms},
+                   .task_admission = {.enabled = false}});
   router.admit_after = 50ms;
   const auto joined = AdmissionQueue::Clock::now();
   auto a = queue.join(facts_of(1), joined);

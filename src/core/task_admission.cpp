@@ -1,0 +1,52 @@
+#include "core/task_admission.hpp"
+
+#include <algorithm>
+
+namespace warden::core {
+
+bool starts_new_task(const RequestFacts& facts) {
+  const bool main_thread =
+      facts.session && (facts.thread.session == 0 || facts.thread.session == facts.session->hash);
+  return main_thread && !facts.home && facts.offers_tools && !facts.thread.side && !facts.pin;
+}
+
+double tasks_working_set(const ReplicaState& replica, double task_tokens) {
+  const double held = static_cast<double>(replica.held_tokens + replica.peer_held_tokens);
+  const double tasks =
+      static_cast<double>(replica.active_conversations + replica.peer_active_conversations) * task_tokens;
+  return std::max(held, tasks);
+}
+
+bool has_task_room(const ReplicaState& replica, double task_tokens) {
+  const auto warm = static_cast<double>(replica.warm_capacity_tokens());
+  if (warm <= 0 || replica.active_conversations + replica.peer_active_conversations == 0) {
+    return true;
+  }
+  return tasks_working_set(replica, task_tokens) + task_tokens <= warm;
+}
+
+TaskAdmissionRule admit_new_task(const Snapshot& snapshot, const RequestFacts& facts) {
+  const TaskAdmission& rule = snapshot.routing.task_admission;
+  if (!rule.enabled || snapshot.task_tokens <= 0 || facts.queued_for >= rule.max_wait ||
+      !starts_new_task(facts)) {
+    return TaskAdmissionRule::as_usual;
+  }
+  const bool any_room = std::any_of(snapshot.replicas.begin(), snapshot.replicas.end(), [&](const auto& r) {
+    return r.healthy && has_task_room(r, snapshot.task_tokens);
+  });
+  return any_room ? TaskAdmissionRule::with_room : TaskAdmissionRule::hold;
+}
+
+Time longest_hold(const RoutingConfig& routing) {
+  return routing.task_admission.enabled
+             ? std::max(routing.admission.max_wait, routing.task_admission.max_wait)
+             : routing.admission.max_wait;
+}
+
+double next_task_tokens(double mean, std::uint32_t ended_task_prompt) {
+  constexpr double weight = 1.0 / 16.0;
+  const auto tokens = static_cast<double>(ended_task_prompt);
+  return mean <= 0 ? tokens : mean + weight * (tokens - mean);
+}
+
+}  // namespace warden::core

@@ -1,0 +1,147 @@
+// Task admission: a new agent task waits while no replica keeps one more task warm; over scripted snapshots
+// and through the Router.
+#include "core/task_admission.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/decide.hpp"
+#include "core/helpers.hpp"
+#include "core/router.hpp"
+
+namespace warden::core {
+namespace {
+
+using std::chrono::minutes;
+using std::chrono::seconds;
+using testing::idle_snapshot;
+using testing::routed;
+
+constexpr std::uint64_t kCapacity = 140'000;  // one RTX 5090's pool of a 27B hybrid model, about
+constexpr double kTask = 58'000;              // a headless agent's task grows to this
+
+// The first request of a headless agent's task: a new session's main thread, tools offered.
+RequestFacts new_task(std::uint64_t key = 7, std::uint32_t prompt = 14'000) {
+  RequestFacts f = testing::new_conversation(key, prompt);
+  f.thread.session = key;
+  f.offers_tools = true;
+  return f;
+}
+
+// Replicas of kCapacity tokens with these conversations under way, each holding `held` tokens now.
+Snapshot under_way(std::initializer_list<std::uint32_t> conversations, std::uint64_t held_each = 20'000) {
+  Snapshot s = idle_snapshot(conversations.size(), 4);
+  s.task_tokens = kTask;
+  std::size_t i = 0;
+  for (const std::uint32_t n : conversations) {
+    ReplicaState& r = s.replicas[i++];
+    r.kv_capacity_tokens = kCapacity;
+    r.active_conversations = n;
+    r.held_tokens = n * held_each;
+  }
+  return s;
+}
+
+TEST(TaskAdmission, OnlyANewAgentTasksMainThreadIsANewTask) {
+  EXPECT_TRUE(starts_new_task(new_task()));
+  RequestFacts chat = new_task();
+  chat.offers_tools = false;
+  EXPECT_FALSE(starts_new_task(chat)) << "a chat turn keeps nothing warm for later requests";
+  RequestFacts under_way = new_task();
+  under_way.home = 0;
+  EXPECT_FALSE(starts_new_task(under_way)) << "a task under way is never held";
+  RequestFacts subagent = new_task(8);
+  subagent.thread.session = 7;
+  EXPECT_FALSE(starts_new_task(subagent)) << "a subagent's first request belongs to its parent's task";
+  RequestFacts side = new_task();
+  side.thread.side = true;
+  EXPECT_FALSE(starts_new_task(side));
+  EXPECT_FALSE(starts_new_task(RequestFacts{})) << "no conversation identity";
+}
+
+TEST(TaskAdmission, TheTasksWorkingSetCountsEachTaskGrownToItsMeasuredSize) {
+  ReplicaState r;
+  r.active_conversations = 2;
+  r.held_tokens = 30'000;
+  EXPECT_DOUBLE_EQ(tasks_working_set(r, kTask), 2 * kTask);
+  r.held_tokens = 200'000;  // grown past the measure
+  EXPECT_DOUBLE_EQ(tasks_working_set(r, kTask), 200'000);
+  r.peer_active_conversations = 2;  // another warden's tasks share the cache
+  EXPECT_DOUBLE_EQ(tasks_working_set(r, kTask), 4 * kTask);
+}
+
+TEST(TaskAdmission, AReplicaKeepsAsManyTasksWarmAsItsCacheHolds) {
+  ReplicaState r;
+  r.kv_capacity_tokens = kCapacity;
+  EXPECT_TRUE(has_task_room(r, kTask)) << "nothing under way";
+  r.active_conversations = 1;
+  EXPECT_TRUE(has_task_room(r, kTask)) << "116k of 140k";
+  r.active_conversations = 2;
+  EXPECT_FALSE(has_task_room(r, kTask)) << "174k of 140k";
+  r.offload_capacity_tokens = 4 * kCapacity;  // CPU offload keeps evicted blocks warm
+  EXPECT_TRUE(has_task_room(r, kTask));
+  ReplicaState unknown;
+  unknown.active_conversations = 9;
+  EXPECT_TRUE(has_task_room(unknown, kTask)) << "capacity unknown: nothing to judge by";
+}
+
+TEST(TaskAdmission, ANewTaskGoesWhereThereIsRoomOrWaits) {
+  ScriptedRng rng;
+  Snapshot s = under_way({2, 1, 2});
+  EXPECT_EQ(decide(s, new_task(), rng), routed(1, Route::new_conversation));
+  s = under_way({2, 2, 2});
+  EXPECT_TRUE(decide(s, new_task(), rng).queued());
+  RequestFacts waited = new_task();
+  waited.queued_for = minutes(5);
+  EXPECT_TRUE(decide(s, waited, rng).ok()) << "placed as usual at its wait bound";
+  s.routing.task_admission.enabled = false;
+  EXPECT_TRUE(decide(s, new_task(), rng).ok());
+}
+
+TEST(TaskAdmission, NothingIsHeldBeforeATaskWasMeasuredNorAnyRequestOfATaskUnderWay) {
+  ScriptedRng rng;
+  Snapshot s = under_way({3, 3});
+  RequestFacts subagent = new_task(8);
+  subagent.thread.session = 7;
+  EXPECT_TRUE(decide(s, subagent, rng).ok());
+  RequestFacts turn = new_task();
+  turn.home = 0;
+  EXPECT_TRUE(decide(s, turn, rng).ok());
+  s.task_tokens = 0;
+  EXPECT_TRUE(decide(s, new_task(), rng).ok());
+}
+
+TEST(TaskAdmission, TheRouterMeasuresATaskByTheLastPromptOfItsMainThread) {
+  Router router{router_config(RoutingConfig{.max_num_seqs = 4})};
+  std::vector<ReplicaMetrics> metrics(1);
+  metrics[0].kv_capacity_tokens = kCapacity;
+  SplitMixRng rng{3};
+  EXPECT_EQ(router.view(seconds(0)).task_tokens, 0);
+  RequestFacts first = new_task(1);
+  ASSERT_TRUE(router.route(first, metrics, seconds(0), rng).ok());
+  RequestFacts last = new_task(1, 60'000);
+  router.answered(last, /*final_text=*/false);
+  EXPECT_EQ(router.view(seconds(1)).task_tokens, 0) << "a tool call does not end the task";
+  router.answered(last, /*final_text=*/true);
+  EXPECT_EQ(router.view(seconds(1)).task_tokens, 60'000);
+  RequestFacts subagent = new_task(2, 5'000);
+  subagent.thread.session = 1;
+  router.answered(subagent, true);
+  EXPECT_EQ(router.view(seconds(1)).task_tokens, 60'000) << "a subagent's report is not a task's end";
+  router.answered(new_task(3, 44'000), true);
+  EXPECT_EQ(router.view(seconds(1)).task_tokens, 59'000) << "a running mean: 60k + (44k - 60k) / 16";
+}
+
+TEST(TaskAdmission, TheLongestHoldIsTheLongerBoundOfTheRulesInForce) {
+  RoutingConfig r;
+  EXPECT_EQ(longest_hold(r), minutes(5));
+  r.task_admission.enabled = false;
+  EXPECT_EQ(longest_hold(r), r.admission.max_wait);
+  r.task_admission.enabled = true;
+  r.admission.max_wait = minutes(20);
+  EXPECT_EQ(longest_hold(r), minutes(20));
+}
+
+}  // namespace
+}  // namespace warden::core
