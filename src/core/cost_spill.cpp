@@ -33,11 +33,16 @@ std::optional<ReplicaIndex> cost_spill_target(const Snapshot& snapshot, const Re
   };
   const auto ttft = [&](const ReplicaState& r) { return *predicted_ttft(r, facts.prompt_tokens); };
   const auto target = detail::pick_min(snapshot, eligible, ttft, rng);
-  const double margin = std::chrono::duration<double>(snapshot.routing.cost_spill.margin).count();
-  if (target && ttft(snapshot.replicas[*target]) + margin < *at_home) {
-    return target;
+  if (!target) {
+    return std::nullopt;
   }
-  return std::nullopt;
+  // The price of the move: the target spends the whole prompt's prefill, which every request queued there
+  // waits for too. The wait the move saves this turn must exceed it, and the margin.
+  const ReplicaState& to = snapshot.replicas[*target];
+  const double price = static_cast<double>(facts.prompt_tokens) / to.prefill_tokens_per_second;
+  const double margin = std::chrono::duration<double>(snapshot.routing.cost_spill.margin).count();
+  const double saved = *at_home - ttft(to);
+  return saved > price + margin ? target : std::nullopt;
 }
 
 }  // namespace warden::core

@@ -19,9 +19,10 @@ namespace warden::core {
 [[nodiscard]] std::uint32_t uncached_at_home(const RequestFacts& facts);
 
 /// Rule 5 by cost (snapshot.routing.cost_spill enabled, the home's rate known): the healthy non-home replica
-/// with the lowest predicted TTFT for the whole prompt, if that beats staying home by more than the margin;
-/// nullopt = stay home. With admission enabled a target must have room for the prompt in its working set
-/// (a spill must not evict the conversations resident there). Ties by RNG.
+/// with the lowest predicted TTFT for the whole prompt, if the wait that saves against staying home exceeds
+/// the move's price (the target's prefill of the whole prompt, which its queue waits for too) plus the
+/// margin; nullopt = stay home. With admission enabled a target must have room for the prompt in its working
+/// set (a spill must not evict the conversations resident there). Ties by RNG.
 [[nodiscard]] std::optional<ReplicaIndex> cost_spill_target(const Snapshot& snapshot,
                                                             const RequestFacts& facts, ReplicaIndex home,
                                                             Rng& rng);

@@ -45,6 +45,7 @@ base::Result<Router> Router::make(RouterConfig config) {
 
 void Router::build_snapshot(std::span<const ReplicaMetrics> metrics, Time now) {
   sessions_.expire(now);
+  tasks_.expire(now, sessions_.config().active_window);
   const std::size_t count = metrics.size();
   counters_.ensure(count);
   if (sent_since_scrape_.size() < count) {
@@ -79,6 +80,7 @@ void Router::build_snapshot(std::span<const ReplicaMetrics> metrics, Time now) {
     state.peer_held_tokens = m.peer_held_tokens;
     state.peer_wardens = m.peer_wardens;
     state.prefill_backlog_tokens = prefill_backlog_[i];
+    state.tasks_under_way = tasks_.on(static_cast<ReplicaIndex>(i));
   }
 }
 
@@ -140,6 +142,7 @@ Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metri
     prefill_backlog_[*decision.replica] += decision.prefill_tokens;
   }
   commit(facts, decision, metrics, now);
+  tasks_.routed(facts, decision, now);
   return decision;
 }
 
@@ -218,6 +221,7 @@ void Router::answered(const RequestFacts& facts, bool final_text) {
   if (final_text && facts.session && !subagent && facts.offers_tools && !facts.thread.side) {
     task_tokens_ = next_task_tokens(task_tokens_, facts.prompt_tokens);
   }
+  tasks_.answered(facts, final_text);
   if (routing_.threads && final_text && subagent && !facts.thread.side) {
     sessions_.end(facts.session->hash);
   }
@@ -282,6 +286,10 @@ RouterView Router::view(Time now) {
   out.queued = counters_.queued();
   out.admission_holding = admission_holding_;
   out.task_tokens = task_tokens_;
+  tasks_.expire(now, sessions_.config().active_window);
+  for (std::size_t i = 0; i < out.counters.size(); ++i) {
+    out.tasks_under_way.push_back(tasks_.on(static_cast<ReplicaIndex>(i)));
+  }
   out.prefill_backlog_tokens = prefill_backlog_;
   out.live_sessions = sessions_.size();
   out.threaded_sessions = threads_.sessions();

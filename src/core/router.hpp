@@ -19,6 +19,7 @@
 #include "core/replica_remap.hpp"
 #include "core/rng.hpp"
 #include "core/session_table.hpp"
+#include "core/tasks_under_way.hpp"
 #include "core/thread_homes.hpp"
 #include "core/types.hpp"
 
@@ -60,6 +61,7 @@ struct RouterView {
   std::uint64_t queued = 0;        ///< routing attempts held back by admission
   bool admission_holding = false;  ///< admission is holding new conversations (below the low water mark)
   double task_tokens = 0;          ///< Snapshot::task_tokens: an agent task's measured size (0 = none yet)
+  std::vector<std::uint32_t> tasks_under_way;         ///< per replica (TasksUnderWay)
   std::vector<std::uint64_t> prefill_backlog_tokens;  ///< per replica, see ReplicaState
   std::size_t live_sessions = 0;
   /// Sessions with threads besides their main one, and those threads (ThreadHomes).
@@ -172,6 +174,7 @@ class Router {
   bool admission_holding_ = false;
   // Snapshot::task_tokens: the running mean of the last prompt of the agent tasks that ended.
   double task_tokens_ = 0;
+  TasksUnderWay tasks_;
 };
 
 }  // namespace warden::core

@@ -8,6 +8,7 @@ void Router::remap_replicas(const ReplicaRemap& remap) {
     return;
   }
   sessions_.remap_homes(remap.to, gone_replica);
+  tasks_.remap(remap);
   counters_.remap(remap);
   // A remaining replica keeps its scrape mark (its poller's count goes on), a new one starts unscraped.
   sent_since_scrape_ = remap_values(remap, std::move(sent_since_scrape_), std::uint32_t{0});

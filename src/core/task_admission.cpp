@@ -12,14 +12,13 @@ bool starts_new_task(const RequestFacts& facts) {
 
 double tasks_working_set(const ReplicaState& replica, double task_tokens) {
   const double held = static_cast<double>(replica.held_tokens + replica.peer_held_tokens);
-  const double tasks =
-      static_cast<double>(replica.active_conversations + replica.peer_active_conversations) * task_tokens;
+  const double tasks = static_cast<double>(replica.tasks_under_way) * task_tokens;
   return std::max(held, tasks);
 }
 
 bool has_task_room(const ReplicaState& replica, double task_tokens) {
   const auto warm = static_cast<double>(replica.warm_capacity_tokens());
-  if (warm <= 0 || replica.active_conversations + replica.peer_active_conversations == 0) {
+  if (warm <= 0 || replica.tasks_under_way == 0) {
     return true;
   }
   return tasks_working_set(replica, task_tokens) + task_tokens <= warm;

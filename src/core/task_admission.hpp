@@ -14,8 +14,8 @@ namespace warden::core {
 /// task under way), and tools offered (a chat turn is one request: nothing to keep warm for).
 [[nodiscard]] bool starts_new_task(const RequestFacts& facts);
 
-/// Tokens the tasks under way on `replica` will hold (every warden's): the larger of what its
-/// conversations hold now and each of them grown to a task's measured size.
+/// Tokens the tasks under way on `replica` will hold: the larger of what its conversations hold now (every
+/// warden's) and each of its tasks grown to a task's measured size.
 [[nodiscard]] double tasks_working_set(const ReplicaState& replica, double task_tokens);
 
 /// Whether `replica` keeps one more task warm: its warm capacity (GPU cache or host offload, the larger)

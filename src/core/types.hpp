@@ -49,6 +49,8 @@ struct ReplicaState : ReplicaFigures {
   /// Prompt tokens still to prefill for the warden's requests on this replica that have no first token yet
   /// (each counted as its expected uncached part; kept by the Router).
   std::uint64_t prefill_backlog_tokens = 0;
+  /// Agent tasks under way whose main thread lives here (core/tasks_under_way.hpp; this warden's).
+  std::uint32_t tasks_under_way = 0;
 };
 
 /// Spill threshold of a model: "auto" (= max(1, max_num_seqs / 4), 8 at 32) or a fixed number.

@@ -9,6 +9,7 @@
 #include "core/decide.hpp"
 #include "core/helpers.hpp"
 #include "core/router.hpp"
+#include "core/tasks_under_way.hpp"
 
 namespace warden::core {
 namespace {
@@ -29,14 +30,15 @@ RequestFacts new_task(std::uint64_t key = 7, std::uint32_t prompt = 14'000) {
   return f;
 }
 
-// Replicas of kCapacity tokens with these conversations under way, each holding `held` tokens now.
-Snapshot under_way(std::initializer_list<std::uint32_t> conversations, std::uint64_t held_each = 20'000) {
-  Snapshot s = idle_snapshot(conversations.size(), 4);
+// Replicas of kCapacity tokens with these tasks under way, each holding `held_each` tokens now.
+Snapshot under_way(std::initializer_list<std::uint32_t> tasks, std::uint64_t held_each = 20'000) {
+  Snapshot s = idle_snapshot(tasks.size(), 4);
   s.task_tokens = kTask;
   std::size_t i = 0;
-  for (const std::uint32_t n : conversations) {
+  for (const std::uint32_t n : tasks) {
     ReplicaState& r = s.replicas[i++];
     r.kv_capacity_tokens = kCapacity;
+    r.tasks_under_way = n;
     r.active_conversations = n;
     r.held_tokens = n * held_each;
   }
@@ -62,27 +64,27 @@ TEST(TaskAdmission, OnlyANewAgentTasksMainThreadIsANewTask) {
 
 TEST(TaskAdmission, TheTasksWorkingSetCountsEachTaskGrownToItsMeasuredSize) {
   ReplicaState r;
-  r.active_conversations = 2;
+  r.tasks_under_way = 2;
   r.held_tokens = 30'000;
   EXPECT_DOUBLE_EQ(tasks_working_set(r, kTask), 2 * kTask);
   r.held_tokens = 200'000;  // grown past the measure
   EXPECT_DOUBLE_EQ(tasks_working_set(r, kTask), 200'000);
-  r.peer_active_conversations = 2;  // another warden's tasks share the cache
-  EXPECT_DOUBLE_EQ(tasks_working_set(r, kTask), 4 * kTask);
+  r.peer_held_tokens = 100'000;  // another warden's conversations share the cache
+  EXPECT_DOUBLE_EQ(tasks_working_set(r, kTask), 300'000);
 }
 
 TEST(TaskAdmission, AReplicaKeepsAsManyTasksWarmAsItsCacheHolds) {
   ReplicaState r;
   r.kv_capacity_tokens = kCapacity;
   EXPECT_TRUE(has_task_room(r, kTask)) << "nothing under way";
-  r.active_conversations = 1;
+  r.tasks_under_way = 1;
   EXPECT_TRUE(has_task_room(r, kTask)) << "116k of 140k";
-  r.active_conversations = 2;
+  r.tasks_under_way = 2;
   EXPECT_FALSE(has_task_room(r, kTask)) << "174k of 140k";
   r.offload_capacity_tokens = 4 * kCapacity;  // CPU offload keeps evicted blocks warm
   EXPECT_TRUE(has_task_room(r, kTask));
   ReplicaState unknown;
-  unknown.active_conversations = 9;
+  unknown.tasks_under_way = 9;
   EXPECT_TRUE(has_task_room(unknown, kTask)) << "capacity unknown: nothing to judge by";
 }
 
@@ -131,6 +133,52 @@ TEST(TaskAdmission, TheRouterMeasuresATaskByTheLastPromptOfItsMainThread) {
   EXPECT_EQ(router.view(seconds(1)).task_tokens, 60'000) << "a subagent's report is not a task's end";
   router.answered(new_task(3, 44'000), true);
   EXPECT_EQ(router.view(seconds(1)).task_tokens, 59'000) << "a running mean: 60k + (44k - 60k) / 16";
+}
+
+TEST(TasksUnderWay, ATaskLivesOnItsMainThreadsReplicaUntilItsFinalTextOrSilence) {
+  TasksUnderWay tasks;
+  const RequestFacts start = new_task(1);
+  tasks.routed(start, routed(2, Route::new_conversation), seconds(0));
+  EXPECT_EQ(tasks.on(2), 1U);
+  RequestFacts subagent = new_task(5);
+  subagent.thread.session = 1;
+  tasks.routed(subagent, routed(0, Route::new_conversation), seconds(1));
+  EXPECT_EQ(tasks.on(0), 0U) << "a subagent belongs to its session's task";
+  RequestFacts turn = start;
+  turn.home = 2;
+  tasks.routed(turn, routed(3, Route::spilled), seconds(2));
+  EXPECT_EQ(tasks.on(2), 1U) << "a spilled request does not move its task";
+  tasks.routed(turn, routed(3, Route::rehomed), seconds(3));
+  EXPECT_EQ(tasks.on(2), 0U);
+  EXPECT_EQ(tasks.on(3), 1U);
+  tasks.answered(subagent, true);
+  EXPECT_EQ(tasks.size(), 1U) << "a subagent's report does not end the task";
+  tasks.answered(start, false);
+  EXPECT_EQ(tasks.size(), 1U) << "tool calls: the task goes on";
+  tasks.answered(start, true);
+  EXPECT_EQ(tasks.size(), 0U);
+  EXPECT_EQ(tasks.on(3), 0U);
+  RequestFacts chat = new_task(9);
+  chat.offers_tools = false;
+  tasks.routed(chat, routed(1, Route::new_conversation), seconds(4));
+  EXPECT_EQ(tasks.size(), 0U) << "a chat turn is no agent task";
+  tasks.routed(new_task(2), routed(1, Route::new_conversation), seconds(10));
+  tasks.expire(seconds(10) + minutes(5) - seconds(1), minutes(5));
+  EXPECT_EQ(tasks.on(1), 1U);
+  tasks.expire(seconds(10) + minutes(5), minutes(5));
+  EXPECT_EQ(tasks.on(1), 0U) << "an agent silent for the window has stopped";
+}
+
+TEST(TasksUnderWay, AReloadMovesTasksWithTheirReplicaAndEndsThoseOfARemovedOne) {
+  TasksUnderWay tasks;
+  tasks.routed(new_task(1), routed(0, Route::new_conversation), seconds(0));
+  tasks.routed(new_task(2), routed(1, Route::new_conversation), seconds(0));
+  ReplicaRemap remap;
+  remap.to = {std::nullopt, 0};
+  remap.new_count = 1;
+  tasks.remap(remap);
+  EXPECT_EQ(tasks.size(), 1U);
+  EXPECT_EQ(tasks.on(0), 1U);
 }
 
 TEST(TaskAdmission, TheLongestHoldIsTheLongerBoundOfTheRulesInForce) {

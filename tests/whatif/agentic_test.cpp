@@ -179,6 +179,7 @@ TEST(WhatifAgentic, RejectsBadTaskSlots) {
 // start as vLLM's priority: same placement rule, other scheduling, nothing refused by the engines.
 TEST(WhatifAgentic, TaskPriorityReschedulesTheEnginesAndNothingFails) {
   SimulationConfig c = agentic_config();
+  c.routing.task_admission.enabled = false;  // tasks past the caches, as the engines see them
   c.levels = {6};
   c.policies = {"affinity", "priority", "tasks-priority"};
   const auto o = simulate(c);

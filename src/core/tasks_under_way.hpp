@@ -1,0 +1,45 @@
+#pragma once
+// The agent tasks under way of one model, per replica, told from the requests alone: a task starts with a
+// request of its session's main thread that offers tools, lives on the replica that thread is served by,
+// and ends with the main thread's final text (a reply without tool calls), or when its session has sent
+// nothing for `idle` (an agent that stopped). Subagents belong to their session's task. Pure: time is a
+// parameter.
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "core/replica_remap.hpp"
+#include "core/types.hpp"
+
+namespace warden::core {
+
+class TasksUnderWay {
+ public:
+  /// A request of `facts` went to `decision.replica` (a spilled request does not move its task).
+  void routed(const RequestFacts& facts, const Decision& decision, Time now);
+  /// The reply to a request of `facts` ended; with `final_text` on the main thread, its task has ended.
+  void answered(const RequestFacts& facts, bool final_text);
+  /// Forgets the tasks whose session sent nothing for `idle` by `now`.
+  void expire(Time now, Time idle);
+  /// Tasks under way on `replica`.
+  [[nodiscard]] std::uint32_t on(ReplicaIndex replica) const {
+    return replica < per_replica_.size() ? per_replica_[replica] : 0;
+  }
+  [[nodiscard]] std::size_t size() const { return tasks_.size(); }
+  /// A reload relaid the replicas: a task on a removed replica ends.
+  void remap(const ReplicaRemap& remap);
+
+ private:
+  struct Task {
+    ReplicaIndex replica = 0;
+    Time last_seen{};
+  };
+  void place(Task& task, ReplicaIndex replica);
+  void end(std::unordered_map<std::uint64_t, Task>::iterator it);
+
+  std::unordered_map<std::uint64_t, Task> tasks_;  // by session key
+  std::vector<std::uint32_t> per_replica_;
+};
+
+}  // namespace warden::core
