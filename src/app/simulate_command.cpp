@@ -52,7 +52,7 @@ struct SimulateOptions {
   std::uint32_t max_queue = core::AdmissionConfig{}.max_queue;
   std::string cost_spill = core::CostSpill{}.enabled ? "on" : "off";
   std::string task_admission = core::TaskAdmission{}.enabled ? "on" : "off";
-  std::string task_admission_wait = "5m";
+  std::string task_admission_wait = "8m";
   std::string when_waiting = "off";
   std::string task_priority = "start";
   std::uint32_t task_tokens = core::TaskSlotsConfig{}.task_tokens;

@@ -118,7 +118,8 @@ enum class VllmBalancerModel : std::uint8_t { current, legacy };
 /// prompt elsewhere, by more than `margin`. Needs the replicas' prefill rates; until they are measured the
 /// count rule (spill_threshold) applies.
 struct CostSpill {
-  bool enabled = false;
+  /// On by default: a move is priced by the prefill it costs (docs/routing.md, "Spill threshold").
+  bool enabled = true;
   Time margin = std::chrono::seconds(2);
 
   friend bool operator==(const CostSpill&, const CostSpill&) = default;
@@ -130,9 +131,9 @@ struct CostSpill {
 struct TaskAdmission {
   /// `task_admission: auto | off`.
   bool enabled = true;
-  /// A held task start is placed as usual after this wait (headless agents wait for minutes anyway; an
-  /// interactive client's request timeout is ten minutes).
-  Time max_wait = std::chrono::minutes(5);
+  /// A held task start is placed as usual after this wait: headless agents wait for minutes anyway, and
+  /// 8 minutes leave a request its first token within Claude Code's 10-minute request timeout.
+  Time max_wait = std::chrono::minutes(8);
 
   friend bool operator==(const TaskAdmission&, const TaskAdmission&) = default;
 };

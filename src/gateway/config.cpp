@@ -343,12 +343,28 @@ void parse_cost_spill(Validator& v, const YAML::Node& n, const std::string& wher
   }
 }
 
+void parse_task_admission(Validator& v, const YAML::Node& n, const std::string& where,
+                          core::TaskAdmission& out) {
+  if (!parse_switch(v, n, where, "auto", {"mode", "max_wait"}, out.enabled)) {
+    return;
+  }
+  if (auto d = n["max_wait"]) {
+    if (auto w = v.duration(d, where + ".max_wait", std::chrono::milliseconds(1))) {
+      out.max_wait = std::chrono::duration_cast<core::Time>(*w);
+    }
+  }
+}
+
 void parse_routing(Validator& v, const YAML::Node& n, const std::string& where, core::RoutingConfig& out) {
   if (!v.expect_map(n, where)) {
     return;
   }
   v.known_keys(n, where,
-               {"affinity", "spill_threshold", "rebalance", "threads", "cost_spill", "policy", "admission"});
+               {"affinity", "spill_threshold", "rebalance", "threads", "cost_spill", "policy", "admission",
+                "task_admission"});
+  if (auto t = n["task_admission"]) {
+    parse_task_admission(v, t, where + ".task_admission", out.task_admission);
+  }
   if (auto a = n["admission"]) {
     parse_admission(v, a, where + ".admission", out.admission);
   }

@@ -128,6 +128,13 @@ const std::array<Member<core::CostSpill>, 1> kCostSpill = {{
      }},
 }};
 
+const std::array<Member<core::TaskAdmission>, 1> kTaskAdmission = {{
+    {"max_wait", [](const core::TaskAdmission& t) { return duration_json(t.max_wait); },
+     [](const json::value& v, core::TaskAdmission& t, RoutingScope) {
+       return read_duration(v, t.max_wait, std::chrono::milliseconds(1), "task_admission.max_wait", "8m");
+     }},
+}};
+
 template <class T, std::size_t N>
 std::string member_names(const std::array<Member<T>, N>& members, RoutingScope scope) {
   std::string out;
@@ -204,7 +211,7 @@ json::object write_switch(const T& value, bool enabled, std::string_view on,
 }
 
 // The field list: every knob of core::RoutingConfig, once.
-const std::array<Member<RoutingConfig>, 9> kRouting = {{
+const std::array<Member<RoutingConfig>, 10> kRouting = {{
     {"affinity", [](const RoutingConfig& c) { return json::value(c.affinity); },
      [](const json::value& v, RoutingConfig& c, RoutingScope) {
        return read_bool(v, c.affinity, "affinity");
@@ -242,6 +249,14 @@ const std::array<Member<RoutingConfig>, 9> kRouting = {{
      },
      [](const json::value& v, RoutingConfig& c, RoutingScope scope) {
        return read_switch(v, c.admission, c.admission.enabled, "admission", "auto", kAdmission, scope);
+     }},
+    {"task_admission",
+     [](const RoutingConfig& c) {
+       return json::value(write_switch(c.task_admission, c.task_admission.enabled, "auto", kTaskAdmission));
+     },
+     [](const json::value& v, RoutingConfig& c, RoutingScope scope) {
+       return read_switch(v, c.task_admission, c.task_admission.enabled, "task_admission", "auto",
+                          kTaskAdmission, scope);
      }},
     {"policy", [](const RoutingConfig& c) { return json::value(c.policy); },
      [](const json::value& v, RoutingConfig& c, RoutingScope) -> Read {

@@ -95,7 +95,7 @@ TEST(TaskAdmission, ANewTaskGoesWhereThereIsRoomOrWaits) {
   s = under_way({2, 2, 2});
   EXPECT_TRUE(decide(s, new_task(), rng).queued());
   RequestFacts waited = new_task();
-  waited.queued_for = minutes(5);
+  waited.queued_for = minutes(8);
   EXPECT_TRUE(decide(s, waited, rng).ok()) << "placed as usual at its wait bound";
   s.routing.task_admission.enabled = false;
   EXPECT_TRUE(decide(s, new_task(), rng).ok());
@@ -183,7 +183,7 @@ TEST(TasksUnderWay, AReloadMovesTasksWithTheirReplicaAndEndsThoseOfARemovedOne) 
 
 TEST(TaskAdmission, TheLongestHoldIsTheLongerBoundOfTheRulesInForce) {
   RoutingConfig r;
-  EXPECT_EQ(longest_hold(r), minutes(5));
+  EXPECT_EQ(longest_hold(r), minutes(8));
   r.task_admission.enabled = false;
   EXPECT_EQ(longest_hold(r), r.admission.max_wait);
   r.task_admission.enabled = true;

@@ -73,6 +73,10 @@ TEST(RoutingJson, APatchChangesOnlyWhatItNames) {
   want.cost_spill.margin = std::chrono::seconds(3);
   EXPECT_EQ(patched(base, R"({"cost_spill": {"mode": "off", "margin": "3s"}})"), want);
   want = base;
+  want.task_admission.enabled = false;
+  want.task_admission.max_wait = std::chrono::minutes(2);
+  EXPECT_EQ(patched(base, R"({"task_admission": {"mode": "off", "max_wait": "2m"}})"), want);
+  want = base;
   want.rebalance = true;
   EXPECT_EQ(patched(base, R"({"rebalance": true})"), want);
   want = base;

@@ -141,6 +141,7 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
     row["spilled_in"] = c.spilled_in;
     row["client_pinned"] = c.client_pinned;
     row["balanced"] = c.balanced;
+    row["tasks_under_way"] = idx < view.tasks_under_way.size() ? view.tasks_under_way[idx] : 0U;
     row["failover"] = c.failover;
     row["rehomed_in"] = c.rehomed_in;
     row["prefill_tokens_per_second"] = r.metrics.prefill_tokens_per_second;
@@ -177,6 +178,15 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
   routing["cost_spill"] = {
       {"mode", view.routing.cost_spill.enabled ? "on" : "off"},
       {"margin_s", std::chrono::duration<double>(view.routing.cost_spill.margin).count()}};
+  std::uint64_t tasks = 0;
+  for (const std::uint32_t n : view.tasks_under_way) {
+    tasks += n;
+  }
+  routing["task_admission"] = {
+      {"mode", view.routing.task_admission.enabled ? "auto" : "off"},
+      {"max_wait_s", std::chrono::duration<double>(view.routing.task_admission.max_wait).count()},
+      {"task_tokens", view.task_tokens},
+      {"tasks_under_way", tasks}};
   routing["sticky_percent"] = optional_number(view.sticky_percent);
   routing["in_flight"] = in_flight;
   routing["live_sessions"] = view.live_sessions;

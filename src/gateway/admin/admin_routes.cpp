@@ -324,7 +324,7 @@ Reply routing(const Call& c) {
     return AdminError{405,
                       "use PATCH with {\"affinity\": bool, \"spill_threshold\": \"auto\"|N, \"rebalance\": "
                       "bool, \"threads\": bool, \"cost_spill\": \"on\"|\"off\"|{...}, \"admission\": "
-                      "\"off\"|\"auto\"|{...}}"};
+                      "\"off\"|\"auto\"|{...}, \"task_admission\": \"off\"|\"auto\"|{...}}"};
   }
   if (const auto admin = require_admin(c); !admin) {
     return admin.error();

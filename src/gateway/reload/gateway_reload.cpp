@@ -31,6 +31,7 @@ void apply_routing(core::Router& router, const core::RoutingConfig& was, const c
   take(next.cost_spill, was.cost_spill, now.cost_spill);
   take(next.rebalance, was.rebalance, now.rebalance);
   take(next.threads, was.threads, now.threads);
+  take(next.task_admission, was.task_admission, now.task_admission);
   take(next.vllm_balancer, was.vllm_balancer, now.vllm_balancer);
   router.set_routing(std::move(next));
 }

@@ -149,10 +149,7 @@ void plan_models(const Config& running, const Config& next, ReloadPlan& plan) {
 }  // namespace
 
 bool same_routing(const core::RoutingConfig& a, const core::RoutingConfig& b) {
-  return a.affinity == b.affinity && a.spill_threshold == b.spill_threshold &&
-         a.max_num_seqs == b.max_num_seqs && a.policy == b.policy && a.admission == b.admission &&
-         a.vllm_balancer == b.vllm_balancer && a.cost_spill == b.cost_spill && a.rebalance == b.rebalance &&
-         a.threads == b.threads;
+  return a == b;  // every field: a new one cannot be left out
 }
 
 ReloadPlan plan_reload(const Config& running, const Config& next) {
