@@ -4,8 +4,8 @@
   scripts/agents-table.py [--binary B] [--seeds 1,2,3,4] [--levels 4,8,16,26,32] [--jobs 2]
                           [--policies vllm-lb,session-hash,affinity,ceiling] [-- simulate options]
 
-Runs one simulate per (policy, seed), every level in it, one policy per process so that no policy shares
-a random stream with another, `--jobs` at a time; prints per level and policy the median over the seeds
+Runs one simulate per (policy, seed, level), so that no policy or level shares a random stream or a cache
+with another, `--jobs` at a time; prints per level and policy the median over the seeds
 of tasks/h, prefix hits, stayed, task p50 and p95, and the mean wait of a held task start; then the
 default's (`affinity`) ratios to the others. Options after `--` go to every run (the host, the workload).
 Standard library only.
@@ -65,10 +65,10 @@ def main():
     extra = a.extra[1:] if a.extra[:1] == ["--"] else a.extra
     policies = a.policies.split(",")
     seeds = [int(s) for s in a.seeds.split(",")]
-    runs = [(p, s) for p in policies for s in seeds]
+    runs = [(p, s, lv) for p in policies for s in seeds for lv in a.levels.split(",")]
     results = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
-        futures = [pool.submit(run, a.binary, p, s, a.levels, extra) for p, s in runs]
+        futures = [pool.submit(run, a.binary, p, s, lv, extra) for p, s, lv in runs]
         for f in concurrent.futures.as_completed(futures):
             results.append(f.result())
             print(f"  done {results[-1][0]} seed {results[-1][1]}", file=sys.stderr)

@@ -93,6 +93,10 @@ class Router {
   Decision route_uncounted(const RequestFacts& facts, std::span<const ReplicaMetrics> metrics, Time now,
                            Rng& rng);
 
+  /// Every agent task under way ended without its final text: its agents stopped (the what-if driver's
+  /// load stops between levels; in `serve` a stopped agent's task ends after the active window instead).
+  void agents_stopped() { tasks_.clear(); }
+
   /// The request routed to `replica` ended (success, error or client disconnect).
   void finish(ReplicaIndex replica);
 

@@ -27,6 +27,11 @@ class TasksUnderWay {
     return replica < per_replica_.size() ? per_replica_[replica] : 0;
   }
   [[nodiscard]] std::size_t size() const { return tasks_.size(); }
+  /// Every task ends (their agents stopped: the what-if driver between levels).
+  void clear() {
+    tasks_.clear();
+    per_replica_.assign(per_replica_.size(), 0);
+  }
   /// A reload relaid the replicas: a task on a removed replica ends.
   void remap(const ReplicaRemap& remap);
 

@@ -358,6 +358,9 @@ class Driver {
       }
     }
     stats_.drained = now_;
+    if (router_ && !carried_on) {
+      router_->agents_stopped();  // the level's agents stopped mid-task: their tasks are not under way
+    }
     if (router_ && config_.workload.agentic.enabled) {
       stats_.task_tokens = router_->view(to_time(now_)).task_tokens;
     }

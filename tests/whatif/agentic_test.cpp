@@ -254,7 +254,8 @@ TEST(WhatifAgentic, TheTimelineSplitsEachLevelIntoIntervalsThatAddUpToIt) {
       EXPECT_DOUBLE_EQ(p.from, previous_end);
       EXPECT_NEAR(p.to - p.from, 60.0, 1e-9);
       previous_end = p.to;
-      ASSERT_TRUE(p.prefix_hits && p.tasks_per_hour);
+      ASSERT_TRUE(p.prefix_hits.has_value()) << p.policy << " " << p.sessions << " from " << p.from;
+      ASSERT_TRUE(p.tasks_per_hour.has_value());
       EXPECT_GE(*p.prefix_hits, 0.0);
       EXPECT_LE(*p.prefix_hits, 100.0);
       EXPECT_GT(p.requests, 0U);

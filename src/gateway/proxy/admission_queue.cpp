@@ -63,8 +63,8 @@ void AdmissionQueue::leave(const Entry& entry) {
 }
 
 std::size_t AdmissionQueue::task_starts() const {
-  return static_cast<std::size_t>(
-      std::count_if(entries_.begin(), entries_.end(), [](const auto& e) { return e->facts.task_start; }));
+  return static_cast<std::size_t>(std::count_if(
+      entries_.begin(), entries_.end(), [](const auto& e) { return core::starts_new_task(e->facts); }));
 }
 
 std::size_t AdmissionQueue::retry(Clock::time_point now) {

@@ -58,7 +58,8 @@ class AdmissionQueue {
   void stop();
 
   std::size_t size() const { return entries_.size(); }
-  // Of the waiting requests, the first requests of agent tasks (RequestFacts::task_start).
+  // Of the waiting requests, the first requests of new agent tasks (core::starts_new_task: what task
+  // admission holds).
   std::size_t task_starts() const;
   bool stopped() const { return stopped_; }
   // How long a request joining now may wait at most (for Retry-After).

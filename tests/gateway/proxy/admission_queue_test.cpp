@@ -146,7 +146,7 @@ TEST_F(QueueTest, StopRefusesTheWaitingAndEveryLaterRequest) {
 TEST_F(QueueTest, CountsTheTaskStartsItHolds) {
   const auto now = AdmissionQueue::Clock::now();
   core::RequestFacts start = facts_of(1);
-  start.task_start = true;
+  start.offers_tools = true;  // a new session's main thread with tools: a new agent task
   auto a = queue.join(start, now);
   auto b = queue.join(facts_of(2), now);
   start.session = core::SessionKey{3};
