@@ -24,15 +24,22 @@ bool has_task_room(const ReplicaState& replica, double task_tokens) {
   return tasks_working_set(replica, task_tokens) + task_tokens <= warm;
 }
 
+double assumed_task_tokens(const Snapshot& snapshot, const ReplicaState& replica) {
+  return snapshot.task_tokens > 0 ? snapshot.task_tokens
+                                  : static_cast<double>(replica.warm_capacity_tokens()) / 2;
+}
+
+bool has_task_room(const Snapshot& snapshot, const ReplicaState& replica) {
+  return has_task_room(replica, assumed_task_tokens(snapshot, replica));
+}
+
 TaskAdmissionRule admit_new_task(const Snapshot& snapshot, const RequestFacts& facts) {
   const TaskAdmission& rule = snapshot.routing.task_admission;
-  if (!rule.enabled || snapshot.task_tokens <= 0 || facts.queued_for >= rule.max_wait ||
-      !starts_new_task(facts)) {
+  if (!rule.enabled || facts.queued_for >= rule.max_wait || !starts_new_task(facts)) {
     return TaskAdmissionRule::as_usual;
   }
-  const bool any_room = std::any_of(snapshot.replicas.begin(), snapshot.replicas.end(), [&](const auto& r) {
-    return r.healthy && has_task_room(r, snapshot.task_tokens);
-  });
+  const bool any_room = std::any_of(snapshot.replicas.begin(), snapshot.replicas.end(),
+                                    [&](const auto& r) { return r.healthy && has_task_room(snapshot, r); });
   return any_room ? TaskAdmissionRule::with_room : TaskAdmissionRule::hold;
 }
 

@@ -29,6 +29,14 @@ enum class TaskAdmissionRule : std::uint8_t {
   hold,       ///< no healthy replica has room: route `queued`
 };
 
+/// The size a task is taken to reach on `replica`: the measured one (Snapshot::task_tokens), or before any
+/// task ended half the replica's warm capacity (two tasks a replica: a fleet that starts at once is not let
+/// in whole before the first task tells how large tasks grow).
+[[nodiscard]] double assumed_task_tokens(const Snapshot& snapshot, const ReplicaState& replica);
+
+/// has_task_room() at the assumed task size.
+[[nodiscard]] bool has_task_room(const Snapshot& snapshot, const ReplicaState& replica);
+
 [[nodiscard]] TaskAdmissionRule admit_new_task(const Snapshot& snapshot, const RequestFacts& facts);
 
 /// The longest a request is held under `routing`: admission's max_wait, or task admission's when it is on

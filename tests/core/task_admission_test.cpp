@@ -101,7 +101,7 @@ TEST(TaskAdmission, ANewTaskGoesWhereThereIsRoomOrWaits) {
   EXPECT_TRUE(decide(s, new_task(), rng).ok());
 }
 
-TEST(TaskAdmission, NothingIsHeldBeforeATaskWasMeasuredNorAnyRequestOfATaskUnderWay) {
+TEST(TaskAdmission, NoRequestOfATaskUnderWayIsHeld) {
   ScriptedRng rng;
   Snapshot s = under_way({3, 3});
   RequestFacts subagent = new_task(8);
@@ -110,8 +110,28 @@ TEST(TaskAdmission, NothingIsHeldBeforeATaskWasMeasuredNorAnyRequestOfATaskUnder
   RequestFacts turn = new_task();
   turn.home = 0;
   EXPECT_TRUE(decide(s, turn, rng).ok());
+}
+
+// Before any task ended, a task is taken to fill half a replica's warm capacity: a fleet that starts at
+// once is let in two tasks a replica, not whole.
+TEST(TaskAdmission, BeforeATaskEndedAReplicaIsTakenToKeepTwoTasksWarm) {
+  ScriptedRng rng;
+  Snapshot s = under_way({1, 3});
   s.task_tokens = 0;
-  EXPECT_TRUE(decide(s, new_task(), rng).ok());
+  EXPECT_DOUBLE_EQ(assumed_task_tokens(s, s.replicas[0]), kCapacity / 2.0);
+  EXPECT_EQ(decide(s, new_task(), rng), routed(0, Route::new_conversation));
+  s = under_way({2, 2});
+  s.task_tokens = 0;
+  EXPECT_TRUE(decide(s, new_task(), rng).queued());
+  s = under_way({2, 1});
+  s.task_tokens = 0;
+  EXPECT_EQ(decide(s, new_task(), rng), routed(1, Route::new_conversation));
+  Snapshot unknown = under_way({3, 3});
+  unknown.task_tokens = 0;
+  for (auto& r : unknown.replicas) {
+    r.kv_capacity_tokens = 0;
+  }
+  EXPECT_TRUE(decide(unknown, new_task(), rng).ok()) << "capacities unknown: nothing is held";
 }
 
 TEST(TaskAdmission, TheRouterMeasuresATaskByTheLastPromptOfItsMainThread) {
