@@ -8,6 +8,7 @@
 
 #include "core/decide.hpp"
 #include "core/helpers.hpp"
+#include "core/made_router.hpp"
 #include "core/router.hpp"
 #include "core/tasks_under_way.hpp"
 
@@ -135,7 +136,7 @@ TEST(TaskAdmission, BeforeATaskEndedAReplicaIsTakenToKeepTwoTasksWarm) {
 }
 
 TEST(TaskAdmission, TheRouterMeasuresATaskByTheLastPromptOfItsMainThread) {
-  Router router{router_config(RoutingConfig{.max_num_seqs = 4})};
+  Router router = made_router(router_config(RoutingConfig{.max_num_seqs = 4}));
   std::vector<ReplicaMetrics> metrics(1);
   metrics[0].kv_capacity_tokens = kCapacity;
   SplitMixRng rng{3};
