@@ -100,9 +100,11 @@ TEST(WhatifAgentic, TheCeilingFindsEachThreadsPreviousRequestCached) {
 
 // Past the GPU caches (12 agents on 4 replicas of 2,100 blocks), 8 GiB of host memory per rank for evicted
 // prefixes raises the hit rate, and raises it most where each thread's requests go to one replica: the
-// balancer scatters them, so each rank's host memory holds stale copies of every thread.
+// balancer scatters them, so each rank's host memory holds stale copies of every thread. Placement alone:
+// task admission (which holds task starts while the GPU caches are full) is off.
 TEST(WhatifAgentic, CpuOffloadPaysMostWhereAThreadStaysOnItsReplica) {
   SimulationConfig c = agentic_config();
+  c.routing.task_admission.enabled = false;
   c.engine.num_gpu_blocks = 2100;
   c.replicas = 4;
   c.levels = {12};
