@@ -202,6 +202,8 @@ class Driver {
     routing.affinity = policy == "affinity" || admission_policy_ || priority_policy_ || slots_;
     routing.policy = core_policy(policy);
     routing.max_num_seqs = config_.engine.max_num_seqs;
+    // The other affinity policies are each their own rule of admission, measured without the default's.
+    routing.task_admission.enabled = routing.task_admission.enabled && policy == "affinity";
     if (admission_policy_) {
       routing.admission.enabled = true;
       routing.admission.hold_task_starts = task_policy_;
@@ -653,8 +655,9 @@ class Driver {
     if (held_.empty()) {
       return kInf;
     }
-    const core::Time bound =
-        slots_ ? slots_->config().max_wait : core::longest_hold(router_->routing_config());
+    // The longer of the slots' bound and the Router's: at the shorter one the other rule may still hold it.
+    const core::Time routers = core::longest_hold(router_->routing_config());
+    const core::Time bound = slots_ ? std::max(slots_->config().max_wait, routers) : routers;
     const double max_wait = std::chrono::duration<double>(bound).count();
     // A nanosecond late, so that the wait the Router sees is never rounded below the bound.
     return std::max(now_, flights_.at(held_.front()).arrived + max_wait + 1e-9);
