@@ -16,8 +16,19 @@ double tasks_working_set(const ReplicaState& replica, double task_tokens) {
   return std::max(held, tasks);
 }
 
+namespace {
+
+// The share of a replica's warm capacity that tasks' contexts may fill. The rest is taken by what a
+// task's main-thread size does not count and the engine's pool holds beside the prefixes: its subagents'
+// contexts, the running sequences' own blocks, and on hybrid models their recurrent state, which shares
+// the pool (the pool vLLM prints is ~20 % optimistic there). Measured: at 32 agents on the RTX 5090
+// preset a full pool thrashed (docs/experiments/2026-12-06-rtx5090-agents.md).
+constexpr double kTaskFill = 0.8;
+
+}  // namespace
+
 bool has_task_room(const ReplicaState& replica, double task_tokens) {
-  const auto warm = static_cast<double>(replica.warm_capacity_tokens());
+  const auto warm = kTaskFill * static_cast<double>(replica.warm_capacity_tokens());
   if (warm <= 0 || replica.tasks_under_way == 0) {
     return true;
   }
@@ -26,7 +37,7 @@ bool has_task_room(const ReplicaState& replica, double task_tokens) {
 
 double assumed_task_tokens(const Snapshot& snapshot, const ReplicaState& replica) {
   return snapshot.task_tokens > 0 ? snapshot.task_tokens
-                                  : static_cast<double>(replica.warm_capacity_tokens()) / 2;
+                                  : kTaskFill * static_cast<double>(replica.warm_capacity_tokens()) / 2;
 }
 
 bool has_task_room(const Snapshot& snapshot, const ReplicaState& replica) {

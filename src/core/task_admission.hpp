@@ -19,7 +19,8 @@ namespace warden::core {
 [[nodiscard]] double tasks_working_set(const ReplicaState& replica, double task_tokens);
 
 /// Whether `replica` keeps one more task warm: its warm capacity (GPU cache or host offload, the larger)
-/// unknown, nothing under way there, or its tasks' working set plus one more task within it.
+/// unknown, nothing under way there, or its tasks' working set plus one more task within the share of it
+/// that tasks may fill (80 %: the rest holds subagents, running sequences and a hybrid model's state).
 [[nodiscard]] bool has_task_room(const ReplicaState& replica, double task_tokens);
 
 /// What decide() does with a request under task admission.
@@ -30,7 +31,7 @@ enum class TaskAdmissionRule : std::uint8_t {
 };
 
 /// The size a task is taken to reach on `replica`: the measured one (Snapshot::task_tokens), or before any
-/// task ended half the replica's warm capacity (two tasks a replica: a fleet that starts at once is not let
+/// task ended half the share tasks may fill (two tasks a replica: a fleet that starts at once is not let
 /// in whole before the first task tells how large tasks grow).
 [[nodiscard]] double assumed_task_tokens(const Snapshot& snapshot, const ReplicaState& replica);
 
