@@ -118,6 +118,10 @@ TEST(ReloadPlan, TheCertificateIsReadAgainAtEveryReload) {
             (std::vector<std::string>{"tls (certificate and key read again)"}));
   EXPECT_EQ(plan_reload(parsed(kBase), with_tls).applied, (std::vector<std::string>{"tls (on)"}));
   EXPECT_EQ(plan_reload(with_tls, parsed(kBase)).applied, (std::vector<std::string>{"tls (off)"}));
+  const Config new_key =
+      edited("api_keys: [k1]", "tls: { cert_file: c.pem, key_file: k.pem }\napi_keys: [k2]");
+  EXPECT_EQ(plan_reload(with_tls, new_key).applied,
+            (std::vector<std::string>{"tls (certificate and key read again)", "api_keys"}));
   const auto plan = plan_reload(
       parsed(kBase), edited("api_keys: [k1]", "upstream_tls: { ca_file: ca.pem }\napi_keys: [k1]"));
   EXPECT_EQ(plan.applied, (std::vector<std::string>{"upstream_tls"}));

@@ -68,12 +68,15 @@ void plan_restart_only(const RestartSettings& running, const RestartSettings& ne
 
 // The settings a reload applies whole (LiveSettings), named for the log and the endpoint's answer.
 void plan_live(const LiveSettings& running, const LiveSettings& next, ReloadPlan& plan) {
-  const std::size_t before = plan.applied.size();
-  // The listener's certificate is read again at every reload (a renewed one under the same name).
+  // The listener's certificate is read again at every reload (a renewed one under the same name); that
+  // line names no change, turning TLS on or off does.
+  bool named = false;
   if (next.tls) {
     plan.applied.emplace_back(running.tls ? "tls (certificate and key read again)" : "tls (on)");
+    named = !running.tls;
   } else if (running.tls) {
     plan.applied.emplace_back("tls (off)");
+    named = true;
   }
   if (running == next) {
     return;
@@ -81,6 +84,7 @@ void plan_live(const LiveSettings& running, const LiveSettings& next, ReloadPlan
   auto take = [&](bool same, std::string_view what) {
     if (!same) {
       plan.applied.emplace_back(what);
+      named = true;
     }
   };
   take(!running.tls || !next.tls || running.tls == next.tls, "tls files");  // on and off are named above
@@ -92,7 +96,7 @@ void plan_live(const LiveSettings& running, const LiveSettings& next, ReloadPlan
   take(running.allowed_origins == next.allowed_origins, "allowed_origins");
   take(running.timeouts == next.timeouts, "timeouts");
   take(running.outlier == next.outlier, "outlier");
-  take(plan.applied.size() > before, "other settings");
+  take(named, "other settings");
 }
 
 void plan_models(const Config& running, const Config& next, ReloadPlan& plan) {
