@@ -202,7 +202,7 @@ INSTANTIATE_TEST_SUITE_P(
         Setting{"spill_threshold", R"({"spill_threshold": 2})", {"spill_threshold"}, 2},
         Setting{"rebalance", R"({"rebalance": false})", {"rebalance"}, false},
         Setting{"threads", R"({"threads": false})", {"threads"}, false},
-        Setting{"cost_spill", R"({"cost_spill": "on"})", {"cost_spill", "mode"}, "on"},
+        Setting{"cost_spill", R"({"cost_spill": "off"})", {"cost_spill", "mode"}, "off"},
         Setting{"cost_spill_margin", R"({"cost_spill": {"margin": "3s"}})", {"cost_spill", "margin_s"}, 3},
         Setting{"admission", R"({"admission": "auto"})", {"admission", "mode"}, "auto"},
         Setting{"admission_max_queue", R"({"admission": {"max_queue": 5}})", {"admission", "max_queue"}, 5},

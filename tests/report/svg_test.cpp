@@ -188,8 +188,8 @@ TEST(Timeline, TablesHaveARowPerIntervalAndTheJsonOnlyWhenThereIsOne) {
   EXPECT_NE(md.find("| 15-20 | 28 | – |"), std::string::npos) << md;
   Report with{{}, {}, points};
   const std::string json = to_json(with);
-  EXPECT_NE(json.find("\"timeline\": [{\"policy\":\"session-hash\""), std::string::npos) << json;
-  EXPECT_NE(json.find("\"tasks_per_hour\":null"), std::string::npos);
+  EXPECT_NE(json.find(R"("timeline": [{"policy": "session-hash")"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("tasks_per_hour": null)"), std::string::npos);
   EXPECT_EQ(to_json(Report{}).find("timeline"), std::string::npos) << "no timeline, no key: rows unchanged";
   EXPECT_NE(render_for_path("x.md", with)->find("| Minutes |"), std::string::npos);
   EXPECT_EQ(hit_percent(5, 0), std::nullopt);

@@ -20,7 +20,12 @@ AdmissionQueue::~AdmissionQueue() {
 void AdmissionQueue::configure(const core::RoutingConfig& routing) {
   max_queue_ = routing.admission.max_queue;
   max_wait_ = core::longest_hold(routing);
+  admission_wait_ = routing.admission.max_wait;
   arm_timer();
+}
+
+AdmissionQueue::Clock::duration AdmissionQueue::max_wait(const core::RequestFacts& facts) const {
+  return core::starts_new_task(facts) ? max_wait_ : std::min<Clock::duration>(admission_wait_, max_wait_);
 }
 
 std::shared_ptr<AdmissionQueue::Entry> AdmissionQueue::join(const core::RequestFacts& facts,

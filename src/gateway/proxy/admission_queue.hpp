@@ -62,8 +62,9 @@ class AdmissionQueue {
   // admission holds).
   std::size_t task_starts() const;
   bool stopped() const { return stopped_; }
-  // How long a request joining now may wait at most (for Retry-After).
-  Clock::duration max_wait() const { return max_wait_; }
+  // How long a request of `facts` joining now may wait at most (for Retry-After): the first request of a
+  // new agent task as long as task admission holds it, any other as long as admission does.
+  Clock::duration max_wait(const core::RequestFacts& facts) const;
 
  private:
   void leave(const Entry& entry);
@@ -74,7 +75,8 @@ class AdmissionQueue {
   boost::asio::steady_timer timer_;             // the head's max_wait
   std::shared_ptr<bool> alive_;                 // the timer's handler may run after this is gone
   std::size_t max_queue_ = core::AdmissionConfig{}.max_queue;
-  Clock::duration max_wait_ = core::AdmissionConfig{}.max_wait;
+  Clock::duration max_wait_ = core::AdmissionConfig{}.max_wait;        // the longest hold
+  Clock::duration admission_wait_ = core::AdmissionConfig{}.max_wait;  // admission's own bound
   bool stopped_ = false;
 };
 

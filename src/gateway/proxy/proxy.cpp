@@ -480,9 +480,9 @@ asio::awaitable<bool> Gateway::hold(Exchange& ex, const Outgoing& out, Attempt& 
   // 503 with Retry-After: by then a request joining the queue would have gone at the latest.
   auto refuse = [&](const char* reason, std::string message) {
     metrics_.queue_rejected(rec.model, reason);
-    at.failure = {
-        503, std::move(message), reason == std::string_view("full") ? "queue_full" : reason,
-        std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::seconds>(queue.max_wait()).count())};
+    at.failure = {503, std::move(message), reason == std::string_view("full") ? "queue_full" : reason,
+                  std::max<std::int64_t>(
+                      1, std::chrono::ceil<std::chrono::seconds>(queue.max_wait(out.facts)).count())};
     at.retry = false;
     return false;
   };

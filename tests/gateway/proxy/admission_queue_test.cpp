@@ -161,3 +161,17 @@ TEST_F(QueueTest, CountsTheTaskStartsItHolds) {
   queue.retry(now + 2s);
   EXPECT_EQ(queue.task_starts(), 0u);
 }
+
+// Retry-After of a refusal: a new agent task's first request may wait as long as task admission holds it,
+// any other request as long as admission does.
+TEST_F(QueueTest, ARequestsLongestWaitIsTheOneOfTheRuleThatHoldsIt) {
+  queue.configure({.admission = {.enabled = true, .max_queue = 3, .max_wait = 60s},
+                   .task_admission = {.enabled = true, .max_wait = 480s}});
+  core::RequestFacts start = facts_of(1);
+  start.offers_tools = true;
+  EXPECT_EQ(queue.max_wait(start), AdmissionQueue::Clock::duration(480s));
+  EXPECT_EQ(queue.max_wait(facts_of(2)), AdmissionQueue::Clock::duration(60s));
+  queue.configure({.admission = {.enabled = true, .max_queue = 3, .max_wait = 60s},
+                   .task_admission = {.enabled = false, .max_wait = 480s}});
+  EXPECT_EQ(queue.max_wait(start), AdmissionQueue::Clock::duration(60s)) << "task admission off";
+}
