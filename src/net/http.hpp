@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/result.hpp"
+#include "protocol/error.hpp"
 
 namespace warden::net {
 
@@ -23,10 +24,9 @@ namespace beast = boost::beast;
 namespace http = boost::beast::http;
 using tcp = asio::ip::tcp;
 
-/// The net layer's Result: a value, or Asio's error_code (a refused connect, a timeout, a reset), read by
-/// the proxy (docs/architecture.md, "Errors").
-template <class T>
-using Result = base::Result<T, boost::system::error_code>;
+/// The net layer's Result is the protocol layer's (one name for one type): a value, or an error_code, here
+/// Asio's (a refused connect, a timeout, a reset), read by the proxy (docs/architecture.md, "Errors").
+using protocol::Result;
 
 using Request = http::request<http::string_body>;
 using Response = http::response<http::string_body>;
