@@ -65,6 +65,10 @@ void TasksUnderWay::answered(const RequestFacts& facts, bool final_text) {
 }
 
 void TasksUnderWay::expire(Time now, Time idle) {
+  if (now < next_walk_) {
+    return;
+  }
+  next_walk_ = now + idle / 16;
   for (auto it = tasks_.begin(); it != tasks_.end();) {
     const auto next = std::next(it);
     if (now - it->second.last_seen >= idle) {

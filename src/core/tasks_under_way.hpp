@@ -20,7 +20,8 @@ class TasksUnderWay {
   void routed(const RequestFacts& facts, const Decision& decision, Time now);
   /// The reply to a request of `facts` ended; with `final_text` on the main thread, its task has ended.
   void answered(const RequestFacts& facts, bool final_text);
-  /// Forgets the tasks whose session sent nothing for `idle` by `now`.
+  /// Forgets the tasks whose session sent nothing for `idle` by `now`. It walks the tasks at most every
+  /// idle / 16 (a task outlives its silence by that much at most), so a request does not pay for the walk.
   void expire(Time now, Time idle);
   /// Tasks under way on `replica`.
   [[nodiscard]] std::uint32_t on(ReplicaIndex replica) const {
@@ -45,6 +46,7 @@ class TasksUnderWay {
 
   std::unordered_map<std::uint64_t, Task> tasks_;  // by session key
   std::vector<std::uint32_t> per_replica_;
+  Time next_walk_{};  // expire() walks the tasks from then on
 };
 
 }  // namespace warden::core

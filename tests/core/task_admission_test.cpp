@@ -187,6 +187,8 @@ TEST(TasksUnderWay, ATaskLivesOnItsMainThreadsReplicaUntilItsFinalTextOrSilence)
   tasks.expire(seconds(10) + minutes(5) - seconds(1), minutes(5));
   EXPECT_EQ(tasks.on(1), 1U);
   tasks.expire(seconds(10) + minutes(5), minutes(5));
+  EXPECT_EQ(tasks.on(1), 1U) << "the tasks are walked at most every window / 16 (18.75 s here)";
+  tasks.expire(seconds(10) + minutes(5) - seconds(1) + std::chrono::milliseconds(18'750), minutes(5));
   EXPECT_EQ(tasks.on(1), 0U) << "an agent silent for the window has stopped";
 }
 
