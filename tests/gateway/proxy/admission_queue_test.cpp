@@ -1,5 +1,6 @@
-// The admission queue on its own: first come first served, a round stops at the first request still held,
-// bounded length, a cancelled waiter leaves, the head goes at its max_wait, stop() refuses everyone.
+// The admission queue on the I/O thread: a routed waiter gets its decision, a cancelled waiter leaves, the
+// head goes at its deadline by the timer, stop() wakes and refuses everyone. The rules of the wait
+// themselves (order, bound, deadline, Retry-After) are core::HoldQueue's, tested in tests/core.
 #include "gateway/proxy/admission_queue.hpp"
 
 #include <gtest/gtest.h>
@@ -21,10 +22,12 @@ namespace {
 struct ScriptedRouter {
   int room = 0;
   std::vector<std::uint64_t> seen;
+  std::vector<core::Time> waits;
   core::Time admit_after = core::Time::max();  // a request that waited this long goes regardless
 
   core::Decision route(const core::RequestFacts& f) {
     seen.push_back(f.session->hash);
+    waits.push_back(f.queued_for);
     if (room > 0 || f.queued_for >= admit_after) {
       room -= room > 0 ? 1 : 0;
       return {core::ReplicaIndex{0}, core::Route::new_conversation, core::NoReplicaReason::none};
@@ -51,37 +54,21 @@ struct QueueTest : ::testing::Test {
 
 }  // namespace
 
-TEST_F(QueueTest, ARoundGoesInOrderAndStopsAtTheFirstRequestStillHeld) {
+TEST_F(QueueTest, ARoutedWaiterGetsItsDecisionAndWasRoutedWithItsWait) {
   const auto now = AdmissionQueue::Clock::now();
   auto a = queue.join(facts_of(1), now);
-  auto b = queue.join(facts_of(2), now);
-  auto c = queue.join(facts_of(3), now);
-  ASSERT_TRUE(a && b && c);
+  auto b = queue.join(facts_of(2), now + 1s);
+  ASSERT_TRUE(a && b);
   router.room = 1;
-  EXPECT_EQ(queue.retry(now + 2s), 1u);
-  // b was held again: c, behind it, was not even asked.
-  EXPECT_EQ(router.seen, (std::vector<std::uint64_t>{1, 2}));
+  EXPECT_EQ(queue.retry(now + 3s), 1u);
+  EXPECT_EQ(router.waits, (std::vector<core::Time>{3s, 2s}));
   EXPECT_EQ(a->outcome, AdmissionQueue::Outcome::routed);
   EXPECT_TRUE(a->decision.ok());
   EXPECT_EQ(b->outcome, AdmissionQueue::Outcome::waiting);
-  EXPECT_EQ(queue.size(), 2u);
-  router.room = 5;
-  EXPECT_EQ(queue.retry(now + 3s), 2u);
-  EXPECT_EQ(router.seen, (std::vector<std::uint64_t>{1, 2, 2, 3}));
-  EXPECT_EQ(c->outcome, AdmissionQueue::Outcome::routed);
-  EXPECT_EQ(queue.size(), 0u);
-}
-
-TEST_F(QueueTest, BeyondMaxQueueARequestIsRefusedAtOnce) {
-  const auto now = AdmissionQueue::Clock::now();
-  auto a = queue.join(facts_of(1), now);
-  auto b = queue.join(facts_of(2), now);
-  auto c = queue.join(facts_of(3), now);
-  EXPECT_EQ(queue.join(facts_of(4), now), nullptr);
-  EXPECT_EQ(queue.size(), 3u);
-  router.room = 1;
-  queue.retry(now);
-  EXPECT_NE(queue.join(facts_of(5), now), nullptr) << "a place freed";
+  EXPECT_EQ(queue.size(), 1u);
+  EXPECT_NE(queue.join(facts_of(3), now), nullptr);
+  EXPECT_NE(queue.join(facts_of(4), now), nullptr);
+  EXPECT_EQ(queue.join(facts_of(5), now), nullptr) << "max_queue (3) requests wait: refused";
 }
 
 TEST_F(QueueTest, ACancelledWaiterLeavesTheQueueAndIsNeverRouted) {
@@ -141,37 +128,4 @@ TEST_F(QueueTest, StopRefusesTheWaitingAndEveryLaterRequest) {
   EXPECT_TRUE(a_done);
   EXPECT_EQ(a->outcome, AdmissionQueue::Outcome::refused);
   EXPECT_EQ(queue.join(facts_of(2), now), nullptr);
-}
-
-TEST_F(QueueTest, CountsTheTaskStartsItHolds) {
-  const auto now = AdmissionQueue::Clock::now();
-  core::RequestFacts start = facts_of(1);
-  start.offers_tools = true;  // a new session's main thread with tools: a new agent task
-  auto a = queue.join(start, now);
-  auto b = queue.join(facts_of(2), now);
-  start.session = core::SessionKey{3};
-  auto c = queue.join(start, now);
-  ASSERT_TRUE(a && b && c);
-  EXPECT_EQ(queue.size(), 3u);
-  EXPECT_EQ(queue.task_starts(), 2u);
-  router.room = 1;
-  queue.retry(now + 1s);
-  EXPECT_EQ(queue.task_starts(), 1u) << "the first start went";
-  router.room = 2;
-  queue.retry(now + 2s);
-  EXPECT_EQ(queue.task_starts(), 0u);
-}
-
-// Retry-After of a refusal: a new agent task's first request may wait as long as task admission holds it,
-// any other request as long as admission does.
-TEST_F(QueueTest, ARequestsLongestWaitIsTheOneOfTheRuleThatHoldsIt) {
-  queue.configure({.admission = {.enabled = true, .max_queue = 3, .max_wait = 60s},
-                   .task_admission = {.enabled = true, .max_wait = 480s}});
-  core::RequestFacts start = facts_of(1);
-  start.offers_tools = true;
-  EXPECT_EQ(queue.max_wait(start), AdmissionQueue::Clock::duration(480s));
-  EXPECT_EQ(queue.max_wait(facts_of(2)), AdmissionQueue::Clock::duration(60s));
-  queue.configure({.admission = {.enabled = true, .max_queue = 3, .max_wait = 60s},
-                   .task_admission = {.enabled = false, .max_wait = 480s}});
-  EXPECT_EQ(queue.max_wait(start), AdmissionQueue::Clock::duration(60s)) << "task admission off";
 }
