@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <limits>
 #include <map>
 #include <queue>
@@ -18,6 +17,7 @@
 
 #include "base/splitmix.hpp"
 #include "core/decide.hpp"
+#include "core/hold_queue.hpp"
 #include "core/policy.hpp"
 #include "core/prefill_rate.hpp"
 #include "core/replica_report.hpp"
@@ -115,6 +115,42 @@ struct Timed {
   bool operator>(const Timed& o) const { return time != o.time ? time > o.time : seq > o.seq; }
 };
 
+// What happens next in a level: the earliest timed event or one of the driver's own clocks. At the same
+// time they happen in this order: timed events, the window's end, a scrape, a publish, a sample, a timeline
+// mark, due turns, the held head's deadline.
+enum class Next : std::uint8_t {
+  timed,          // the earliest Timed event
+  window_end,     // the measuring window ends
+  scrape,         // the warden scrapes the engines' metrics (held requests are routed again)
+  publish,        // vLLM's coordinator publishes its stats to the API servers (policy vllm-lb)
+  sample,         // "replicas busy" and live sessions are sampled
+  timeline_mark,  // a timeline interval ends
+  turns_due,      // sessions' next turns are due: their requests are sent
+  head_deadline,  // the held head's deadline: held requests are routed again
+};
+
+// One timeline interval under way: when it began and the engines' prefix counters then.
+struct Interval {
+  double from = 0;
+  report::PrefixCounters counters;
+};
+
+// One level under way: its window and the driver's clocks in it.
+struct Level {
+  std::uint64_t carried_sessions = 0;  // sessions the previous level had started (carry_over)
+  bool carried_on = false;             // its sessions run on into the next level (no drain)
+  bool open = true;                    // the measuring window
+  double window_end = 0;
+  double next_sample = 0;
+  double next_mark = kInf;  // the timeline's next interval end
+  Interval interval;
+  report::PrefixCounters start;  // the engines' prefix counters when it began
+  std::uint64_t preempt_start = 0;
+};
+
+// The requests admission holds, by request id, in model seconds.
+using HeldRequests = core::HoldQueue<std::uint64_t, double>;
+
 struct Flight {
   std::size_t slot = 0;
   std::uint32_t replica = 0;
@@ -210,7 +246,6 @@ class Driver {
     } else {
       routing.admission = {};
     }
-    held_.clear();
     core::SessionTableConfig sessions = config_.sessions;
     if (admission_policy_) {
       sessions.adaptive_gap_factor = config_.admission_gap_factor;
@@ -221,6 +256,7 @@ class Driver {
       return base::Failure{router.error()};
     }
     router_.emplace(std::move(*router));
+    held_ = HeldRequests(hold_rules());
     for (std::size_t i = 0; i < config_.levels.size(); ++i) {
       auto ok = run_level(config_.levels[i], i);
       if (!ok) {
@@ -248,8 +284,27 @@ class Driver {
   }
 
   Result<void> run_level(int sessions, std::size_t level_index) {
-    const std::uint64_t carried_sessions = start_loop(static_cast<std::size_t>(sessions), level_index);
-    const bool carried_on = config_.carry_over && level_index + 1 < config_.levels.size();
+    Level level = begin_level(sessions, level_index);
+    while (level.open || (!level.carried_on && !flights_.empty())) {
+      const auto [t, next] = next_event(level);
+      if (t == kInf) {
+        return std::string("what-if driver stalled: requests in flight but nothing scheduled");
+      }
+      now_ = t;
+      auto ok = happen(next, level);
+      if (!ok) {
+        return ok;
+      }
+    }
+    end_level(level);
+    return {};
+  }
+
+  // Opens the level's loop, its window and its clocks at now_.
+  Level begin_level(int sessions, std::size_t level_index) {
+    Level level;
+    level.carried_sessions = start_loop(static_cast<std::size_t>(sessions), level_index);
+    level.carried_on = config_.carry_over && level_index + 1 < config_.levels.size();
     recorder_.emplace(policy_, sessions);
     stats_ = LevelStats{};
     stats_.policy = policy_;
@@ -257,120 +312,107 @@ class Driver {
     stats_.begin = now_;
     stats_.min_live_sessions = std::numeric_limits<std::uint32_t>::max();
     stats_.requests_per_replica.assign(config_.replicas, 0);
-    const std::uint64_t preempt_start = preemptions();
+    level.preempt_start = preemptions();
     recorder_->begin(now_);
-    const report::PrefixCounters start = prefix();
-    recorder_->set_prefix_start(start);
-    const double window_end = now_ + config_.duration;
-    double next_sample = now_ + config_.busy_interval;
-    Interval interval{now_, start};
+    level.start = prefix();
+    recorder_->set_prefix_start(level.start);
+    level.window_end = now_ + config_.duration;
+    level.next_sample = now_ + config_.busy_interval;
+    level.interval = Interval{now_, level.start};
     interval_tasks_ = 0;
     interval_requests_ = 0;
-    double next_mark = config_.timeline > 0 ? now_ + config_.timeline : kInf;
-    bool open = true;
+    level.next_mark = config_.timeline > 0 ? now_ + config_.timeline : kInf;
+    return level;
+  }
 
-    while (open || (!carried_on && !flights_.empty())) {
-      // The next thing to happen; ties in a fixed order: timed events, window end, scrape, publish,
-      // sample, then due turns.
-      double t = queue_.empty() ? kInf : queue_.top().time;
-      int which = 0;
-      const auto consider = [&](double candidate, int id) {
-        if (candidate < t) {
-          t = candidate;
-          which = id;
-        }
-      };
-      if (open) {
-        consider(window_end, 1);
+  // The next thing to happen and when (kInf: nothing is scheduled); at the same time the first of
+  // Next's order.
+  std::pair<double, Next> next_event(const Level& level) const {
+    std::pair<double, Next> next{queue_.empty() ? kInf : queue_.top().time, Next::timed};
+    const auto consider = [&](double candidate, Next what) {
+      if (candidate < next.first) {
+        next = {candidate, what};
       }
-      consider(next_scrape_, 2);
-      if (vllm_model_) {
-        consider(next_publish_, 3);
-      }
-      if (open) {
-        consider(next_sample, 4);
-        consider(next_mark, 7);
-      }
-      if (const auto due = loop_->next_ready_at()) {
-        consider(*due, 5);
-      }
-      consider(head_deadline(), 6);
-      if (t == kInf) {
-        return std::string("what-if driver stalled: requests in flight but nothing scheduled");
-      }
-      now_ = t;
-      switch (which) {
-        case 0: {
-          const Timed ev = queue_.top();
-          queue_.pop();
-          auto ok = handle(ev);
-          if (!ok) {
-            return ok;
-          }
-          if (!error_.empty()) {
-            return error_;
-          }
-          break;
-        }
-        case 1: {
-          open = false;
-          recorder_->end(now_);
-          const report::PrefixCounters end = prefix();
-          recorder_->set_prefix_end(end);
-          if (config_.timeline > 0 && now_ > interval.from) {
-            mark_interval(interval, stats_.begin);
-          }
-          stats_.prefix_hits = end.hits - start.hits;
-          stats_.prefix_queries = end.queries - start.queries;
-          stats_.end = now_;
-          if (!carried_on) {
-            loop_->stop();
-          }
-          break;
-        }
-        case 2: {
-          scrape();
-          auto ok = retry_held();
-          if (!ok) {
-            return ok;
-          }
-          break;
-        }
-        case 6: {
-          auto ok = retry_held();
-          if (!ok) {
-            return ok;
-          }
-          break;
-        }
-        case 7:
-          mark_interval(interval, stats_.begin);
-          next_mark += config_.timeline;
-          break;
-        case 3:
-          publish();
-          break;
-        case 4:
-          sample();
-          next_sample += config_.busy_interval;
-          break;
-        default:
-          send_ready();
-          break;
-      }
+    };
+    if (level.open) {
+      consider(level.window_end, Next::window_end);
     }
+    consider(next_scrape_, Next::scrape);
+    if (vllm_model_) {
+      consider(next_publish_, Next::publish);
+    }
+    if (level.open) {
+      consider(level.next_sample, Next::sample);
+      consider(level.next_mark, Next::timeline_mark);
+    }
+    if (const auto due = loop_->next_ready_at()) {
+      consider(*due, Next::turns_due);
+    }
+    consider(head_deadline(), Next::head_deadline);
+    return next;
+  }
+
+  Result<void> happen(Next next, Level& level) {
+    switch (next) {
+      case Next::timed:
+        return handle_next_timed();
+      case Next::window_end:
+        close_window(level);
+        return {};
+      case Next::scrape:
+        scrape();
+        return retry_held();
+      case Next::publish:
+        publish();
+        return {};
+      case Next::sample:
+        sample();
+        level.next_sample += config_.busy_interval;
+        return {};
+      case Next::timeline_mark:
+        mark_interval(level.interval, stats_.begin);
+        level.next_mark += config_.timeline;
+        return {};
+      case Next::turns_due:
+        send_ready();
+        return {};
+      case Next::head_deadline:
+        return retry_held();
+    }
+    return {};
+  }
+
+  // The measuring window ends: the level's figures are taken, and its loop stops handing out turns (unless
+  // its sessions run on into the next level).
+  void close_window(Level& level) {
+    level.open = false;
+    recorder_->end(now_);
+    const report::PrefixCounters end = prefix();
+    recorder_->set_prefix_end(end);
+    if (config_.timeline > 0 && now_ > level.interval.from) {
+      mark_interval(level.interval, stats_.begin);
+    }
+    stats_.prefix_hits = end.hits - level.start.hits;
+    stats_.prefix_queries = end.queries - level.start.queries;
+    stats_.end = now_;
+    if (!level.carried_on) {
+      loop_->stop();
+    }
+  }
+
+  // The level drained (or runs on into the next): its row and stats.
+  void end_level(const Level& level) {
     stats_.drained = now_;
-    if (router_ && !carried_on) {
+    if (router_ && !level.carried_on) {
       router_->agents_stopped();  // the level's agents stopped mid-task: their tasks are not under way
     }
     if (router_ && config_.workload.agentic.enabled) {
       stats_.task_tokens = router_->view(to_time(now_)).task_tokens;
     }
-    stats_.preemptions = preemptions() - preempt_start;
-    stats_.sessions_started = loop_->sessions_started() - carried_sessions;
+    stats_.preemptions = preemptions() - level.preempt_start;
+    stats_.sessions_started = loop_->sessions_started() - level.carried_sessions;
     outcome_.rows.push_back(recorder_->row());
     outcome_.levels.push_back(stats_);
-    return {};
   }
 
   void push(double time, Timed::Kind kind, std::uint64_t id) { queue_.push(Timed{time, seq_++, kind, id}); }
@@ -460,16 +502,25 @@ class Driver {
     return digest;
   }
 
-  Result<void> handle(const Timed& ev) {
+  // The earliest timed event: a request reaches the warden, an engine step ends, a reply reaches its client.
+  Result<void> handle_next_timed() {
+    const Timed ev = queue_.top();
+    queue_.pop();
     switch (ev.kind) {
       case Timed::Kind::arrive:
-        return arrive(ev.id);
+        if (auto ok = arrive(ev.id); !ok) {
+          return ok;
+        }
+        break;
       case Timed::Kind::step_done:
         step_done(static_cast<std::uint32_t>(ev.id));
-        return {};
+        break;
       case Timed::Kind::client_done:
         client_done(ev.id);
-        return {};
+        break;
+    }
+    if (!error_.empty()) {
+      return error_;
     }
     return {};
   }
@@ -486,7 +537,8 @@ class Driver {
     }
     if (vllm_model_) {
       route_vllm(f);
-      return dispatch(id);
+      dispatch(id);
+      return {};
     }
     if (slots_ && f.task_start) {
       slots_->task_starting(f.thread_session, to_time(now_));
@@ -496,11 +548,11 @@ class Driver {
     const bool queues =
         slots_ ? f.task_start
                : (task_policy_ && f.task_start) || !router_->home_of(f.session_hash, to_time(now_));
-    if (!held_.empty() && queues) {
+    if (held_.waits_behind(queues)) {
       hold(id);
       return {};
     }
-    auto routed = route_request(id);
+    auto routed = route_request(id, core::Time{0});
     if (!routed) {
       return routed.error();
     }
@@ -508,7 +560,8 @@ class Driver {
       hold(id);
       return {};
     }
-    return dispatch(id);
+    dispatch(id);
+    return {};
   }
 
   // vLLM's `priority` as the warden would set it: when its task started, in milliseconds (earlier first),
@@ -541,9 +594,8 @@ class Driver {
     }
   }
 
-  // Routes a request through the Router: true when it has a replica, false when admission holds it.
-  Result<bool> route_request(std::uint64_t id) {
-    Flight& f = flights_.at(id);
+  // What the gateway knows of a request when it routes it.
+  core::RequestFacts request_facts(const Flight& f) const {
     core::RequestFacts facts;
     facts.session = core::SessionKey{f.session_hash};
     facts.thread.session = f.thread_session;
@@ -551,8 +603,16 @@ class Driver {
     facts.thread.long_start = f.start.bytes >= protocol::kPromptStartBytes;
     facts.prompt_tokens = f.prompt_tokens_estimate;
     facts.offers_tools = config_.workload.agentic.enabled;  // every agentic request offers its tools
-    facts.queued_for = to_time(now_ - f.arrived);
     facts.task_start = f.task_start;
+    return facts;
+  }
+
+  // Routes a request that has waited `waited` through the Router: true when it has a replica, false when
+  // admission holds it.
+  Result<bool> route_request(std::uint64_t id, core::Time waited) {
+    Flight& f = flights_.at(id);
+    core::RequestFacts facts = request_facts(f);
+    facts.queued_for = waited;
     if (slots_ && f.task_start && facts.queued_for < slots_->config().max_wait) {
       facts.task_room = slots_->room(router_->snapshot(scraped_, to_time(now_)).replicas,
                                      f.prompt_tokens_estimate, to_time(now_));
@@ -589,82 +649,63 @@ class Driver {
     return true;
   }
 
-  // Admission held the request: into the FIFO, or refused (the gateway's 503) when it is full.
+  // The hold queue's rules (core::HoldQueue) under the policy's routing, as the gateway configures them,
+  // with this run's max_queue (the Routers of the policies without admission have none) and, under policy
+  // task-slots, the longer of the slots' bound and the Router's: at the shorter one the other rule may
+  // still hold the head.
+  core::HoldRules hold_rules() const {
+    core::HoldRules rules = core::hold_rules(router_->routing_config());
+    rules.max_queue = config_.routing.admission.max_queue;
+    if (slots_) {
+      rules.longest = std::max(slots_->config().max_wait, rules.longest);
+    }
+    return rules;
+  }
+
+  // Admission held the request: into the queue, or refused (the gateway's 503) when it is full.
   void hold(std::uint64_t id) {
-    if (held_.size() >= config_.routing.admission.max_queue) {
-      flights_.at(id).failed = true;
+    Flight& f = flights_.at(id);
+    if (!held_.join(id, request_facts(f), now_)) {
+      f.failed = true;
       ++stats_.refused;
       push(now_ + config_.client_rtt / 2, Timed::Kind::client_done, id);
       return;
     }
-    held_.push_back(id);
     ++stats_.held;
     stats_.max_held = std::max<std::uint32_t>(stats_.max_held, static_cast<std::uint32_t>(held_.size()));
   }
 
-  // Routes the held requests again, head first, until one is still held (policy `tasks`: every held one,
-  // since a task start waits for its own home, which may have room while the head's has not).
+  // Routes the held requests again (a round of the hold queue); each that goes is dispatched at once.
   Result<void> retry_held() {
-    if (task_policy_) {
-      return retry_every_held();
-    }
-    while (!held_.empty()) {
-      const std::uint64_t id = held_.front();
-      auto routed = route_request(id);
+    std::optional<std::string> failed;
+    held_.retry(now_, [&](std::uint64_t id, core::Time waited) {
+      auto routed = route_request(id, waited);
       if (!routed) {
-        return routed.error();
+        failed = routed.error();
+        return core::Retried::stop;
       }
       if (!*routed) {
-        return {};
+        return core::Retried::held;
       }
-      held_.pop_front();
       stats_.held_seconds += now_ - flights_.at(id).arrived;
-      auto ok = dispatch(id);
-      if (!ok) {
-        return ok;
-      }
+      dispatch(id);
+      return core::Retried::went;
+    });
+    if (failed) {
+      return *failed;
     }
     return {};
   }
 
-  Result<void> retry_every_held() {
-    std::deque<std::uint64_t> still;
-    while (!held_.empty()) {
-      const std::uint64_t id = held_.front();
-      held_.pop_front();
-      auto routed = route_request(id);
-      if (!routed) {
-        return routed.error();
-      }
-      if (!*routed) {
-        still.push_back(id);
-        continue;
-      }
-      stats_.held_seconds += now_ - flights_.at(id).arrived;
-      auto ok = dispatch(id);
-      if (!ok) {
-        return ok;
-      }
-    }
-    held_ = std::move(still);
-    return {};
-  }
-
-  // When the head of the held requests reaches its wait bound (admitted over capacity then).
+  // When the head of the held requests reaches its deadline (admitted over capacity then): a nanosecond
+  // late, so that the wait the Router sees is never rounded below the bound.
   double head_deadline() const {
-    if (held_.empty()) {
-      return kInf;
-    }
-    // The longer of the slots' bound and the Router's: at the shorter one the other rule may still hold it.
-    const core::Time routers = core::longest_hold(router_->routing_config());
-    const core::Time bound = slots_ ? std::max(slots_->config().max_wait, routers) : routers;
-    const double max_wait = std::chrono::duration<double>(bound).count();
-    // A nanosecond late, so that the wait the Router sees is never rounded below the bound.
-    return std::max(now_, flights_.at(held_.front()).arrived + max_wait + 1e-9);
+    const std::optional<double> at = held_.deadline();
+    return at ? std::max(now_, *at + 1e-9) : kInf;
   }
 
   // Hands a routed request to its replica's engine.
-  Result<void> dispatch(std::uint64_t id) {
+  void dispatch(std::uint64_t id) {
     Flight& f = flights_.at(id);
     const std::uint32_t replica = f.replica;
     ++stats_.requests_per_replica[replica];
@@ -684,12 +725,11 @@ class Driver {
       f.failed = true;
       finish_routing(f);
       push(now_ + config_.client_rtt / 2, Timed::Kind::client_done, id);
-      return {};
+      return;
     }
     if (!pending_[replica]) {
       start_step(replica);
     }
-    return {};
   }
 
   void start_step(std::uint32_t replica) {
@@ -850,12 +890,6 @@ class Driver {
     stats_.min_live_sessions = std::min(stats_.min_live_sessions, live);
   }
 
-  // One timeline interval under way: when it began and the engines' prefix counters then.
-  struct Interval {
-    double from = 0;
-    report::PrefixCounters counters;
-  };
-
   // Closes the timeline interval under way at now_ and opens the next.
   void mark_interval(Interval& interval, double level_begin) {
     const report::PrefixCounters now_counters = prefix();
@@ -925,8 +959,9 @@ class Driver {
   std::optional<core::TaskSlots> slots_;
   // Policy `ceiling`: each slot's last request as the engine saw it, prompt and reply.
   std::vector<engine::Tokens> sequences_;
-  // Policy `admission`: the held request ids, first come first served, as the gateway keeps them.
-  std::deque<std::uint64_t> held_;
+  // The requests admission holds (by request id, since their arrival in model seconds), as the gateway
+  // keeps them.
+  HeldRequests held_;
   std::string error_;  // an error raised inside an engine step, reported by the level loop
   std::optional<VllmBalancer> balancer_;
   std::optional<core::Router> router_;

@@ -11,9 +11,10 @@
 // - policy `vllm-lb`: vLLM's own balancer (VllmBalancer: api-server instances with 100 ms stale views,
 //   scoring as `vllm_balancer` says: current vLLM by default, or its older legacy score);
 // - policy `admission`: core's `affinity` with working-set admission and cost-aware spill. Requests the
-//   Router answers `queued` wait in a FIFO as in the gateway (a new conversation also queues behind
-//   held ones) and are routed again, with queued_for = their wait, when a request finishes, at a scrape
-//   and when the head's max_wait comes; beyond max_queue a request fails as the gateway's 503 would;
+//   Router answers `queued` wait in the gateway's hold queue (core::HoldQueue, whose rules apply: a new
+//   conversation also queues behind held ones) and are routed again, with queued_for = their wait, when a
+//   request finishes, at a scrape and at the head's deadline; beyond max_queue a request fails as the
+//   gateway's 503 would;
 // - any other policy of core's registry (`affinity`, `round-robin`, `session-hash`, `chwbl`, and
 //   `warden-lb` = core's `vllm-lb`, i.e. the warden with affinity off as `serve` runs it): core::Router,
 //   the same object `serve` uses, fed the engines' metrics as last scraped (every scrape_interval) and its
@@ -23,7 +24,7 @@
 //   session's current task started at the warden, in milliseconds (a task start request starts it), so
 //   the requests of tasks under way go before those of newer tasks and are preempted last;
 // - policy `task-slots`: `affinity` with the tasks under way counted per replica (core::TaskSlots, from
-//   the requests alone): a task start goes to a replica with a free slot and waits in the FIFO while none
+//   the requests alone): a task start goes to a replica with a free slot and waits in the queue while none
 //   has one (retried at each finish and scrape, up to the slots' max_wait).
 // The engine emits tokens; the first one reaches the client rtt/2 later (TTFB = that minus send time); the
 // last one completes the turn and the reply, detokenized, is appended to the history by the workload.
