@@ -444,8 +444,8 @@ void add_routing_options(CLI::App& cmd, SimulateOptions& o) {
   cmd.add_option("--spill-threshold", o.spill_threshold, "auto or a number of requests in flight")
       ->capture_default_str();
   cmd.add_option("--task-admission", o.task_admission,
-                 "Policy affinity: a new agent task waits while the tasks under way fill 80 % of what the "
-                 "caches keep warm (on) or never")
+                 "Policy affinity: a new agent task waits while the tasks under way fill what the caches "
+                 "keep warm, a session's next task while they overflow its home (on) or never")
       ->capture_default_str();
   cmd.add_option("--task-admission-wait", o.task_admission_wait,
                  "Router policies: a held task start is placed as usual after this wait")

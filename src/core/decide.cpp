@@ -100,6 +100,24 @@ Decision place_new(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng
   return none(Route::new_conversation, NoReplicaReason::no_healthy_replica);
 }
 
+// A session's next task that its home has no room for (core/task_admission.hpp): moved to the best replica
+// that has, or held while none has.
+Decision place_next_task(const Snapshot& snapshot, const RequestFacts& facts, ReplicaIndex home,
+                         NextTaskRule rule, Rng& rng) {
+  if (rule == NextTaskRule::hold) {
+    return none(Route::queued, NoReplicaReason::none);
+  }
+  const auto room = [&](ReplicaIndex i) {
+    const ReplicaState& r = snapshot.replicas[i];
+    return i != home && r.healthy && has_next_task_room(r, facts.prompt_tokens);
+  };
+  const auto score = [&](const ReplicaState& r) { return placement_score(r, snapshot.max_num_seqs()); };
+  if (auto chosen = detail::pick_min(snapshot, room, score, rng)) {
+    return Decision{chosen, Route::rehomed, NoReplicaReason::none};
+  }
+  return none(Route::queued, NoReplicaReason::none);
+}
+
 // Rule 5 by count: over the threshold, move this one request to the least-loaded other replica, but never
 // to one that is at least as loaded as home (that would lose the cache and gain nothing).
 Decision spill_by_count(const Snapshot& snapshot, ReplicaIndex home, Rng& rng) {
@@ -227,6 +245,9 @@ Decision decide(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng) {
   }
   if (hold_task_start(snapshot, facts, home)) {
     return none(Route::queued, NoReplicaReason::none);
+  }
+  if (const NextTaskRule next = next_task_rule(snapshot, facts, home); next != NextTaskRule::as_usual) {
+    return place_next_task(snapshot, facts, home, next, rng);
   }
   if (snapshot.routing.rebalance) {
     if (const auto moved = rebalance_target(snapshot, facts, home, rng)) {

@@ -81,6 +81,7 @@ void Router::build_snapshot(std::span<const ReplicaMetrics> metrics, Time now) {
     state.peer_wardens = m.peer_wardens;
     state.prefill_backlog_tokens = prefill_backlog_[i];
     state.tasks_under_way = tasks_.on(static_cast<ReplicaIndex>(i));
+    state.tasks_tokens = tasks_.tokens_on(static_cast<ReplicaIndex>(i));
   }
 }
 
@@ -130,6 +131,7 @@ Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metri
   }
   build_snapshot(metrics, now);
   look_up_home(facts, metrics, now);
+  facts.task_under_way = tasks_.under_way(facts);
   Decision decision = policy_->pick(snapshot_, facts, rng);
   note_admission(facts, decision);
   if (!decision.ok()) {

@@ -18,17 +18,15 @@ double tasks_working_set(const ReplicaState& replica, double task_tokens) {
 
 namespace {
 
-// The share of a replica's warm capacity that tasks' contexts may fill. The rest is taken by what a
-// task's main-thread size does not count and the engine's pool holds beside the prefixes: its subagents'
-// contexts, the running sequences' own blocks, and on hybrid models their recurrent state, which shares
-// the pool (the pool vLLM prints is ~20 % optimistic there). Measured: at 32 agents on the RTX 5090
-// preset a full pool thrashed (docs/experiments/2026-12-06-rtx5090-agents.md).
-constexpr double kTaskFill = 0.8;
+// Before any task ended, the share of a replica's warm capacity a task is taken to fill: two tasks a
+// replica, with room for their growth (a fleet that starts at once is not let in whole before the first
+// task tells how large tasks grow).
+constexpr double kFirstTaskShare = 0.4;
 
 }  // namespace
 
 bool has_task_room(const ReplicaState& replica, double task_tokens) {
-  const auto warm = kTaskFill * static_cast<double>(replica.warm_capacity_tokens());
+  const auto warm = static_cast<double>(replica.warm_capacity_tokens());
   if (warm <= 0 || replica.tasks_under_way == 0) {
     return true;
   }
@@ -37,7 +35,7 @@ bool has_task_room(const ReplicaState& replica, double task_tokens) {
 
 double assumed_task_tokens(const Snapshot& snapshot, const ReplicaState& replica) {
   return snapshot.task_tokens > 0 ? snapshot.task_tokens
-                                  : kTaskFill * static_cast<double>(replica.warm_capacity_tokens()) / 2;
+                                  : kFirstTaskShare * static_cast<double>(replica.warm_capacity_tokens());
 }
 
 bool has_task_room(const Snapshot& snapshot, const ReplicaState& replica) {
@@ -52,6 +50,33 @@ TaskAdmissionRule admit_new_task(const Snapshot& snapshot, const RequestFacts& f
   const bool any_room = std::any_of(snapshot.replicas.begin(), snapshot.replicas.end(),
                                     [&](const auto& r) { return r.healthy && has_task_room(snapshot, r); });
   return any_room ? TaskAdmissionRule::with_room : TaskAdmissionRule::hold;
+}
+
+bool starts_next_task(const RequestFacts& facts) {
+  const bool main_thread =
+      facts.session && (facts.thread.session == 0 || facts.thread.session == facts.session->hash);
+  return main_thread && facts.home && !facts.task_under_way && facts.offers_tools && !facts.thread.side &&
+         !facts.pin;
+}
+
+bool has_next_task_room(const ReplicaState& replica, std::uint32_t prompt_tokens) {
+  const std::uint64_t warm = replica.warm_capacity_tokens();
+  return warm == 0 || replica.tasks_under_way == 0 || replica.tasks_tokens + prompt_tokens <= warm;
+}
+
+NextTaskRule next_task_rule(const Snapshot& snapshot, const RequestFacts& facts, ReplicaIndex home) {
+  const TaskAdmission& rule = snapshot.routing.task_admission;
+  if (!rule.enabled || facts.queued_for >= rule.max_wait || !starts_next_task(facts) ||
+      has_next_task_room(snapshot.replicas[home], facts.prompt_tokens)) {
+    return NextTaskRule::as_usual;
+  }
+  for (std::size_t i = 0; i < snapshot.replicas.size(); ++i) {
+    const ReplicaState& r = snapshot.replicas[i];
+    if (i != home && r.healthy && has_next_task_room(r, facts.prompt_tokens)) {
+      return NextTaskRule::elsewhere;
+    }
+  }
+  return NextTaskRule::hold;
 }
 
 Time longest_hold(const RoutingConfig& routing) {

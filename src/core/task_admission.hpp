@@ -4,7 +4,9 @@
 // them re-prefills its whole history, again and again (on a 27B model a 58k-token miss is ~18 s of
 // prefill). The rule of thumb of the host that started the product — keep sessions x context below the
 // host's total cache — applied by the warden: a new task waits while no replica keeps one more task's
-// context warm, and is placed among those that do. A task under way is never held. Pure, over the Snapshot.
+// context warm, and is placed among those that do; a session's next task waits while its home's tasks
+// under way and its own context overflow the home (or moves to a replica they fit). A task under way is
+// never held. Pure, over the Snapshot.
 
 #include "core/types.hpp"
 
@@ -19,8 +21,7 @@ namespace warden::core {
 [[nodiscard]] double tasks_working_set(const ReplicaState& replica, double task_tokens);
 
 /// Whether `replica` keeps one more task warm: its warm capacity (GPU cache or host offload, the larger)
-/// unknown, nothing under way there, or its tasks' working set plus one more task within the share of it
-/// that tasks may fill (80 %: the rest holds subagents, running sequences and a hybrid model's state).
+/// unknown, nothing under way there, or its tasks' working set plus one more task within it.
 [[nodiscard]] bool has_task_room(const ReplicaState& replica, double task_tokens);
 
 /// What decide() does with a request under task admission.
@@ -31,14 +32,36 @@ enum class TaskAdmissionRule : std::uint8_t {
 };
 
 /// The size a task is taken to reach on `replica`: the measured one (Snapshot::task_tokens), or before any
-/// task ended half the share tasks may fill (two tasks a replica: a fleet that starts at once is not let
-/// in whole before the first task tells how large tasks grow).
+/// task ended 40 % of its warm capacity (two tasks a replica, with room for their growth: a fleet that
+/// starts at once is not let in whole before the first task tells how large tasks grow).
 [[nodiscard]] double assumed_task_tokens(const Snapshot& snapshot, const ReplicaState& replica);
 
 /// has_task_room() at the assumed task size.
 [[nodiscard]] bool has_task_room(const Snapshot& snapshot, const ReplicaState& replica);
 
 [[nodiscard]] TaskAdmissionRule admit_new_task(const Snapshot& snapshot, const RequestFacts& facts);
+
+/// The next task of a session whose previous task ended: its main thread, with a home (its context is warm
+/// there), tools offered, and no task under way.
+[[nodiscard]] bool starts_next_task(const RequestFacts& facts);
+
+/// Whether `replica` keeps the next task of a session whose prompt is `prompt_tokens` warm beside its tasks
+/// under way: nothing is under way there, or their contexts as they are now and this one's fit its warm
+/// capacity.
+[[nodiscard]] bool has_next_task_room(const ReplicaState& replica, std::uint32_t prompt_tokens);
+
+/// What decide() does with a session's next task. Contexts grow from one task of a session to the next, so
+/// replicas whose sessions were let in small outgrow their caches: a session's next task stays home while
+/// the home has room for it, else moves to a replica that has (one prefill of its context, against waiting
+/// for a task to end), else waits until a task ends or its wait bound. Never a task under way.
+enum class NextTaskRule : std::uint8_t {
+  as_usual,   ///< not a session's next task, task admission off, its wait bound reached, or room at home
+  elsewhere,  ///< place it among the other healthy replicas with has_next_task_room()
+  hold,       ///< no healthy replica has room: route `queued`
+};
+
+[[nodiscard]] NextTaskRule next_task_rule(const Snapshot& snapshot, const RequestFacts& facts,
+                                          ReplicaIndex home);
 
 /// The longest a request is held under `routing`: admission's max_wait, or task admission's when it is on
 /// and longer (a held request's wait bound is the one of the rule that holds it; a queue wakes its head at

@@ -1,5 +1,6 @@
 #include "core/tasks_under_way.hpp"
 
+#include <algorithm>
 #include <iterator>
 
 namespace warden::core {
@@ -17,18 +18,24 @@ bool counts(const RequestFacts& facts) {
 
 }  // namespace
 
-void TasksUnderWay::place(Task& task, ReplicaIndex replica) {
-  if (per_replica_.size() <= replica) {
-    per_replica_.resize(replica + 1, 0);
+void TasksUnderWay::add(const Task& task) {
+  if (per_replica_.size() <= task.replica) {
+    per_replica_.resize(task.replica + 1);
   }
-  ++per_replica_[replica];
-  task.replica = replica;
+  ++per_replica_[task.replica].tasks;
+  per_replica_[task.replica].tokens += task.tokens;
+}
+
+void TasksUnderWay::remove(const Task& task) {
+  if (task.replica < per_replica_.size()) {
+    Load& at = per_replica_[task.replica];
+    at.tasks -= std::min<std::uint32_t>(at.tasks, 1);
+    at.tokens -= std::min<std::uint64_t>(at.tokens, task.tokens);
+  }
 }
 
 void TasksUnderWay::end(std::unordered_map<std::uint64_t, Task>::iterator it) {
-  if (it->second.replica < per_replica_.size() && per_replica_[it->second.replica] > 0) {
-    --per_replica_[it->second.replica];
-  }
+  remove(it->second);
   tasks_.erase(it);
 }
 
@@ -41,18 +48,21 @@ void TasksUnderWay::routed(const RequestFacts& facts, const Decision& decision, 
   const auto it = tasks_.find(key);
   if (it == tasks_.end()) {
     if (main_thread) {
-      place(tasks_[key], *decision.replica);
-      tasks_[key].last_seen = now;
+      add(tasks_.emplace(key, Task{*decision.replica, now, facts.prompt_tokens}).first->second);
     }
     return;
   }
-  it->second.last_seen = now;
-  const bool moves = main_thread && decision.route != Route::spilled && decision.route != Route::pinned &&
-                     *decision.replica != it->second.replica;
-  if (moves) {
-    --per_replica_[it->second.replica];
-    place(it->second, *decision.replica);
+  Task& task = it->second;
+  task.last_seen = now;
+  if (!main_thread) {
+    return;
   }
+  remove(task);
+  if (decision.route != Route::spilled && decision.route != Route::pinned) {
+    task.replica = *decision.replica;  // a spilled or pinned request does not move its task
+  }
+  task.tokens = facts.prompt_tokens;
+  add(task);
 }
 
 void TasksUnderWay::answered(const RequestFacts& facts, bool final_text) {
@@ -62,6 +72,10 @@ void TasksUnderWay::answered(const RequestFacts& facts, bool final_text) {
   if (const auto it = tasks_.find(facts.session->hash); it != tasks_.end()) {
     end(it);
   }
+}
+
+bool TasksUnderWay::under_way(const RequestFacts& facts) const {
+  return counts(facts) && tasks_.contains(task_key(facts));
 }
 
 void TasksUnderWay::expire(Time now, Time idle) {
@@ -79,13 +93,14 @@ void TasksUnderWay::expire(Time now, Time idle) {
 }
 
 void TasksUnderWay::remap(const ReplicaRemap& remap) {
-  std::vector<std::uint32_t> moved(remap.new_count, 0);
+  std::vector<Load> moved(remap.new_count);
   for (auto it = tasks_.begin(); it != tasks_.end();) {
     const auto next = std::next(it);
-    const ReplicaIndex from = it->second.replica;
-    if (from < remap.to.size() && remap.to[from]) {
-      it->second.replica = *remap.to[from];
-      ++moved[it->second.replica];
+    Task& task = it->second;
+    if (task.replica < remap.to.size() && remap.to[task.replica]) {
+      task.replica = *remap.to[task.replica];
+      ++moved[task.replica].tasks;
+      moved[task.replica].tokens += task.tokens;
     } else {
       tasks_.erase(it);
     }

@@ -2,8 +2,8 @@
 // The agent tasks under way of one model, per replica, told from the requests alone: a task starts with a
 // request of its session's main thread that offers tools, lives on the replica that thread is served by,
 // and ends with the main thread's final text (a reply without tool calls), or when its session has sent
-// nothing for `idle` (an agent that stopped). Subagents belong to their session's task. Pure: time is a
-// parameter.
+// nothing for `idle` (an agent that stopped). Subagents belong to their session's task. Each task's main
+// thread's prompt is followed as it grows. Pure: time is a parameter.
 
 #include <cstdint>
 #include <unordered_map>
@@ -23,15 +23,21 @@ class TasksUnderWay {
   /// Forgets the tasks whose session sent nothing for `idle` by `now`. It walks the tasks at most every
   /// idle / 16 (a task outlives its silence by that much at most), so a request does not pay for the walk.
   void expire(Time now, Time idle);
+  /// Whether the session of `facts` has a task under way.
+  [[nodiscard]] bool under_way(const RequestFacts& facts) const;
   /// Tasks under way on `replica`.
   [[nodiscard]] std::uint32_t on(ReplicaIndex replica) const {
-    return replica < per_replica_.size() ? per_replica_[replica] : 0;
+    return replica < per_replica_.size() ? per_replica_[replica].tasks : 0;
+  }
+  /// The sum of the last prompts of the main threads of the tasks under way on `replica`.
+  [[nodiscard]] std::uint64_t tokens_on(ReplicaIndex replica) const {
+    return replica < per_replica_.size() ? per_replica_[replica].tokens : 0;
   }
   [[nodiscard]] std::size_t size() const { return tasks_.size(); }
   /// Every task ends (their agents stopped: the what-if driver between levels).
   void clear() {
     tasks_.clear();
-    per_replica_.assign(per_replica_.size(), 0);
+    per_replica_.assign(per_replica_.size(), Load{});
   }
   /// A reload relaid the replicas: a task on a removed replica ends.
   void remap(const ReplicaRemap& remap);
@@ -40,12 +46,18 @@ class TasksUnderWay {
   struct Task {
     ReplicaIndex replica = 0;
     Time last_seen{};
+    std::uint32_t tokens = 0;  // its main thread's last prompt
   };
-  void place(Task& task, ReplicaIndex replica);
+  struct Load {
+    std::uint32_t tasks = 0;
+    std::uint64_t tokens = 0;
+  };
+  void add(const Task& task);
+  void remove(const Task& task);
   void end(std::unordered_map<std::uint64_t, Task>::iterator it);
 
   std::unordered_map<std::uint64_t, Task> tasks_;  // by session key
-  std::vector<std::uint32_t> per_replica_;
+  std::vector<Load> per_replica_;
   Time next_walk_{};  // expire() walks the tasks from then on
 };
 

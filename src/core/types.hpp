@@ -51,6 +51,8 @@ struct ReplicaState : ReplicaFigures {
   std::uint64_t prefill_backlog_tokens = 0;
   /// Agent tasks under way whose main thread lives here (core/tasks_under_way.hpp; this warden's).
   std::uint32_t tasks_under_way = 0;
+  /// What those tasks' main threads hold now: the sum of their last prompts.
+  std::uint64_t tasks_tokens = 0;
 };
 
 /// Spill threshold of a model: "auto" (= max(1, max_num_seqs / 4), 8 at 32) or a fixed number.
@@ -236,6 +238,8 @@ struct RequestFacts {
   /// The first request of an agent task: the thread is the main one and has no assistant turn since the
   /// user's prompt (no tool result in the user messages at its end).
   bool task_start = false;
+  /// Its session has an agent task under way (core/tasks_under_way.hpp; the Router fills this in itself).
+  bool task_under_way = false;
   /// Replicas with a free task slot (core/task_slots.hpp), when whole tasks are held to what the caches
   /// hold: a task start goes only to one of them, and is held while there is none. nullopt = not counted.
   std::optional<ReplicaSet> task_room;

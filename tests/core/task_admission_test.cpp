@@ -79,9 +79,9 @@ TEST(TaskAdmission, AReplicaKeepsAsManyTasksWarmAsItsCacheHolds) {
   r.kv_capacity_tokens = kCapacity;
   EXPECT_TRUE(has_task_room(r, kTask)) << "nothing under way";
   r.tasks_under_way = 1;
-  EXPECT_TRUE(has_task_room(r, kTask)) << "116k within 80 % of 168k (134k)";
+  EXPECT_TRUE(has_task_room(r, kTask)) << "116k within 168k";
   r.tasks_under_way = 2;
-  EXPECT_FALSE(has_task_room(r, kTask)) << "174k past 134k";
+  EXPECT_FALSE(has_task_room(r, kTask)) << "174k past 168k";
   r.offload_capacity_tokens = 4 * kCapacity;  // CPU offload keeps evicted blocks warm
   EXPECT_TRUE(has_task_room(r, kTask));
   ReplicaState unknown;
@@ -110,7 +110,59 @@ TEST(TaskAdmission, NoRequestOfATaskUnderWayIsHeld) {
   EXPECT_TRUE(decide(s, subagent, rng).ok());
   RequestFacts turn = new_task();
   turn.home = 0;
+  turn.task_under_way = true;
   EXPECT_TRUE(decide(s, turn, rng).ok());
+}
+
+// A session's next task (its previous one ended) stays home while the contexts of the tasks under way there
+// and its own fit the home's warm capacity; else it moves to a replica they fit, else it waits.
+TEST(TaskAdmission, ASessionsNextTaskStaysHomeWhileItFitsElseMovesOrWaits) {
+  ScriptedRng rng;
+  Snapshot s = under_way({2, 2});
+  s.replicas[0].tasks_tokens = 120'000;
+  s.replicas[1].tasks_tokens = 150'000;
+  RequestFacts next = new_task(1, 30'000);
+  next.home = 0;
+  ASSERT_TRUE(starts_next_task(next));
+  EXPECT_EQ(decide(s, next, rng), routed(0, Route::sticky)) << "120k + 30k within 168k";
+  next.prompt_tokens = 50'000;
+  EXPECT_TRUE(decide(s, next, rng).queued()) << "170k at home, 200k on the other";
+  s.replicas[1].tasks_tokens = 100'000;
+  EXPECT_EQ(decide(s, next, rng), routed(1, Route::rehomed)) << "150k fit the other replica";
+  s.replicas[1].healthy = false;
+  EXPECT_TRUE(decide(s, next, rng).queued()) << "never to an unhealthy replica";
+  s.replicas[0].tasks_under_way = 0;
+  s.replicas[0].tasks_tokens = 0;
+  next.prompt_tokens = 200'000;
+  EXPECT_EQ(decide(s, next, rng), routed(0, Route::sticky))
+      << "nothing under way at home: nothing to wait for";
+}
+
+TEST(TaskAdmission, ANextTaskIsHeldOnlyAsASessionsNextTaskAndWithinItsBound) {
+  ScriptedRng rng;
+  Snapshot s = under_way({2});
+  s.replicas[0].tasks_tokens = 150'000;
+  RequestFacts next = new_task(1, 30'000);
+  next.home = 0;
+  ASSERT_TRUE(decide(s, next, rng).queued());
+  RequestFacts under_way = next;
+  under_way.task_under_way = true;
+  EXPECT_FALSE(starts_next_task(under_way));
+  EXPECT_EQ(decide(s, under_way, rng), routed(0, Route::sticky)) << "a task under way is never held";
+  RequestFacts subagent = next;
+  subagent.thread.session = 9;
+  EXPECT_FALSE(starts_next_task(subagent));
+  RequestFacts chat = next;
+  chat.offers_tools = false;
+  EXPECT_FALSE(starts_next_task(chat));
+  RequestFacts waited = next;
+  waited.queued_for = minutes(8);
+  EXPECT_EQ(decide(s, waited, rng), routed(0, Route::sticky)) << "placed as usual at its wait bound";
+  s.replicas[0].kv_capacity_tokens = 0;
+  EXPECT_EQ(decide(s, next, rng), routed(0, Route::sticky)) << "capacity unknown: nothing to judge by";
+  s.replicas[0].kv_capacity_tokens = kCapacity;
+  s.routing.task_admission.enabled = false;
+  EXPECT_EQ(decide(s, next, rng), routed(0, Route::sticky));
 }
 
 // Before any task ended, a task is taken to fill half a replica's warm capacity: a fleet that starts at
@@ -119,7 +171,7 @@ TEST(TaskAdmission, BeforeATaskEndedAReplicaIsTakenToKeepTwoTasksWarm) {
   ScriptedRng rng;
   Snapshot s = under_way({1, 3});
   s.task_tokens = 0;
-  EXPECT_DOUBLE_EQ(assumed_task_tokens(s, s.replicas[0]), 0.8 * kCapacity / 2.0);
+  EXPECT_DOUBLE_EQ(assumed_task_tokens(s, s.replicas[0]), 0.4 * kCapacity);
   EXPECT_EQ(decide(s, new_task(), rng), routed(0, Route::new_conversation));
   s = under_way({2, 2});
   s.task_tokens = 0;
@@ -190,6 +242,56 @@ TEST(TasksUnderWay, ATaskLivesOnItsMainThreadsReplicaUntilItsFinalTextOrSilence)
   EXPECT_EQ(tasks.on(1), 1U) << "the tasks are walked at most every window / 16 (18.75 s here)";
   tasks.expire(seconds(10) + minutes(5) - seconds(1) + std::chrono::milliseconds(18'750), minutes(5));
   EXPECT_EQ(tasks.on(1), 0U) << "an agent silent for the window has stopped";
+}
+
+TEST(TasksUnderWay, ATasksContextIsItsMainThreadsLastPrompt) {
+  TasksUnderWay tasks;
+  RequestFacts turn = new_task(1, 14'000);
+  tasks.routed(turn, routed(0, Route::new_conversation), seconds(0));
+  tasks.routed(new_task(2, 5'000), routed(0, Route::new_conversation), seconds(0));
+  EXPECT_EQ(tasks.tokens_on(0), 19'000U);
+  EXPECT_TRUE(tasks.under_way(turn));
+  turn.home = 0;
+  turn.prompt_tokens = 20'000;
+  tasks.routed(turn, routed(1, Route::spilled), seconds(1));
+  EXPECT_EQ(tasks.tokens_on(0), 25'000U) << "a spilled request grows its task at home";
+  RequestFacts subagent = new_task(5, 50'000);
+  subagent.thread.session = 1;
+  tasks.routed(subagent, routed(0, Route::new_conversation), seconds(1));
+  EXPECT_EQ(tasks.tokens_on(0), 25'000U) << "a subagent's context is not its task's main thread";
+  EXPECT_TRUE(tasks.under_way(subagent)) << "its session's task is under way";
+  turn.prompt_tokens = 31'000;
+  tasks.routed(turn, routed(1, Route::rehomed), seconds(2));
+  EXPECT_EQ(tasks.tokens_on(0), 5'000U);
+  EXPECT_EQ(tasks.tokens_on(1), 31'000U);
+  tasks.answered(turn, true);
+  EXPECT_EQ(tasks.tokens_on(1), 0U);
+  EXPECT_FALSE(tasks.under_way(turn));
+  ReplicaRemap remap;
+  remap.to = {1, 0};
+  remap.new_count = 2;
+  tasks.remap(remap);
+  EXPECT_EQ(tasks.tokens_on(1), 5'000U) << "a reload moves a task's context with its replica";
+}
+
+// Through the Router: it tells a session's next task from one under way, and holds the next task while its
+// home's tasks and its own context would overflow the home, until a task there ends.
+TEST(TaskAdmission, TheRouterHoldsASessionsNextTaskUntilATaskAtItsHomeEnds) {
+  Router router = made_router(router_config(RoutingConfig{.max_num_seqs = 4}));
+  std::vector<ReplicaMetrics> metrics(1);
+  metrics[0].kv_capacity_tokens = kCapacity;
+  SplitMixRng rng{3};
+  ASSERT_TRUE(router.route(new_task(1, 14'000), metrics, seconds(0), rng).ok());
+  router.answered(new_task(1, 30'000), /*final_text=*/true);
+  ASSERT_TRUE(router.route(new_task(2, 90'000), metrics, seconds(2), rng).ok());
+  ASSERT_TRUE(router.route(new_task(3, 60'000), metrics, seconds(3), rng).ok());
+  EXPECT_EQ(router.snapshot(metrics, seconds(3)).replicas[0].tasks_tokens, 150'000U);
+  EXPECT_TRUE(router.route(new_task(1, 32'000), metrics, seconds(4), rng).queued()) << "182k past 168k";
+  EXPECT_TRUE(router.route(new_task(2, 92'000), metrics, seconds(5), rng).ok()) << "a task under way";
+  router.answered(new_task(2, 94'000), /*final_text=*/true);
+  const Decision next = router.route(new_task(1, 32'000), metrics, seconds(6), rng);
+  EXPECT_EQ(next.replica, std::optional<ReplicaIndex>(0));
+  EXPECT_EQ(next.route, Route::sticky);
 }
 
 TEST(TasksUnderWay, AReloadMovesTasksWithTheirReplicaAndEndsThoseOfARemovedOne) {
