@@ -3,7 +3,7 @@
 // one replica each. Input: the YAML text.
 
 #include "fuzz/fuzz_support.hpp"
-#include "gateway/config.hpp"
+#include "gateway/config/config.hpp"
 
 #include <cstddef>
 #include <cstdint>

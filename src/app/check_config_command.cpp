@@ -7,8 +7,8 @@
 #include <string>
 
 #include "app/cli.hpp"
-#include "gateway/config.hpp"
-#include "gateway/tls_files.hpp"
+#include "gateway/config/config.hpp"
+#include "gateway/config/tls_files.hpp"
 
 namespace warden::app {
 

@@ -18,7 +18,7 @@
 
 #include "app/cli.hpp"
 #include "app/service_status.hpp"
-#include "gateway/config.hpp"
+#include "gateway/config/config.hpp"
 #include "gateway/gateway.hpp"
 #include "net/server.hpp"
 #include "net/service_notify.hpp"

@@ -12,10 +12,10 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <random>
 
-#include "gateway/origin_guard.hpp"
+#include "gateway/config/origin_guard.hpp"
 #include "gateway/proxy/http_util.hpp"
 #include "gateway/proxy/request_log.hpp"
-#include "gateway/working_set.hpp"
+#include "gateway/runtime/working_set.hpp"
 #include "protocol/api.hpp"
 #include "protocol/context_limit.hpp"
 #include "protocol/error_body.hpp"

@@ -13,9 +13,9 @@
 #include <string_view>
 
 #include "gateway/admin/admin_json.hpp"
-#include "gateway/config.hpp"
-#include "gateway/model_runtime.hpp"
+#include "gateway/config/config.hpp"
 #include "gateway/reload/reload_plan.hpp"
+#include "gateway/runtime/model_runtime.hpp"
 #include "gateway/stores/stats_store.hpp"
 #include "net/http.hpp"
 

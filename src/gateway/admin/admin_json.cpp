@@ -8,7 +8,7 @@
 #include <ctime>
 
 #include "base/parse.hpp"
-#include "gateway/working_set.hpp"
+#include "gateway/runtime/working_set.hpp"
 
 namespace warden::gateway {
 

@@ -10,8 +10,8 @@
 #include <string_view>
 
 #include "core/types.hpp"
-#include "gateway/config.hpp"
-#include "gateway/model_runtime.hpp"
+#include "gateway/config/config.hpp"
+#include "gateway/runtime/model_runtime.hpp"
 #include "gateway/stores/stats_store.hpp"
 
 namespace warden::gateway {

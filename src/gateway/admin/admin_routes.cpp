@@ -21,9 +21,9 @@
 #include "base/result.hpp"
 #include "gateway/admin/admin_context.hpp"
 #include "gateway/admin/admin_json.hpp"
+#include "gateway/config/routing_json.hpp"
 #include "gateway/console/assets.hpp"
 #include "gateway/proxy/http_util.hpp"
-#include "gateway/routing_json.hpp"
 #include "net/server.hpp"
 #include "protocol/error_body.hpp"
 

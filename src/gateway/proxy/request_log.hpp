@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "gateway/proxy/request_record.hpp"
+#include "gateway/runtime/request_record.hpp"
 
 namespace warden::gateway {
 

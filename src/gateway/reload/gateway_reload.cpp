@@ -6,8 +6,8 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "gateway/config/tls_files.hpp"
 #include "gateway/gateway.hpp"
-#include "gateway/tls_files.hpp"
 #include "net/service_notify.hpp"
 
 namespace warden::gateway {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "gateway/config.hpp"
+#include "gateway/config/config.hpp"
 
 namespace warden::gateway {
 

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/types.hpp"
-#include "gateway/config.hpp"
-#include "gateway/model_runtime.hpp"
+#include "gateway/config/config.hpp"
+#include "gateway/runtime/model_runtime.hpp"
 #include "gateway/shared/shared_state.hpp"
 #include "net/http.hpp"
 

@@ -23,7 +23,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include "base/result.hpp"
-#include "gateway/config.hpp"
+#include "gateway/config/config.hpp"
 #include "gateway/shared/shared_keys.hpp"
 
 #include "net/http.hpp"

@@ -5,7 +5,7 @@
 #include <boost/json/serialize.hpp>
 #include <chrono>
 
-#include "gateway/routing_json.hpp"
+#include "gateway/config/routing_json.hpp"
 
 namespace warden::gateway {
 

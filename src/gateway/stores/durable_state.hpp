@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "gateway/model_runtime.hpp"
+#include "gateway/runtime/model_runtime.hpp"
 #include "gateway/stores/routing_state.hpp"
 #include "gateway/stores/stats_store.hpp"
 

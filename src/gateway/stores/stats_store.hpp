@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "base/result.hpp"
-#include "gateway/proxy/request_record.hpp"
+#include "gateway/runtime/request_record.hpp"
 
 struct sqlite3;
 

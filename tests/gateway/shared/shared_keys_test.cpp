@@ -1,6 +1,6 @@
 // The text shared with other wardens through Redis: the server's URL, key names and published loads.
 #include "gateway/shared/shared_keys.hpp"
-#include "gateway/config.hpp"
+#include "gateway/config/config.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-#include "gateway/working_set.hpp"
+#include "gateway/runtime/working_set.hpp"
 
-#include "gateway/model_runtime.hpp"
+#include "gateway/runtime/model_runtime.hpp"
 
 namespace warden::gateway {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "base/result.hpp"
-#include "gateway/config.hpp"
+#include "gateway/config/config.hpp"
 
 namespace warden::gateway {
 

@@ -1,4 +1,4 @@
-#include "gateway/model_runtime.hpp"
+#include "gateway/runtime/model_runtime.hpp"
 
 #include <spdlog/spdlog.h>
 

@@ -1,4 +1,4 @@
-#include "gateway/tls_files.hpp"
+#include "gateway/config/tls_files.hpp"
 
 #include <fmt/format.h>
 

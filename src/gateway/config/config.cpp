@@ -1,8 +1,8 @@
-#include "gateway/config.hpp"
+#include "gateway/config/config.hpp"
 
 #include "base/trim.hpp"
 #include "core/policy.hpp"
-#include "gateway/origin_guard.hpp"
+#include "gateway/config/origin_guard.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>

@@ -1,4 +1,4 @@
-#include "gateway/config.hpp"
+#include "gateway/config/config.hpp"
 
 #include <gtest/gtest.h>
 

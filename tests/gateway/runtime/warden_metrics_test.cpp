@@ -1,4 +1,4 @@
-#include "gateway/warden_metrics.hpp"
+#include "gateway/runtime/warden_metrics.hpp"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 #include <tuple>
 #include <vector>
 
-#include "gateway/proxy/request_record.hpp"
+#include "gateway/runtime/request_record.hpp"
 
 namespace warden::gateway {
 

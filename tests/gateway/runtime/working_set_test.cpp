@@ -1,6 +1,6 @@
 // A model's working set against its caches (gateway/working_set.hpp): the sums the admin API, the console
 // and the metrics read.
-#include "gateway/working_set.hpp"
+#include "gateway/runtime/working_set.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "gateway/proxy/admission_queue.hpp"
+#include "gateway/runtime/admission_queue.hpp"
 
 #include <boost/asio/error.hpp>
 #include <boost/system/system_error.hpp>

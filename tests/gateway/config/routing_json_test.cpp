@@ -1,4 +1,4 @@
-#include "gateway/routing_json.hpp"
+#include "gateway/config/routing_json.hpp"
 
 #include <gtest/gtest.h>
 

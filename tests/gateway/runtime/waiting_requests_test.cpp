@@ -1,13 +1,13 @@
 // The registry of requests waiting for a replica's first byte: a recall reaches exactly the requests
 // waiting on the replicas named, of the model named, while they wait.
-#include "gateway/proxy/waiting_requests.hpp"
+#include "gateway/runtime/waiting_requests.hpp"
 
 #include <gtest/gtest.h>
 
 #include <optional>
 
-#include "gateway/config.hpp"
-#include "gateway/model_runtime.hpp"
+#include "gateway/config/config.hpp"
+#include "gateway/runtime/model_runtime.hpp"
 
 using namespace warden;
 using gateway::WaitingRequests;

@@ -1,7 +1,7 @@
 // The admission queue on the I/O thread: a routed waiter gets its decision, a cancelled waiter leaves, the
 // head goes at its deadline by the timer, stop() wakes and refuses everyone. The rules of the wait
 // themselves (order, bound, deadline, Retry-After) are core::HoldQueue's, tested in tests/core.
-#include "gateway/proxy/admission_queue.hpp"
+#include "gateway/runtime/admission_queue.hpp"
 
 #include <gtest/gtest.h>
 

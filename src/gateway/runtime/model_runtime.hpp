@@ -16,8 +16,8 @@
 #include "core/replica_remap.hpp"
 #include "core/replica_report.hpp"
 #include "core/router.hpp"
-#include "gateway/config.hpp"
-#include "gateway/proxy/prefix_watch.hpp"
+#include "gateway/config/config.hpp"
+#include "gateway/runtime/prefix_watch.hpp"
 #include "protocol/prometheus.hpp"
 
 namespace warden::gateway {

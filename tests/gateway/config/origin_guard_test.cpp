@@ -1,6 +1,6 @@
 // The browser bounds of origin_guard.hpp on request headers alone: which Host names a loopback warden
 // answers for, and which Origin may call it.
-#include "gateway/origin_guard.hpp"
+#include "gateway/config/origin_guard.hpp"
 
 #include <gtest/gtest.h>
 

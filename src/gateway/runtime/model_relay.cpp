@@ -1,6 +1,6 @@
 // ModelRuntime's side of a reload: the entry's names and routing, and a changed replica list
 // (docs/config.md, "Reloading").
-#include "gateway/model_runtime.hpp"
+#include "gateway/runtime/model_runtime.hpp"
 
 #include <fmt/format.h>
 

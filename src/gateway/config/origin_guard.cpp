@@ -1,4 +1,4 @@
-#include "gateway/origin_guard.hpp"
+#include "gateway/config/origin_guard.hpp"
 
 #include <fmt/format.h>
 

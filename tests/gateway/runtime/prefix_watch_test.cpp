@@ -1,8 +1,8 @@
-#include "gateway/proxy/prefix_watch.hpp"
+#include "gateway/runtime/prefix_watch.hpp"
 
 #include <gtest/gtest.h>
 
-#include "gateway/model_runtime.hpp"
+#include "gateway/runtime/model_runtime.hpp"
 
 using namespace warden::gateway;
 using warden::protocol::PromptStart;

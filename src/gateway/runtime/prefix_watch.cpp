@@ -1,4 +1,4 @@
-#include "gateway/proxy/prefix_watch.hpp"
+#include "gateway/runtime/prefix_watch.hpp"
 
 namespace warden::gateway {
 
