@@ -131,15 +131,10 @@ Gateway::Gateway(asio::io_context& ioc, Config config)
 }
 
 ModelRuntime& Gateway::add_runtime(const ModelConfig& config) {
-  models_.push_back(std::make_unique<ModelRuntime>(config, config_.metrics.unhealthy_after));
-  ModelRuntime* mr = models_.back().get();
-  mr->set_outlier(config_.outlier);
-  queues_.push_back(
-      std::make_unique<AdmissionQueue>(ioc_.get_executor(), [this, mr](const core::RequestFacts& f) {
-        return mr->router().route(f, mr->metrics(), Clock::now().time_since_epoch(), rng_);
-      }));
-  queues_.back()->configure(config.routing);
-  return *mr;
+  models_.push_back(
+      std::make_unique<ModelRuntime>(config, config_.metrics.unhealthy_after, ioc_.get_executor(), rng_));
+  models_.back()->set_outlier(config_.outlier);
+  return *models_.back();
 }
 
 void Gateway::sync_upstreams() {
@@ -198,8 +193,8 @@ net::ServerOptions Gateway::server_options() {
   o.backlog = 4096;
   // Held requests would wait for room the drain never makes: refused at once, like new ones.
   o.on_drain = [this] {
-    for (const auto& q : queues_) {
-      q->stop();
+    for (const auto& m : models_) {
+      m->queue().stop();
     }
   };
   // A page in a browser that is not the console's, or a Host a loopback warden does not answer for, and a
@@ -258,10 +253,7 @@ base::Result<void> Gateway::start() {
     return opened;
   }
   launcher_.start();
-  durable_.restore(models_, clocks_now());
-  for (const auto& m : models_) {
-    queue_of(*m).configure(m->router().routing_config());  // a restored change included
-  }
+  durable_.restore(models_, clocks_now());  // a restored routing change reaches each queue with it
   if (config_.shared_state) {
     shared_ = std::make_unique<SharedHomes>(ioc_.get_executor(), *config_.shared_state, models_);
     shared_->start();
@@ -285,8 +277,8 @@ void Gateway::stop() {
     up->cancel.emit(asio::cancellation_type::terminal);
   }
   flush_cancel_.emit(asio::cancellation_type::terminal);
-  for (const auto& q : queues_) {
-    q->stop();
+  for (const auto& m : models_) {
+    m->queue().stop();
   }
   pool_.close_idle();
   scrape_pool_.close_idle();
@@ -353,7 +345,7 @@ asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
               want_models = true;
             }
             judge_progress(*m);
-            retry_queued(*m);  // the replicas' figures changed
+            m->retry_queued();  // the replicas' figures changed
           }
         }
       }
@@ -470,27 +462,6 @@ ModelRuntime* Gateway::find_model(std::string_view name) {
   return nullptr;
 }
 
-AdmissionQueue& Gateway::queue_of(const ModelRuntime& m) const {
-  for (std::size_t i = 0; i < models_.size(); ++i) {
-    if (models_[i].get() == &m) {
-      return *queues_[i];
-    }
-  }
-  for (std::size_t i = 0; i < removed_models_.size(); ++i) {
-    if (removed_models_[i].get() == &m) {
-      return *removed_queues_[i];
-    }
-  }
-  throw std::logic_error("a model without an admission queue");
-}
-
-void Gateway::retry_queued(const ModelRuntime& m) {
-  AdmissionQueue& q = queue_of(m);
-  if (q.size() > 0) {
-    q.retry(Clock::now());
-  }
-}
-
 void Gateway::finish_request(RequestRecord& r) {
   metrics_.request_done(r);
   if (!r.model.empty()) {
@@ -520,8 +491,8 @@ std::vector<ModelGauges> Gateway::model_gauges() const {
     g.threads = view.threads;
     g.threaded_sessions = view.threaded_sessions;
     g.max_model_len = m->max_model_len();
-    g.queue_length = queue_of(*m).size();
-    g.queue_task_starts = queue_of(*m).task_starts();
+    g.queue_length = m->queue().size();
+    g.queue_task_starts = m->queue().task_starts();
     const WorkingSet ws = add_up(replica_working_sets(*m, view, false));
     g.conversations = ws.conversations;
     g.working_set_tokens = ws.held_tokens;

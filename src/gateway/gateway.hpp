@@ -19,7 +19,6 @@
 #include "gateway/config/config.hpp"
 #include "gateway/config/origin_guard.hpp"
 #include "gateway/reload/reload_plan.hpp"
-#include "gateway/runtime/admission_queue.hpp"
 #include "gateway/runtime/model_runtime.hpp"
 #include "gateway/runtime/request_record.hpp"
 #include "gateway/runtime/waiting_requests.hpp"
@@ -140,12 +139,10 @@ class Gateway {
   std::vector<ReplicaGauges> replica_gauges();
   std::vector<ModelGauges> model_gauges() const;
   ModelRuntime* find_model(std::string_view name);
-  // The admission queue of `m`, and a round of routing its held requests again (room may have freed).
-  AdmissionQueue& queue_of(const ModelRuntime& m) const;
-  void retry_queued(const ModelRuntime& m);
   net::ClientTimeouts client_timeouts() const;
   ReloadPlan apply_config(Config next);  // gateway_reload.cpp
-  // A model's runtime and admission queue, served from now on (at start, and for a model a reload adds).
+  // A model's runtime (its admission queue with it), served from now on (at start, and for a model a
+  // reload adds).
   ModelRuntime& add_runtime(const ModelConfig& config);
   // Reloads (gateway_reload.cpp, model_reload.cpp): a model's replica list changed, a model added or
   // removed, and the scrapers that makes needed or idle.
@@ -164,10 +161,8 @@ class Gateway {
   OriginPolicy browsers_;  // from config_'s allowed_hosts and allowed_origins (a reload sets it again)
   std::int64_t started_unix_;
   std::vector<std::unique_ptr<ModelRuntime>> models_;
-  std::vector<std::unique_ptr<AdmissionQueue>> queues_;  // one per model, in the order of models_
-  // Models a reload removed, with their queues: requests in flight still point at them.
+  // Models a reload removed (their queues stopped): requests in flight still point at them.
   std::vector<std::unique_ptr<ModelRuntime>> removed_models_;
-  std::vector<std::unique_ptr<AdmissionQueue>> removed_queues_;
   bool polling_ = false;      // start() has started the poll loops
   WaitingRequests waiting_;   // requests waiting for a replica's first byte (recall_waiting())
   WaitingRequests relaying_;  // streams relaying from a replica: cut with an error event if it stalls

@@ -24,15 +24,10 @@ class Gateway::AdminAccess final : public AdminContext {
   }
 
   HeldRequests queued(const ModelRuntime& model) const override {
-    const AdmissionQueue& queue = g_.queue_of(model);
-    return {queue.size(), queue.task_starts()};
+    return {model.queue().size(), model.queue().task_starts()};
   }
 
-  void routing_changed(ModelRuntime& model) override {
-    g_.queue_of(model).configure(model.router().routing_config());
-    g_.durable_.save_routing(model);
-    g_.retry_queued(model);  // a held request may go under the new rules
-  }
+  void routing_changed(ModelRuntime& model) override { g_.durable_.save_routing(model); }
 
   boost::json::value launch_status(std::string_view model) const override {
     return g_.launcher_.status_json(model);

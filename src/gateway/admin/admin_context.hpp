@@ -34,8 +34,8 @@ class AdminContext {
   virtual std::string metrics_text() = 0;
   // Requests the admission queue of `model` holds now, and of those the task starts.
   virtual HeldRequests queued(const ModelRuntime& model) const = 0;
-  // `model`'s routing was changed through the API: its admission queue follows, the change is stored
-  // and the held requests are routed again under the new rules.
+  // `model`'s routing was changed through the API (ModelRuntime::set_routing(), which its admission queue
+  // follows): the change is stored, so a restart keeps it.
   virtual void routing_changed(ModelRuntime& model) = 0;
   // The model card's "launch" (null unless launched) and "shared_state" (null without it) members.
   virtual boost::json::value launch_status(std::string_view model) const = 0;

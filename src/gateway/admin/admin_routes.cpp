@@ -339,7 +339,7 @@ Reply routing(const Call& c) {
   if (!routing) {
     return AdminError{400, routing.error()};
   }
-  m.router().set_routing(*routing);  // the admin scope leaves the policy as it is: always taken
+  m.set_routing(*routing);  // the admin scope leaves the policy as it is: always taken
   c.ctx.routing_changed(m);
   spdlog::info("routing changed model={} {}", m.config().name,
                boost::json::serialize(routing_json(m.router().routing_config())));

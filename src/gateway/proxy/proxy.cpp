@@ -98,7 +98,7 @@ struct Gateway::Exchange {
     note_first_token();  // follows the layout
     if (routed && model) {
       model->router().finish(static_cast<core::ReplicaIndex>(record.replica));
-      gateway->retry_queued(*model);  // room may have freed for a request admission holds
+      model->retry_queued();  // room may have freed for a request admission holds
     }
     routed = false;
   }
@@ -475,7 +475,7 @@ bool Gateway::take_decision(Exchange& ex, const Outgoing& out, int attempt, Atte
 // leaves meanwhile is taken out of the queue and never sent (the wait throws operation_aborted).
 asio::awaitable<bool> Gateway::hold(Exchange& ex, const Outgoing& out, Attempt& at) {
   RequestRecord& rec = ex.record;
-  AdmissionQueue& queue = queue_of(*ex.model);
+  AdmissionQueue& queue = ex.model->queue();
   rec.route = std::string(core::route_name(core::Route::queued));
   // 503 with Retry-After: by then a request joining the queue would have gone at the latest.
   auto refuse = [&](const char* reason, std::string message) {

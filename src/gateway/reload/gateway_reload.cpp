@@ -14,10 +14,11 @@ namespace warden::gateway {
 
 namespace {
 
-// The settings of a model's routing that the file changed, set on its Router (its conversation homes
-// stay). A setting the file left as it was keeps a change made through the admin API.
-void apply_routing(core::Router& router, const core::RoutingConfig& was, const core::RoutingConfig& now) {
-  core::RoutingConfig next = router.routing_config();
+// The settings of a model's routing that the file changed, set on its runtime (its conversation homes
+// stay; its admission queue follows). A setting the file left as it was keeps a change made through the
+// admin API.
+void apply_routing(ModelRuntime& m, const core::RoutingConfig& was, const core::RoutingConfig& now) {
+  core::RoutingConfig next = m.router().routing_config();
   const auto take = [](auto& field, const auto& old_value, const auto& new_value) {
     if (old_value != new_value) {
       field = new_value;
@@ -33,7 +34,7 @@ void apply_routing(core::Router& router, const core::RoutingConfig& was, const c
   take(next.threads, was.threads, now.threads);
   take(next.task_admission, was.task_admission, now.task_admission);
   take(next.vllm_balancer, was.vllm_balancer, now.vllm_balancer);
-  router.set_routing(std::move(next));
+  m.set_routing(next);
 }
 
 }  // namespace
@@ -117,13 +118,11 @@ ReloadPlan Gateway::apply_config(Config next) {
     }
     const bool routing = !same_routing(m->config().routing, theirs->routing);
     if (routing) {
-      apply_routing(m->router(), m->config().routing, theirs->routing);
+      apply_routing(*m, m->config().routing, theirs->routing);  // a held request may go under the new rules
     }
     m->update_entry(*theirs);
     if (routing) {
       durable_.routing_reloaded(*m);
-      queue_of(*m).configure(m->router().routing_config());
-      retry_queued(*m);  // a held request may go under the new rules
     }
   }
   apply_models(plan, next);

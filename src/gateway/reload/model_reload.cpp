@@ -41,7 +41,7 @@ void Gateway::relay_model(ModelRuntime& m, const ModelConfig& next) {
   const core::ReplicaRemap remap = m.relay(next);
   spdlog::info("model {}: {} replicas now, {} added, {} removed", m.config().name, remap.new_count,
                remap.added().size(), remap.removed().size());
-  retry_queued(m);
+  m.retry_queued();
 }
 
 // A model re-added finds the conversation homes it had stored (DurableState keeps a removed model's).
@@ -51,8 +51,7 @@ void Gateway::add_model(const ModelConfig& config) {
     r.metrics.healthy = false;  // until its first scrape
     r.last_error = "added by a reload, not scraped yet";
   }
-  durable_.restore_model(m, clocks_now());
-  queue_of(m).configure(m.router().routing_config());  // a restored change included
+  durable_.restore_model(m, clocks_now());  // a stored routing change reaches its queue with it
   if (shared_) {
     m.router().track_session_changes(true);
   }
@@ -64,11 +63,9 @@ void Gateway::remove_model(const std::string& name) {
     if (models_[i]->config().name != name) {
       continue;
     }
-    queues_[i]->stop();  // requests admission holds are refused, as when draining
+    models_[i]->queue().stop();  // requests admission holds are refused, as when draining
     removed_models_.push_back(std::move(models_[i]));
-    removed_queues_.push_back(std::move(queues_[i]));
     models_.erase(models_.begin() + static_cast<std::ptrdiff_t>(i));
-    queues_.erase(queues_.begin() + static_cast<std::ptrdiff_t>(i));
     spdlog::info("model {} removed: new requests answer 404, requests in flight complete", name);
     return;
   }

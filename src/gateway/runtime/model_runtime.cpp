@@ -37,18 +37,38 @@ protocol::Result<protocol::VllmScrape> scrape_for_model(std::string_view body,
   return protocol::parse_vllm_metrics(body);
 }
 
-ModelRuntime::ModelRuntime(const ModelConfig& config, int unhealthy_after)
+ModelRuntime::ModelRuntime(const ModelConfig& config, int unhealthy_after, boost::asio::any_io_executor io,
+                           core::SplitMixRng& rng)
     : config_(config),
       unhealthy_after_(std::max(1, unhealthy_after)),
-      replicas_(static_cast<std::size_t>(config.replica_count())) {
+      replicas_(static_cast<std::size_t>(config.replica_count())),
+      rng_(rng),
+      queue_(std::move(io), [this](const core::RequestFacts& facts) {
+        return router_.route(facts, metrics(), std::chrono::steady_clock::now().time_since_epoch(), rng_);
+      }) {
   // The configuration reader accepts registered policy names only (config.cpp); a configuration built
   // elsewhere with another name keeps its other settings under the default policy, said in the log.
-  if (!router_.set_routing(config.routing)) {
+  if (!set_routing(config.routing)) {
     spdlog::error("model {}: unknown routing policy '{}'; routing with '{}'", config.name,
                   config.routing.policy, core::RoutingConfig{}.policy);
     core::RoutingConfig routing = config.routing;
     routing.policy = core::RoutingConfig{}.policy;
-    router_.set_routing(routing);
+    set_routing(routing);
+  }
+}
+
+bool ModelRuntime::set_routing(const core::RoutingConfig& routing) {
+  if (!router_.set_routing(routing)) {
+    return false;
+  }
+  queue_.configure(router_.routing_config());
+  retry_queued();
+  return true;
+}
+
+void ModelRuntime::retry_queued() {
+  if (queue_.size() > 0) {
+    queue_.retry(AdmissionQueue::Clock::now());
   }
 }
 

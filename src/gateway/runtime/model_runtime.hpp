@@ -1,8 +1,9 @@
-// Live state of one configured model: its Router (routing core) and what the poller learned about each
-// replica (health, engine metrics, prefix-cache counters since the warden started). The poller feeds
-// scrapes in with apply_scrape()/scrape_failed(); the proxy reads metrics() for every routing decision.
-// No sockets here: time is a parameter, so the health and hit-rate rules are unit-tested directly.
-// Not thread-safe: owned by the gateway's I/O thread.
+// Live state of one configured model: its Router (routing core), its admission queue, and what the poller
+// learned about each replica (health, engine metrics, prefix-cache counters since the warden started). The
+// poller feeds scrapes in with apply_scrape()/url_failed(); the proxy reads metrics() for every routing
+// decision. No sockets here: time is a parameter, so the health and hit-rate rules are unit-tested
+// directly (the queue's timer runs on the executor it is given). Not thread-safe: owned by the gateway's
+// I/O thread.
 #pragma once
 
 #include <chrono>
@@ -15,8 +16,10 @@
 #include "core/prefill_rate.hpp"
 #include "core/replica_remap.hpp"
 #include "core/replica_report.hpp"
+#include "core/rng.hpp"
 #include "core/router.hpp"
 #include "gateway/config/config.hpp"
+#include "gateway/runtime/admission_queue.hpp"
 #include "gateway/runtime/prefix_watch.hpp"
 #include "protocol/prometheus.hpp"
 
@@ -61,11 +64,26 @@ struct ReplicaRuntime {
 
 class ModelRuntime {
  public:
-  // Keeps its own copy of `config` (a reload changes it through update_entry() and relay()).
-  ModelRuntime(const ModelConfig& config, int unhealthy_after);
+  // Keeps its own copy of `config` (a reload changes it through update_entry() and relay()). The admission
+  // queue's timer runs on `io`; held requests are routed again with `rng` (the gateway's one generator).
+  ModelRuntime(const ModelConfig& config, int unhealthy_after, boost::asio::any_io_executor io,
+               core::SplitMixRng& rng);
+  ModelRuntime(const ModelRuntime&) = delete;
+  ModelRuntime& operator=(const ModelRuntime&) = delete;
 
   const ModelConfig& config() const { return config_; }
+  // Routes with the routing in force; the routing itself changes only through set_routing().
   core::Router& router() { return router_; }
+  // The one way a model's routing changes (the file at start or reload, a stored change, the admin API):
+  // the Router takes it, the admission queue's bounds follow, and the requests it holds are routed again
+  // under the new rules. False (nothing changed) for a policy the core does not know.
+  bool set_routing(const core::RoutingConfig& routing);
+  // The requests admission holds for this model (route `queued`).
+  AdmissionQueue& queue() { return queue_; }
+  const AdmissionQueue& queue() const { return queue_; }
+  // Room may have freed (a request finished, a scrape arrived, the replica list changed): the held
+  // requests are routed again from the head.
+  void retry_queued();
   std::vector<ReplicaRuntime>& replicas() { return replicas_; }
   const std::vector<ReplicaRuntime>& replicas() const { return replicas_; }
   // One entry per replica, as core::Router::route() wants them: an ejected replica reads as unhealthy,
@@ -138,6 +156,8 @@ class ModelRuntime {
   std::vector<core::ReplicaMetrics> metrics_;
   std::vector<std::pair<std::string, std::int64_t>> max_model_len_;  // per URL text
   PrefixWatch prefix_watch_;
+  core::SplitMixRng& rng_;
+  AdmissionQueue queue_;  // last: its route-again function reads the members above
 };
 
 // The vLLM series of one model in a /metrics body. Series are matched on their model_name label; if none

@@ -101,7 +101,7 @@ void DurableState::restore_routing(ModelRuntime& m) {
   const core::RoutingConfig& file = m.config().routing;
   const auto at_change = patch_routing(file, change.config_routing, RoutingScope::stored);
   const auto routing = patch_routing(file, change.routing, RoutingScope::stored);
-  if (!at_change || !routing || *at_change != file || !m.router().set_routing(*routing)) {
+  if (!at_change || !routing || *at_change != file || !m.set_routing(*routing)) {
     spdlog::info("routing change of model {} dropped: {}", name,
                  at_change && routing ? "the config file's routing changed since" : "unreadable");
     if (auto forgotten = routing_db_->forget_routing(name); !forgotten) {

@@ -1,6 +1,7 @@
 // The admin endpoints through an AdminContext over plain objects: no sockets, no processes.
 #include <gtest/gtest.h>
 
+#include <boost/asio/io_context.hpp>
 #include <boost/json/parse.hpp>
 
 #include "gateway/admin/admin_context.hpp"
@@ -14,7 +15,7 @@ class FakeGateway final : public AdminContext {
  public:
   explicit FakeGateway(std::string_view yaml) : config_(parsed(yaml)), stats_(std::chrono::seconds(3600)) {
     for (const auto& m : config_.models) {
-      models_.push_back(std::make_unique<ModelRuntime>(m, 3));
+      models_.push_back(std::make_unique<ModelRuntime>(m, 3, io_.get_executor(), rng_));
     }
   }
 
@@ -47,6 +48,8 @@ class FakeGateway final : public AdminContext {
     EXPECT_TRUE(r.ok()) << r.error_text();
     return *r.config;
   }
+  boost::asio::io_context io_;  // the admission queues' timers, never run here
+  warden::core::SplitMixRng rng_;
   Config config_;
   StatsStore stats_;
   std::vector<std::unique_ptr<ModelRuntime>> models_;

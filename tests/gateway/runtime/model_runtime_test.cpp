@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/io_context.hpp>
 #include <limits>
 
 #include "core/rng.hpp"
@@ -11,6 +12,10 @@ using namespace warden::gateway;
 using warden::protocol::parse_vllm_metrics;
 
 namespace {
+
+// The admission queues' timers are never run here; held requests are routed again with `rng`.
+boost::asio::io_context io;
+warden::core::SplitMixRng rng;
 
 Config config_of(std::string_view yaml) {
   auto r = parse_config(yaml, "t.yaml");
@@ -86,7 +91,7 @@ TEST(CounterDelta, CountsFromFirstObservationAndSurvivesResets) {
 // preemptions are counted since the warden started.
 TEST(ModelRuntime, OffloadedHitsCountAsHitsAndPreemptionsAreCounted) {
   Config c = config_of(kDp);
-  ModelRuntime m(c.models[0], 3);
+  ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
   const auto& url = c.models[0].dp_url;
   auto extra = [](double external, double preempted) {
     return "vllm:external_prefix_cache_hits_total{engine=\"0\",model_name=\"served\"} " +
@@ -120,7 +125,7 @@ TEST(ModelRuntime, OffloadedHitsCountAsHitsAndPreemptionsAreCounted) {
 
 TEST(ModelRuntime, DataParallelScrapeFillsEachRankAndHitRateSinceStart) {
   Config c = config_of(kDp);
-  ModelRuntime m(c.models[0], 3);
+  ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
   const auto& url = c.models[0].dp_url;
   // Another model on the same server must not leak in.
   const std::string other = "vllm:num_requests_running{engine=\"0\",model_name=\"other\"} 30\n";
@@ -167,7 +172,7 @@ TEST(ModelRuntime, DataParallelScrapeFillsEachRankAndHitRateSinceStart) {
 
 TEST(ModelRuntime, UnhealthyAfterConsecutiveFailuresAndRecoversOnScrape) {
   Config c = config_of(kUrls);
-  ModelRuntime m(c.models[0], 3);
+  ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
   const auto& u1 = c.models[0].urls[1];
   EXPECT_FALSE(m.url_failed(u1, "connect refused"));
   EXPECT_FALSE(m.url_failed(u1, "connect refused"));
@@ -190,7 +195,7 @@ TEST(ModelRuntime, UnhealthyAfterConsecutiveFailuresAndRecoversOnScrape) {
 // What the routing core reads of an ejected replica: unhealthy, until its probe is out and back.
 TEST(ModelRuntime, AnEjectedReplicaReadsAsUnhealthyUntilItsProbeSucceeds) {
   Config c = config_of(kUrls);
-  ModelRuntime m(c.models[0], 3);
+  ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
   m.set_outlier(outlier_of(2, std::chrono::seconds(10)));
   using std::chrono::seconds;
   EXPECT_FALSE(m.request_failed(1, warden::core::OutlierReason::first_byte, seconds(1)));
@@ -211,7 +216,7 @@ TEST(ModelRuntime, AnEjectedReplicaReadsAsUnhealthyUntilItsProbeSucceeds) {
 // stall_after eject the replica; it is probed only once its counters move again.
 TEST(ModelRuntime, AStalledEngineIsEjectedAndProbedOnlyOnceItMovesAgain) {
   Config c = config_of(kUrls);
-  ModelRuntime m(c.models[0], 3);
+  ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
   warden::core::OutlierConfig o = stall_after(std::chrono::seconds(20));
   o.base_ejection = std::chrono::seconds(5);
   m.set_outlier(o);
@@ -234,7 +239,7 @@ TEST(ModelRuntime, AStalledEngineIsEjectedAndProbedOnlyOnceItMovesAgain) {
 // requests again rather than none.
 TEST(ModelRuntime, NoMoreThanTheBoundIsEjectedAndTooFewLeftRoutesToAll) {
   Config c = config_of(kUrls);
-  ModelRuntime m(c.models[0], 1);
+  ModelRuntime m(c.models[0], 1, io.get_executor(), rng);
   m.set_outlier(outlier_of(1, std::chrono::seconds(60)));
   using std::chrono::seconds;
   EXPECT_TRUE(m.request_failed(0, warden::core::OutlierReason::first_byte, seconds(1)));
@@ -266,7 +271,7 @@ warden::core::Decision send(ModelRuntime& m, int replica, std::uint32_t prompt_t
 // 3, that is 180 s on top of stall_after (20 s) before the watchdog calls it a stall.
 TEST(ModelRuntime, ALongPrefillIsNotAStall) {
   Config c = config_of(kUrls);
-  ModelRuntime m(c.models[0], 3);
+  ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
   m.set_outlier(stall_after(std::chrono::seconds(20)));
   using std::chrono::seconds;
   const auto long_prompt = send(m, 0, 30'000, seconds(0));
@@ -284,7 +289,7 @@ TEST(ModelRuntime, ALongPrefillIsNotAStall) {
 // first token, is the evidence; stall_after (plus its small prompt's prefill time) ejects the replica.
 TEST(ModelRuntime, AHangReportedAsNothingRunningIsAStall) {
   Config c = config_of(kUrls);
-  ModelRuntime m(c.models[0], 3);
+  ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
   m.set_outlier(stall_after(std::chrono::seconds(20)));
   using std::chrono::seconds;
   scrape_tokens(m, c, 0, 100, 0);
@@ -298,7 +303,7 @@ TEST(ModelRuntime, AHangReportedAsNothingRunningIsAStall) {
 
 TEST(ModelRuntime, HostileMetricValuesAreClamped) {
   Config c = config_of(kDp);
-  ModelRuntime m(c.models[0], 1);
+  ModelRuntime m(c.models[0], 1, io.get_executor(), rng);
   auto s = parse_vllm_metrics(
       "vllm:num_requests_running{engine=\"0\",model_name=\"served\"} -4\n"
       "vllm:num_requests_waiting{engine=\"0\",model_name=\"served\"} NaN\n"
@@ -315,7 +320,7 @@ TEST(ModelRuntime, HostileMetricValuesAreClamped) {
 
 TEST(AdminJson, ModelCardHasEveryFieldOfTheRoutingCard) {
   Config c = config_of(kDp);
-  ModelRuntime m(c.models[0], 3);
+  ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
   warden::core::SplitMixRng rng(1);
   warden::core::RequestFacts facts;
   facts.session = warden::core::SessionKey{42};
@@ -351,7 +356,7 @@ TEST(AdminJson, ModelCardHasEveryFieldOfTheRoutingCard) {
 // caches and host offload of the healthy replicas; the admission queue's held task starts.
 TEST(AdminJson, ModelCardHasTheWorkingSetAgainstTheCaches) {
   Config c = config_of(kDp);
-  ModelRuntime m(c.models[0], 3);
+  ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
   const std::string caches =
       "vllm:cache_config_info{block_size=\"16\",engine=\"0\",kv_offloading_size=\"16.0\","
       "num_cpu_blocks=\"7281\",num_gpu_blocks=\"2500\"} 1.0\n"
@@ -396,7 +401,7 @@ TEST(AdminJson, ModelCardHasTheWorkingSetAgainstTheCaches) {
 // An ejected replica's row says why and until when (unix ms from the steady clock's backoff end).
 TEST(AdminJson, AnEjectedReplicaShowsItsEjection) {
   Config c = config_of(kDp);
-  ModelRuntime m(c.models[0], 3);
+  ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
   m.set_outlier(outlier_of(1, std::chrono::seconds(30)));
   const auto t = std::chrono::seconds(100);
   ASSERT_TRUE(m.request_failed(1, warden::core::OutlierReason::stream_stall, t));
@@ -433,4 +438,26 @@ TEST(AdminJson, StatsAndModelsShapes) {
   EXPECT_EQ(models.at("object").as_string(), "list");
   EXPECT_EQ(models.at("data").as_array()[0].at("id").as_string(), "m");
   EXPECT_EQ(iso8601_utc(0), "1970-01-01T00:00:00Z");
+}
+
+// A model's routing changes in one place: its admission queue's bound follows, and the requests the queue
+// holds are routed again under the new rules (here every replica has room: the held request goes).
+TEST(ModelRuntime, TheAdmissionQueueFollowsTheRouting) {
+  Config c = config_of(kUrls);
+  ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
+  warden::core::RoutingConfig routing = m.router().routing_config();
+  routing.admission.max_queue = 1;
+  ASSERT_TRUE(m.set_routing(routing));
+  const auto now = AdmissionQueue::Clock::now();
+  const auto held = m.queue().join({}, now);
+  ASSERT_NE(held, nullptr);
+  EXPECT_EQ(m.queue().join({}, now), nullptr) << "max_queue 1 holds one request";
+  routing.admission.max_queue = 2;
+  ASSERT_TRUE(m.set_routing(routing));
+  EXPECT_EQ(held->outcome, AdmissionQueue::Outcome::routed);
+  EXPECT_TRUE(held->decision.ok());
+  EXPECT_EQ(m.queue().size(), 0u);
+  EXPECT_NE(m.queue().join({}, now), nullptr);
+  EXPECT_NE(m.queue().join({}, now), nullptr);
+  EXPECT_EQ(m.queue().join({}, now), nullptr) << "max_queue 2 holds two";
 }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/io_context.hpp>
+
 #include "gateway/runtime/model_runtime.hpp"
 
 using namespace warden::gateway;
@@ -99,7 +101,9 @@ TEST(ModelRuntimeContext, SmallestReportedLengthOverItsUrls) {
       "models:\n  - name: m\n    replicas: { urls: [http://127.0.0.1:9001, http://127.0.0.1:9002] }\n",
       "t.yaml");
   ASSERT_TRUE(r.ok()) << r.error_text();
-  ModelRuntime m(r.config->models[0], 3);
+  boost::asio::io_context io;
+  warden::core::SplitMixRng rng;
+  ModelRuntime m(r.config->models[0], 3, io.get_executor(), rng);
   EXPECT_EQ(m.max_model_len(), std::nullopt);
   m.set_max_model_len(r.config->models[0].urls[0], 65536);
   EXPECT_EQ(m.max_model_len(), 65536);

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/io_context.hpp>
+
 #include <optional>
 
 #include "gateway/config/config.hpp"
@@ -30,8 +32,10 @@ gateway::Config two_models() {
 
 TEST(WaitingRequests, ARecallReachesTheRequestsWaitingOnTheNamedReplicas) {
   const gateway::Config config = two_models();
-  const gateway::ModelRuntime a(config.models[0], 3);
-  const gateway::ModelRuntime b(config.models[1], 3);
+  boost::asio::io_context io;
+  core::SplitMixRng rng;
+  const gateway::ModelRuntime a(config.models[0], 3, io.get_executor(), rng);
+  const gateway::ModelRuntime b(config.models[1], 3, io.get_executor(), rng);
   WaitingRequests waiting;
   net::Recall on_a0, on_a1, other_a1, on_b1;
   auto e1 = waiting.add(a, 0, on_a0);
