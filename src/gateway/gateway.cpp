@@ -14,7 +14,6 @@
 
 #include "gateway/config/origin_guard.hpp"
 #include "gateway/proxy/http_util.hpp"
-#include "gateway/proxy/request_log.hpp"
 #include "gateway/runtime/working_set.hpp"
 #include "protocol/api.hpp"
 #include "protocol/context_limit.hpp"
@@ -82,21 +81,22 @@ Gateway::Gateway(asio::io_context& ioc, Config config)
     : ioc_(ioc),
       config_(std::move(config)),
       browsers_(origin_policy(config_.listen_host, config_.allowed_hosts, config_.allowed_origins)),
-      started_unix_(0),
-      pool_(ioc.get_executor()),
-      scrape_pool_(ioc.get_executor()),
+      started_unix_(unix_seconds_now()),
       rng_(random_seed()),
       stats_(config_.stats_retention),
+      models_(ioc.get_executor(), rng_),
+      guard_(metrics_),
+      proxy_(ioc.get_executor(), {config_, models_, rng_, guard_, metrics_, stats_}),
+      scrape_pool_(ioc.get_executor()),
       alive_(std::make_shared<bool>(true)) {
-  started_unix_ = unix_now();
   for (const auto& m : config_.models) {
-    add_runtime(m);
+    models_.add(m, config_.metrics.unhealthy_after, config_.outlier);
   }
   sync_upstreams();
   // Launched engines: their replicas get no traffic until the engine is ready, and none the moment it
   // exits (without waiting for failed scrapes); a successful scrape or readiness brings them back.
   const std::string self = supervisor::self_executable();
-  for (auto& mr : models_) {
+  for (const auto& mr : models_.served()) {
     if (mr->config().launch) {
       launcher_.add_model(*mr->config().launch, launch_layout(mr->config()), self);
       for (auto& r : mr->replicas()) {
@@ -107,7 +107,7 @@ Gateway::Gateway(asio::io_context& ioc, Config config)
   }
   auto set_health = [this](const std::string& model, const std::vector<int>& replicas, bool healthy,
                            const std::string& why) {
-    ModelRuntime* m = find_model(model);
+    ModelRuntime* m = models_.find(model);
     for (int i : replicas) {
       if (m && i >= 0 && i < static_cast<int>(m->replicas().size())) {
         ReplicaRuntime& r = m->replicas()[static_cast<std::size_t>(i)];
@@ -121,7 +121,7 @@ Gateway::Gateway(asio::io_context& ioc, Config config)
       }
     }
     if (m && !healthy) {
-      recall_waiting(*m, replicas, "engine " + why);
+      guard_.replicas_down(*m, replicas, "engine " + why);
     }
   };
   launcher_.on_down([set_health](const std::string& model, const std::vector<int>& replicas,
@@ -130,18 +130,11 @@ Gateway::Gateway(asio::io_context& ioc, Config config)
                                const std::string& why) { set_health(model, replicas, true, why); });
 }
 
-ModelRuntime& Gateway::add_runtime(const ModelConfig& config) {
-  models_.push_back(
-      std::make_unique<ModelRuntime>(config, config_.metrics.unhealthy_after, ioc_.get_executor(), rng_));
-  models_.back()->set_outlier(config_.outlier);
-  return *models_.back();
-}
-
 void Gateway::sync_upstreams() {
   for (auto& up : upstreams_) {
     up->models.clear();
   }
-  for (auto& mr : models_) {
+  for (const auto& mr : models_.served()) {
     const ModelConfig& m = mr->config();
     for (int i = 0; i < m.replica_count(); ++i) {
       const UpstreamUrl& u = m.replica_url(i);
@@ -177,11 +170,6 @@ Gateway::~Gateway() {
   stop();
 }
 
-std::int64_t Gateway::unix_now() const {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 net::ServerOptions Gateway::server_options() {
   net::ServerOptions o;
   o.host = config_.listen_host;
@@ -192,11 +180,7 @@ net::ServerOptions Gateway::server_options() {
   o.drain_grace = config_.shutdown_grace;
   o.backlog = 4096;
   // Held requests would wait for room the drain never makes: refused at once, like new ones.
-  o.on_drain = [this] {
-    for (const auto& m : models_) {
-      m->queue().stop();
-    }
-  };
+  o.on_drain = [this] { models_.stop_queues(); };
   // A page in a browser that is not the console's, or a Host a loopback warden does not answer for, and a
   // client without a key are refused from the header: the body (up to max_body_size) is never read. The
   // keys are those in force at the time of the request: a reload may have rotated them.
@@ -237,26 +221,19 @@ net::ServerOptions Gateway::server_options() {
   return o;
 }
 
-net::ClientTimeouts Gateway::client_timeouts() const {
-  net::ClientTimeouts t;
-  t.connect = config_.timeouts.connect;
-  t.first_byte = config_.timeouts.first_byte;
-  t.idle = config_.timeouts.idle;
-  return t;
-}
-
 base::Result<void> Gateway::start() {
   if (auto tls = use_tls_files(config_); !tls) {
     return base::Failure{fmt::format("{}", fmt::join(tls.error(), "\n"))};
   }
-  if (auto opened = durable_.open(config_.state_dir, stats_, unix_now()); !opened) {
+  if (auto opened = durable_.open(config_.state_dir, stats_, unix_seconds_now()); !opened) {
     return opened;
   }
   launcher_.start();
-  durable_.restore(models_, clocks_now());  // a restored routing change reaches each queue with it
+  durable_.restore(models_.served(), clocks_now());  // a restored routing change reaches each queue with it
   if (config_.shared_state) {
-    shared_ = std::make_unique<SharedHomes>(ioc_.get_executor(), *config_.shared_state, models_);
+    shared_ = std::make_unique<SharedHomes>(ioc_.get_executor(), *config_.shared_state, models_.served());
     shared_->start();
+    proxy_.share_homes(shared_.get());
   }
   polling_ = true;
   for (auto& up : upstreams_) {
@@ -277,10 +254,8 @@ void Gateway::stop() {
     up->cancel.emit(asio::cancellation_type::terminal);
   }
   flush_cancel_.emit(asio::cancellation_type::terminal);
-  for (const auto& m : models_) {
-    m->queue().stop();
-  }
-  pool_.close_idle();
+  models_.stop_queues();
+  proxy_.close_idle();
   scrape_pool_.close_idle();
   flush();
   if (shared_) {
@@ -344,7 +319,7 @@ asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
               spdlog::info("upstream {} is answering again for model {}", up->url.text, m->config().name);
               want_models = true;
             }
-            judge_progress(*m);
+            guard_.judge_progress(*m);
             m->retry_queued();  // the replicas' figures changed
           }
         }
@@ -368,7 +343,7 @@ asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
         if (m->url_failed(up->url, error)) {
           spdlog::warn("upstream {} marked unhealthy for model {}: {}", up->url.text, m->config().name,
                        error);
-          recall_waiting(*m, m->replicas_of(up->url), error);
+          guard_.replicas_down(*m, m->replicas_of(up->url), error);
         }
       }
     } else {
@@ -436,7 +411,7 @@ asio::awaitable<void> Gateway::flush_loop() {
 void Gateway::flush() {
   const ClockPair now = clocks_now();
   std::vector<HomeChanges> homes;
-  for (auto& m : models_) {
+  for (const auto& m : models_.served()) {
     auto taken = m->router().take_session_changes();
     if (shared_) {
       shared_->changes(*m, taken);
@@ -450,44 +425,18 @@ void Gateway::flush() {
     }
     homes.push_back(std::move(c));
   }
-  durable_.flush(stats_, unix_now(), homes);
-}
-
-ModelRuntime* Gateway::find_model(std::string_view name) {
-  for (auto& m : models_) {
-    if (m->config().name == name) {
-      return m.get();
-    }
-  }
-  return nullptr;
-}
-
-void Gateway::finish_request(RequestRecord& r) {
-  metrics_.request_done(r);
-  if (!r.model.empty()) {
-    stats_.record(r.model, unix_now(), r);
-  }
-  if (spdlog::should_log(spdlog::level::info)) {  // the line is built only for a log that keeps it
-    spdlog::info("{}", request_log_line(r));
-  }
-}
-
-void Gateway::recall_waiting(const ModelRuntime& m, const std::vector<int>& replicas, std::string_view why) {
-  if (const std::size_t n = waiting_.recall(m, replicas); n > 0) {
-    spdlog::warn("model {}: {} request{} waiting on a replica marked unhealthy or ejected ({}) go elsewhere",
-                 m.config().name, n, n == 1 ? "" : "s", why);
-  }
+  durable_.flush(stats_, unix_seconds_now(), homes);
 }
 
 std::vector<ModelGauges> Gateway::model_gauges() const {
   std::vector<ModelGauges> out;
-  for (const auto& m : models_) {
+  for (const auto& m : models_.served()) {
     ModelGauges g;
     g.model = m->config().name;
     g.prefix_breaks = m->prefix_watch().breaks();
     g.thread_compactions = m->prefix_watch().compactions();
     g.side_requests = m->prefix_watch().side_requests();
-    const core::RouterView view = m->router().view(Clock::now().time_since_epoch());
+    const core::RouterView view = m->router().view(std::chrono::steady_clock::now().time_since_epoch());
     g.threads = view.threads;
     g.threaded_sessions = view.threaded_sessions;
     g.max_model_len = m->max_model_len();
@@ -506,7 +455,7 @@ std::vector<ModelGauges> Gateway::model_gauges() const {
 std::vector<ReplicaGauges> Gateway::replica_gauges() {
   std::vector<ReplicaGauges> out;
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
-  for (auto& m : models_) {
+  for (const auto& m : models_.served()) {
     const auto view = m->router().view(now);
     for (std::size_t i = 0; i < m->replicas().size(); ++i) {
       const auto& r = m->replicas()[i];
@@ -533,7 +482,7 @@ std::vector<ReplicaGauges> Gateway::replica_gauges() {
 // Not a coroutine itself: it hands over the one it picks (one frame and one copy of the reply less).
 asio::awaitable<net::Reply> Gateway::handle(net::Request& req, const net::ConnectionInfo&) {
   if (protocol::api_kind_from_path(req.target())) {
-    return proxy(req);
+    return proxy_.handle(req);
   }
   return admin(req);
 }

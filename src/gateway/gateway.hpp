@@ -1,6 +1,7 @@
-// `lm-warden serve`: the gateway. One object owns the configuration, one ModelRuntime per model (routing
-// core + replica state), the upstream connection pool, the metrics poller, the stats store and the
-// warden's own metrics, and answers every HTTP request through handle(). Runs on one io_context thread,
+// `lm-warden serve`: the gateway. One object owns the configuration, the models served (ModelSet: one
+// ModelRuntime per model, its routing core, replica state and admission queue), the proxy, the metrics
+// poller, the stats store and the warden's own metrics, and answers every HTTP request through handle():
+// an inference request goes to the proxy, any other to the admin API. Runs on one io_context thread,
 // so none of its state (the Routers included) needs locks: docs/architecture.md, "Threads".
 #pragma once
 
@@ -18,10 +19,10 @@
 #include "core/rng.hpp"
 #include "gateway/config/config.hpp"
 #include "gateway/config/origin_guard.hpp"
+#include "gateway/proxy/proxy.hpp"
 #include "gateway/reload/reload_plan.hpp"
-#include "gateway/runtime/model_runtime.hpp"
-#include "gateway/runtime/request_record.hpp"
-#include "gateway/runtime/waiting_requests.hpp"
+#include "gateway/runtime/model_set.hpp"
+#include "gateway/runtime/replica_guard.hpp"
 #include "gateway/runtime/warden_metrics.hpp"
 #include "gateway/shared/shared_homes.hpp"
 #include "gateway/stores/durable_state.hpp"
@@ -29,12 +30,6 @@
 #include "net/client.hpp"
 #include "net/server.hpp"
 #include "supervisor/launcher.hpp"
-
-namespace warden::protocol {
-class StreamRelay;
-struct RequestInfo;
-struct RewriteOptions;
-}  // namespace warden::protocol
 
 namespace warden::gateway {
 
@@ -80,70 +75,17 @@ class Gateway {
 
  private:
   struct Upstream;    // one distinct engine URL: scraped once per interval
-  struct Exchange;    // one proxied request, finished exactly once
-  class AdminAccess;  // what the admin API's endpoints see of the gateway (admin/gateway_admin.cpp)
-  struct Refusal;     // an error answer for the client
-  struct Outgoing;    // what goes to the engine, prepared once for every attempt
-  struct Attempt;     // one try at a replica and what came of it
-  using StreamBody = std::function<net::asio::awaitable<void>(net::StreamWriter&)>;
-  using Clock = std::chrono::steady_clock;
+  class AdminAccess;  // what the admin API's endpoints see of the gateway (gateway_admin.cpp)
 
-  // The proxy (proxy.cpp): admit → forward (route, send, await the first event; once more elsewhere if
-  // the replica failed before answering) → the whole response, or the stream relayed.
-  net::asio::awaitable<net::Reply> proxy(net::Request& req);
-  std::optional<net::Response> admit(net::Request& req, Exchange& ex, Outgoing& out);
-  std::optional<Refusal> fit_output(const Exchange& ex, const protocol::RequestInfo& info,
-                                    protocol::RewriteOptions& ro);
-  // The request's prompt start, judged per thread (PrefixWatch); sets facts.thread's start and side.
-  static void watch_prefix(ModelRuntime& model, const protocol::RequestInfo& info, std::string_view body,
-                           core::RequestFacts& facts);
-  // False with at.decision.queued(): admission holds the request (hold() waits for its turn).
-  bool route(Exchange& ex, const Outgoing& out, int attempt, Attempt& at);
-  bool take_decision(Exchange& ex, const Outgoing& out, int attempt, Attempt& at);
-  net::asio::awaitable<bool> hold(Exchange& ex, const Outgoing& out, Attempt& at);
-  net::asio::awaitable<bool> forward(Exchange& ex, const net::Request& req, const Outgoing& out, int attempt,
-                                     Attempt& at);
-  // An engine's 400 read: relayed as it is, the client's context error (refuse), or to be sent again
-  // with the output cap the engine's figures give (resend); failed: the read broke off.
-  enum class Refit { relay, refuse, resend, failed };
-  net::asio::awaitable<Refit> refit(Exchange& ex, const net::Request& req, const Outgoing& out, int attempt,
-                                    Attempt& at, const UpstreamUrl& url, net::UpstreamResponse& r);
-  void attempt_failed(Exchange& ex, const Outgoing& out, int attempt, Attempt& at, const UpstreamUrl& url,
-                      const boost::system::error_code& failure, bool broke_off);
-  net::asio::awaitable<net::Response> whole_response(Exchange& ex, const net::Request& req,
-                                                     const Outgoing& out, Attempt& at);
-  static StreamBody relay_body(std::shared_ptr<Exchange> ex, net::UpstreamResponse upstream,
-                               bool drop_usage_chunk, net::BodyPiece first, Clock::time_point first_at);
-  static net::asio::awaitable<void> relay_stream(std::shared_ptr<Exchange> ex,
-                                                 std::shared_ptr<net::UpstreamResponse> up,
-                                                 bool drop_usage_chunk, net::BodyPiece first,
-                                                 Clock::time_point first_at, net::StreamWriter& w);
-  static net::asio::awaitable<void> break_stream(Exchange& ex, const protocol::StreamRelay& relay,
-                                                 net::StreamWriter& w);
-  static void end_stream(Exchange& ex, net::UpstreamResponse& up, const protocol::StreamRelay& relay, bool ok,
-                         bool client_failed, std::optional<Clock::time_point> first_token);
   net::asio::awaitable<net::Reply> admin(net::Request& req);
   net::asio::awaitable<void> poll_loop(std::shared_ptr<Upstream> up);
   void check_scraped();  // calls when_scraped()'s callback once every URL has been scraped
   // GET /v1/models of one engine URL: the context length of its models. False if it could not be asked.
   net::asio::awaitable<bool> fetch_models(std::shared_ptr<Upstream> up, net::ClientTimeouts t);
   net::asio::awaitable<void> flush_loop();
-  void finish_request(RequestRecord& record);
-  // `replicas` of `m` were just marked unhealthy: the requests waiting for their first byte go elsewhere.
-  void recall_waiting(const ModelRuntime& m, const std::vector<int>& replicas, std::string_view why);
-  // Outlier ejection (ejection.cpp): a request's outcome on `replica` (a failure, or nullopt: a success),
-  // an ejection's consequences, and the progress watchdog after a scrape.
-  void request_outcome(ModelRuntime& m, int replica, std::optional<core::OutlierReason> failure);
-  void replica_ejected(ModelRuntime& m, int replica, core::Time now);
-  void judge_progress(ModelRuntime& m);
   std::vector<ReplicaGauges> replica_gauges();
   std::vector<ModelGauges> model_gauges() const;
-  ModelRuntime* find_model(std::string_view name);
-  net::ClientTimeouts client_timeouts() const;
   ReloadPlan apply_config(Config next);  // gateway_reload.cpp
-  // A model's runtime (its admission queue with it), served from now on (at start, and for a model a
-  // reload adds).
-  ModelRuntime& add_runtime(const ModelConfig& config);
   // Reloads (gateway_reload.cpp, model_reload.cpp): a model's replica list changed, a model added or
   // removed, and the scrapers that makes needed or idle.
   void apply_models(const ReloadPlan& plan, const Config& next);
@@ -153,34 +95,30 @@ class Gateway {
   // One scraper per distinct engine URL of the models served, each knowing its models: the ones no model
   // uses any more stop, new ones start polling (once start() has started the others).
   void sync_upstreams();
-  std::int64_t unix_now() const;
+  base::Result<void, std::vector<std::string>> use_tls_files(Config& config);  // gateway_reload.cpp
 
   net::asio::io_context& ioc_;
   supervisor::Launcher launcher_{ioc_.get_executor()};  // engines of models with a launch: section
   Config config_;
   OriginPolicy browsers_;  // from config_'s allowed_hosts and allowed_origins (a reload sets it again)
   std::int64_t started_unix_;
-  std::vector<std::unique_ptr<ModelRuntime>> models_;
-  // Models a reload removed (their queues stopped): requests in flight still point at them.
-  std::vector<std::unique_ptr<ModelRuntime>> removed_models_;
-  bool polling_ = false;      // start() has started the poll loops
-  WaitingRequests waiting_;   // requests waiting for a replica's first byte (recall_waiting())
-  WaitingRequests relaying_;  // streams relaying from a replica: cut with an error event if it stalls
-  std::vector<std::shared_ptr<Upstream>> upstreams_;
-  net::ClientPool pool_;
-  net::ClientPool scrape_pool_;
-  core::SplitMixRng rng_;
+  core::SplitMixRng rng_;  // the one generator every model's routing draws from
   StatsStore stats_;
   DurableState durable_;  // the stats history, conversation homes and routing changes in state_dir
   WardenMetrics metrics_;
+  ModelSet models_;
+  ReplicaGuard guard_;  // the requests on a replica gone bad, and outlier ejection
+  Proxy proxy_;
+  bool polling_ = false;  // start() has started the poll loops
+  std::vector<std::shared_ptr<Upstream>> upstreams_;
+  net::ClientPool scrape_pool_;
   std::unique_ptr<SharedHomes> shared_;  // with `state: { redis: ... }` only
   std::shared_ptr<bool> alive_;          // background loops stop when this is false
   net::asio::cancellation_signal flush_cancel_;
   bool stopped_ = false;
-  std::function<ConfigResult()> load_config_;                                  // set_config_loader()
-  std::function<void()> on_scraped_;                                           // when_scraped()
-  std::function<void(std::shared_ptr<net::TlsContext>)> on_listener_tls_;      // on_listener_tls()
-  base::Result<void, std::vector<std::string>> use_tls_files(Config& config);  // gateway_reload.cpp
+  std::function<ConfigResult()> load_config_;                              // set_config_loader()
+  std::function<void()> on_scraped_;                                       // when_scraped()
+  std::function<void(std::shared_ptr<net::TlsContext>)> on_listener_tls_;  // on_listener_tls()
 };
 
 }  // namespace warden::gateway

@@ -11,8 +11,8 @@ class Gateway::AdminAccess final : public AdminContext {
 
   const Config& config() const override { return g_.config_; }
   std::int64_t started_unix() const override { return g_.started_unix_; }
-  std::int64_t unix_now() const override { return g_.unix_now(); }
-  std::span<const std::unique_ptr<ModelRuntime>> models() override { return g_.models_; }
+  std::int64_t unix_now() const override { return unix_seconds_now(); }
+  std::span<const std::unique_ptr<ModelRuntime>> models() override { return g_.models_.served(); }
   const StatsStore& stats() const override { return g_.stats_; }
 
   std::string metrics_text() override {

@@ -1,12 +1,14 @@
-// The proxy half of the gateway: inspect → route → rewrite → relay, with usage accounting.
+// The proxy (proxy.hpp): inspect → route → rewrite → relay, with usage accounting.
+#include "gateway/proxy/proxy.hpp"
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/this_coro.hpp>
 
 #include "core/router.hpp"
-#include "gateway/gateway.hpp"
 #include "gateway/proxy/http_util.hpp"
+#include "gateway/proxy/request_log.hpp"
 #include "protocol/api.hpp"
 #include "protocol/context_limit.hpp"
 #include "protocol/error_body.hpp"
@@ -32,7 +34,7 @@ void set_queued_header(const RequestRecord& rec, http::response_header<>& head) 
 }  // namespace
 
 // Why the client gets an error instead of the engine's answer.
-struct Gateway::Refusal {
+struct Proxy::Refusal {
   unsigned status = 502;
   std::string message;
   std::string code;
@@ -42,8 +44,8 @@ struct Gateway::Refusal {
 // One proxied request. Whoever holds the last reference (the handler frame, or the stream body once the
 // handler returned) finishes it: the Router's in_flight is released and the record logged and counted,
 // exactly once, however the request ends (success, upstream error, client disconnect, cancellation).
-struct Gateway::Exchange {
-  Gateway* gateway;
+struct Proxy::Exchange {
+  Proxy* proxy;
   protocol::ApiKind api;
   ModelRuntime* model = nullptr;
   RequestRecord record;
@@ -57,7 +59,7 @@ struct Gateway::Exchange {
   bool replica_removed = false;  // a reload removed record.replica (the old index, kept for the log)
   core::RequestFacts facts;      // what it was routed by, while routed (Router::answered at its end)
 
-  Exchange(Gateway* g, protocol::ApiKind a) : gateway(g), api(a) {}
+  Exchange(Proxy* p, protocol::ApiKind a) : proxy(p), api(a) {}
   Exchange(const Exchange&) = delete;
   Exchange& operator=(const Exchange&) = delete;
 
@@ -123,7 +125,7 @@ struct Gateway::Exchange {
   // The outcome on its replica, for outlier ejection: a failure, or a success (nullopt).
   void judge(std::optional<core::OutlierReason> failure) {
     if (follow_layout() && model && record.replica >= 0) {
-      gateway->request_outcome(*model, record.replica, failure);
+      proxy->ctx_.guard.outcome(*model, record.replica, failure);
     }
     probe = false;
   }
@@ -131,7 +133,7 @@ struct Gateway::Exchange {
   // The request ends without a verdict on its replica (the client left, another replica was tried).
   void drop_probe() {
     if (follow_layout() && probe && model) {
-      model->probe_dropped(record.replica);
+      model->outliers().probe_dropped(record.replica);
     }
     probe = false;
   }
@@ -153,7 +155,7 @@ struct Gateway::Exchange {
         record.status = 499;  // the client went away before the end of the response
       }
       record.duration_s = std::chrono::duration<double>(Clock::now() - started).count();
-      gateway->finish_request(record);
+      proxy->finish(record);
     } catch (...) {
       // A destructor must not throw; logging failures are not worth a crash.
     }
@@ -161,7 +163,7 @@ struct Gateway::Exchange {
 };
 
 // What goes to the engine, prepared once for every attempt.
-struct Gateway::Outgoing {
+struct Proxy::Outgoing {
   core::RequestFacts facts;
   protocol::BodyLayout layout;  // for a second rewrite (an output cap from the engine's own figures)
   protocol::RewriteOptions options;
@@ -172,7 +174,7 @@ struct Gateway::Outgoing {
 
 // An attempt's outcome: the engine's answer (a stream's first piece read, the client's header prepared),
 // or the refusal for the client and whether another replica may still be tried.
-struct Gateway::Attempt {
+struct Proxy::Attempt {
   std::optional<net::UpstreamResponse> upstream;
   std::optional<net::BodyPiece> first;  // a stream's first piece, read before answering
   net::StreamReply reply;               // a stream's answer, prepared while the engine prefills
@@ -282,7 +284,27 @@ void throw_if_client_left(RequestRecord& rec, const boost::system::error_code& e
 
 }  // namespace
 
-asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
+Proxy::Proxy(asio::any_io_executor io, ProxyContext context) : ctx_(context), pool_(std::move(io)) {}
+
+net::ClientTimeouts Proxy::client_timeouts() const {
+  net::ClientTimeouts t;
+  t.connect = ctx_.config.timeouts.connect;
+  t.first_byte = ctx_.config.timeouts.first_byte;
+  t.idle = ctx_.config.timeouts.idle;
+  return t;
+}
+
+void Proxy::finish(RequestRecord& r) {
+  ctx_.metrics.request_done(r);
+  if (!r.model.empty()) {
+    ctx_.stats.record(r.model, unix_seconds_now(), r);
+  }
+  if (spdlog::should_log(spdlog::level::info)) {  // the line is built only for a log that keeps it
+    spdlog::info("{}", request_log_line(r));
+  }
+}
+
+asio::awaitable<net::Reply> Proxy::handle(net::Request& req) {
   auto ex = std::make_shared<Exchange>(this, *protocol::api_kind_from_path(req.target()));
   ex->record.endpoint = std::string(path_of(req.target()));
   Outgoing out;
@@ -307,14 +329,14 @@ asio::awaitable<net::Reply> Gateway::proxy(net::Request& req) {
   co_return std::move(at.reply);
 }
 
-std::optional<net::Response> Gateway::admit(net::Request& req, Exchange& ex, Outgoing& out) {
+std::optional<net::Response> Proxy::admit(net::Request& req, Exchange& ex, Outgoing& out) {
   RequestRecord& rec = ex.record;
   if (req.method() != http::verb::post) {
     auto r = ex.error_reply(req, {405, fmt::format("{} takes POST", rec.endpoint), "method_not_allowed"});
     r.set(http::field::allow, "POST");
     return r;
   }
-  if (!api_key_ok(req, config_.api_keys)) {
+  if (!api_key_ok(req, ctx_.config.api_keys)) {
     return ex.error_reply(
         req,
         {401, "missing or invalid API key (Authorization: Bearer KEY or x-api-key: KEY)", "invalid_api_key"});
@@ -333,7 +355,7 @@ std::optional<net::Response> Gateway::admit(net::Request& req, Exchange& ex, Out
         req, {400, std::string(protocol::describe(errc)), std::string(protocol::to_string(errc))});
   }
   rec.stream = info->stream;
-  ex.model = find_model(info->model);
+  ex.model = ctx_.models.find(info->model);
   if (!ex.model) {
     return ex.error_reply(
         req, {404, fmt::format("The model '{}' does not exist", info->model), "model_not_found"});
@@ -378,8 +400,8 @@ std::optional<net::Response> Gateway::admit(net::Request& req, Exchange& ex, Out
   return std::nullopt;
 }
 
-std::optional<Gateway::Refusal> Gateway::fit_output(const Exchange& ex, const protocol::RequestInfo& info,
-                                                    protocol::RewriteOptions& ro) {
+std::optional<Proxy::Refusal> Proxy::fit_output(const Exchange& ex, const protocol::RequestInfo& info,
+                                                protocol::RewriteOptions& ro) {
   const std::optional<std::int64_t> limit = ex.model->max_model_len();
   if (!ex.model->config().fit_max_tokens || !limit || ex.api == protocol::ApiKind::anthropic_count_tokens) {
     return std::nullopt;
@@ -397,8 +419,8 @@ std::optional<Gateway::Refusal> Gateway::fit_output(const Exchange& ex, const pr
   return std::nullopt;
 }
 
-void Gateway::watch_prefix(ModelRuntime& model, const protocol::RequestInfo& info, std::string_view body,
-                           core::RequestFacts& facts) {
+void Proxy::watch_prefix(ModelRuntime& model, const protocol::RequestInfo& info, std::string_view body,
+                         core::RequestFacts& facts) {
   const protocol::PromptStart start =
       protocol::prompt_start(body, info.layout, model.config().normalize_prompt);
   const StartVerdict verdict = model.prefix_watch().observe(
@@ -413,7 +435,7 @@ void Gateway::watch_prefix(ModelRuntime& model, const protocol::RequestInfo& inf
   }
 }
 
-bool Gateway::route(Exchange& ex, const Outgoing& out, int attempt, Attempt& at) {
+bool Proxy::route(Exchange& ex, const Outgoing& out, int attempt, Attempt& at) {
   RequestRecord& rec = ex.record;
   ModelRuntime& model = *ex.model;
   const auto now = Clock::now().time_since_epoch();
@@ -433,9 +455,9 @@ bool Gateway::route(Exchange& ex, const Outgoing& out, int attempt, Attempt& at)
     facts.queued_for = model.router().routing_config().admission.max_wait;
   }
   if (out.counting_only) {
-    at.decision = model.router().route_uncounted(facts, metrics, now, rng_);
+    at.decision = model.router().route_uncounted(facts, metrics, now, ctx_.rng);
   } else {
-    at.decision = model.router().route(facts, metrics, now, rng_);
+    at.decision = model.router().route(facts, metrics, now, ctx_.rng);
   }
   if (at.decision.queued()) {
     return false;  // the caller holds it (hold())
@@ -443,7 +465,7 @@ bool Gateway::route(Exchange& ex, const Outgoing& out, int attempt, Attempt& at)
   return take_decision(ex, out, attempt, at);
 }
 
-bool Gateway::take_decision(Exchange& ex, const Outgoing& out, int attempt, Attempt& at) {
+bool Proxy::take_decision(Exchange& ex, const Outgoing& out, int attempt, Attempt& at) {
   RequestRecord& rec = ex.record;
   ex.drop_probe();  // routed again (another warden placed it first): the earlier pick probes nothing
   ex.routed = !out.counting_only && at.decision.ok();
@@ -464,7 +486,7 @@ bool Gateway::take_decision(Exchange& ex, const Outgoing& out, int attempt, Atte
   ex.layout = ex.model->layout();
   ex.replica_removed = false;
   rec.route = attempt > 0 ? "failover" : std::string(core::route_name(d.route));
-  ex.probe = ex.model->take_probe(rec.replica, Clock::now().time_since_epoch());
+  ex.probe = ex.model->outliers().take_probe(rec.replica, Clock::now().time_since_epoch());
   ex.decision = d;
   ex.awaiting_first = ex.routed;
   return true;
@@ -473,13 +495,13 @@ bool Gateway::take_decision(Exchange& ex, const Outgoing& out, int attempt, Atte
 // A first routing admission held: the request waits in the model's queue until it is routed again with
 // room (or at its bound). False: refused (the queue is full, or the warden shuts down). A client that
 // leaves meanwhile is taken out of the queue and never sent (the wait throws operation_aborted).
-asio::awaitable<bool> Gateway::hold(Exchange& ex, const Outgoing& out, Attempt& at) {
+asio::awaitable<bool> Proxy::hold(Exchange& ex, const Outgoing& out, Attempt& at) {
   RequestRecord& rec = ex.record;
   AdmissionQueue& queue = ex.model->queue();
   rec.route = std::string(core::route_name(core::Route::queued));
   // 503 with Retry-After: by then a request joining the queue would have gone at the latest.
   auto refuse = [&](const char* reason, std::string message) {
-    metrics_.queue_rejected(rec.model, reason);
+    ctx_.metrics.queue_rejected(rec.model, reason);
     at.failure = {503, std::move(message), reason == std::string_view("full") ? "queue_full" : reason,
                   std::max<std::int64_t>(
                       1, std::chrono::ceil<std::chrono::seconds>(queue.max_wait(out.facts)).count())};
@@ -501,7 +523,7 @@ asio::awaitable<bool> Gateway::hold(Exchange& ex, const Outgoing& out, Attempt& 
   } catch (const boost::system::system_error&) {
     rec.queued_s = std::chrono::duration<double>(Clock::now() - since).count();
     rec.status = 499;  // the client went away while it waited
-    metrics_.queue_abandoned(rec.model);
+    ctx_.metrics.queue_abandoned(rec.model);
     if (entry->outcome == AdmissionQueue::Outcome::routed && entry->decision.ok()) {
       ex.model->router().abandon(entry->decision);  // routed the moment the client left: never sent
     }
@@ -511,13 +533,13 @@ asio::awaitable<bool> Gateway::hold(Exchange& ex, const Outgoing& out, Attempt& 
   if (entry->outcome == AdmissionQueue::Outcome::refused) {
     co_return refuse("draining", shutting_down);
   }
-  metrics_.queue_admitted(rec.model, *rec.queued_s);
+  ctx_.metrics.queue_admitted(rec.model, *rec.queued_s);
   at.decision = entry->decision;
   co_return take_decision(ex, out, 0, at);
 }
 
-asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, const Outgoing& out,
-                                       int attempt, Attempt& at) {
+asio::awaitable<bool> Proxy::forward(Exchange& ex, const net::Request& req, const Outgoing& out, int attempt,
+                                     Attempt& at) {
   // With shared state: what the other wardens know of the conversation, before and after routing it.
   std::optional<PlacementTurnEnd> turn;  // ends after the claim (or on any way out before it)
   if (shared_ && !out.counting_only && attempt == 0 && shared_->unknown_here(*ex.model, out.facts)) {
@@ -560,7 +582,7 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
   const net::ClientTimeouts timeouts = client_timeouts();
   // Until its first event the request can go elsewhere: recalled if the replica is marked unhealthy.
   net::Recall recall;
-  const WaitingRequests::Entry waiting = waiting_.add(*ex.model, ex.record.replica, recall);
+  const WaitingRequests::Entry waiting = ctx_.guard.await_first_byte(*ex.model, ex.record.replica, recall);
   auto r = co_await pool_.send(endpoint, up, timeouts, &recall);
   if (!r) {
     throw_if_client_left(ex.record, r.error());
@@ -612,9 +634,9 @@ asio::awaitable<bool> Gateway::forward(Exchange& ex, const net::Request& req, co
   co_return false;
 }
 
-asio::awaitable<Gateway::Refit> Gateway::refit(Exchange& ex, const net::Request& req, const Outgoing& out,
-                                               int attempt, Attempt& at, const UpstreamUrl& url,
-                                               net::UpstreamResponse& r) {
+asio::awaitable<Proxy::Refit> Proxy::refit(Exchange& ex, const net::Request& req, const Outgoing& out,
+                                           int attempt, Attempt& at, const UpstreamUrl& url,
+                                           net::UpstreamResponse& r) {
   // Copied now: the header lives in the pooled connection, which read_all() may hand back.
   http::response_header<> head = client_header(req, ex.record, r.header());
   auto body = co_await r.read_all(1u << 20);
@@ -648,9 +670,8 @@ asio::awaitable<Gateway::Refit> Gateway::refit(Exchange& ex, const net::Request&
   co_return Refit::resend;
 }
 
-void Gateway::attempt_failed(Exchange& ex, const Outgoing& out, int attempt, Attempt& at,
-                             const UpstreamUrl& url, const boost::system::error_code& failure,
-                             bool broke_off) {
+void Proxy::attempt_failed(Exchange& ex, const Outgoing& out, int attempt, Attempt& at,
+                           const UpstreamUrl& url, const boost::system::error_code& failure, bool broke_off) {
   RequestRecord& rec = ex.record;
   // broke_off: answered, then broke off before the first event; nothing reached the client.
   const std::string why =
@@ -676,7 +697,8 @@ void Gateway::attempt_failed(Exchange& ex, const Outgoing& out, int attempt, Att
     // In DP mode every rank sits behind this one server: it is the server that failed.
     const bool dp = ex.model->config().data_parallel;
     if (dp ? ex.model->url_failed(url, why) : ex.model->replica_failed(rec.replica, why)) {
-      recall_waiting(*ex.model, dp ? ex.model->replicas_of(url) : std::vector<int>{rec.replica}, why);
+      ctx_.guard.replicas_down(*ex.model, dp ? ex.model->replicas_of(url) : std::vector<int>{rec.replica},
+                               why);
     }
   }
   spdlog::warn("upstream {} (model {} replica {}) failed: {}{}", url.text, rec.model, rec.replica, why,
@@ -686,8 +708,8 @@ void Gateway::attempt_failed(Exchange& ex, const Outgoing& out, int attempt, Att
                 upstream_code(status)};
 }
 
-asio::awaitable<net::Response> Gateway::whole_response(Exchange& ex, const net::Request& req,
-                                                       const Outgoing& out, Attempt& at) {
+asio::awaitable<net::Response> Proxy::whole_response(Exchange& ex, const net::Request& req,
+                                                     const Outgoing& out, Attempt& at) {
   RequestRecord& rec = ex.record;
   // Copied now: the upstream header lives in the pooled connection, which read_all() may hand back.
   http::response_header<> head =
@@ -723,9 +745,8 @@ asio::awaitable<net::Response> Gateway::whole_response(Exchange& ex, const net::
   co_return res;
 }
 
-Gateway::StreamBody Gateway::relay_body(std::shared_ptr<Exchange> ex, net::UpstreamResponse upstream,
-                                        bool drop_usage_chunk, net::BodyPiece first,
-                                        Clock::time_point first_at) {
+Proxy::StreamBody Proxy::relay_body(std::shared_ptr<Exchange> ex, net::UpstreamResponse upstream,
+                                    bool drop_usage_chunk, net::BodyPiece first, Clock::time_point first_at) {
   auto shared_up = std::make_shared<net::UpstreamResponse>(std::move(upstream));
   return [ex = std::move(ex), shared_up = std::move(shared_up), drop_usage_chunk, first,
           first_at](net::StreamWriter& w) {
@@ -733,10 +754,10 @@ Gateway::StreamBody Gateway::relay_body(std::shared_ptr<Exchange> ex, net::Upstr
   };
 }
 
-asio::awaitable<void> Gateway::relay_stream(std::shared_ptr<Exchange> ex,
-                                            std::shared_ptr<net::UpstreamResponse> up, bool drop_usage_chunk,
-                                            net::BodyPiece first, Clock::time_point first_at,
-                                            net::StreamWriter& w) {
+asio::awaitable<void> Proxy::relay_stream(std::shared_ptr<Exchange> ex,
+                                          std::shared_ptr<net::UpstreamResponse> up, bool drop_usage_chunk,
+                                          net::BodyPiece first, Clock::time_point first_at,
+                                          net::StreamWriter& w) {
   RequestRecord& rec = ex->record;
   std::optional<net::BodyPiece> pending = first;  // valid until the next call on up
   protocol::StreamRelay relay(ex->api, drop_usage_chunk);
@@ -749,9 +770,9 @@ asio::awaitable<void> Gateway::relay_stream(std::shared_ptr<Exchange> ex,
   };
   bool ok = true;
   // A replica ejected as stalled makes no token for any stream: they end with an error the agent retries
-  // on, not silence until timeouts.idle (Gateway::replica_ejected()).
+  // on, not silence until timeouts.idle (ReplicaGuard).
   net::Recall stalled;
-  const WaitingRequests::Entry relaying = ex->gateway->relaying_.add(*ex->model, rec.replica, stalled);
+  const WaitingRequests::Entry relaying = ex->proxy->ctx_.guard.relay(*ex->model, rec.replica, stalled);
   while (true) {
     net::Result<net::BodyPiece> piece = net::BodyPiece{};
     Clock::time_point arrived = first_at;
@@ -829,8 +850,8 @@ asio::awaitable<void> Gateway::relay_stream(std::shared_ptr<Exchange> ex,
 
 // The client's stream ends visibly broken: an error event in its API's format, then the connection is
 // closed without the end of the chunked body (a truncated answer must never look complete).
-asio::awaitable<void> Gateway::break_stream(Exchange& ex, const protocol::StreamRelay& relay,
-                                            net::StreamWriter& w) {
+asio::awaitable<void> Proxy::break_stream(Exchange& ex, const protocol::StreamRelay& relay,
+                                          net::StreamWriter& w) {
   const RequestRecord& rec = ex.record;
   const std::string message =
       rec.stream_break == "timeout"
@@ -850,8 +871,8 @@ asio::awaitable<void> Gateway::break_stream(Exchange& ex, const protocol::Stream
   w.abort();
 }
 
-void Gateway::end_stream(Exchange& ex, net::UpstreamResponse& up, const protocol::StreamRelay& relay, bool ok,
-                         bool client_failed, std::optional<Clock::time_point> first_token) {
+void Proxy::end_stream(Exchange& ex, net::UpstreamResponse& up, const protocol::StreamRelay& relay, bool ok,
+                       bool client_failed, std::optional<Clock::time_point> first_token) {
   RequestRecord& rec = ex.record;
   if (!ok) {
     up.abort();

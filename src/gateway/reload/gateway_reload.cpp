@@ -92,7 +92,7 @@ base::Result<void, std::vector<std::string>> Gateway::use_tls_files(Config& conf
     }
     return {boost::system::in_place_error, std::move(errors)};
   }
-  pool_.set_tls(config.upstream_tls.context);
+  proxy_.set_upstream_tls(config.upstream_tls.context);
   scrape_pool_.set_tls(config.upstream_tls.context);
   return {};
 }
@@ -107,11 +107,11 @@ ReloadPlan Gateway::apply_config(Config next) {
   if (on_listener_tls_) {
     on_listener_tls_(listener_tls());
   }
-  for (auto& m : models_) {
-    m->set_outlier(config_.outlier);
+  for (const auto& m : models_.served()) {
+    m->outliers().configure(config_.outlier);
   }
   for (const auto& name : plan.models_updated) {
-    ModelRuntime* m = find_model(name);
+    ModelRuntime* m = models_.find(name);
     const ModelConfig* theirs = next.find_model(name);
     if (!m || !theirs) {
       continue;  // plan_reload() names only models both configurations have

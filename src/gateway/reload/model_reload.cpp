@@ -10,7 +10,7 @@ namespace warden::gateway {
 
 void Gateway::apply_models(const ReloadPlan& plan, const Config& next) {
   for (const auto& name : plan.models_relaid) {
-    if (ModelRuntime* m = find_model(name)) {
+    if (ModelRuntime* m = models_.find(name)) {
       relay_model(*m, *next.find_model(name));
     }
   }
@@ -22,7 +22,7 @@ void Gateway::apply_models(const ReloadPlan& plan, const Config& next) {
   }
   // The configuration in force lists the models served, as their runtimes hold them.
   config_.models.clear();
-  for (const auto& m : models_) {
+  for (const auto& m : models_.served()) {
     config_.models.push_back(m->config());
   }
   if (plan.models_relaid.empty() && plan.models_removed.empty() && plan.models_added.empty()) {
@@ -46,7 +46,7 @@ void Gateway::relay_model(ModelRuntime& m, const ModelConfig& next) {
 
 // A model re-added finds the conversation homes it had stored (DurableState keeps a removed model's).
 void Gateway::add_model(const ModelConfig& config) {
-  ModelRuntime& m = add_runtime(config);
+  ModelRuntime& m = models_.add(config, config_.metrics.unhealthy_after, config_.outlier);
   for (auto& r : m.replicas()) {
     r.metrics.healthy = false;  // until its first scrape
     r.last_error = "added by a reload, not scraped yet";
@@ -59,16 +59,8 @@ void Gateway::add_model(const ModelConfig& config) {
 }
 
 void Gateway::remove_model(const std::string& name) {
-  for (std::size_t i = 0; i < models_.size(); ++i) {
-    if (models_[i]->config().name != name) {
-      continue;
-    }
-    models_[i]->queue().stop();  // requests admission holds are refused, as when draining
-    removed_models_.push_back(std::move(models_[i]));
-    models_.erase(models_.begin() + static_cast<std::ptrdiff_t>(i));
-    spdlog::info("model {} removed: new requests answer 404, requests in flight complete", name);
-    return;
-  }
+  models_.remove(name);
+  spdlog::info("model {} removed: new requests answer 404, requests in flight complete", name);
 }
 
 }  // namespace warden::gateway

@@ -79,78 +79,15 @@ const std::vector<core::ReplicaMetrics>& ModelRuntime::metrics(core::Time now) {
   for (std::size_t i = 0; i < replicas_.size(); ++i) {
     metrics_[i] = replicas_[i].metrics;
     answering += metrics_[i].healthy ? 1 : 0;
-    metrics_[i].healthy = metrics_[i].healthy && routable(static_cast<int>(i), now);
+    metrics_[i].healthy = metrics_[i].healthy && outliers_.routable(static_cast<int>(i), now);
     left += metrics_[i].healthy ? 1 : 0;
   }
-  if (core::panic(outlier_, left, answering)) {
+  if (core::panic(outliers_.config(), left, answering)) {
     for (std::size_t i = 0; i < replicas_.size(); ++i) {
       metrics_[i].healthy = replicas_[i].metrics.healthy;
     }
   }
   return metrics_;
-}
-
-std::size_t ModelRuntime::ejected_count() const {
-  return static_cast<std::size_t>(
-      std::count_if(replicas_.begin(), replicas_.end(), [](const auto& r) { return r.outlier.ejected(); }));
-}
-
-ReplicaRuntime* ModelRuntime::replica(int index) {
-  return index >= 0 && index < static_cast<int>(replicas_.size())
-             ? &replicas_[static_cast<std::size_t>(index)]
-             : nullptr;
-}
-
-bool ModelRuntime::routable(int replica, core::Time now) const {
-  if (replica < 0 || replica >= static_cast<int>(replicas_.size())) {
-    return false;
-  }
-  const ReplicaRuntime& r = replicas_[static_cast<std::size_t>(replica)];
-  if (!r.outlier.ejected()) {
-    return true;
-  }
-  // A stalled engine is probed once it makes progress again, not while it still holds requests frozen.
-  const bool still_stalled = r.outlier.reason() == core::OutlierReason::no_progress &&
-                             outlier_.stall_after > core::Time::zero() &&
-                             r.progress.stalled(r.stall_allowance, now);
-  return r.outlier.routable(now) && !still_stalled;
-}
-
-bool ModelRuntime::request_failed(int index, core::OutlierReason why, core::Time now) {
-  ReplicaRuntime* r = replica(index);
-  return r != nullptr &&
-         r->outlier.failure(outlier_, why, now, core::may_eject(outlier_, ejected_count(), replicas_.size()));
-}
-
-bool ModelRuntime::request_succeeded(int index, core::Time now) {
-  ReplicaRuntime* r = replica(index);
-  return r != nullptr && r->outlier.success(now);
-}
-
-bool ModelRuntime::take_probe(int index, core::Time now) {
-  ReplicaRuntime* r = replica(index);
-  return r != nullptr && routable(index, now) && r->outlier.take_probe(now);
-}
-
-void ModelRuntime::probe_dropped(int index) {
-  if (ReplicaRuntime* r = replica(index)) {
-    r->outlier.probe_dropped();
-  }
-}
-
-std::vector<int> ModelRuntime::eject_stalled(core::Time now) {
-  std::vector<int> out;
-  if (outlier_.stall_after <= core::Time::zero()) {
-    return out;
-  }
-  for (std::size_t i = 0; i < replicas_.size(); ++i) {
-    ReplicaRuntime& r = replicas_[i];
-    const bool room = r.outlier.ejected() || core::may_eject(outlier_, ejected_count(), replicas_.size());
-    if (r.progress.stalled(r.stall_allowance, now) && room && r.outlier.stalled(outlier_, now)) {
-      out.push_back(static_cast<int>(i));
-    }
-  }
-  return out;
 }
 
 void ModelRuntime::set_max_model_len(const UpstreamUrl& url, std::optional<std::int64_t> value) {
@@ -214,7 +151,7 @@ void ModelRuntime::apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank,
   // The warden's own requests there without a first token are work the engine has, whatever it reports,
   // and their prompts are what may keep its counters still for a while.
   r.progress.observe(rank.num_requests_running, tokens, backlog > 0, now);
-  r.stall_allowance = core::stall_allowance(outlier_, backlog, r.metrics.prefill_tokens_per_second);
+  r.stall_allowance = core::stall_allowance(outliers_.config(), backlog, r.metrics.prefill_tokens_per_second);
 }
 
 bool ModelRuntime::apply_scrape(const UpstreamUrl& url, const protocol::VllmScrape& scrape, core::Time now) {

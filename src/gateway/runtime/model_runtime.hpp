@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "gateway/config/config.hpp"
 #include "gateway/runtime/admission_queue.hpp"
 #include "gateway/runtime/prefix_watch.hpp"
+#include "gateway/runtime/replica_outliers.hpp"
 #include "protocol/prometheus.hpp"
 
 namespace warden::gateway {
@@ -91,20 +93,9 @@ class ModelRuntime {
   const std::vector<core::ReplicaMetrics>& metrics(
       core::Time now = std::chrono::steady_clock::now().time_since_epoch());
 
-  // Outlier ejection (core/outlier.hpp) with the rules in force (set_outlier(), at start and reload).
-  void set_outlier(const core::OutlierConfig& config) { outlier_ = config; }
-  const core::OutlierConfig& outlier_config() const { return outlier_; }
-  // False while `replica` is ejected, while its probe is out, and while a replica ejected as stalled
-  // still makes no progress.
-  bool routable(int replica, core::Time now) const;
-  // A request on `replica` failed (true: that ejected it) or succeeded (true: that re-admitted it).
-  bool request_failed(int replica, core::OutlierReason why, core::Time now);
-  bool request_succeeded(int replica, core::Time now);
-  // A request was routed to `replica`: true if it is the probe of an ejected replica.
-  bool take_probe(int replica, core::Time now);
-  void probe_dropped(int replica);
-  // The progress watchdog after a scrape: the replicas just ejected as stalled.
-  std::vector<int> eject_stalled(core::Time now);
+  // Outlier ejection of the replicas with the rules in force (configured at start and at every reload).
+  ReplicaOutliers& outliers() { return outliers_; }
+  const ReplicaOutliers& outliers() const { return outliers_; }
 
   // A successful scrape of `url` (one body, already parsed for this model's served name). Updates every
   // replica served by that URL; in DP mode rank r is the series with engine="r".
@@ -142,23 +133,22 @@ class ModelRuntime {
 
  private:
   void apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank, std::uint64_t backlog, core::Time now);
-  // Replicas ejected now (their probe out included): what the fleet bound counts.
-  std::size_t ejected_count() const;
-
-  ReplicaRuntime* replica(int index);
 
   ModelConfig config_;
   int unhealthy_after_;
   std::vector<core::ReplicaRemap> remaps_;  // every relay() that changed the list, oldest first
-  core::OutlierConfig outlier_;
   core::Router router_;
   std::vector<ReplicaRuntime> replicas_;
+  ReplicaOutliers outliers_{replicas_};
   std::vector<core::ReplicaMetrics> metrics_;
   std::vector<std::pair<std::string, std::int64_t>> max_model_len_;  // per URL text
   PrefixWatch prefix_watch_;
   core::SplitMixRng& rng_;
   AdmissionQueue queue_;  // last: its route-again function reads the members above
 };
+
+// The runtimes of the models served, in the order of the configuration.
+using ModelRuntimes = std::vector<std::unique_ptr<ModelRuntime>>;
 
 // The vLLM series of one model in a /metrics body. Series are matched on their model_name label; if none
 // matches (an engine started without --served-model-name), every series counts. vllm:cache_config_info

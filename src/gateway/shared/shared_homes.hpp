@@ -47,8 +47,6 @@ class PlacementTurnEnd {
   std::shared_ptr<PlacementTurn> turn_;
 };
 
-using ModelRuntimes = std::vector<std::unique_ptr<ModelRuntime>>;
-
 class SharedHomes {
  public:
   // `models` outlives this object (the gateway owns both).

@@ -9,6 +9,11 @@
 
 namespace warden::gateway {
 
+std::int64_t unix_seconds_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 std::optional<double> StatsSummary::cache_hit_rate() const {
   const std::uint64_t total = prompt_cached + prompt_computed;
   if (total == 0) {

@@ -20,6 +20,9 @@ struct sqlite3;
 
 namespace warden::gateway {
 
+// The system clock in whole seconds since the epoch, as the stats history is keyed.
+std::int64_t unix_seconds_now();
+
 struct StatsBucket {
   std::int64_t second = 0;  // unix time
   std::uint64_t prompt_cached = 0;

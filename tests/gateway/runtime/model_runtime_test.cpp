@@ -196,20 +196,21 @@ TEST(ModelRuntime, UnhealthyAfterConsecutiveFailuresAndRecoversOnScrape) {
 TEST(ModelRuntime, AnEjectedReplicaReadsAsUnhealthyUntilItsProbeSucceeds) {
   Config c = config_of(kUrls);
   ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
-  m.set_outlier(outlier_of(2, std::chrono::seconds(10)));
+  m.outliers().configure(outlier_of(2, std::chrono::seconds(10)));
   using std::chrono::seconds;
-  EXPECT_FALSE(m.request_failed(1, warden::core::OutlierReason::first_byte, seconds(1)));
-  EXPECT_TRUE(m.request_failed(1, warden::core::OutlierReason::first_byte, seconds(2)));
+  EXPECT_FALSE(m.outliers().request_failed(1, warden::core::OutlierReason::first_byte, seconds(1)));
+  EXPECT_TRUE(m.outliers().request_failed(1, warden::core::OutlierReason::first_byte, seconds(2)));
   EXPECT_FALSE(m.metrics(seconds(3))[1].healthy);
   EXPECT_TRUE(m.metrics(seconds(3))[0].healthy);
-  EXPECT_TRUE(m.replicas()[1].metrics.healthy);  // what the scrapes say is kept apart
-  EXPECT_FALSE(m.take_probe(1, seconds(11)));    // still in its backoff (until 12 s)
+  EXPECT_TRUE(m.replicas()[1].metrics.healthy);           // what the scrapes say is kept apart
+  EXPECT_FALSE(m.outliers().take_probe(1, seconds(11)));  // still in its backoff (until 12 s)
   EXPECT_TRUE(m.metrics(seconds(12))[1].healthy);
-  EXPECT_TRUE(m.take_probe(1, seconds(12)));
+  EXPECT_TRUE(m.outliers().take_probe(1, seconds(12)));
   EXPECT_FALSE(m.metrics(seconds(12))[1].healthy);  // one probe at a time
-  EXPECT_TRUE(m.request_succeeded(1, seconds(13)));
+  EXPECT_TRUE(m.outliers().request_succeeded(1, seconds(13)));
   EXPECT_TRUE(m.metrics(seconds(13))[1].healthy);
-  EXPECT_FALSE(m.request_failed(7, warden::core::OutlierReason::first_byte, seconds(13)));  // no such replica
+  EXPECT_FALSE(m.outliers().request_failed(7, warden::core::OutlierReason::first_byte,
+                                           seconds(13)));  // no such replica
 }
 
 // The progress watchdog from scrapes: running requests and token counters that stand still for
@@ -219,19 +220,19 @@ TEST(ModelRuntime, AStalledEngineIsEjectedAndProbedOnlyOnceItMovesAgain) {
   ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
   warden::core::OutlierConfig o = stall_after(std::chrono::seconds(20));
   o.base_ejection = std::chrono::seconds(5);
-  m.set_outlier(o);
+  m.outliers().configure(o);
   scrape_tokens(m, c, 2, 500, 0);
   scrape_tokens(m, c, 2, 500, 19);
-  EXPECT_TRUE(m.eject_stalled(std::chrono::seconds(19)).empty());
+  EXPECT_TRUE(m.outliers().eject_stalled(std::chrono::seconds(19)).empty());
   scrape_tokens(m, c, 2, 500, 20);
-  EXPECT_EQ(m.eject_stalled(std::chrono::seconds(20)), std::vector<int>{0});
-  EXPECT_TRUE(m.eject_stalled(std::chrono::seconds(21)).empty());  // once
+  EXPECT_EQ(m.outliers().eject_stalled(std::chrono::seconds(20)), std::vector<int>{0});
+  EXPECT_TRUE(m.outliers().eject_stalled(std::chrono::seconds(21)).empty());  // once
   EXPECT_EQ(m.replicas()[0].outlier.reason(), warden::core::OutlierReason::no_progress);
   scrape_tokens(m, c, 2, 500, 30);
-  EXPECT_FALSE(m.routable(0, std::chrono::seconds(30)));  // backoff over, still stalled
+  EXPECT_FALSE(m.outliers().routable(0, std::chrono::seconds(30)));  // backoff over, still stalled
   scrape_tokens(m, c, 2, 530, 31);
-  EXPECT_TRUE(m.routable(0, std::chrono::seconds(31)));
-  EXPECT_TRUE(m.take_probe(0, std::chrono::seconds(31)));
+  EXPECT_TRUE(m.outliers().routable(0, std::chrono::seconds(31)));
+  EXPECT_TRUE(m.outliers().take_probe(0, std::chrono::seconds(31)));
 }
 
 // The fleet bound: with max_ejection_percent 50 one of two replicas may be out, the other's failures are
@@ -240,10 +241,10 @@ TEST(ModelRuntime, AStalledEngineIsEjectedAndProbedOnlyOnceItMovesAgain) {
 TEST(ModelRuntime, NoMoreThanTheBoundIsEjectedAndTooFewLeftRoutesToAll) {
   Config c = config_of(kUrls);
   ModelRuntime m(c.models[0], 1, io.get_executor(), rng);
-  m.set_outlier(outlier_of(1, std::chrono::seconds(60)));
+  m.outliers().configure(outlier_of(1, std::chrono::seconds(60)));
   using std::chrono::seconds;
-  EXPECT_TRUE(m.request_failed(0, warden::core::OutlierReason::first_byte, seconds(1)));
-  EXPECT_FALSE(m.request_failed(1, warden::core::OutlierReason::first_byte, seconds(2)));
+  EXPECT_TRUE(m.outliers().request_failed(0, warden::core::OutlierReason::first_byte, seconds(1)));
+  EXPECT_FALSE(m.outliers().request_failed(1, warden::core::OutlierReason::first_byte, seconds(2)));
   EXPECT_FALSE(m.replicas()[1].outlier.ejected());
   EXPECT_FALSE(m.metrics(seconds(3))[0].healthy);
   EXPECT_TRUE(m.metrics(seconds(3))[1].healthy);
@@ -272,16 +273,17 @@ warden::core::Decision send(ModelRuntime& m, int replica, std::uint32_t prompt_t
 TEST(ModelRuntime, ALongPrefillIsNotAStall) {
   Config c = config_of(kUrls);
   ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
-  m.set_outlier(stall_after(std::chrono::seconds(20)));
+  m.outliers().configure(stall_after(std::chrono::seconds(20)));
   using std::chrono::seconds;
   const auto long_prompt = send(m, 0, 30'000, seconds(0));
   scrape_tokens(m, c, 1, 100, 0);
   scrape_tokens(m, c, 1, 100, 60);
-  EXPECT_TRUE(m.eject_stalled(seconds(60)).empty());
+  EXPECT_TRUE(m.outliers().eject_stalled(seconds(60)).empty());
   scrape_tokens(m, c, 1, 100, 199);
-  EXPECT_TRUE(m.eject_stalled(seconds(199)).empty());
+  EXPECT_TRUE(m.outliers().eject_stalled(seconds(199)).empty());
   scrape_tokens(m, c, 1, 100, 200);
-  EXPECT_EQ(m.eject_stalled(seconds(200)), std::vector<int>{0});  // 3 x its prefill time: a stall after all
+  EXPECT_EQ(m.outliers().eject_stalled(seconds(200)),
+            std::vector<int>{0});  // 3 x its prefill time: a stall after all
   m.router().first_token(long_prompt);
 }
 
@@ -290,15 +292,15 @@ TEST(ModelRuntime, ALongPrefillIsNotAStall) {
 TEST(ModelRuntime, AHangReportedAsNothingRunningIsAStall) {
   Config c = config_of(kUrls);
   ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
-  m.set_outlier(stall_after(std::chrono::seconds(20)));
+  m.outliers().configure(stall_after(std::chrono::seconds(20)));
   using std::chrono::seconds;
   scrape_tokens(m, c, 0, 100, 0);
   send(m, 0, 100, seconds(1));
   scrape_tokens(m, c, 0, 100, 1);
   scrape_tokens(m, c, 0, 100, 21);
-  EXPECT_TRUE(m.eject_stalled(seconds(21)).empty());  // 20 s + 0.6 s of prefill
+  EXPECT_TRUE(m.outliers().eject_stalled(seconds(21)).empty());  // 20 s + 0.6 s of prefill
   scrape_tokens(m, c, 0, 100, 22);
-  EXPECT_EQ(m.eject_stalled(seconds(22)), std::vector<int>{0});
+  EXPECT_EQ(m.outliers().eject_stalled(seconds(22)), std::vector<int>{0});
 }
 
 TEST(ModelRuntime, HostileMetricValuesAreClamped) {
@@ -402,9 +404,9 @@ TEST(AdminJson, ModelCardHasTheWorkingSetAgainstTheCaches) {
 TEST(AdminJson, AnEjectedReplicaShowsItsEjection) {
   Config c = config_of(kDp);
   ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
-  m.set_outlier(outlier_of(1, std::chrono::seconds(30)));
+  m.outliers().configure(outlier_of(1, std::chrono::seconds(30)));
   const auto t = std::chrono::seconds(100);
-  ASSERT_TRUE(m.request_failed(1, warden::core::OutlierReason::stream_stall, t));
+  ASSERT_TRUE(m.outliers().request_failed(1, warden::core::OutlierReason::stream_stall, t));
   const auto before = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
