@@ -16,24 +16,13 @@
 #include "gateway/proxy/http_util.hpp"
 #include "gateway/runtime/working_set.hpp"
 #include "protocol/api.hpp"
-#include "protocol/context_limit.hpp"
 #include "protocol/error_body.hpp"
-#include "protocol/prometheus.hpp"
 
 namespace warden::gateway {
 
 namespace asio = net::asio;
 namespace http = net::http;
 using namespace std::chrono_literals;
-
-struct Gateway::Upstream {
-  UpstreamUrl url;
-  net::Endpoint endpoint;
-  std::vector<ModelRuntime*> models;
-  asio::cancellation_signal cancel;
-  bool scraped = false;  // once the first scrape has answered or failed
-  bool stopped = false;  // no model is served there any more (a reload): its poll loop ends
-};
 
 namespace {
 
@@ -87,12 +76,12 @@ Gateway::Gateway(asio::io_context& ioc, Config config)
       models_(ioc.get_executor(), rng_),
       guard_(metrics_),
       proxy_(ioc.get_executor(), {config_, models_, rng_, guard_, metrics_, stats_}),
-      scrape_pool_(ioc.get_executor()),
+      poller_(ioc, config_, models_, guard_, metrics_),
       alive_(std::make_shared<bool>(true)) {
   for (const auto& m : config_.models) {
     models_.add(m, config_.metrics.unhealthy_after, config_.outlier);
   }
-  sync_upstreams();
+  poller_.sync();
   // Launched engines: their replicas get no traffic until the engine is ready, and none the moment it
   // exits (without waiting for failed scrapes); a successful scrape or readiness brings them back.
   const std::string self = supervisor::self_executable();
@@ -128,42 +117,6 @@ Gateway::Gateway(asio::io_context& ioc, Config config)
                                  const std::string& why) { set_health(model, replicas, false, why); });
   launcher_.on_up([set_health](const std::string& model, const std::vector<int>& replicas,
                                const std::string& why) { set_health(model, replicas, true, why); });
-}
-
-void Gateway::sync_upstreams() {
-  for (auto& up : upstreams_) {
-    up->models.clear();
-  }
-  for (const auto& mr : models_.served()) {
-    const ModelConfig& m = mr->config();
-    for (int i = 0; i < m.replica_count(); ++i) {
-      const UpstreamUrl& u = m.replica_url(i);
-      auto it = std::find_if(upstreams_.begin(), upstreams_.end(),
-                             [&](const auto& up) { return up->url.text == u.text; });
-      if (it == upstreams_.end()) {
-        auto up = std::make_shared<Upstream>();
-        up->url = u;
-        up->endpoint = net::Endpoint{u.host, u.port, u.tls};
-        upstreams_.push_back(up);
-        it = upstreams_.end() - 1;
-        if (polling_) {
-          asio::co_spawn(ioc_, poll_loop(up),
-                         asio::bind_cancellation_slot(up->cancel.slot(), asio::detached));
-        }
-      }
-      if (std::find((*it)->models.begin(), (*it)->models.end(), mr.get()) == (*it)->models.end()) {
-        (*it)->models.push_back(mr.get());
-      }
-    }
-  }
-  std::erase_if(upstreams_, [](const auto& up) {
-    if (!up->models.empty()) {
-      return false;
-    }
-    up->stopped = true;
-    up->cancel.emit(asio::cancellation_type::terminal);
-    return true;
-  });
 }
 
 Gateway::~Gateway() {
@@ -222,9 +175,10 @@ net::ServerOptions Gateway::server_options() {
 }
 
 base::Result<void> Gateway::start() {
-  if (auto tls = use_tls_files(config_); !tls) {
+  if (auto tls = Reloader::load_tls(config_); !tls) {
     return base::Failure{fmt::format("{}", fmt::join(tls.error(), "\n"))};
   }
+  use_upstream_tls();
   if (auto opened = durable_.open(config_.state_dir, stats_, unix_seconds_now()); !opened) {
     return opened;
   }
@@ -235,10 +189,7 @@ base::Result<void> Gateway::start() {
     shared_->start();
     proxy_.share_homes(shared_.get());
   }
-  polling_ = true;
-  for (auto& up : upstreams_) {
-    asio::co_spawn(ioc_, poll_loop(up), asio::bind_cancellation_slot(up->cancel.slot(), asio::detached));
-  }
+  poller_.start();
   asio::co_spawn(ioc_, flush_loop(), asio::bind_cancellation_slot(flush_cancel_.slot(), asio::detached));
   return {};
 }
@@ -250,146 +201,13 @@ void Gateway::stop() {
   stopped_ = true;
   *alive_ = false;
   launcher_.stop();  // SIGTERM, then SIGKILL after the grace period; the io_context runs until all are reaped
-  for (auto& up : upstreams_) {
-    up->cancel.emit(asio::cancellation_type::terminal);
-  }
+  poller_.stop();
   flush_cancel_.emit(asio::cancellation_type::terminal);
   models_.stop_queues();
   proxy_.close_idle();
-  scrape_pool_.close_idle();
   flush();
   if (shared_) {
     shared_->stop();
-  }
-}
-
-void Gateway::when_scraped(std::function<void()> done) {
-  on_scraped_ = std::move(done);
-  check_scraped();
-}
-
-void Gateway::check_scraped() {
-  const bool all =
-      std::all_of(upstreams_.begin(), upstreams_.end(), [](const auto& up) { return up->scraped; });
-  if (all && on_scraped_) {
-    std::exchange(on_scraped_, {})();
-  }
-}
-
-asio::awaitable<void> Gateway::poll_loop(std::shared_ptr<Upstream> up) {
-  // Ends with the gateway, or when a reload leaves no model served at this URL.
-  const auto live = [alive = alive_, up] { return *alive && !up->stopped; };
-  asio::steady_timer timer(co_await asio::this_coro::executor);
-  net::ClientTimeouts t;
-  t.connect = t.write = t.first_byte = t.idle = config_.metrics.scrape_timeout;
-  const std::string target = up->url.base_path + "/metrics";
-  // The context length is asked once the engine answers, and again whenever it comes back (a restarted
-  // engine may have another --max-model-len).
-  bool want_models = true;
-  while (live()) {
-    const auto started = std::chrono::steady_clock::now();
-    std::string error;
-    try {
-      net::Request req{http::verb::get, target, 11};
-      req.set(http::field::accept, "text/plain");
-      auto res = co_await scrape_pool_.send(up->endpoint, std::move(req), t);
-      if (!live()) {
-        co_return;
-      }
-      if (!res) {
-        error = res.error().message();
-      } else if (res->status() != 200) {
-        error = fmt::format("/metrics answered HTTP {}", res->status());
-        res->abort();
-      } else {
-        auto body = co_await res->read_all(32u << 20);
-        if (!live()) {
-          co_return;
-        }
-        if (!body) {
-          error = body.error().message();
-        } else {
-          for (ModelRuntime* m : up->models) {
-            auto scrape = scrape_for_model(*body, m->config().served_model_name);
-            if (!scrape) {
-              error = fmt::format("unusable /metrics: {}", scrape.error().message());
-              break;
-            }
-            if (m->apply_scrape(up->url, *scrape)) {
-              spdlog::info("upstream {} is answering again for model {}", up->url.text, m->config().name);
-              want_models = true;
-            }
-            guard_.judge_progress(*m);
-            m->retry_queued();  // the replicas' figures changed
-          }
-        }
-      }
-    } catch (const boost::system::system_error& e) {
-      if (!live() || e.code() == asio::error::operation_aborted) {
-        co_return;
-      }
-      error = e.what();
-    }
-    if (error.empty() && want_models) {
-      want_models = !co_await fetch_models(up, t);
-      if (!live()) {
-        co_return;
-      }
-    }
-    if (!error.empty()) {
-      want_models = true;
-      metrics_.scrape_error(up->url.text);
-      for (ModelRuntime* m : up->models) {
-        if (m->url_failed(up->url, error)) {
-          spdlog::warn("upstream {} marked unhealthy for model {}: {}", up->url.text, m->config().name,
-                       error);
-          guard_.replicas_down(*m, m->replicas_of(up->url), error);
-        }
-      }
-    } else {
-      metrics_.scrape_ok(up->url.text);
-    }
-    if (!std::exchange(up->scraped, true)) {
-      check_scraped();
-    }
-    timer.expires_at(started + config_.metrics.scrape_interval);
-    boost::system::error_code ec;
-    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) {
-      co_return;
-    }
-  }
-}
-
-asio::awaitable<bool> Gateway::fetch_models(std::shared_ptr<Upstream> up, net::ClientTimeouts t) {
-  net::Request req{http::verb::get, up->url.base_path + "/v1/models", 11};
-  req.set(http::field::accept, "application/json");
-  try {
-    auto res = co_await scrape_pool_.send(up->endpoint, std::move(req), t);
-    if (!res) {
-      co_return false;
-    }
-    std::string body;
-    if (res->status() == 200) {
-      auto b = co_await res->read_all(4u << 20);
-      if (!b) {
-        co_return false;
-      }
-      body = std::move(*b);
-    } else {
-      res->abort();  // an engine without the endpoint: no figure, and no need to ask again
-    }
-    for (ModelRuntime* m : up->models) {
-      const auto len = protocol::max_model_len_from_models(body, m->config().served_model_name);
-      m->set_max_model_len(up->url, len);
-      if (len) {
-        spdlog::info("upstream {}: model {} has a context of {} tokens", up->url.text, m->config().name,
-                     *len);
-      }
-    }
-    co_return true;
-  } catch (const boost::system::system_error&) {
-    co_return false;  // cancelled (the poll loop then ends) or broken off: asked again on the next poll
   }
 }
 
@@ -480,6 +298,11 @@ std::vector<ReplicaGauges> Gateway::replica_gauges() {
 }
 
 // Not a coroutine itself: it hands over the one it picks (one frame and one copy of the reply less).
+void Gateway::use_upstream_tls() {
+  proxy_.set_upstream_tls(config_.upstream_tls.context);
+  poller_.set_tls(config_.upstream_tls.context);
+}
+
 asio::awaitable<net::Reply> Gateway::handle(net::Request& req, const net::ConnectionInfo&) {
   if (protocol::api_kind_from_path(req.target())) {
     return proxy_.handle(req);

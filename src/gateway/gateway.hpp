@@ -1,7 +1,8 @@
-// `lm-warden serve`: the gateway. One object owns the configuration, the models served (ModelSet: one
-// ModelRuntime per model, its routing core, replica state and admission queue), the proxy, the metrics
-// poller, the stats store and the warden's own metrics, and answers every HTTP request through handle():
-// an inference request goes to the proxy, any other to the admin API. Runs on one io_context thread,
+// `lm-warden serve`: the gateway, the house its rooms stand in (docs/architecture.md, "The gateway's
+// rooms"). It owns the configuration, the models served (ModelSet: one ModelRuntime per model, its routing
+// core, replica state and admission queue), the proxy, the poller, the reloader, the stats and the
+// warden's own metrics, starts and stops them, and answers every HTTP request through handle(): an
+// inference request goes to the proxy, any other to the admin API. Runs on one io_context thread,
 // so none of its state (the Routers included) needs locks: docs/architecture.md, "Threads".
 #pragma once
 
@@ -19,8 +20,9 @@
 #include "core/rng.hpp"
 #include "gateway/config/config.hpp"
 #include "gateway/config/origin_guard.hpp"
+#include "gateway/poller/poller.hpp"
 #include "gateway/proxy/proxy.hpp"
-#include "gateway/reload/reload_plan.hpp"
+#include "gateway/reload/reloader.hpp"
 #include "gateway/runtime/model_set.hpp"
 #include "gateway/runtime/replica_guard.hpp"
 #include "gateway/runtime/warden_metrics.hpp"
@@ -62,40 +64,29 @@ class Gateway {
   ReloadOutcome reload();
   // How reload() reads the file: the app's loader applies its command-line overrides (--listen, ...).
   // Without one, config().source is read as it is.
-  void set_config_loader(std::function<ConfigResult()> load);
+  void set_config_loader(std::function<ConfigResult()> load) { reloader_.set_config_loader(std::move(load)); }
   // Calls `done` once every engine URL has been scraped once, answered or not (at once if that is past):
   // from then on routing works from real figures (serve tells systemd it is ready then).
-  void when_scraped(std::function<void()> done);
+  void when_scraped(std::function<void()> done) { poller_.when_scraped(std::move(done)); }
   // The listener's TLS context (null: plain HTTP), loaded by start() and again by every reload, which
   // hands the new one to `use` (the server takes it for new connections).
   std::shared_ptr<net::TlsContext> listener_tls() const {
     return config_.tls ? config_.tls->context : nullptr;
   }
-  void on_listener_tls(std::function<void(std::shared_ptr<net::TlsContext>)> use);
+  void on_listener_tls(std::function<void(std::shared_ptr<net::TlsContext>)> use) {
+    on_listener_tls_ = std::move(use);
+  }
 
  private:
-  struct Upstream;    // one distinct engine URL: scraped once per interval
-  class AdminAccess;  // what the admin API's endpoints see of the gateway (gateway_admin.cpp)
+  class AdminAccess;   // what the admin API's endpoints see of the gateway (gateway_admin.cpp)
+  class ReloadAccess;  // what a reload changes of it (gateway_reload.cpp)
 
   net::asio::awaitable<net::Reply> admin(net::Request& req);
-  net::asio::awaitable<void> poll_loop(std::shared_ptr<Upstream> up);
-  void check_scraped();  // calls when_scraped()'s callback once every URL has been scraped
-  // GET /v1/models of one engine URL: the context length of its models. False if it could not be asked.
-  net::asio::awaitable<bool> fetch_models(std::shared_ptr<Upstream> up, net::ClientTimeouts t);
   net::asio::awaitable<void> flush_loop();
+  // The upstreams' TLS in force (config_.upstream_tls) for the proxy's and the poller's connections.
+  void use_upstream_tls();
   std::vector<ReplicaGauges> replica_gauges();
   std::vector<ModelGauges> model_gauges() const;
-  ReloadPlan apply_config(Config next);  // gateway_reload.cpp
-  // Reloads (gateway_reload.cpp, model_reload.cpp): a model's replica list changed, a model added or
-  // removed, and the scrapers that makes needed or idle.
-  void apply_models(const ReloadPlan& plan, const Config& next);
-  void relay_model(ModelRuntime& m, const ModelConfig& next);
-  void add_model(const ModelConfig& config);
-  void remove_model(const std::string& name);
-  // One scraper per distinct engine URL of the models served, each knowing its models: the ones no model
-  // uses any more stop, new ones start polling (once start() has started the others).
-  void sync_upstreams();
-  base::Result<void, std::vector<std::string>> use_tls_files(Config& config);  // gateway_reload.cpp
 
   net::asio::io_context& ioc_;
   supervisor::Launcher launcher_{ioc_.get_executor()};  // engines of models with a launch: section
@@ -109,15 +100,12 @@ class Gateway {
   ModelSet models_;
   ReplicaGuard guard_;  // the requests on a replica gone bad, and outlier ejection
   Proxy proxy_;
-  bool polling_ = false;  // start() has started the poll loops
-  std::vector<std::shared_ptr<Upstream>> upstreams_;
-  net::ClientPool scrape_pool_;
+  Poller poller_;
+  Reloader reloader_;
   std::unique_ptr<SharedHomes> shared_;  // with `state: { redis: ... }` only
-  std::shared_ptr<bool> alive_;          // background loops stop when this is false
+  std::shared_ptr<bool> alive_;          // the flush loop stops when this is false
   net::asio::cancellation_signal flush_cancel_;
   bool stopped_ = false;
-  std::function<ConfigResult()> load_config_;                              // set_config_loader()
-  std::function<void()> on_scraped_;                                       // when_scraped()
   std::function<void(std::shared_ptr<net::TlsContext>)> on_listener_tls_;  // on_listener_tls()
 };
 
