@@ -68,6 +68,18 @@ function(warden_layer name kind)
   set(WARDEN_LAYER_DEPS_${name} ${ARG_DEPS} PARENT_SCOPE)
 endfunction()
 
+# warden_rooms(LAYER "ROOM DEP..." ...): the folders of src/LAYER/ ("rooms"), lowest first, each with the
+# rooms it includes; "." is the layer's top level. Written to layers.txt as "room LAYER ROOM DEP..." lines,
+# in order, for scripts/check-layering.py: a room includes only rooms it names, and names only rooms
+# declared before it (no arrow runs back up).
+function(warden_rooms layer)
+  set(lines "${WARDEN_ROOM_LINES}")
+  foreach(room ${ARGN})
+    string(APPEND lines "room ${layer} ${room}\n")
+  endforeach()
+  set(WARDEN_ROOM_LINES "${lines}" PARENT_SCOPE)
+endfunction()
+
 # Writes the declared layer graph (the warden_* edges of each layer and of its tests) to
 # ${CMAKE_BINARY_DIR}/layers.txt for scripts/check-layering.py, which checks src/ and tests/ against it.
 function(warden_write_layer_graph)
@@ -86,6 +98,7 @@ function(warden_write_layer_graph)
       string(APPEND text "test_deps ${name} ${tdeps}\n")
     endif()
   endforeach()
+  string(APPEND text "${WARDEN_ROOM_LINES}")
   file(WRITE ${CMAKE_BINARY_DIR}/layers.txt "${text}")
 endfunction()
 

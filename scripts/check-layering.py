@@ -4,7 +4,9 @@
 Usage: check-layering.py LAYERS_FILE [SOURCE_DIR]
 
 LAYERS_FILE is written by CMake at configure time (cmake/warden.cmake, warden_write_layer_graph): one line
-per layer, "layer NAME PURE|IO DEP...", and one per layer whose tests link more, "test_deps NAME DEP...".
+per layer, "layer NAME PURE|IO DEP...", one per layer whose tests link more, "test_deps NAME DEP...", and
+one per folder ("room") of a layer split into rooms, lowest first, "room LAYER ROOM DEP..." ("." is the
+layer's top level).
 The declarations in CMakeLists.txt stay the one source of truth; this script only reads what CMake saw.
 
 It fails (exit 1) on:
@@ -16,7 +18,10 @@ It fails (exit 1) on:
   - a declared test dependency that tests/NAME/ never includes, or that NAME reaches already;
   - in a pure layer's src/ (comments and string literals aside): a header or a name of threads, locks,
     atomics, sockets, Asio/Beast, the databases, or a read of a clock or of the random device
-    (PURE_HEADERS and PURE_NAMES below).
+    (PURE_HEADERS and PURE_NAMES below);
+  - in a layer split into rooms: a file in a folder that is not a declared room, an `#include "LAYER/..."`
+    of a room the including room does not declare, a declared room edge that is never included, and a
+    room that declares a room declared after it (an arrow running back up).
 It prints the include graph between the folders of src/ that it found, ready for docs/architecture.md.
 """
 
@@ -52,7 +57,7 @@ COMMENT_OR_LITERAL = re.compile(
 
 
 def read_layers(path):
-    layers, kinds, test_deps = {}, {}, {}
+    layers, kinds, test_deps, rooms = {}, {}, {}, {}
     for line in pathlib.Path(path).read_text().splitlines():
         words = line.split()
         if not words or words[0].startswith("#"):
@@ -62,7 +67,9 @@ def read_layers(path):
             kinds[words[1]] = words[2]
         elif words[0] == "test_deps":
             test_deps[words[1]] = set(words[2:])
-    return layers, kinds, test_deps
+        elif words[0] == "room":
+            rooms.setdefault(words[1], {})[words[2]] = set(words[3:])  # dicts keep the declared order
+    return layers, kinds, test_deps, rooms
 
 
 def sources(folder):
@@ -166,6 +173,47 @@ def check_tests(layers, test_deps, root):
     return errors
 
 
+def room_of(layer_dir, path):
+    """The room of a file under src/LAYER/ (its first folder, "." at the top level)."""
+    parts = path.relative_to(layer_dir).parts
+    return parts[0] if len(parts) > 1 else "."
+
+
+def check_rooms(layer, rooms, root, room_graph):
+    """The includes between the rooms of src/LAYER/ against their declared edges and order."""
+    errors, order = [], list(rooms)
+    for name, deps in rooms.items():
+        for dep in sorted(deps):
+            if dep not in rooms or order.index(dep) >= order.index(name):
+                errors.append(f"CMakeLists.txt: room {layer}/{name} declares {dep}, which is not a room declared "
+                              f"before it (an arrow running back up)")
+    layer_dir = root / "src" / layer
+    used = {name: set() for name in rooms}
+    include = re.compile(rf'^[ \t]*#[ \t]*include\s*"{re.escape(layer)}/([^"]+)"', re.MULTILINE)
+    for f in sources(layer_dir):
+        room = room_of(layer_dir, f)
+        if room not in rooms:
+            errors.append(f"{f.relative_to(root)}: src/{layer}/{room}/ is not a room of {layer} (CMakeLists.txt, "
+                          f"warden_rooms)")
+            continue
+        text = f.read_text(errors="replace")
+        for m in include.finditer(text):
+            target = m.group(1).split("/")
+            to = target[0] if len(target) > 1 else "."
+            if to == room:
+                continue
+            used[room].add(to)
+            if to not in rooms[room]:
+                errors.append(f"{f.relative_to(root)}:{line_of(text, m.start())}: room {layer}/{room} includes "
+                              f"{layer}/{m.group(1)}, but does not declare room {to} (CMakeLists.txt, warden_rooms)")
+    for name, deps in rooms.items():
+        for dep in sorted(deps - used[name]):
+            errors.append(f"CMakeLists.txt: room {layer}/{name} declares {dep}, but never includes it (drop the "
+                          f"edge)")
+    room_graph[layer] = (order, used)
+    return errors
+
+
 def print_graph(layers, kinds, graph):
     print("include graph of src/ (folder -> folders it includes; * = pure):")
     width = max(len(n) for n in layers) + 1
@@ -180,10 +228,17 @@ def main(argv):
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
     root = pathlib.Path(argv[2] if len(argv) == 3 else pathlib.Path(__file__).resolve().parent.parent)
-    layers, kinds, test_deps = read_layers(argv[1])
-    graph = {}
+    layers, kinds, test_deps, rooms = read_layers(argv[1])
+    graph, room_graph = {}, {}
     errors = check_sources(layers, kinds, root, graph) + check_tests(layers, test_deps, root)
+    for layer, declared in rooms.items():
+        errors += check_rooms(layer, declared, root, room_graph)
     print_graph(layers, kinds, graph)
+    for layer, (order, used) in room_graph.items():
+        print(f"include graph of the rooms of src/{layer}/ (lowest first; . = its top level):")
+        width = max(len(r) for r in order)
+        for room in order:
+            print(f"  {room:<{width}} -> {', '.join(r for r in order if r in used[room]) or '-'}")
     for e in errors:
         print(e)
     if errors:
