@@ -1,6 +1,6 @@
 #pragma once
 // The requests of one model that admission holds back (route `queued`) and the rules of their wait, written
-// once for the gateway's admission (gateway/proxy/admission_queue.hpp puts a queue on the I/O thread, with
+// once for the gateway's admission (gateway/runtime/admission_queue.hpp puts a queue on the I/O thread, with
 // the timer and the waiters' wake-ups) and the what-if driver (in model seconds). Pure: no clock of its
 // own, every time is an argument.
 //

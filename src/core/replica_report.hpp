@@ -1,8 +1,8 @@
 #pragma once
 // The one function that keeps the routing view of a replica (ReplicaFigures) current from what its engine
 // reported at one scrape (ReplicaReport, both in replica_figures.hpp). `serve` maps vLLM's Prometheus text
-// to a ReplicaReport (gateway/model_runtime), `simulate` the engine model's counters (whatif/driver), so
-// both feed the Router the same way. Pure.
+// to a ReplicaReport (gateway/runtime/model_runtime), `simulate` the engine model's counters (whatif/driver),
+// so both feed the Router the same way. Pure.
 
 #include <cstdint>
 #include <optional>

@@ -81,7 +81,7 @@ json::value ejection_json(const core::OutlierState& o, core::Time now) {
 
 namespace {
 
-// The model's working set against what its healthy replicas hold (gateway/working_set.hpp), with the
+// The model's working set against what its healthy replicas hold (gateway/runtime/working_set.hpp), with the
 // conversations other wardens sharing state report.
 json::object working_set_json(const WorkingSet& ws) {
   json::object out;

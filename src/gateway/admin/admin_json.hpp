@@ -29,7 +29,7 @@ struct HeldRequests {
 };
 
 // GET /api/models/{name}: the model and its "Data parallel routing" card, with its working set against
-// its caches (gateway/working_set.hpp). `since_unix` = warden start; `held`: its admission queue now.
+// its caches (gateway/runtime/working_set.hpp). `since_unix` = warden start; `held`: its admission queue now.
 boost::json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_unix,
                                HeldRequests held = {});
 

@@ -251,7 +251,7 @@ void WardenMetrics::render_threads(std::string& o, const std::vector<ModelGauges
                    [](const ModelGauges& m) { return V(m.threaded_sessions); });
 }
 
-// The model's working set against its replicas' caches (gateway/working_set.hpp): the seed's rule of
+// The model's working set against its replicas' caches (gateway/runtime/working_set.hpp): the seed's rule of
 // thumb, conversations x context within GPU plus host cache, as lm_warden_model_working_set_tokens >
 // lm_warden_model_kv_capacity_tokens + lm_warden_model_offload_capacity_tokens.
 void WardenMetrics::render_working_set(std::string& o, const std::vector<ModelGauges>& models) {

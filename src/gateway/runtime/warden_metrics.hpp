@@ -44,8 +44,8 @@ struct ModelGauges {
   std::optional<std::int64_t> max_model_len;  // as the engines report it
   std::size_t queue_length = 0;               // requests admission holds now
   std::size_t queue_task_starts = 0;          // of those, the first requests of agent tasks
-  // The model's working set (gateway/working_set.hpp, this warden's conversations) and what its healthy
-  // replicas hold; the capacities are left out until the engines reported a GPU cache.
+  // The model's working set (gateway/runtime/working_set.hpp, this warden's conversations) and what its
+  // healthy replicas hold; the capacities are left out until the engines reported a GPU cache.
   std::uint32_t conversations = 0;
   std::uint64_t working_set_tokens = 0;
   std::uint64_t kv_capacity_tokens = 0;

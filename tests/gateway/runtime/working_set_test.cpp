@@ -1,5 +1,5 @@
-// A model's working set against its caches (gateway/working_set.hpp): the sums the admin API, the console
-// and the metrics read.
+// A model's working set against its caches (gateway/runtime/working_set.hpp): the sums the admin API, the
+// console and the metrics read.
 #include "gateway/runtime/working_set.hpp"
 
 #include <gtest/gtest.h>
