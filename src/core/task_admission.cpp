@@ -55,8 +55,8 @@ TaskAdmissionRule admit_new_task(const Snapshot& snapshot, const RequestFacts& f
 bool starts_next_task(const RequestFacts& facts) {
   const bool main_thread =
       facts.session && (facts.thread.session == 0 || facts.thread.session == facts.session->hash);
-  return main_thread && facts.home && !facts.task_under_way && facts.offers_tools && !facts.thread.side &&
-         !facts.pin;
+  return main_thread && facts.home && facts.task_start && !facts.task_under_way && facts.offers_tools &&
+         !facts.thread.side && !facts.pin;
 }
 
 bool has_next_task_room(const ReplicaState& replica, std::uint32_t prompt_tokens) {

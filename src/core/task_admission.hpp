@@ -42,7 +42,8 @@ enum class TaskAdmissionRule : std::uint8_t {
 [[nodiscard]] TaskAdmissionRule admit_new_task(const Snapshot& snapshot, const RequestFacts& facts);
 
 /// The next task of a session whose previous task ended: its main thread, with a home (its context is warm
-/// there), tools offered, and no task under way.
+/// there), tools offered, its history ending with the user's words (RequestFacts::task_start: a client
+/// that sends tool results is in a task whatever the last reply said), and no task under way.
 [[nodiscard]] bool starts_next_task(const RequestFacts& facts);
 
 /// Whether `replica` keeps the next task of a session whose prompt is `prompt_tokens` warm beside its tasks

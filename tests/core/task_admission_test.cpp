@@ -123,6 +123,7 @@ TEST(TaskAdmission, ASessionsNextTaskStaysHomeWhileItFitsElseMovesOrWaits) {
   s.replicas[1].tasks_tokens = 150'000;
   RequestFacts next = new_task(1, 30'000);
   next.home = 0;
+  next.task_start = true;
   ASSERT_TRUE(starts_next_task(next));
   EXPECT_EQ(decide(s, next, rng), routed(0, Route::sticky)) << "120k + 30k within 168k";
   next.prompt_tokens = 50'000;
@@ -144,7 +145,11 @@ TEST(TaskAdmission, ANextTaskIsHeldOnlyAsASessionsNextTaskAndWithinItsBound) {
   s.replicas[0].tasks_tokens = 150'000;
   RequestFacts next = new_task(1, 30'000);
   next.home = 0;
+  next.task_start = true;
   ASSERT_TRUE(decide(s, next, rng).queued());
+  RequestFacts tool_results = next;
+  tool_results.task_start = false;
+  EXPECT_FALSE(starts_next_task(tool_results)) << "a client sending tool results is in a task";
   RequestFacts under_way = next;
   under_way.task_under_way = true;
   EXPECT_FALSE(starts_next_task(under_way));
@@ -286,12 +291,14 @@ TEST(TaskAdmission, TheRouterHoldsASessionsNextTaskUntilATaskAtItsHomeEnds) {
   ASSERT_TRUE(router.route(new_task(2, 90'000), metrics, seconds(2), rng).ok());
   ASSERT_TRUE(router.route(new_task(3, 60'000), metrics, seconds(3), rng).ok());
   EXPECT_EQ(router.snapshot(metrics, seconds(3)).replicas[0].tasks_tokens, 150'000U);
-  EXPECT_TRUE(router.route(new_task(1, 32'000), metrics, seconds(4), rng).queued()) << "182k past 168k";
+  RequestFacts next = new_task(1, 32'000);
+  next.task_start = true;
+  EXPECT_TRUE(router.route(next, metrics, seconds(4), rng).queued()) << "182k past 168k";
   EXPECT_TRUE(router.route(new_task(2, 92'000), metrics, seconds(5), rng).ok()) << "a task under way";
   router.answered(new_task(2, 94'000), /*final_text=*/true);
-  const Decision next = router.route(new_task(1, 32'000), metrics, seconds(6), rng);
-  EXPECT_EQ(next.replica, std::optional<ReplicaIndex>(0));
-  EXPECT_EQ(next.route, Route::sticky);
+  const Decision placed = router.route(next, metrics, seconds(6), rng);
+  EXPECT_EQ(placed.replica, std::optional<ReplicaIndex>(0));
+  EXPECT_EQ(placed.route, Route::sticky);
 }
 
 TEST(TasksUnderWay, AReloadMovesTasksWithTheirReplicaAndEndsThoseOfARemovedOne) {

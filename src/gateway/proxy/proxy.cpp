@@ -15,6 +15,7 @@
 #include "protocol/request.hpp"
 #include "protocol/rewrite.hpp"
 #include "protocol/stream_relay.hpp"
+#include "protocol/task_start.hpp"
 #include "protocol/usage.hpp"
 
 namespace warden::gateway {
@@ -383,6 +384,9 @@ std::optional<net::Response> Proxy::admit(net::Request& req, Exchange& ex, Outgo
     return ex.error_reply(req, *refused);
   }
   out.facts = request_facts(*info);
+  // Parsed only where task admission may ask: a main thread's turn with tools.
+  out.facts.task_start = info->offers_tools && info->session_source != protocol::SessionSource::none &&
+                         info->thread_id.empty() && protocol::starts_task(ex.api, req.body());
   rec.thread = info->session_source == protocol::SessionSource::none ? ""
                : info->thread_id.empty()                             ? "main"
                                                                      : info->thread_id;

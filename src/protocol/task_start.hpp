@@ -1,0 +1,18 @@
+#pragma once
+// Whether a request starts an agent task: its history ends with the user's own words, not with the results
+// of the tool calls the model made (a client in its tool loop sends those back). The warden tells a task's
+// end from the model's reply (text, no tool calls); this is the request's side of it.
+
+#include <string_view>
+
+#include "protocol/api.hpp"
+
+namespace warden::protocol {
+
+/// True when the last message of `body` is the user's and holds no tool result: Anthropic `messages` whose
+/// last `user` message has no `tool_result` block, OpenAI chat whose last message is `user` (not `tool`),
+/// a Responses `input` that is a string or whose last item is a user message (not a `*_call_output`). A
+/// body that is not such JSON is no task start.
+[[nodiscard]] bool starts_task(ApiKind api, std::string_view body);
+
+}  // namespace warden::protocol

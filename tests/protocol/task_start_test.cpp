@@ -1,0 +1,52 @@
+// A request starts an agent task when its history ends with the user's own words, in each API's shape.
+#include "protocol/task_start.hpp"
+
+#include <gtest/gtest.h>
+
+namespace warden::protocol {
+namespace {
+
+TEST(TaskStart, AnAnthropicTaskStartsWithTheUsersWordsNotWithToolResults) {
+  const auto messages = ApiKind::anthropic_messages;
+  EXPECT_TRUE(starts_task(messages, R"({"messages":[{"role":"user","content":"fix the bug"}]})"));
+  EXPECT_TRUE(starts_task(messages, R"({"messages":[{"role":"user","content":[{"type":"text","text":"go"},
+      {"type":"text","text":"<system-reminder>notes</system-reminder>"}]}],"tools":[]})"));
+  EXPECT_FALSE(starts_task(messages, R"({"messages":[{"role":"user","content":"fix it"},
+      {"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Read","input":{}}]},
+      {"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"..."},
+      {"type":"text","text":"<system-reminder>notes</system-reminder>"}]}]})"));
+  EXPECT_FALSE(starts_task(messages, R"({"messages":[{"role":"user","content":"a"},
+      {"role":"assistant","content":"prefilled"}]})"))
+      << "the assistant's turn last: the model continues, no new task";
+}
+
+TEST(TaskStart, AnOpenAiChatTaskStartsWithAUserMessageNotAToolMessage) {
+  const auto chat = ApiKind::openai_chat;
+  EXPECT_TRUE(
+      starts_task(chat, R"({"messages":[{"role":"system","content":"s"},{"role":"user","content":"go"}]})"));
+  EXPECT_FALSE(starts_task(chat, R"({"messages":[{"role":"user","content":"go"},
+      {"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"ls","arguments":"{}"}}]},
+      {"role":"tool","tool_call_id":"c1","content":"a.txt"}]})"));
+}
+
+TEST(TaskStart, AResponsesTaskStartsWithAUserItemNotACallOutput) {
+  const auto responses = ApiKind::openai_responses;
+  EXPECT_TRUE(starts_task(responses, R"({"input":"list the files"})"));
+  EXPECT_TRUE(starts_task(
+      responses,
+      R"({"input":[{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]}]})"));
+  EXPECT_FALSE(starts_task(responses, R"({"input":[{"type":"message","role":"user","content":"go"},
+      {"type":"function_call","call_id":"c1","name":"shell","arguments":"{}"},
+      {"type":"function_call_output","call_id":"c1","output":"a.txt"}]})"));
+}
+
+TEST(TaskStart, ABodyWithoutAHistoryIsNoTaskStart) {
+  EXPECT_FALSE(starts_task(ApiKind::anthropic_messages, "not json"));
+  EXPECT_FALSE(starts_task(ApiKind::anthropic_messages, "[1,2]"));
+  EXPECT_FALSE(starts_task(ApiKind::anthropic_messages, R"({"messages":[]})"));
+  EXPECT_FALSE(starts_task(ApiKind::openai_chat, R"({"messages":{"role":"user"}})"));
+  EXPECT_FALSE(starts_task(ApiKind::openai_responses, R"({"input":[]})"));
+}
+
+}  // namespace
+}  // namespace warden::protocol
