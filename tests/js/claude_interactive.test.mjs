@@ -120,6 +120,9 @@ describe('the README\'s interactive Claude Code line, typed in tmux', { skip, ti
     // Done: the turn's time line, after the subagents finished: "✻ <verb> for 42s", with a verb picked at
     // random that may not be ASCII ("Sautéed"), and past a minute (a loaded machine) "for 1m 5s" or "for 2m".
     await until((screen) => /✻ \S+ for (\d+[dhm] )*\d+[dhms]\b/.test(screen), 'the turn to end', 180000);
+    // A request sent as the turn ends (Claude Code's own follow-ups) may still be on its way: its answer first.
+    const answered = () => recorder.records.every((r) => !r.url.startsWith('/v1/messages') || r.status !== 0);
+    await until(answered, 'every request sent to have its answer');
     const screen = term.screen();
     for (const bad of ['Autocompact is thrashing', "isn't eligible", 'API Error', 'Prompt is too long']) {
       assert.ok(!screen.includes(bad), `the screen shows "${bad}":\n${screen}`);
