@@ -1,12 +1,13 @@
 // Protocol codecs: session-id extraction from a large Claude-Code-like body, Prometheus parsing of a
-// 4-rank vLLM scrape, SSE parsing throughput, body rewrite. A full Boost.JSON DOM parse of the same
-// body runs side by side as the reference.
+// 4-rank vLLM scrape, SSE parsing throughput, body rewrite, whether a turn starts an agent task. A full
+// Boost.JSON DOM parse of the same body runs side by side as the reference.
 //   ./build/bench/protocol_bench --benchmark_repetitions=10 --benchmark_report_aggregates_only=true
 
 #include "protocol/prometheus.hpp"
 #include "protocol/request.hpp"
 #include "protocol/rewrite.hpp"
 #include "protocol/sse.hpp"
+#include "protocol/task_start.hpp"
 #include "protocol/usage.hpp"
 
 #include "../tests/protocol/samples.hpp"
@@ -93,6 +94,17 @@ void BM_Reference_DomParse200KB(benchmark::State& state) {
     benchmark::DoNotOptimize(v);
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * body.size()));
+}
+
+// Whether a 200 KB turn starts an agent task, on the gateway's path: the layout comes from inspect_request's
+// pass and only the last message is parsed (BM_Reference_DomParse200KB is what parsing the body costs).
+void BM_TaskStart_Claude200KB(benchmark::State& state) {
+  const std::string& body = claude_body(samples::ClaudeMetadata::json_string);
+  const auto layout = scan_layout(body);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(starts_task(ApiKind::anthropic_messages, body, *layout));
+  }
+  state.counters["body_KB"] = static_cast<double>(body.size()) / 1024.0;
 }
 
 // The gateway's path: the layout comes from inspect_request's pass, the rewrite itself is the splice.
@@ -271,6 +283,7 @@ BENCHMARK(BM_SessionId_Claude200KB_Header_Billing)->Unit(benchmark::kMicrosecond
 BENCHMARK(BM_SessionId_Claude200KB_Metadata)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SessionId_Claude200KB_Fingerprint)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Reference_DomParse200KB)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TaskStart_Claude200KB)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Rewrite_Claude200KB_Model)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Rewrite_Claude200KB_FitNormalize)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Inspect_SmallChat_Header);

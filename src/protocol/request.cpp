@@ -133,6 +133,9 @@ class LayoutRecorder {
         system_first_.reset();
         system_second_.reset();
       }
+      if (std::optional<ByteSpan>* last = last_item(key_[1])) {
+        last->reset();
+      }
     } else if (depth == 2 && element_parts_) {
       ++elements_;
       if (key_[1] == Key::system && elements_ == 2) {
@@ -155,12 +158,8 @@ class LayoutRecorder {
       if (key_[2] == Key::include_usage) {
         layout_.include_usage = span;
       }
-    } else if (element_parts_ && elements_ == 1) {
-      if (key_[1] == Key::system) {
-        system_first_ = span;
-      } else if (const int part = start_part(key_[1]); part >= 0) {
-        layout_.start_parts[static_cast<std::size_t>(part)] = span;  // the first message / input item
-      }
+    } else if (element_parts_) {
+      element_end(span);
     }
   }
 
@@ -177,6 +176,26 @@ class LayoutRecorder {
   // The index in BodyLayout::start_parts (the prompt parts, in the same order), or -1.
   static int start_part(Key k) noexcept {
     return is_prompt_part(k) ? static_cast<int>(static_cast<std::size_t>(k) - kFirstPart) : -1;
+  }
+
+  // Where the last element of a top-level "messages" / "input" array is kept (nullptr for other keys).
+  std::optional<ByteSpan>* last_item(Key k) noexcept {
+    return k == Key::messages ? &layout_.last_message : k == Key::input ? &layout_.last_input_item : nullptr;
+  }
+
+  // An element of a top-level "system" / "messages" / "input" array ends.
+  void element_end(const ByteSpan& span) {
+    if (std::optional<ByteSpan>* last = last_item(key_[1])) {
+      *last = span;
+    }
+    if (elements_ != 1) {
+      return;
+    }
+    if (key_[1] == Key::system) {
+      system_first_ = span;
+    } else if (const int part = start_part(key_[1]); part >= 0) {
+      layout_.start_parts[static_cast<std::size_t>(part)] = span;  // the first message / input item
+    }
   }
 
   void top_value_end(const ByteSpan& span) {

@@ -167,6 +167,10 @@ struct BodyLayout {
   // top-level "system", "tools" and "instructions", the first element of "messages" and of an "input"
   // array, and a string "input" or "prompt" (token-id arrays too).
   std::array<std::optional<ByteSpan>, 6> start_parts;
+  // The last element of the last top-level "messages" array and of the last "input" array (a turn's newest
+  // message or item: protocol::starts_task() reads it alone).
+  std::optional<ByteSpan> last_message;
+  std::optional<ByteSpan> last_input_item;
 };
 
 struct RequestInfo {

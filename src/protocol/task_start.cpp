@@ -9,6 +9,9 @@ namespace json = boost::json;
 
 namespace {
 
+constexpr std::size_t kInputPart =
+    4;  // BodyLayout::start_parts: system, tools, instructions, messages, input
+
 std::string_view string_at(const json::object& o, std::string_view key) {
   const json::value* v = o.if_contains(key);
   return v != nullptr && v->is_string() ? std::string_view(v->as_string()) : std::string_view{};
@@ -33,21 +36,22 @@ bool users_own_words(const json::value& message) {
 
 }  // namespace
 
-bool starts_task(ApiKind api, std::string_view body) {
-  boost::system::error_code ec;
-  const json::value doc = json::parse(body, ec);
-  if (ec || !doc.is_object()) {
-    return false;
-  }
+bool starts_task(ApiKind api, std::string_view body, const BodyLayout& layout) {
   const bool responses = api == ApiKind::openai_responses;
-  const json::value* history = doc.as_object().if_contains(responses ? "input" : "messages");
-  if (history != nullptr && responses && history->is_string()) {
-    return true;
+  if (responses) {
+    // A string "input" is the user's words; the layout keeps it as the input part of the prompt's start.
+    const std::optional<ByteSpan>& input = layout.start_parts[kInputPart];
+    if (input && !layout.last_input_item && input->begin < body.size() && body[input->begin] == '"') {
+      return true;
+    }
   }
-  if (history == nullptr || !history->is_array() || history->as_array().empty()) {
+  const std::optional<ByteSpan>& last = responses ? layout.last_input_item : layout.last_message;
+  if (!last || last->end > body.size() || last->begin >= last->end) {
     return false;
   }
-  return users_own_words(history->as_array().back());
+  boost::system::error_code ec;
+  const json::value message = json::parse(body.substr(last->begin, last->end - last->begin), ec);
+  return !ec && users_own_words(message);
 }
 
 }  // namespace warden::protocol

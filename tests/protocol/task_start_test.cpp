@@ -6,6 +6,12 @@
 namespace warden::protocol {
 namespace {
 
+// As the gateway asks it: the body is scanned (validated, its layout found) first; invalid JSON is no start.
+bool starts_task(ApiKind api, std::string_view body) {
+  const auto layout = scan_layout(body);
+  return layout && protocol::starts_task(api, body, *layout);
+}
+
 TEST(TaskStart, AnAnthropicTaskStartsWithTheUsersWordsNotWithToolResults) {
   const auto messages = ApiKind::anthropic_messages;
   EXPECT_TRUE(starts_task(messages, R"({"messages":[{"role":"user","content":"fix the bug"}]})"));
@@ -46,6 +52,21 @@ TEST(TaskStart, ABodyWithoutAHistoryIsNoTaskStart) {
   EXPECT_FALSE(starts_task(ApiKind::anthropic_messages, R"({"messages":[]})"));
   EXPECT_FALSE(starts_task(ApiKind::openai_chat, R"({"messages":{"role":"user"}})"));
   EXPECT_FALSE(starts_task(ApiKind::openai_responses, R"({"input":[]})"));
+}
+
+TEST(TaskStart, OnlyTheLastTopLevelHistorysLastMessageCounts) {
+  const auto messages = ApiKind::anthropic_messages;
+  EXPECT_TRUE(starts_task(messages, R"({"messages":[{"role":"user","content":[{"type":"tool_result",
+      "tool_use_id":"t1","content":[{"type":"text","text":"x"}]}]},{"role":"user","content":"next task"}]})"))
+      << "a tool result in an earlier message does not count";
+  EXPECT_FALSE(starts_task(messages, R"({"messages":[{"role":"user","content":"a"}],
+      "messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"b"}]}]})"))
+      << "a later \"messages\" replaces an earlier one, as a JSON reader keeps the last";
+  EXPECT_TRUE(starts_task(messages, R"({"metadata":{"messages":[{"role":"tool"}]},
+      "messages":[{"role":"user","content":"go"}],"input":[{"type":"function_call_output"}]})"))
+      << "members of the same name at other depths, and the other API's history, are not the history";
+  EXPECT_FALSE(starts_task(ApiKind::openai_responses, R"({"messages":[{"role":"user","content":"go"}]})"))
+      << "Responses reads \"input\" only";
 }
 
 }  // namespace

@@ -384,9 +384,9 @@ std::optional<net::Response> Proxy::admit(net::Request& req, Exchange& ex, Outgo
     return ex.error_reply(req, *refused);
   }
   out.facts = request_facts(*info);
-  // Parsed only where task admission may ask: a main thread's turn with tools.
+  // Asked only where task admission may: a main thread's turn with tools (its last message parsed alone).
   out.facts.task_start = info->offers_tools && info->session_source != protocol::SessionSource::none &&
-                         info->thread_id.empty() && protocol::starts_task(ex.api, req.body());
+                         info->thread_id.empty() && protocol::starts_task(ex.api, req.body(), info->layout);
   rec.thread = info->session_source == protocol::SessionSource::none ? ""
                : info->thread_id.empty()                             ? "main"
                                                                      : info->thread_id;
