@@ -21,7 +21,7 @@
 #include "base/result.hpp"
 #include "gateway/admin/admin_context.hpp"
 #include "gateway/admin/admin_json.hpp"
-#include "gateway/config/routing_json.hpp"
+#include "gateway/config/routing_settings.hpp"
 #include "gateway/console/assets.hpp"
 #include "gateway/proxy/http_util.hpp"
 #include "net/server.hpp"

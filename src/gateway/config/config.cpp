@@ -1,8 +1,8 @@
 #include "gateway/config/config.hpp"
 
 #include "base/trim.hpp"
-#include "core/policy.hpp"
 #include "gateway/config/origin_guard.hpp"
+#include "gateway/config/routing_settings.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -291,124 +291,61 @@ class Validator {
   std::vector<ConfigError> errors_;
 };
 
-// A switch written as a word (`off` or `on_word`) or as a map with that word under `mode` and the further
-// `keys`: sets `enabled` from the word; true when `n` is a map, whose other keys the caller reads.
-bool parse_switch(Validator& v, const YAML::Node& n, const std::string& where, std::string_view on_word,
-                  std::initializer_list<std::string_view> keys, bool& enabled) {
-  auto mode = [&](const YAML::Node& m, const std::string& w) {
-    if (m.IsScalar() && (m.Scalar() == "off" || m.Scalar() == on_word)) {
-      enabled = m.Scalar() == on_word;
-    } else {
-      v.error(m, fmt::format("{} must be off or {}", w, on_word));
+// A YAML value as the routing table reads it: a scalar by text_value, a map member by member.
+boost::json::value json_of(const YAML::Node& n) {
+  if (n.IsScalar()) {
+    return text_value(n.Scalar());
+  }
+  if (n.IsMap()) {
+    boost::json::object out;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      out[it->first.IsScalar() ? it->first.Scalar() : std::string("<non-scalar>")] = json_of(it->second);
     }
-  };
-  if (!n.IsMap()) {
-    mode(n, where);
-    return false;
+    return out;
   }
-  v.known_keys(n, where, keys);
-  if (auto m = n["mode"]) {
-    mode(m, where + ".mode");
+  if (n.IsSequence()) {
+    boost::json::array out;
+    for (const auto& item : n) {
+      out.push_back(json_of(item));
+    }
+    return out;
   }
-  return true;
+  return nullptr;
 }
 
-// `admission: off | auto`, or the map {mode: off|auto, max_queue: N, max_wait: 30s}.
-void parse_admission(Validator& v, const YAML::Node& n, const std::string& where,
-                     core::AdmissionConfig& out) {
-  if (!parse_switch(v, n, where, "auto", {"mode", "max_queue", "max_wait"}, out.enabled)) {
-    return;
-  }
-  if (auto q = n["max_queue"]) {
-    if (auto i = v.integer(q, where + ".max_queue", 0, 1'000'000)) {
-      out.max_queue = static_cast<std::uint32_t>(*i);
-    }
-  }
-  if (auto d = n["max_wait"]) {
-    if (auto w = v.duration(d, where + ".max_wait", std::chrono::milliseconds(1))) {
-      out.max_wait = std::chrono::duration_cast<core::Time>(*w);
-    }
+// One setting of the routing table (routing_settings.hpp) read from the file: an error is reported at its
+// key or member key when the name is unknown, else at its value.
+void read_routing_setting(Validator& v, const std::string& name, const YAML::Node& key,
+                          const YAML::Node& member, const YAML::Node& value, const std::string& where,
+                          core::RoutingConfig& out) {
+  if (auto read = read_setting(out, name, json_of(value), where); !read) {
+    const SettingError& e = read.error();
+    v.error(e.part == SettingError::Part::key      ? key
+            : e.part == SettingError::Part::member ? member
+                                                   : value,
+            e.message);
   }
 }
 
-// `cost_spill: off | on`, or the map {mode: off|on, margin: 2s}.
-void parse_cost_spill(Validator& v, const YAML::Node& n, const std::string& where, core::CostSpill& out) {
-  if (!parse_switch(v, n, where, "on", {"mode", "margin"}, out.enabled)) {
-    return;
-  }
-  if (auto d = n["margin"]) {
-    if (auto w = v.duration(d, where + ".margin", std::chrono::milliseconds(0))) {
-      out.margin = std::chrono::duration_cast<core::Time>(*w);
-    }
-  }
-}
-
-void parse_task_admission(Validator& v, const YAML::Node& n, const std::string& where,
-                          core::TaskAdmission& out) {
-  if (!parse_switch(v, n, where, "auto", {"mode", "max_wait"}, out.enabled)) {
-    return;
-  }
-  if (auto d = n["max_wait"]) {
-    if (auto w = v.duration(d, where + ".max_wait", std::chrono::milliseconds(1))) {
-      out.max_wait = std::chrono::duration_cast<core::Time>(*w);
-    }
-  }
-}
-
+// `routing:`, each of its settings through the table; a switch written as a map (`admission: {mode: auto,
+// max_queue: 8}`) member by member, so that every problem is reported.
 void parse_routing(Validator& v, const YAML::Node& n, const std::string& where, core::RoutingConfig& out) {
   if (!v.expect_map(n, where)) {
     return;
   }
-  v.known_keys(n, where,
-               {"affinity", "spill_threshold", "rebalance", "threads", "cost_spill", "policy", "admission",
-                "task_admission"});
-  if (auto t = n["task_admission"]) {
-    parse_task_admission(v, t, where + ".task_admission", out.task_admission);
-  }
-  if (auto a = n["admission"]) {
-    parse_admission(v, a, where + ".admission", out.admission);
-  }
-  if (auto c = n["cost_spill"]) {
-    parse_cost_spill(v, c, where + ".cost_spill", out.cost_spill);
-  }
-  if (auto p = n["policy"]) {
-    if (auto name = v.string(p, where + ".policy")) {
-      const auto names = core::policy_names();
-      if (std::find(names.begin(), names.end(), *name) == names.end()) {
-        std::string list;
-        for (auto k : names) {
-          list += list.empty() ? "" : ", ";
-          list += k;
-        }
-        v.error(p, fmt::format("{}.policy '{}' is not a routing policy; expected one of: {}", where, *name,
-                               list));
-      } else {
-        out.policy = *name;
-      }
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string("<non-scalar>");
+    if (!it->second.IsMap()) {
+      read_routing_setting(v, key, it->first, it->first, it->second, where, out);
+      continue;
+    }
+    for (auto m = it->second.begin(); m != it->second.end(); ++m) {
+      const std::string member = m->first.IsScalar() ? m->first.Scalar() : std::string("<non-scalar>");
+      read_routing_setting(v, key + "." + member, it->first, m->first, m->second, where, out);
     }
   }
-  if (auto a = n["affinity"]) {
-    if (auto b = v.boolean(a, where + ".affinity")) {
-      out.affinity = *b;
-    }
-  }
-  if (auto r = n["rebalance"]) {
-    if (auto b = v.boolean(r, where + ".rebalance")) {
-      out.rebalance = *b;
-    }
-  }
-  if (auto t = n["threads"]) {
-    if (auto b = v.boolean(t, where + ".threads")) {
-      out.threads = *b;
-    }
-  }
-  if (auto s = n["spill_threshold"]) {
-    if (const auto t = s.IsScalar() ? core::SpillThreshold::parse(s.Scalar()) : std::nullopt) {
-      out.spill_threshold = *t;
-    } else {
-      v.error(s, fmt::format("{}.spill_threshold must be \"auto\" or an integer from 1 to {}", where,
-                             core::SpillThreshold::max_fixed));
-    }
+  if (auto checked = check_routing(out, where); !checked) {
+    v.error(n, checked.error());
   }
 }
 
@@ -488,9 +425,12 @@ void parse_model(Validator& v, const YAML::Node& n, std::size_t index, Config& c
   if (m.served_model_name.empty()) {
     m.served_model_name = m.name;
   }
-  if (auto s = n["max_num_seqs"]) {
-    if (auto i = v.integer(s, where + ".max_num_seqs", 1, 1'000'000)) {
-      m.routing.max_num_seqs = static_cast<std::uint32_t>(*i);
+  if (auto s = n["max_num_seqs"]) {  // the table's routing.max_num_seqs, where vLLM's flag is
+    read_routing_setting(v, "max_num_seqs", n, s, s, where, m.routing);
+    if (auto r = n["routing"]; r && r.IsMap() && r["max_num_seqs"]) {
+      v.error(
+          r["max_num_seqs"],
+          fmt::format("{}.routing.max_num_seqs repeats {}.max_num_seqs; expected one of them", where, where));
     }
   }
   if (auto r = n["routing"]) {

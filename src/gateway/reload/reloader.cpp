@@ -4,6 +4,10 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <boost/pfr/core.hpp>
+#include <type_traits>
+#include <utility>
+
 #include "gateway/config/tls_files.hpp"
 #include "net/service_notify.hpp"
 
@@ -11,26 +15,28 @@ namespace warden::gateway {
 
 namespace {
 
-// The settings of a model's routing that the file changed, set on its runtime (its conversation homes
+// `next` (the file's value) with the running value kept where the file left a setting as it was (`was` ==
+// `now`), a struct of settings field by field (boost::pfr), so that no field can be left out.
+template <class T>
+void keep_unchanged(T& next, const T& running, const T& was, const T& now) {
+  if constexpr (std::is_aggregate_v<T>) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (keep_unchanged(boost::pfr::get<I>(next), boost::pfr::get<I>(running), boost::pfr::get<I>(was),
+                      boost::pfr::get<I>(now)),
+       ...);
+    }
+    (std::make_index_sequence<boost::pfr::tuple_size_v<T>>{});
+  } else if (was == now) {
+    next = running;
+  }
+}
+
+// Every setting of a model's routing that the file changed, set on its runtime (its conversation homes
 // stay; its admission queue follows). A setting the file left as it was keeps a change made through the
 // admin API.
 void apply_routing(ModelRuntime& m, const core::RoutingConfig& was, const core::RoutingConfig& now) {
-  core::RoutingConfig next = m.router().routing_config();
-  const auto take = [](auto& field, const auto& old_value, const auto& new_value) {
-    if (old_value != new_value) {
-      field = new_value;
-    }
-  };
-  take(next.affinity, was.affinity, now.affinity);
-  take(next.spill_threshold, was.spill_threshold, now.spill_threshold);
-  take(next.max_num_seqs, was.max_num_seqs, now.max_num_seqs);
-  take(next.policy, was.policy, now.policy);  // validated by the config parser
-  take(next.admission, was.admission, now.admission);
-  take(next.cost_spill, was.cost_spill, now.cost_spill);
-  take(next.rebalance, was.rebalance, now.rebalance);
-  take(next.threads, was.threads, now.threads);
-  take(next.task_admission, was.task_admission, now.task_admission);
-  take(next.vllm_balancer, was.vllm_balancer, now.vllm_balancer);
+  core::RoutingConfig next = now;
+  keep_unchanged(next, m.router().routing_config(), was, now);
   m.set_routing(next);
 }
 

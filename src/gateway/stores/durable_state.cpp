@@ -5,7 +5,7 @@
 #include <boost/json/serialize.hpp>
 #include <chrono>
 
-#include "gateway/config/routing_json.hpp"
+#include "gateway/config/routing_settings.hpp"
 
 namespace warden::gateway {
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "every_routing_setting.hpp"
+
 #include <fstream>
 
 using namespace warden::gateway;
@@ -138,14 +140,14 @@ models:
     routing: { policy: magic }
     replicas: { urls: [http://a:1], data_parallel: {url: http://a:2, size: 2} }
 )");
-  for (const char* want :
-       {"w.yaml:1:9: listen 'nowhere' is not HOST:PORT", "w.yaml:2:29: metrics.scrape_interval",
-        "w.yaml:3:16: max_body_size", "w.yaml:6:19: models[0].max_num_seqs is -3",
-        "models[0].routing.affinity must be true or false",
-        "models[0].routing.spill_threshold must be \"auto\" or an integer",
-        "models[0].replicas.data_parallel is missing 'size'",
-        "w.yaml:9:11: models[1].name 'm' is already used",
-        "models[1].replicas has both data_parallel and urls"}) {
+  for (const char* want : {"w.yaml:1:9: listen 'nowhere' is not HOST:PORT",
+                           "w.yaml:2:29: metrics.scrape_interval", "w.yaml:3:16: max_body_size",
+                           "w.yaml:6:19: models[0].max_num_seqs must be an integer from 1 to 1000000",
+                           "models[0].routing.affinity must be true or false",
+                           "models[0].routing.spill_threshold must be \"auto\" or an integer",
+                           "models[0].replicas.data_parallel is missing 'size'",
+                           "w.yaml:9:11: models[1].name 'm' is already used",
+                           "models[1].replicas has both data_parallel and urls"}) {
     EXPECT_NE(e.find(want), std::string::npos) << "missing: " << want << "\nin:\n" << e;
   }
 }
@@ -172,7 +174,8 @@ TEST(Config, AdmissionIsAWordOrAMapWithItsBounds) {
   EXPECT_NE(e.find("models[0].routing.admission must be off or auto"), std::string::npos) << e;
   e = errors_of(model("{ mode: sometimes, max_queue: -1, max_wait: never, size: 3 }"));
   for (const char* want :
-       {"models[0].routing.admission.mode must be off or auto", "models[0].routing.admission.max_queue is -1",
+       {"models[0].routing.admission.mode must be off or auto",
+        "models[0].routing.admission.max_queue must be an integer from 0 to 1000000",
         "models[0].routing.admission.max_wait", "unknown key 'size' in models[0].routing.admission"}) {
     EXPECT_NE(e.find(want), std::string::npos) << "missing: " << want << "\nin:\n" << e;
   }
@@ -211,6 +214,40 @@ TEST(Config, RebalanceThreadsAndCostSpillAreRoutingSwitches) {
                            "unknown key 'slack' in models[0].routing.cost_spill"}) {
     EXPECT_NE(e.find(want), std::string::npos) << "missing: " << want << "\nin:\n" << e;
   }
+}
+
+// The file takes every key of the routing table (gateway/config/routing_settings.cpp), as the admin API
+// and the stored state do, and reports a wrong one at its line and column.
+TEST(Config, RoutingTakesEverySettingOfTheTable) {
+  const auto model = [](const std::string& routing) {
+    return "models:\n  - name: m\n    routing: " + routing + "\n    replicas: { urls: [http://a:1] }\n";
+  };
+  auto r = parse_config(
+      model("{ affinity: false, spill_threshold: 3, max_num_seqs: 48, policy: round-robin,"
+            " vllm_balancer: legacy, rebalance: off, threads: no,"
+            " cost_spill: { mode: off, margin: 750ms }, task_admission: { mode: off, max_wait: 2m },"
+            " admission: { mode: auto, max_queue: 7, max_wait: 1500ms, high_water: 1.25,"
+            " low_water: 0.8, when_waiting: true, hold_task_starts: yes } }"),
+      "w.yaml");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  EXPECT_EQ(r.config->models[0].routing, routing_test::every_setting_changed());
+
+  const auto e =
+      errors_of(model("{ admission: { hold_task_starts: maybe, colour: 1, low_water: 2 },\n"
+                      "      vllm_balancer: newest, shade: 2 }"));
+  for (const char* want :
+       {"w.yaml:3:47: models[0].routing.admission.hold_task_starts must be true or false",
+        "w.yaml:3:54: unknown key 'colour' in models[0].routing.admission; expected one of: mode, max_queue",
+        "w.yaml:4:22: models[0].routing.vllm_balancer must be current or legacy",
+        "w.yaml:4:30: unknown key 'shade' in models[0].routing; expected one of: affinity",
+        "w.yaml:3:14: models[0].routing.admission.low_water must not exceed "
+        "models[0].routing.admission.high_water"}) {
+    EXPECT_NE(e.find(want), std::string::npos) << "missing: " << want << "\nin:\n" << e;
+  }
+  EXPECT_NE(errors_of("models:\n  - name: m\n    max_num_seqs: 8\n    routing: { max_num_seqs: 9 }\n"
+                      "    replicas: { urls: [http://a:1] }\n")
+                .find("w.yaml:4:30: models[0].routing.max_num_seqs repeats models[0].max_num_seqs"),
+            std::string::npos);
 }
 
 TEST(Config, AuthReadsNeedsSomethingToAuthenticateWith) {

@@ -1,0 +1,34 @@
+// A routing configuration with every setting of the table (gateway/config/routing_settings.cpp) away from
+// its default: the unit test of the table checks that each one is, the every-setting integration test
+// (gateway_settings_test.cpp) sends it through the config file, the admin API and a restart.
+#pragma once
+
+#include <chrono>
+
+#include "core/types.hpp"
+
+namespace routing_test {
+
+inline warden::core::RoutingConfig every_setting_changed() {
+  using namespace std::chrono_literals;
+  warden::core::RoutingConfig c;
+  c.affinity = false;
+  c.spill_threshold = {3};
+  c.max_num_seqs = 48;
+  c.policy = "round-robin";
+  c.admission = {.enabled = true,
+                 .max_queue = 7,
+                 .max_wait = 1500ms,
+                 .high_water = 1.25,
+                 .low_water = 0.8,
+                 .only_when_waiting = true,
+                 .hold_task_starts = true};
+  c.vllm_balancer = warden::core::VllmBalancerModel::legacy;
+  c.cost_spill = {false, 750ms};
+  c.rebalance = false;
+  c.threads = false;
+  c.task_admission = {false, 2min};
+  return c;
+}
+
+}  // namespace routing_test
