@@ -22,6 +22,14 @@ void add_agentic_options(CLI::App& cmd, AgenticFlags& flags) {
                  "Median tokens of one tool result (log-normal, sigma 1; default 400)")
       ->check(CLI::Range(std::size_t{1}, std::size_t{100000}))
       ->group(group);
+  cmd.add_option("--session-keys", flags.session_keys,
+                 "Distinct session ids the agents send: agent a sends key a mod K (default 0 = every session "
+                 "its own)")
+      ->group(group);
+  cmd.add_option("--agent-threads", flags.agent_threads,
+                 "With --session-keys: each agent's main thread sends its own X-Claude-Code-Agent-Id, as "
+                 "a subagent of the shared session does (default off)")
+      ->group(group);
 }
 
 void apply_agentic_options(const AgenticFlags& flags, workload::AgenticConfig& config) {
@@ -30,6 +38,8 @@ void apply_agentic_options(const AgenticFlags& flags, workload::AgenticConfig& c
   config.subagent_share = flags.subagent_share.value_or(config.subagent_share);
   config.tasks = flags.tasks.value_or(config.tasks);
   config.result_tokens = flags.result_tokens.value_or(config.result_tokens);
+  config.session_keys = flags.session_keys.value_or(config.session_keys);
+  config.agent_threads = flags.agent_threads.value_or(config.agent_threads);
   config.result_tokens_max = std::max(config.result_tokens_max, 10 * config.result_tokens);
 }
 

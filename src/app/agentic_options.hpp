@@ -19,6 +19,8 @@ struct AgenticFlags {
   std::optional<double> subagent_share;
   std::optional<std::size_t> tasks;
   std::optional<std::size_t> result_tokens;
+  std::optional<std::size_t> session_keys;
+  std::optional<bool> agent_threads;
 };
 
 void add_agentic_options(CLI::App& cmd, AgenticFlags& flags);

@@ -23,6 +23,10 @@ constexpr std::size_t kCallTokens = 40;
 constexpr std::size_t kWindowMargin = 1024;
 // Tokens of the instruction a compaction request ends with.
 constexpr std::size_t kCompactTokens = 150;
+// Session indices of the shared keys (AgenticConfig::session_keys) start this far past a level's first.
+constexpr std::uint64_t kSharedKeys = std::uint64_t{1} << 40U;
+// The serial number a main thread's own agent id is drawn with (subagents count from 0).
+constexpr std::size_t kMainThreadSerial = std::size_t{1} << 30U;
 
 // Text streams of this loop; distinct from the workload's own tags.
 enum AgentTag : std::uint64_t {
@@ -108,6 +112,15 @@ void AgentLoop::start_session(std::size_t agent, double ready_at) {
   Thread& m = main_of(agent);
   m.conversation.session_index = a.session_index;
   m.conversation.session_id = session_id(workload_.config().seed, a.session_index);
+  if (config_.session_keys > 0) {
+    // A shared key: its own index space, apart from the sessions' (a level's sessions start at its first
+    // index, so each level has its own keys).
+    m.conversation.session_id = session_id(workload_.config().seed,
+                                           first_session_index_ + kSharedKeys + agent % config_.session_keys);
+    if (config_.agent_threads) {
+      m.conversation.agent_id = agent_id(workload_.config().seed, a.session_index, kMainThreadSerial);
+    }
+  }
   m.rng = base::SplitMix64(stream_seed(workload_.config().seed, kThreadTag, a.session_index));
   m.tokens = prefix_tokens(m.conversation);
   start_task(agent, ready_at);

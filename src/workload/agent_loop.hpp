@@ -9,7 +9,8 @@
 //   goes on meanwhile and waits for them only before its final reply;
 // - a thread whose history nears the context window is compacted: one request asks for a summary, then the
 //   history is replaced by it (system prompt and tools unchanged);
-// - between tasks the user reads (think time); after `tasks` tasks the session ends and a new one starts.
+// - between tasks the user reads (think time); after `tasks` tasks the session ends and a new one starts
+//   (with its own session id, or the agent's shared one: AgenticConfig::session_keys).
 // Every count, size and time is drawn from the workload's seed per session and thread, so the same seed
 // gives the same conversations whatever the order in which replies arrive.
 #pragma once

@@ -180,6 +180,9 @@ Result<void> validate_agentic(const AgenticConfig& a, std::size_t prefix_tokens)
       a.summary_tokens < 1 || a.report_tokens < 1) {
     return std::string("agentic: token sizes must be at least 1 (result max >= result median)");
   }
+  if (a.agent_threads && a.session_keys == 0) {
+    return std::string("agentic: agent threads need shared session keys (session keys > 0)");
+  }
   // After a compaction the thread must fit with room for a round, or it would compact forever.
   if (static_cast<double>(prefix_tokens + a.summary_tokens + a.result_tokens_max) >=
       a.compact_at * static_cast<double>(a.context_window)) {

@@ -42,6 +42,13 @@ struct AgenticConfig {
   std::size_t context_window = 32768;  // tokens; a thread compacts past compact_at of it
   double compact_at = 0.8;
   std::size_t summary_tokens = 2000;  // the summary that replaces a compacted history
+  // Distinct session ids the fleet sends (docs/simulator.md, "Agents that share session ids"): 0 = every
+  // session its own (default); K > 0 = agent a's sessions all send key a mod K, as agents do that continue
+  // one conversation of a shared working directory (`claude -c`) or run as subagents of K sessions.
+  std::size_t session_keys = 0;
+  // With session_keys: each agent's main thread also names itself with its own X-Claude-Code-Agent-Id,
+  // as a subagent of the shared session does (a new id for each of its sessions).
+  bool agent_threads = false;
 };
 
 // Every size of the workload. Token sizes are measured with the engine's tokenizer (engine/tokenizer.hpp),

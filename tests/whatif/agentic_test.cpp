@@ -1,6 +1,7 @@
 // The agentic workload in the what-if driver: prompts as the engine would render them, task columns.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <string>
@@ -220,6 +221,38 @@ TEST(WhatifAgentic, SubagentsArePlacedAsThreadsUnlessThreadsAreOff) {
   EXPECT_EQ(new_routes(*off), sessions);
   EXPECT_GT(new_routes(*on), new_routes(*off));
   EXPECT_GT(on->levels.at(0).routes[static_cast<std::size_t>(core::Route::sticky)], 0U);
+}
+
+// Agents that share session ids (AgenticConfig::session_keys): hashing the session id puts every agent of
+// one key on one replica and leaves the others idle, and as their contexts grow there the hit rate falls
+// from its start (docs/experiments/2026-12-06-seed-fall.md); with an id of its own per session the same
+// agents spread and hit more.
+TEST(WhatifAgentic, HashingFewSharedKeysCrowdsOneReplicaAndItsHitsFall) {
+  SimulationConfig c = agentic_config();
+  c.policies = {"session-hash"};
+  c.replicas = 3;
+  c.levels = {6};
+  c.duration = 600;
+  c.timeline = 120;
+  c.engine.num_gpu_blocks = 3000;
+  c.workload.agentic.subagent_share = 0;  // a subagent is a thread of its own, hashed elsewhere
+  c.workload.agentic.tasks = 1000;        // agents resume one session: contexts grow all run long
+  const auto own = simulate(c);
+  c.workload.agentic.session_keys = 1;
+  const auto shared = simulate(c);
+  ASSERT_TRUE(own && shared);
+  const auto used = [](const LevelStats& l) {
+    return std::count_if(l.requests_per_replica.begin(), l.requests_per_replica.end(),
+                         [](std::uint32_t n) { return n > 0; });
+  };
+  EXPECT_EQ(used(shared->levels.at(0)), 1);
+  EXPECT_GT(used(own->levels.at(0)), 1);
+  const auto& timeline = shared->levels.at(0).timeline;
+  ASSERT_EQ(timeline.size(), 5U);
+  for (std::size_t i = 1; i < timeline.size(); ++i) {
+    EXPECT_LT(*timeline[i].prefix_hits, *timeline.front().prefix_hits - 15) << "interval " << i;
+  }
+  EXPECT_LT(*shared->rows.at(0).prefix_hits, *own->rows.at(0).prefix_hits - 10);
 }
 
 TEST(WhatifAgentic, TheReferenceWorkloadHasNoTaskColumns) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <regex>
 #include <set>
+#include <tuple>
 
 #include "engine/chat_template.hpp"
 
@@ -273,6 +274,77 @@ TEST(AgentLoop, TasksStartWithAPromptAndEndWithTextAfterThinkTime) {
   // After `tasks` tasks a session ends and a new session id follows.
   EXPECT_GT(loop.sessions_finished(), 0U);
   EXPECT_GT(loop.sessions_started(), 2U);
+}
+
+// A fleet that shares session ids (AgenticConfig::session_keys): agent a's sessions all send key a mod K,
+// its subagents too; each session still starts afresh (its own history, a new session index). By default
+// every session sends its own id. With agent_threads each agent's main thread also names itself, one id per
+// session of the agent.
+TEST(AgentLoop, AgentsShareTheirSessionKeysAndStillStartEachSessionAfresh) {
+  WorkloadConfig c = agentic();
+  c.agentic.tasks = 1;  // several sessions per agent within the run
+  const auto keys_of = [](const std::vector<Sent>& sent) {
+    std::map<std::size_t, std::set<std::string>> by_agent;  // agent -> keys
+    std::set<std::string> all;
+    std::set<std::uint64_t> sessions;
+    for (const Sent& s : sent) {
+      sessions.insert(s.conversation.session_index);
+      const std::string key = header(s.spec, "X-Claude-Code-Session-Id");
+      by_agent[s.slot / 3].insert(key);
+      all.insert(key);
+    }
+    return std::tuple{by_agent, all, sessions.size()};
+  };
+  const Workload own(c);
+  AgentLoop loop_own(own, 5, 0.0, 0);
+  const auto sent_own = run(own, loop_own, 400);
+  const auto [own_agents, own_keys, own_sessions] = keys_of(sent_own);
+  EXPECT_GT(own_sessions, 10U);
+  EXPECT_EQ(own_keys.size(), own_sessions);
+
+  c.agentic.session_keys = 2;
+  const Workload shared(c);
+  AgentLoop loop(shared, 5, 0.0, 0);
+  const auto sent = run(shared, loop, 400);
+  const auto [by_agent, all, sessions] = keys_of(sent);
+  EXPECT_EQ(all.size(), 2U);
+  for (const auto& [agent, keys] : by_agent) {
+    EXPECT_EQ(keys.size(), 1U) << "agent " << agent;
+    EXPECT_EQ(*keys.begin(), *by_agent.at(agent % 2).begin()) << "agent " << agent;
+  }
+  EXPECT_NE(*by_agent.at(0).begin(), *by_agent.at(1).begin());
+  // Each session starts from its first prompt: the first request of every session index is the prefix and
+  // that prompt, whatever the key's other sessions hold.
+  std::set<std::uint64_t> seen;
+  for (const Sent& s : sent) {
+    if (s.slot % 3 == 0 && seen.insert(s.conversation.session_index).second) {
+      EXPECT_EQ(s.conversation.messages.size(), 1U);
+      EXPECT_EQ(s.tokens, 100U + 280U + 60U);
+      EXPECT_TRUE(header(s.spec, "X-Claude-Code-Agent-Id").empty());
+    }
+  }
+  EXPECT_EQ(seen.size(), sessions);
+
+  c.agentic.agent_threads = true;
+  const Workload threads(c);
+  AgentLoop loop_threads(threads, 5, 0.0, 0);
+  const auto sent_threads = run(threads, loop_threads, 400);
+  EXPECT_EQ(std::get<1>(keys_of(sent_threads)).size(), 2U);
+  std::map<std::uint64_t, std::set<std::string>> main_ids;  // session index -> its main thread's ids
+  for (const Sent& s : sent_threads) {
+    if (s.slot % 3 == 0) {
+      EXPECT_TRUE(std::regex_match(header(s.spec, "X-Claude-Code-Agent-Id"), std::regex("a[0-9a-f]{16}")));
+      main_ids[s.conversation.session_index].insert(header(s.spec, "X-Claude-Code-Agent-Id"));
+    }
+  }
+  std::set<std::string> distinct;
+  for (const auto& [session, ids] : main_ids) {
+    EXPECT_EQ(ids.size(), 1U) << "session " << session;
+    distinct.insert(*ids.begin());
+  }
+  EXPECT_EQ(distinct.size(), main_ids.size());
+  c.agentic.session_keys = 0;
+  EXPECT_FALSE(validate(c).has_value());  // agent threads need shared keys
 }
 
 TEST(AgentLoop, AFailureAbandonsTheSessionOnceItsRequestsAreBack) {
