@@ -32,7 +32,7 @@ const replicas = [
 
 test('the routing card header labels read as routing.md shows them', () => {
   const card = routingCard(
-    { name: 'm', routing: { affinity: true, spill_threshold: 8, spill_threshold_auto: true, sticky_percent: 100, in_flight: 0, replicas: [] } },
+    { name: 'm', routing: { affinity: true, spill_threshold: 'auto', spill_threshold_resolved: 8, sticky_percent: 100, in_flight: 0, replicas: [] } },
     0,
   );
   assert.deepEqual(card.labels, {
@@ -58,7 +58,7 @@ test('prefix breaks get a header label only once there are some', () => {
 });
 
 test('an explicit spill threshold has no (auto) suffix and affinity off is shown', () => {
-  const card = routingCard({ routing: { affinity: false, spill_threshold: 4, spill_threshold_auto: false, replicas } }, 0);
+  const card = routingCard({ routing: { affinity: false, spill_threshold: 4, spill_threshold_resolved: 4, replicas } }, 0);
   assert.equal(card.labels.affinity, 'Affinity off');
   assert.equal(card.labels.spill, 'Spill threshold 4');
   assert.equal(spillLabel(12, true), 'Spill threshold 12 (auto)');
@@ -129,7 +129,7 @@ test('durations read naturally', () => {
 });
 
 test('the models list accepts an array or {models: [...]}', () => {
-  const m = { name: 'a', served_model_name: 'A', routing: { affinity: false, spill_threshold: 8, spill_threshold_auto: true, replicas } };
+  const m = { name: 'a', served_model_name: 'A', routing: { affinity: false, spill_threshold: 'auto', spill_threshold_resolved: 8, replicas } };
   for (const json of [[m], { models: [m] }]) {
     const [row] = modelList(json);
     assert.equal(row.name, 'a');

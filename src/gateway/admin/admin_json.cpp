@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "base/parse.hpp"
+#include "gateway/config/routing_settings.hpp"
 #include "gateway/runtime/working_set.hpp"
 
 namespace warden::gateway {
@@ -167,38 +168,25 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
   out["healthy_replicas"] = healthy;
   out["working_set"] = working_set_json(add_up(replica_working_sets(model, view, true)));
 
-  json::object routing;
-  routing["affinity"] = view.routing.affinity;
-  routing["policy"] = view.routing.policy;
-  routing["spill_threshold"] = view.spill_threshold;
-  routing["spill_threshold_auto"] = view.routing.spill_threshold.is_auto();
+  // Every routing setting as the table writes it (routing_settings.hpp), then what the card derives.
+  json::object routing = routing_json(view.routing);
+  routing["spill_threshold_resolved"] = view.spill_threshold;
   routing["spill_label"] = view.spill_label;
-  routing["rebalance"] = view.routing.rebalance;
-  routing["threads"] = view.routing.threads;
-  routing["cost_spill"] = {
-      {"mode", view.routing.cost_spill.enabled ? "on" : "off"},
-      {"margin_s", std::chrono::duration<double>(view.routing.cost_spill.margin).count()}};
   std::uint64_t tasks = 0;
   for (const std::uint32_t n : view.tasks_under_way) {
     tasks += n;
   }
-  routing["task_admission"] = {
-      {"mode", view.routing.task_admission.enabled ? "auto" : "off"},
-      {"max_wait_s", std::chrono::duration<double>(view.routing.task_admission.max_wait).count()},
-      {"task_tokens", view.task_tokens},
-      {"tasks_under_way", tasks}};
+  json::object& task_admission = routing["task_admission"].as_object();
+  task_admission["task_tokens"] = view.task_tokens;
+  task_admission["tasks_under_way"] = tasks;
   routing["sticky_percent"] = optional_number(view.sticky_percent);
   routing["in_flight"] = in_flight;
   routing["live_sessions"] = view.live_sessions;
   routing["unrouted"] = view.unrouted;
-  json::object admission;
-  admission["mode"] = view.routing.admission.enabled ? "auto" : "off";
-  admission["max_queue"] = view.routing.admission.max_queue;
-  admission["max_wait_s"] = std::chrono::duration<double>(view.routing.admission.max_wait).count();
+  json::object& admission = routing["admission"].as_object();
   admission["queued"] = held.requests;
   admission["queued_task_starts"] = held.task_starts;
   admission["held_total"] = view.queued;
-  routing["admission"] = std::move(admission);
   routing["since"] = iso8601_utc(since_unix);
   routing["replicas"] = std::move(replicas);
   out["routing"] = std::move(routing);

@@ -144,7 +144,8 @@ TEST(AdminRoutes, ModelsAndModelShapes) {
   EXPECT_TRUE(card.at("launch").is_null());
   EXPECT_TRUE(card.at("shared_state").is_null());
   EXPECT_EQ(card.at("routing").at("replicas").as_array().size(), 2u);
-  EXPECT_EQ(card.at("routing").at("spill_threshold").to_number<int>(), 8);
+  EXPECT_EQ(card.at("routing").at("spill_threshold").as_string(), "auto");
+  EXPECT_EQ(card.at("routing").at("spill_threshold_resolved").to_number<int>(), 8);
 
   const auto one = answer_admin(g, request(http::verb::get, "/api/models/m"));
   ASSERT_EQ(one.result_int(), 200u);

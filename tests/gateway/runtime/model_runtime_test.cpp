@@ -336,8 +336,9 @@ TEST(AdminJson, ModelCardHasEveryFieldOfTheRoutingCard) {
   EXPECT_EQ(card.at("since").as_string(), "2026-11-29T09:20:11Z");
   const auto& routing = card.at("routing").as_object();
   EXPECT_TRUE(routing.at("affinity").as_bool());
-  EXPECT_EQ(routing.at("spill_threshold").to_number<int>(), 8);
-  EXPECT_TRUE(routing.at("spill_threshold_auto").as_bool());
+  EXPECT_EQ(routing.at("spill_threshold").as_string(), "auto")
+      << "the setting, as the routing table writes it";
+  EXPECT_EQ(routing.at("spill_threshold_resolved").to_number<int>(), 8);
   EXPECT_EQ(routing.at("spill_label").as_string(), "8 (auto)");
   EXPECT_EQ(routing.at("in_flight").to_number<int>(), 1);
   const auto& reps = routing.at("replicas").as_array();

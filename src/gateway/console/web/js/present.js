@@ -136,10 +136,10 @@ export function routingCard(model, nowMs) {
   const replicasJson = Array.isArray(pick('replicas')) ? pick('replicas') : [];
   const rows = replicasJson.map(replicaRow).sort((a, b) => a.index - b.index);
   const affinity = pick('affinity') !== false;
+  // The setting as the routing table writes it ("auto" or a number) and the threshold it resolves to.
   const rawThreshold = pick('spill_threshold');
-  const autoFlag = pick('spill_threshold_auto');
-  const isAuto = autoFlag !== undefined ? autoFlag === true : rawThreshold === 'auto' || rawThreshold == null;
-  const effective = num(rawThreshold);
+  const isAuto = rawThreshold === 'auto' || rawThreshold == null;
+  const effective = num(pick('spill_threshold_resolved') ?? rawThreshold);
   const stickyPercent = pick('sticky_percent');
   const sticky = isNumber(stickyPercent) ? stickyPercent / 100 : stickyShare(rows);
   let inFlight = num(pick('in_flight'));
