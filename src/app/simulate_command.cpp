@@ -17,6 +17,7 @@
 #include "app/agentic_options.hpp"
 #include "app/cli.hpp"
 #include "app/placement_overrides.hpp"
+#include "app/routing_options.hpp"
 #include "base/parse.hpp"
 #include "base/result.hpp"
 #include "engine/presets.hpp"
@@ -45,27 +46,14 @@ struct SimulateOptions {
   std::string think_time = "0";
   std::string think_jitter = "0";
   std::string timeline = "0";
-  std::string spill_threshold = "auto";
-  double admission_high = core::AdmissionConfig{}.high_water;
-  double admission_low = core::AdmissionConfig{}.low_water;
-  std::string max_wait = "30s";
-  std::uint32_t max_queue = core::AdmissionConfig{}.max_queue;
-  std::string cost_spill = core::CostSpill{}.enabled ? "on" : "off";
-  std::string task_admission = core::TaskAdmission{}.enabled ? "on" : "off";
-  std::string task_admission_wait = "8m";
-  std::string when_waiting = "off";
   std::string task_priority = "start";
   std::uint32_t task_tokens = core::TaskSlotsConfig{}.task_tokens;
   double task_fill = core::TaskSlotsConfig{}.fill;
   std::string task_quiet = "5s";
   std::string task_max_wait = "300s";
-  std::string rebalance = "on";
-  std::string threads = "on";
-  std::string spill_margin = "2s";
   double resident_gaps = 2.0;
   std::string min_resident = "3s";
   std::uint32_t vllm_api_servers = 0;
-  core::VllmBalancerModel vllm_balancer = core::VllmBalancerModel::current;
   std::string out;
   std::string svg;
   std::string timeline_svg;
@@ -75,6 +63,7 @@ struct SimulateOptions {
   // Unset: the workload preset's.
   std::optional<std::size_t> system_tokens, first_tokens, turn_tokens, turns, max_output;
   AgenticFlags agentic;
+  RoutingFlags routing;                              // the settings of core::RoutingConfig given
   std::map<std::string, std::string> engine_params;  // flag name -> value, only those given
 };
 
@@ -158,52 +147,26 @@ base::Result<void> task_slots_from(const SimulateOptions& o, whatif::SimulationC
   return {};
 }
 
-// The knobs of policy `admission`, and `--rebalance` and `--threads` (policies affinity and admission).
+// The knobs of policy `admission` that are the what-if driver's own (the routing's are RoutingFlags').
 base::Result<void> admission_from(const SimulateOptions& o, whatif::SimulationConfig& c) {
-  const auto wait = base::parse_seconds(o.max_wait);
-  const auto margin = base::parse_seconds(o.spill_margin);
   const auto min_resident = base::parse_seconds(o.min_resident);
-  if (!wait || !margin || !min_resident) {
-    return std::string("--max-wait and --spill-margin are durations: 30s, 2s, 500ms");
-  }
-  if (o.cost_spill != "on" && o.cost_spill != "off") {
-    return std::string("--cost-spill is on or off");
-  }
-  if (o.when_waiting != "on" && o.when_waiting != "off") {
-    return std::string("--admission-when-waiting is on or off");
-  }
-  if (o.rebalance != "on" && o.rebalance != "off") {
-    return std::string("--rebalance is on or off");
+  if (!min_resident) {
+    return std::string("--min-resident is a duration: 3s, 500ms");
   }
   if (o.task_priority != "start" && o.task_priority != "stage") {
     return std::string("--task-priority is start or stage");
   }
   c.task_priority = o.task_priority == "stage" ? whatif::SimulationConfig::TaskPriority::stage
                                                : whatif::SimulationConfig::TaskPriority::start;
-  if (o.threads != "on" && o.threads != "off") {
-    return std::string("--threads is on or off");
-  }
-  const auto task_wait = base::parse_seconds(o.task_admission_wait);
-  if ((o.task_admission != "on" && o.task_admission != "off") || !task_wait) {
-    return std::string("--task-admission is on or off, --task-admission-wait a duration (5m, 300s)");
-  }
-  c.routing.task_admission.enabled = o.task_admission == "on";
-  c.routing.task_admission.max_wait = to_time(*task_wait);
-  c.routing.rebalance = o.rebalance == "on";
-  c.routing.threads = o.threads == "on";
-  c.routing.admission.only_when_waiting = o.when_waiting == "on";
-  c.routing.admission.high_water = o.admission_high;
-  c.routing.admission.low_water = o.admission_low;
-  c.routing.admission.max_wait = to_time(*wait);
-  c.routing.admission.max_queue = o.max_queue;
-  c.routing.cost_spill.enabled = o.cost_spill == "on";
-  c.routing.cost_spill.margin = to_time(*margin);
   c.admission_gap_factor = o.resident_gaps;
   c.admission_min_window = *min_resident;
+  if (auto routing = apply_routing_options(o.routing, c.routing); !routing) {
+    return routing;
+  }
   return task_slots_from(o, c);
 }
 
-// Levels, durations and the spill threshold from their command-line spelling.
+// Levels and durations from their command-line spelling.
 base::Result<void> timing_from(const SimulateOptions& o, whatif::SimulationConfig& c) {
   c.levels.clear();
   for (const auto& piece : split(o.levels)) {
@@ -231,11 +194,6 @@ base::Result<void> timing_from(const SimulateOptions& o, whatif::SimulationConfi
     return std::string("--timeline-svg needs --timeline (the interval of the timeline)");
   }
   c.workload.think_time = *think;
-  const auto spill = core::SpillThreshold::parse(o.spill_threshold);
-  if (!spill) {
-    return std::string("--spill-threshold is 'auto' or a positive integer");
-  }
-  c.routing.spill_threshold = *spill;
   return admission_from(o, c);
 }
 
@@ -268,7 +226,6 @@ base::Result<whatif::SimulationConfig> simulation_from(const SimulateOptions& o)
   c.engine = std::move(*engine);
   c.replicas = o.replicas;
   c.vllm_api_servers = o.vllm_api_servers;
-  c.routing.vllm_balancer = o.vllm_balancer;
   c.seed = o.seed;
   c.warm_start = o.warm_start;
   c.carry_over = o.carry_over;
@@ -439,35 +396,8 @@ int run_simulate(const SimulateOptions& o) {
   return 0;
 }
 
-// The routing knobs of the policies (core::RoutingConfig's fields that simulate lets one set).
-void add_routing_options(CLI::App& cmd, SimulateOptions& o) {
-  cmd.add_option("--spill-threshold", o.spill_threshold, "auto or a number of requests in flight")
-      ->capture_default_str();
-  cmd.add_option("--task-admission", o.task_admission,
-                 "Policy affinity: a new agent task waits while the tasks under way fill what the caches "
-                 "keep warm, a session's next task while they overflow its home (on) or never")
-      ->capture_default_str();
-  cmd.add_option("--task-admission-wait", o.task_admission_wait,
-                 "Router policies: a held task start is placed as usual after this wait")
-      ->capture_default_str();
-  cmd.add_option("--rebalance", o.rebalance,
-                 "Policies affinity and admission: a conversation moves off an overloaded home (on) or never")
-      ->capture_default_str();
-  cmd.add_option(
-         "--threads", o.threads,
-         "Policies affinity and admission: subagents get their own homes and new conversations prefer "
-         "their cached prompt start (on), or one home per session placed by load (off)")
-      ->capture_default_str();
-  cmd.add_option("--admission-high", o.admission_high,
-                 "Policy admission: admit new conversations while working set + prompt <= this x KV capacity")
-      ->capture_default_str();
-  cmd.add_option("--admission-low", o.admission_low,
-                 "Policy admission: once one was held, admit again only within this x KV capacity")
-      ->capture_default_str();
-  cmd.add_option(
-         "--admission-when-waiting", o.when_waiting,
-         "Policy admission: hold only while requests wait on the replicas (on) or by the estimate alone")
-      ->capture_default_str();
+// The what-if driver's own knobs of the policies (the routing's are add_routing_options').
+void add_policy_options(CLI::App& cmd, SimulateOptions& o) {
   cmd.add_option("--task-priority", o.task_priority,
                  "Policies priority, tasks-priority: a request's priority is its task's start (older tasks "
                  "first) or its stage (tasks under way before task starts)")
@@ -486,16 +416,6 @@ void add_routing_options(CLI::App& cmd, SimulateOptions& o) {
       ->capture_default_str();
   cmd.add_option("--task-max-wait", o.task_max_wait,
                  "Policy task-slots: a held task start is placed as usual after this wait")
-      ->capture_default_str();
-  cmd.add_option("--max-wait", o.max_wait, "Policy admission: a held request is admitted after this wait")
-      ->capture_default_str();
-  cmd.add_option("--max-queue", o.max_queue, "Policy admission: held requests beyond which one is refused")
-      ->capture_default_str();
-  cmd.add_option(
-         "--cost-spill", o.cost_spill,
-         "Policy admission: spill by predicted time to first token (on) or by --spill-threshold (off)")
-      ->capture_default_str();
-  cmd.add_option("--spill-margin", o.spill_margin, "Policy admission: predicted TTFT gain a cost spill needs")
       ->capture_default_str();
   cmd.add_option(
          "--resident-gaps", o.resident_gaps,
@@ -558,11 +478,11 @@ void add_simulate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--client-rtt", o->client_rtt, "Client <-> warden round trip (counted in TTFB)")
       ->capture_default_str();
-  add_routing_options(*cmd, *o);
+  add_routing_options(*cmd, o->routing);
+  add_policy_options(*cmd, *o);
   cmd->add_option("--vllm-api-servers", o->vllm_api_servers,
                   "vLLM API server processes (0 = one per replica)")
       ->capture_default_str();
-  add_vllm_balancer_option(*cmd, o->vllm_balancer);
   cmd->add_option("--out", o->out, "Write the rows to FILE (.json, .csv, .md)");
   cmd->add_option("--svg", o->svg, "Write the TTFB chart to FILE");
   cmd->add_option(
