@@ -1,5 +1,6 @@
-// What the reload tests share (gateway_reload_test.cpp, gateway_reload_models_test.cpp): a stream in
-// flight on its own thread, the config file rewritten, small requests with a key.
+// What the reload tests share (gateway_reload_test.cpp, gateway_reload_models_test.cpp,
+// gateway_settings_test.cpp): a stream in flight on its own thread, the config file rewritten, small
+// requests with a key.
 #pragma once
 
 #include <fstream>

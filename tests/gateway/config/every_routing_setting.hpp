@@ -1,11 +1,16 @@
 // A routing configuration with every setting of the table (gateway/config/routing_settings.cpp) away from
-// its default: the unit test of the table checks that each one is, the every-setting integration test
-// (gateway_settings_test.cpp) sends it through the config file, the admin API and a restart.
+// its default (the unit test of the table checks that each one is), and the settings' leaves: the
+// every-setting integration test (gateway_settings_test.cpp) sends it through the config file, the admin
+// API and a restart.
 #pragma once
 
+#include <boost/json/object.hpp>
 #include <chrono>
+#include <map>
+#include <string>
 
 #include "core/types.hpp"
+#include "gateway/config/routing_settings.hpp"
 
 namespace routing_test {
 
@@ -29,6 +34,23 @@ inline warden::core::RoutingConfig every_setting_changed() {
   c.threads = false;
   c.task_admission = {false, 2min};
   return c;
+}
+
+// The leaves of the table's JSON of `c`, by their dotted names ("admission.max_wait" -> "30000ms").
+inline std::map<std::string, boost::json::value> setting_leaves(const warden::core::RoutingConfig& c) {
+  std::map<std::string, boost::json::value> out;
+  const auto walk = [&out](const auto& self, const boost::json::object& o,
+                           const std::string& prefix) -> void {
+    for (const auto& [key, value] : o) {
+      if (value.is_object()) {
+        self(self, value.as_object(), prefix + std::string(key) + ".");
+      } else {
+        out[prefix + std::string(key)] = value;
+      }
+    }
+  };
+  walk(walk, warden::gateway::routing_json(c), "");
+  return out;
 }
 
 }  // namespace routing_test

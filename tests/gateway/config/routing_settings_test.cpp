@@ -29,25 +29,6 @@ RoutingConfig unusual() {
   return routing_test::every_setting_changed();
 }
 
-// The leaves of a routing JSON ("admission.max_wait" -> its value).
-void leaves(const boost::json::object& o, const std::string& prefix,
-            std::map<std::string, boost::json::value>& out) {
-  for (const auto& [key, value] : o) {
-    const std::string name = prefix + std::string(key);
-    if (value.is_object()) {
-      leaves(value.as_object(), name + ".", out);
-    } else {
-      out[name] = value;
-    }
-  }
-}
-
-std::map<std::string, boost::json::value> leaves_of(const RoutingConfig& c) {
-  std::map<std::string, boost::json::value> out;
-  leaves(routing_json(c), "", out);
-  return out;
-}
-
 }  // namespace
 
 TEST(RoutingSettings, EveryKnobRoundTripsThroughTheStoredForm) {
@@ -150,8 +131,8 @@ TEST(RoutingSettings, AValueStoredBeforeEveryKnobWasKeptLeavesTheOthersAtTheFile
 }
 
 TEST(RoutingSettings, TheTestConfigurationChangesEverySetting) {
-  const auto defaults = leaves_of(RoutingConfig{});
-  const auto changed = leaves_of(unusual());
+  const auto defaults = routing_test::setting_leaves(RoutingConfig{});
+  const auto changed = routing_test::setting_leaves(unusual());
   ASSERT_EQ(defaults.size(), changed.size());
   for (const auto& [name, value] : defaults) {
     EXPECT_NE(changed.at(name), value) << name << " is at its default in every_setting_changed()";
@@ -175,7 +156,7 @@ TEST(RoutingSettings, TextValuesAreBooleansNumbersOrStrings) {
 // give them: the same configuration.
 TEST(RoutingSettings, EverySettingReadsFromTextOneByOne) {
   RoutingConfig c;
-  for (const auto& [name, value] : leaves_of(unusual())) {
+  for (const auto& [name, value] : routing_test::setting_leaves(unusual())) {
     const std::string text =
         value.is_string() ? std::string(value.as_string()) : boost::json::serialize(value);
     auto read = read_setting(c, name, text_value(text), "");
