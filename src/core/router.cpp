@@ -22,6 +22,23 @@ RequestFacts session_only(RequestFacts facts) {
   return facts;
 }
 
+// The main thread of a session whose id is shared keyed by the id and its first message (shared_ids.hpp):
+// `key(id, first)` gives the key.
+template <class Key>
+RequestFacts keyed_by_conversation(RequestFacts facts, Key&& key) {
+  const bool main_thread =
+      facts.session && (facts.thread.session == 0 || facts.thread.session == facts.session->hash);
+  if (!main_thread || facts.thread.side || facts.first_message == 0) {
+    return facts;
+  }
+  const std::uint64_t conversation = key(facts.session->hash, facts.first_message);
+  if (conversation != facts.session->hash) {
+    facts.session = SessionKey{conversation};
+    facts.thread.session = conversation;
+  }
+  return facts;
+}
+
 }  // namespace
 
 RouterConfig router_config(const RoutingConfig& routing, const SessionTableConfig& sessions) {
@@ -126,6 +143,7 @@ void Router::commit(const RequestFacts& facts, const Decision& decision,
 }
 
 Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metrics, Time now, Rng& rng) {
+  facts = conversation_facts(std::move(facts), /*note=*/true);
   if (!routing_.threads) {
     facts = session_only(std::move(facts));
   }
@@ -212,11 +230,27 @@ Decision Router::route_uncounted(const RequestFacts& facts, std::span<const Repl
   return decide_balanced(snapshot_, RequestFacts{}, rng);
 }
 
+RequestFacts Router::conversation_facts(RequestFacts facts, bool note) {
+  // The baselines model other routers, which key by the id as sent.
+  if (routing_.policy != "affinity") {
+    return facts;
+  }
+  if (note) {
+    return keyed_by_conversation(std::move(facts), [this](std::uint64_t id, std::uint64_t first) {
+      return shared_ids_.key(id, first);
+    });
+  }
+  return keyed_by_conversation(std::move(facts), [this](std::uint64_t id, std::uint64_t first) {
+    return shared_ids_.key_of(id, first);
+  });
+}
+
 void Router::finish(ReplicaIndex replica) {
   counters_.finish(replica);
 }
 
-void Router::answered(const RequestFacts& facts, bool final_text) {
+void Router::answered(const RequestFacts& request, bool final_text) {
+  const RequestFacts facts = conversation_facts(request, /*note=*/false);
   const bool subagent =
       facts.session && facts.thread.session != 0 && facts.thread.session != facts.session->hash;
   // A main thread's final text ends its task: its prompt is as large as the task grew.

@@ -19,6 +19,7 @@
 #include "core/replica_remap.hpp"
 #include "core/rng.hpp"
 #include "core/session_table.hpp"
+#include "core/shared_ids.hpp"
 #include "core/tasks_under_way.hpp"
 #include "core/thread_homes.hpp"
 #include "core/types.hpp"
@@ -161,6 +162,9 @@ class Router {
   static std::optional<std::uint64_t> computed_since(const SessionEntry& entry,
                                                      std::span<const ReplicaMetrics> metrics);
   void note_admission(const RequestFacts& facts, const Decision& decision);
+  // The request's facts with its conversation's key (a shared id's main thread: shared_ids.hpp), noting
+  // what the request shows when `note` (a request being routed, not one answered); the warden's policy only.
+  RequestFacts conversation_facts(RequestFacts facts, bool note);
   void drop_prefill(const Decision& decision);
   void look_up_home(RequestFacts& facts, std::span<const ReplicaMetrics> metrics, Time now) const;
 
@@ -179,6 +183,7 @@ class Router {
   // Snapshot::task_tokens: the running mean of the last prompt of the agent tasks that ended.
   double task_tokens_ = 0;
   TasksUnderWay tasks_;
+  SharedIds shared_ids_;
 };
 
 }  // namespace warden::core

@@ -223,6 +223,9 @@ struct RequestFacts {
   /// nothing is remembered. With threads, the thread's key.
   std::optional<SessionKey> session;
   ThreadFacts thread{};
+  /// A digest of the conversation's first message (0 = unknown): a session id whose main-thread requests
+  /// take turns between first messages is shared by several conversations (core/shared_ids.hpp).
+  std::uint64_t first_message = 0;
   /// Replicas a new thread prefers among those of comparable load (decide.hpp): they hold another thread
   /// of its session, or served its prompt start (the Router fills this in itself).
   ReplicaSet preferred = 0;

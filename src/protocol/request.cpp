@@ -809,6 +809,7 @@ Result<RequestInfo> inspect_request(ApiKind api, const HeaderLookup& headers, st
   }
   read_thread(headers, info);
   info.offers_tools = offers_tools(body, info.layout);
+  info.first_message_hash = first_message_hash(body, info.layout);
   return info;
 }
 
@@ -857,6 +858,17 @@ PromptStart prompt_start(std::string_view body, const BodyLayout& layout, bool d
   out.hash = XXH3_64bits_digest(&state);
   out.bytes = kPromptStartBytes - budget;
   return out;
+}
+
+std::uint64_t first_message_hash(std::string_view body, const BodyLayout& layout) {
+  constexpr std::size_t kMessages = 3;  // start_parts: system, tools, instructions, messages, input, prompt
+  const std::optional<ByteSpan>& first =
+      layout.start_parts[kMessages] ? layout.start_parts[kMessages] : layout.start_parts[kMessages + 1];
+  if (!first || first->end > body.size() || first->begin >= first->end) {
+    return 0;
+  }
+  const std::uint64_t hash = XXH3_64bits(body.data() + first->begin, first->end - first->begin);
+  return hash == 0 ? 1 : hash;
 }
 
 bool offers_tools(std::string_view body, const BodyLayout& layout) {

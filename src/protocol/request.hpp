@@ -197,6 +197,10 @@ struct RequestInfo {
   // request: it belongs to no thread.
   bool offers_tools = false;
 
+  // XXH3-64 of the first message's bytes as sent (the first element of "messages", else of "input", or a
+  // string "input"), 0 when there is none: it stays the same while a conversation grows.
+  std::uint64_t first_message_hash = 0;
+
   ClientPin pin;
 
   std::uint64_t prompt_bytes = 0;  // bytes of the strings and keys in the prompt fields, as sent (escaped)
@@ -234,6 +238,9 @@ struct PromptStart {
 };
 inline constexpr std::size_t kPromptStartBytes = 4096;
 PromptStart prompt_start(std::string_view body, const BodyLayout& layout, bool drop_billing);
+
+/// RequestInfo::first_message_hash of a body with this layout.
+std::uint64_t first_message_hash(std::string_view body, const BodyLayout& layout);
 
 /// Whether the body's top-level "tools" (layout.start_parts[1]) is an array with at least one element.
 bool offers_tools(std::string_view body, const BodyLayout& layout);

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include <xxhash.h>
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
@@ -164,7 +165,8 @@ struct Flight {
   std::uint32_t prompt_tokens_estimate = 0;
   std::uint64_t session_hash = 0;  // the thread's key (the session's own for its main thread)
   std::uint64_t thread_session = 0;
-  protocol::PromptStart start;  // of its thread's system prompt and tools
+  std::uint64_t first_message = 0;  // a digest of its conversation's first message (as the gateway's)
+  protocol::PromptStart start;      // of its thread's system prompt and tools
   bool failed = false;
   double arrived = 0;  // at the warden
   core::Decision decision;
@@ -433,6 +435,7 @@ class Driver {
       const ThreadKeys keys = thread_keys(conv);
       f.session_hash = keys.thread;
       f.thread_session = keys.session;
+      f.first_message = first_message_digest(conv);
       f.start = prompt_start_digest(conv);
       f.task_start = is_task_start(conv);
       if (ceiling_ && !f.task_start) {
@@ -477,6 +480,16 @@ class Driver {
     const ThreadKeys keys = info ? ThreadKeys{info->thread_hash, info->session_hash} : ThreadKeys{};
     thread_keys_.emplace(id, keys);
     return keys;
+  }
+
+  // What RequestInfo::first_message_hash is to the gateway: a digest of the conversation's first message
+  // (it changes only when a compaction replaces the history), 0 for none.
+  static std::uint64_t first_message_digest(const workload::Conversation& conv) {
+    if (conv.messages.empty()) {
+      return 0;
+    }
+    const std::string& text = conv.messages.front().text;
+    return base::splitmix64(XXH3_64bits(text.data(), text.size()) + conv.compactions);
   }
 
   // The digest of the prompt's start the gateway takes (protocol::prompt_start(), the billing line left
@@ -599,6 +612,7 @@ class Driver {
     core::RequestFacts facts;
     facts.session = core::SessionKey{f.session_hash};
     facts.thread.session = f.thread_session;
+    facts.first_message = f.first_message;
     facts.thread.start = f.start.hash;
     facts.thread.long_start = f.start.bytes >= protocol::kPromptStartBytes;
     facts.prompt_tokens = f.prompt_tokens_estimate;
@@ -807,6 +821,7 @@ class Driver {
     core::RequestFacts facts;
     facts.session = core::SessionKey{f.session_hash};
     facts.thread.session = f.thread_session;
+    facts.first_message = f.first_message;
     facts.prompt_tokens = f.prompt_tokens_estimate;
     facts.offers_tools = config_.workload.agentic.enabled;
     router_->answered(facts, final_text);

@@ -118,3 +118,26 @@ TEST(ThreadKey, ThePromptStartsHeadIsSystemAndToolsAlone) {
 
 }  // namespace
 }  // namespace warden::protocol
+
+namespace warden::protocol {
+namespace {
+
+TEST(FirstMessage, TheFirstMessagesDigestStaysWhileAConversationGrowsAndTellsConversationsApart) {
+  const auto first = [](std::string_view body, ApiKind api = ApiKind::anthropic_messages) {
+    return inspect(api, {{"X-Claude-Code-Session-Id", kSession}}, body).first_message_hash;
+  };
+  const std::uint64_t turn1 = first(R"({"model":"m","messages":[{"role":"user","content":"fix the bug"}]})");
+  const std::uint64_t turn2 = first(R"({"model":"m","messages":[{"role":"user","content":"fix the bug"},
+      {"role":"assistant","content":"done"},{"role":"user","content":"now the tests"}]})");
+  EXPECT_NE(turn1, 0U);
+  EXPECT_EQ(turn1, turn2) << "one conversation, growing";
+  EXPECT_NE(turn1, first(R"({"model":"m","messages":[{"role":"user","content":"write the docs"}]})"))
+      << "another agent's conversation under the same id";
+  EXPECT_EQ(first(R"({"model":"m","messages":[]})"), 0U);
+  EXPECT_NE(first(R"({"model":"m","input":[{"role":"user","content":"go"}]})", ApiKind::openai_responses),
+            0U);
+  EXPECT_NE(first(R"({"model":"m","input":"go"})", ApiKind::openai_responses), 0U) << "a string input";
+}
+
+}  // namespace
+}  // namespace warden::protocol

@@ -255,6 +255,31 @@ TEST(WhatifAgentic, HashingFewSharedKeysCrowdsOneReplicaAndItsHitsFall) {
   EXPECT_LT(*shared->rows.at(0).prefix_hits, *own->rows.at(0).prefix_hits - 10);
 }
 
+// The same agents under the warden's rule: it finds the id shared (their first messages take turns under
+// it), keys each agent's conversation by the id and its first message, and spreads them by load; the
+// hashing baseline keys by the id as sent and stays on one replica.
+TEST(WhatifAgentic, TheWardenTellsApartAgentsThatShareOneSessionId) {
+  SimulationConfig c = agentic_config();
+  c.replicas = 3;
+  c.levels = {6};
+  c.duration = 600;
+  c.engine.num_gpu_blocks = 3000;
+  c.workload.agentic.subagent_share = 0;
+  c.workload.agentic.tasks = 1000;
+  c.workload.agentic.session_keys = 1;
+  c.policies = {"affinity", "session-hash"};
+  const auto o = simulate(c);
+  ASSERT_TRUE(o) << o.error();
+  const auto used = [](const LevelStats& l) {
+    return std::count_if(l.requests_per_replica.begin(), l.requests_per_replica.end(),
+                         [](std::uint32_t n) { return n > 0; });
+  };
+  ASSERT_EQ(o->levels.size(), 2U);
+  EXPECT_EQ(used(o->levels.at(0)), 3) << "affinity";
+  EXPECT_EQ(used(o->levels.at(1)), 1) << "session-hash";
+  EXPECT_GT(*o->rows.at(0).prefix_hits, *o->rows.at(1).prefix_hits + 10);
+}
+
 TEST(WhatifAgentic, TheReferenceWorkloadHasNoTaskColumns) {
   SimulationConfig c = agentic_config();
   c.workload = workload::WorkloadConfig{};

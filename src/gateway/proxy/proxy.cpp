@@ -219,6 +219,7 @@ core::RequestFacts request_facts(const protocol::RequestInfo& info) {
     facts.session = core::SessionKey{info.thread_hash};
     facts.thread.session = info.session_hash;
     facts.thread.parent = info.parent_hash;
+    facts.first_message = info.first_message_hash;
   }
   if (info.pin.state == protocol::PinState::valid) {
     facts.pin = static_cast<core::ReplicaIndex>(info.pin.replica);
