@@ -4,7 +4,12 @@
 
 #include "every_routing_setting.hpp"
 
+#include <boost/json/serialize.hpp>
 #include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
 
 using namespace warden::gateway;
 
@@ -216,21 +221,59 @@ TEST(Config, RebalanceThreadsAndCostSpillAreRoutingSwitches) {
   }
 }
 
+// `c`'s routing as a person writes it in the file: each setting of the table unquoted, a switch's members in
+// a map of their own.
+std::string routing_yaml(const warden::core::RoutingConfig& c) {
+  std::map<std::string, std::vector<std::string>> members;  // a switch's members, by its name
+  std::vector<std::string> settings;
+  for (const auto& [name, value] : routing_test::setting_leaves(c)) {
+    std::ostringstream text;
+    if (value.is_string()) {
+      text << std::string_view(value.as_string());
+    } else if (value.is_double()) {
+      text << value.as_double();
+    } else {
+      text << boost::json::serialize(value);
+    }
+    const std::size_t dot = name.find('.');
+    if (dot == std::string::npos) {
+      settings.push_back(name + ": " + text.str());
+    } else {
+      members[name.substr(0, dot)].push_back(name.substr(dot + 1) + ": " + text.str());
+    }
+  }
+  for (const auto& [name, list] : members) {
+    std::string map;
+    for (const auto& m : list) {
+      map += (map.empty() ? "" : ", ") + m;
+    }
+    settings.push_back(name + ": { " + map + " }");
+  }
+  std::string out;
+  for (const auto& s : settings) {
+    out += (out.empty() ? "" : ", ") + s;
+  }
+  return "{ " + out + " }";
+}
+
 // The file takes every key of the routing table (gateway/config/routing_settings.cpp), as the admin API
-// and the stored state do, and reports a wrong one at its line and column.
+// and the stored state do, a boolean also as YAML's words, and reports a wrong one at its line and column.
 TEST(Config, RoutingTakesEverySettingOfTheTable) {
   const auto model = [](const std::string& routing) {
     return "models:\n  - name: m\n    routing: " + routing + "\n    replicas: { urls: [http://a:1] }\n";
   };
-  auto r = parse_config(
-      model("{ affinity: false, spill_threshold: 3, max_num_seqs: 48, policy: round-robin,"
-            " vllm_balancer: legacy, rebalance: off, threads: no,"
-            " cost_spill: { mode: off, margin: 750ms }, task_admission: { mode: off, max_wait: 2m },"
-            " admission: { mode: auto, max_queue: 7, max_wait: 1500ms, high_water: 1.25,"
-            " low_water: 0.8, when_waiting: true, hold_task_starts: yes } }"),
+  const warden::core::RoutingConfig changed = routing_test::every_setting_changed();
+  auto r = parse_config(model(routing_yaml(changed)), "w.yaml");
+  ASSERT_TRUE(r.ok()) << routing_yaml(changed) << "\n" << r.error_text();
+  EXPECT_EQ(r.config->models[0].routing, changed) << routing_yaml(changed);
+  r = parse_config(
+      model("{ rebalance: off, threads: no, admission: { when_waiting: yes, hold_task_starts: on } }"),
       "w.yaml");
   ASSERT_TRUE(r.ok()) << r.error_text();
-  EXPECT_EQ(r.config->models[0].routing, routing_test::every_setting_changed());
+  EXPECT_FALSE(r.config->models[0].routing.rebalance);
+  EXPECT_FALSE(r.config->models[0].routing.threads);
+  EXPECT_TRUE(r.config->models[0].routing.admission.only_when_waiting);
+  EXPECT_TRUE(r.config->models[0].routing.admission.hold_task_starts);
 
   const auto e =
       errors_of(model("{ admission: { hold_task_starts: maybe, colour: 1, low_water: 2 },\n"
