@@ -1,0 +1,139 @@
+#pragma once
+// What one replica's prefix cache holds, as its engine's KV cache events tell it (vLLM's BlockStored,
+// BlockRemoved, AllBlocksCleared), indexed without a tokenizer: by the session id that stored each block.
+//
+// The warden sends each thread's key to the engine as the request's session_id, so the engine names the
+// thread in every GPU block it stores. The index keeps, per thread, its chain: the hashes of the blocks its
+// requests stored, in order, and the block its first one extends (its parent: the end of the shared start,
+// system prompt and tools, that another thread stored first). A block's parent links it to the block before
+// it, so a request of the thread hits exactly the leading run of its chain (the inherited start included)
+// that is still resident: the chain's `resident` count is kept as blocks are removed and stored again, so a
+// lookup is O(1) plus the depth of inherited starts (bounded).
+//
+// Tiers apart: GPU blocks are the prefix cache; CPU blocks (vLLM's offload tier, thin events: a hash only)
+// continue a thread's hit past its GPU part, loaded instead of computed. Hybrid models: only attention
+// groups are cache; linear-attention (mamba) groups' stores are saved states, and a hit ends at the last
+// block at or below the attention hit that has a saved state (once any state group has been seen).
+//
+// Pure, single-threaded (the gateway applies events on its I/O thread, the what-if driver on its own).
+// Memory: about 72 bytes per resident block (hash map node and its chain slot) plus 8 bytes per block of a
+// chain that still has a resident block; past limits.max_blocks the index clears itself and says so.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace warden::core {
+
+enum class KvTier : std::uint8_t { gpu, cpu };
+
+/// One BlockStored as the index reads it.
+struct KvStore {
+  std::span<const std::uint64_t> hashes;
+  /// The block before hashes[0]; nullopt: the chain starts at the prompt's start.
+  std::optional<std::uint64_t> parent;
+  /// Tokens per block of the emitting group (0 on thin CPU events).
+  std::uint32_t block_size = 0;
+  KvTier tier = KvTier::gpu;
+  /// group_idx (nullopt on engines that send none: a single attention group).
+  std::optional<std::uint32_t> group;
+  /// The group is an attention kind (prefix cache); false: a linear-attention state group.
+  bool attention = true;
+  /// The session that stored the blocks (protocol::kv::session_key of its session_id); 0 = none.
+  std::uint64_t thread = 0;
+};
+
+struct KvIndexLimits {
+  /// Resident blocks (GPU and CPU together) past which the index clears itself (a replica reporting more
+  /// blocks than any card holds is not believed).
+  std::size_t max_blocks = 8'000'000;
+  /// Inherited starts followed from a thread's chain to the root.
+  std::uint32_t max_depth = 16;
+};
+
+/// Counts for metrics and the model card.
+struct KvIndexStats {
+  std::uint64_t gpu_blocks = 0;
+  std::uint64_t cpu_blocks = 0;
+  std::uint64_t state_blocks = 0;
+  std::uint64_t chains = 0;
+  std::uint64_t threads = 0;
+  std::uint32_t block_size = 0;
+  std::uint64_t overflows = 0;  ///< times max_blocks was passed (the index cleared itself)
+  std::size_t bytes = 0;        ///< an estimate of the memory held
+};
+
+class KvIndex {
+ public:
+  explicit KvIndex(KvIndexLimits limits = {});
+
+  void stored(const KvStore& store);
+  /// group: the group_idx sent (nullopt: none sent, a single attention group). A removal of a group whose
+  /// kind no store has told yet is ignored (it cannot be told from a state group's).
+  void removed(std::span<const std::uint64_t> hashes, KvTier tier, std::optional<std::uint32_t> group);
+  /// AllBlocksCleared, or a publisher that restarted: everything is gone.
+  void cleared();
+
+  /// Prompt tokens a request of `thread` would find in the GPU cache now: the resident leading run of its
+  /// chain from the prompt's start (hybrid: down to the last saved state). 0 for a thread never seen.
+  [[nodiscard]] std::uint64_t thread_tokens(std::uint64_t thread) const;
+  /// Tokens past thread_tokens() that the CPU tier holds (loaded, not computed).
+  [[nodiscard]] std::uint64_t thread_offload_tokens(std::uint64_t thread) const;
+  /// Tokens of the start the thread's chain extends (its parent and what leads to it) still resident:
+  /// where a new thread with the same start would find it.
+  [[nodiscard]] std::uint64_t start_tokens(std::uint64_t thread) const;
+  /// Whether the index has seen a chain of this thread.
+  [[nodiscard]] bool knows(std::uint64_t thread) const { return threads_.contains(thread); }
+
+  /// Distinct GPU attention blocks x block size: what the prefix cache holds.
+  [[nodiscard]] std::uint64_t resident_tokens() const;
+  [[nodiscard]] std::uint32_t block_size() const { return block_size_; }
+  [[nodiscard]] KvIndexStats stats() const;
+
+ private:
+  struct Block {
+    std::uint32_t chain = 0;
+    std::uint32_t pos = 0;
+    std::uint32_t copies = 1;  // vLLM may hold two blocks of one hash; each eviction is announced
+  };
+  struct Chain {
+    std::uint64_t thread = 0;
+    std::optional<std::uint64_t> parent;
+    std::vector<std::uint64_t> hashes;
+    std::uint32_t resident = 0;  // leading blocks of `hashes` in gpu_
+    std::uint32_t live = 0;      // blocks of `hashes` in gpu_ mapped to this chain
+  };
+
+  void store_gpu(const KvStore& store);
+  void store_state(const KvStore& store);
+  void remove_gpu(std::uint64_t hash);
+  std::uint32_t new_chain(std::uint64_t thread, std::optional<std::uint64_t> parent);
+  void release_chain(std::uint32_t id);
+  bool continue_chain(std::uint32_t id, std::uint32_t from, std::span<const std::uint64_t> hashes);
+  void append(std::uint32_t id, std::span<const std::uint64_t> hashes);
+  void advance_resident(Chain& chain, std::uint32_t id);
+  // Resident leading blocks of the start before `parent` (its chain up to it, and that chain's start).
+  std::uint64_t inherited_blocks(std::optional<std::uint64_t> parent, std::uint32_t depth) const;
+  // The hit in blocks of a chain whose leading `blocks` (inherited start included) are resident, cut to
+  // the last saved state when state groups are seen.
+  std::uint64_t cut_to_state(std::uint32_t id, std::uint64_t inherited, std::uint64_t blocks) const;
+  std::optional<std::uint64_t> hash_at(std::uint32_t id, std::uint64_t inherited, std::uint64_t index) const;
+  void check_limits();
+
+  KvIndexLimits limits_;
+  std::uint32_t block_size_ = 0;
+  std::unordered_map<std::uint64_t, Block> gpu_;
+  std::unordered_map<std::uint64_t, std::uint32_t> cpu_;     // hash -> copies
+  std::unordered_map<std::uint64_t, std::uint32_t> state_;   // hash -> saved states (over state groups)
+  std::unordered_map<std::uint32_t, bool> group_attention_;  // group_idx -> attention kind
+  std::vector<Chain> chains_;
+  std::vector<std::uint32_t> free_chains_;
+  std::unordered_map<std::uint64_t, std::uint32_t> threads_;  // thread -> its current chain
+  std::uint64_t overflows_ = 0;
+};
+
+}  // namespace warden::core
