@@ -15,6 +15,8 @@ debs=(
   prometheus haproxy  # deploy/: the dashboard and alert rules' test, the load balancer's test
   dpkg-dev lintian   # make deb: dpkg-shlibdeps for the package's dependencies, lintian to check it
   libssl-dev openssl  # TLS on the listener and to https:// engines; the TLS tests make their certificates
+  libzmq3-dev cppzmq-dev  # vLLM's KV cache events (ZMQ PUB/SUB): the sim publishes them, the warden subscribes
+  python3-zmq python3-msgpack  # an independent KV events publisher in the tests (run with /usr/bin/python3)
 )
 
 missing=()
