@@ -79,12 +79,13 @@ class KvIndex {
   void cleared();
 
   /// Prompt tokens a request of `thread` would find in the GPU cache now: the resident leading run of its
-  /// chain from the prompt's start (hybrid: down to the last saved state). 0 for a thread never seen.
-  [[nodiscard]] std::uint64_t thread_tokens(std::uint64_t thread) const;
+  /// chain from the prompt's start (hybrid: down to the last saved state). nullopt for a thread the index
+  /// cannot answer for: never seen, or its chain extends a start stored before the index listened.
+  [[nodiscard]] std::optional<std::uint64_t> thread_tokens(std::uint64_t thread) const;
   /// Tokens past thread_tokens() that the CPU tier holds (loaded, not computed).
   [[nodiscard]] std::uint64_t thread_offload_tokens(std::uint64_t thread) const;
-  /// Tokens of the start the thread's chain extends (its parent and what leads to it) still resident:
-  /// where a new thread with the same start would find it.
+  /// Resident tokens of the start the thread's chain extends (the blocks before its own, stored by
+  /// another thread): what a new thread with the same start would find here. 0 when unknown.
   [[nodiscard]] std::uint64_t start_tokens(std::uint64_t thread) const;
   /// Whether the index has seen a chain of this thread.
   [[nodiscard]] bool knows(std::uint64_t thread) const { return threads_.contains(thread); }
@@ -95,6 +96,7 @@ class KvIndex {
   [[nodiscard]] KvIndexStats stats() const;
 
  private:
+  static constexpr std::uint32_t no_chain = 0xffffffffU;
   struct Block {
     std::uint32_t chain = 0;
     std::uint32_t pos = 0;
@@ -102,36 +104,56 @@ class KvIndex {
   };
   struct Chain {
     std::uint64_t thread = 0;
-    std::optional<std::uint64_t> parent;
+    std::uint64_t generation = 0;  // tells a reused slot from the chain a child links to
+    bool has_parent = false;
+    // The chain its parent block was in, at parent_pos (no_chain: the parent was unknown, so the start
+    // before this chain is unknown too and no hit is promised through it).
+    std::uint32_t parent_chain = no_chain;
+    std::uint64_t parent_generation = 0;
+    std::uint32_t parent_pos = 0;
+    std::uint64_t base = 0;  // blocks from the prompt's start to hashes[0]
     std::vector<std::uint64_t> hashes;
-    std::uint32_t resident = 0;  // leading blocks of `hashes` in gpu_
-    std::uint32_t live = 0;      // blocks of `hashes` in gpu_ mapped to this chain
+    std::uint32_t resident = 0;  // leading blocks of `hashes` resident
+    std::uint32_t live = 0;      // blocks of `hashes` resident and owned by this chain
+  };
+  struct Extra {  // a second chain holding a hash another chain stored first
+    std::uint32_t chain = 0;
+    std::uint32_t pos = 0;
   };
 
   void store_gpu(const KvStore& store);
-  void store_state(const KvStore& store);
+  void count_state(std::span<const std::uint64_t> hashes, int delta);
   void remove_gpu(std::uint64_t hash);
+  void drop_owner(std::uint32_t id, std::uint32_t pos);
   std::uint32_t new_chain(std::uint64_t thread, std::optional<std::uint64_t> parent);
   void release_chain(std::uint32_t id);
-  bool continue_chain(std::uint32_t id, std::uint32_t from, std::span<const std::uint64_t> hashes);
+  bool refill(std::uint32_t id, std::uint32_t from, std::span<const std::uint64_t> hashes);
+  void place(std::uint32_t id, std::uint32_t pos, std::uint64_t hash);
   void append(std::uint32_t id, std::span<const std::uint64_t> hashes);
-  void advance_resident(Chain& chain, std::uint32_t id);
-  // Resident leading blocks of the start before `parent` (its chain up to it, and that chain's start).
-  std::uint64_t inherited_blocks(std::optional<std::uint64_t> parent, std::uint32_t depth) const;
-  // The hit in blocks of a chain whose leading `blocks` (inherited start included) are resident, cut to
-  // the last saved state when state groups are seen.
-  std::uint64_t cut_to_state(std::uint32_t id, std::uint64_t inherited, std::uint64_t blocks) const;
-  std::optional<std::uint64_t> hash_at(std::uint32_t id, std::uint64_t inherited, std::uint64_t index) const;
+  void advance_resident(Chain& chain);
+  // Resident blocks from the prompt's start through position `pos` of chain `id`, contiguous; nullopt
+  // when the start before the chain is unknown.
+  [[nodiscard]] std::optional<std::uint64_t> prefix(std::uint32_t id, std::uint64_t pos,
+                                                    std::uint32_t depth) const;
+  [[nodiscard]] const Chain* parent_of(const Chain& chain) const;
+  // The hash at `index` blocks from the prompt's start along chain `id` and its starts.
+  [[nodiscard]] std::optional<std::uint64_t> hash_at(std::uint32_t id, std::uint64_t index) const;
+  // `blocks` cut to the last block with a saved state (hybrid models, once a state group is seen).
+  [[nodiscard]] std::uint64_t cut_to_state(std::uint32_t id, std::uint64_t blocks) const;
+  [[nodiscard]] std::optional<std::uint32_t> chain_of(std::uint64_t thread) const;
   void check_limits();
 
   KvIndexLimits limits_;
   std::uint32_t block_size_ = 0;
   std::unordered_map<std::uint64_t, Block> gpu_;
+  std::unordered_multimap<std::uint64_t, Extra> extra_;
   std::unordered_map<std::uint64_t, std::uint32_t> cpu_;     // hash -> copies
   std::unordered_map<std::uint64_t, std::uint32_t> state_;   // hash -> saved states (over state groups)
   std::unordered_map<std::uint32_t, bool> group_attention_;  // group_idx -> attention kind
+  bool states_seen_ = false;
   std::vector<Chain> chains_;
   std::vector<std::uint32_t> free_chains_;
+  std::uint64_t next_generation_ = 1;
   std::unordered_map<std::uint64_t, std::uint32_t> threads_;  // thread -> its current chain
   std::uint64_t overflows_ = 0;
 };
