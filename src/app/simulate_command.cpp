@@ -40,6 +40,7 @@ struct SimulateOptions {
   std::string compare;
   std::uint64_t seed = 1;
   bool warm_start = false;
+  bool kv_events = false;
   bool carry_over = false;
   std::string scrape_interval = "1s";
   std::string client_rtt = "0";
@@ -228,6 +229,7 @@ base::Result<whatif::SimulationConfig> simulation_from(const SimulateOptions& o)
   c.vllm_api_servers = o.vllm_api_servers;
   c.seed = o.seed;
   c.warm_start = o.warm_start;
+  c.kv_events = o.kv_events;
   c.carry_over = o.carry_over;
   auto preset = workload::preset(o.workload);
   if (!preset) {
@@ -331,6 +333,9 @@ report::Report report_of(const whatif::SimulationConfig& c, const whatif::Outcom
   rep.meta["client_rtt_s"] = c.client_rtt;
   rep.meta["scrape_interval_s"] = c.scrape_interval;
   rep.meta["warm_start"] = c.warm_start;
+  if (c.kv_events) {
+    rep.meta["kv_events"] = true;
+  }
   rep.meta["carry_over"] = c.carry_over;
   boost::json::array policies;
   for (const auto& p : c.policies) {
@@ -469,6 +474,9 @@ void add_simulate_command(CLI::App& app) {
                   "A,B: the reference method (A over all levels, then B, warm caches)");
   cmd->add_option("--seed", o->seed, "Seed of the prompts and of routing ties")->capture_default_str();
   cmd->add_flag("--warm-start", o->warm_start, "Keep engine caches from one policy to the next");
+  cmd->add_flag("--kv-events", o->kv_events,
+                "The warden listens to every engine's KV cache events (what each replica holds is known, not "
+                "estimated)");
   cmd->add_flag("--carry-over", o->carry_over,
                 "Sessions run on from one level into the next, which adds sessions to them (no drain "
                 "between levels); the chat workload only");

@@ -211,12 +211,14 @@ void KvIndex::cleared() {
   chains_.clear();
   free_chains_.clear();
   threads_.clear();
+  complete_ = true;
 }
 
 void KvIndex::check_limits() {
   if (gpu_.size() + cpu_.size() + state_.size() > limits_.max_blocks) {
     ++overflows_;
     cleared();
+    complete_ = false;  // what the engine holds past the bound is not known
   }
 }
 
@@ -287,7 +289,7 @@ std::optional<std::uint32_t> KvIndex::chain_of(std::uint64_t thread) const {
 std::optional<std::uint64_t> KvIndex::thread_tokens(std::uint64_t thread) const {
   const auto id = chain_of(thread);
   if (!id) {
-    return std::nullopt;
+    return complete_ ? std::optional<std::uint64_t>(0) : std::nullopt;
   }
   const Chain& chain = chains_[*id];
   const auto blocks = prefix(*id, chain.hashes.empty() ? 0 : chain.hashes.size() - 1, 0);

@@ -75,12 +75,18 @@ class KvIndex {
   /// group: the group_idx sent (nullopt: none sent, a single attention group). A removal of a group whose
   /// kind no store has told yet is ignored (it cannot be told from a state group's).
   void removed(std::span<const std::uint64_t> hashes, KvTier tier, std::optional<std::uint32_t> group);
-  /// AllBlocksCleared, or a publisher that restarted: everything is gone.
+  /// AllBlocksCleared, or a publisher that restarted: everything is gone (and from now on the index has
+  /// seen every block the engine holds: complete).
   void cleared();
+  /// Whether the index has seen every block the engine holds: its events since the engine started (seq 0),
+  /// or since a clear. Only then is a thread it never saw known to hold nothing there.
+  void set_complete(bool complete) { complete_ = complete; }
+  [[nodiscard]] bool complete() const { return complete_; }
 
   /// Prompt tokens a request of `thread` would find in the GPU cache now: the resident leading run of its
-  /// chain from the prompt's start (hybrid: down to the last saved state). nullopt for a thread the index
-  /// cannot answer for: never seen, or its chain extends a start stored before the index listened.
+  /// chain from the prompt's start (hybrid: down to the last saved state). 0 for a thread never seen by a
+  /// complete index; nullopt for one it cannot answer for: never seen by an index that joined late, or a
+  /// chain that extends a start stored before the index listened.
   [[nodiscard]] std::optional<std::uint64_t> thread_tokens(std::uint64_t thread) const;
   /// Tokens past thread_tokens() that the CPU tier holds (loaded, not computed).
   [[nodiscard]] std::uint64_t thread_offload_tokens(std::uint64_t thread) const;
@@ -151,6 +157,7 @@ class KvIndex {
   std::unordered_map<std::uint64_t, std::uint32_t> state_;   // hash -> saved states (over state groups)
   std::unordered_map<std::uint32_t, bool> group_attention_;  // group_idx -> attention kind
   bool states_seen_ = false;
+  bool complete_ = false;
   std::vector<Chain> chains_;
   std::vector<std::uint32_t> free_chains_;
   std::uint64_t next_generation_ = 1;

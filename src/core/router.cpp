@@ -148,7 +148,9 @@ Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metri
     facts = session_only(std::move(facts));
   }
   build_snapshot(metrics, now);
+  note_residency(facts, metrics);
   look_up_home(facts, metrics, now);
+  use_residency(facts);
   facts.task_under_way = tasks_.under_way(facts);
   Decision decision = policy_->pick(snapshot_, facts, rng);
   note_admission(facts, decision);
@@ -156,8 +158,7 @@ Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metri
     counters_.record(decision);
     return decision;
   }
-  // Only a turn on its home finds its previous prompt cached.
-  decision.prefill_tokens = facts.home == decision.replica ? uncached_at_home(facts) : facts.prompt_tokens;
+  expect(facts, decision);
   if (*decision.replica < prefill_backlog_.size()) {
     prefill_backlog_[*decision.replica] += decision.prefill_tokens;
   }

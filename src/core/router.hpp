@@ -15,6 +15,7 @@
 
 #include "base/result.hpp"
 #include "core/counters.hpp"
+#include "core/kv_index.hpp"
 #include "core/policy.hpp"
 #include "core/replica_remap.hpp"
 #include "core/rng.hpp"
@@ -37,6 +38,10 @@ struct ReplicaMetrics : ReplicaFigures {
   std::uint32_t peer_active_conversations = 0;
   std::uint64_t peer_held_tokens = 0;
   std::uint32_t peer_wardens = 0;  ///< other wardens whose load is fresh
+  /// What the replica's KV cache events say its cache holds, while they are live (null: not listening, or
+  /// the events stopped or have a gap not yet replayed; the estimate applies). Not owned: the caller keeps
+  /// the index alive while the Router may read it.
+  const KvIndex* kv = nullptr;
 };
 
 struct RouterConfig {
@@ -166,6 +171,12 @@ class Router {
   // what the request shows when `note` (a request being routed, not one answered); the warden's policy only.
   RequestFacts conversation_facts(RequestFacts facts, bool note);
   void drop_prefill(const Decision& decision);
+  // KV cache events (ReplicaMetrics::kv; router_residency.cpp): what each replica holds of the request's
+  // thread, or of its start for a new one, into the snapshot; the home's exact figure, or a home found in
+  // the events, into the facts; and the decision's expected cached tokens.
+  void note_residency(const RequestFacts& facts, std::span<const ReplicaMetrics> metrics);
+  void use_residency(RequestFacts& facts) const;
+  void expect(const RequestFacts& facts, Decision& decision) const;
   void look_up_home(RequestFacts& facts, std::span<const ReplicaMetrics> metrics, Time now) const;
 
   RoutingConfig routing_;
@@ -184,6 +195,8 @@ class Router {
   double task_tokens_ = 0;
   TasksUnderWay tasks_;
   SharedIds shared_ids_;
+  // Per replica, for the request being routed: its events show the thread itself (not only its start).
+  std::vector<std::uint8_t> holds_thread_;
 };
 
 }  // namespace warden::core

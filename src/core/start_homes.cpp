@@ -7,7 +7,7 @@ namespace warden::core {
 
 StartHomes::StartHomes(std::size_t max_entries) : max_entries_(std::max<std::size_t>(1, max_entries)) {}
 
-void StartHomes::served(std::uint64_t start, ReplicaIndex replica, Time now) {
+void StartHomes::served(std::uint64_t start, ReplicaIndex replica, Time now, std::uint64_t thread) {
   if (start == 0 || replica >= replica_set_size) {
     return;
   }
@@ -17,6 +17,15 @@ void StartHomes::served(std::uint64_t start, ReplicaIndex replica, Time now) {
   Served& s = last_[start];
   s.replicas |= ReplicaSet{1} << replica;
   s.at = std::max(s.at, now);
+  if (thread != 0 && std::find(s.threads.begin(), s.threads.end(), thread) == s.threads.end()) {
+    s.threads[s.next] = thread;
+    s.next = static_cast<std::uint8_t>((s.next + 1) % threads_kept);
+  }
+}
+
+StartHomes::Threads StartHomes::threads(std::uint64_t start) const {
+  const auto it = last_.find(start);
+  return it == last_.end() ? Threads{} : it->second.threads;
 }
 
 ReplicaSet StartHomes::find(std::uint64_t start) const {

@@ -6,6 +6,7 @@
 // allows (decide.hpp). Beyond `max_entries` the least recently served half of the starts goes.
 // Not thread-safe: the Router serialises access.
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -19,10 +20,16 @@ class StartHomes {
  public:
   explicit StartHomes(std::size_t max_entries = 4096);
 
-  /// A request starting with `start` was just sent to `replica`. A zero digest (no start) is ignored.
-  void served(std::uint64_t start, ReplicaIndex replica, Time now);
+  /// A request of `thread` starting with `start` was just sent to `replica`. A zero digest (no start) is
+  /// ignored.
+  void served(std::uint64_t start, ReplicaIndex replica, Time now, std::uint64_t thread = 0);
   /// The replicas that served `start` (empty if none, or unknown).
   [[nodiscard]] ReplicaSet find(std::uint64_t start) const;
+  /// The last few threads that started with `start` (0 = none): with KV cache events, what a replica
+  /// holds of their starts is what a new thread of that start finds there (KvIndex::start_tokens).
+  static constexpr std::size_t threads_kept = 4;
+  using Threads = std::array<std::uint64_t, threads_kept>;
+  [[nodiscard]] Threads threads(std::uint64_t start) const;
 
   [[nodiscard]] std::size_t size() const { return last_.size(); }
 
@@ -30,6 +37,8 @@ class StartHomes {
   struct Served {
     ReplicaSet replicas = 0;
     Time at{};
+    Threads threads{};  // a ring, newest at `next - 1`
+    std::uint8_t next = 0;
   };
   void shed();
 

@@ -58,7 +58,7 @@ std::optional<ReplicaIndex> ThreadHomes::side_home(std::uint64_t session, const 
 }
 
 void ThreadHomes::served(const RequestFacts& facts, ReplicaIndex replica, SessionTable& sessions, Time now) {
-  starts_.served(facts.thread.start, replica, now);
+  starts_.served(facts.thread.start, replica, now, facts.session ? facts.session->hash : 0);
   const std::uint64_t session = session_of(facts);
   if (!facts.session || session == facts.session->hash) {
     return;  // a main thread: the session table is all there is to it

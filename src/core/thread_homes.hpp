@@ -47,6 +47,10 @@ class ThreadHomes {
   /// A request of the thread (not a side request) was sent to `replica`: the thread and its start are
   /// noted; threads the index forgot to make room leave `sessions` too.
   void served(const RequestFacts& facts, ReplicaIndex replica, SessionTable& sessions, Time now);
+  /// The last threads that started as `facts` does (StartHomes::threads).
+  [[nodiscard]] StartHomes::Threads start_threads(const RequestFacts& facts) const {
+    return starts_.threads(facts.thread.start);
+  }
 
   /// Up to `limit` sessions with threads, most recently seen first.
   [[nodiscard]] std::vector<SessionThreadsView> recent(const SessionTable& sessions, std::size_t limit,

@@ -53,6 +53,10 @@ struct ReplicaState : ReplicaFigures {
   std::uint32_t tasks_under_way = 0;
   /// What those tasks' main threads hold now: the sum of their last prompts.
   std::uint64_t tasks_tokens = 0;
+  /// Prompt tokens of the request being routed that this replica's cache holds, as its engine's KV cache
+  /// events tell (core/kv_index.hpp; capped as the engine caps a hit); nullopt = not known exactly (no live
+  /// events from it), the estimate applies. Set by the Router for each request.
+  std::optional<std::uint32_t> cached_for_request;
 };
 
 /// Spill threshold of a model: "auto" (= max(1, max_num_seqs / 4), 8 at 32) or a fixed number.
@@ -248,9 +252,11 @@ struct RequestFacts {
   std::optional<ReplicaSet> task_room;
   /// How long this request has already waited in the model's admission queue (0 on its first routing).
   Time queued_for{0};
-  /// Tokens the home is expected to have cached for this conversation: its previous prompt there (the
-  /// Router fills this in itself, with `home`).
+  /// Tokens the home is expected to have cached for this conversation: what its events say it holds when
+  /// they are live (home_cache_exact), else its previous prompt there (the Router fills this in itself,
+  /// with `home`).
   std::uint32_t home_cached_tokens = 0;
+  bool home_cache_exact = false;
   /// Prompt tokens the home has computed for other requests since this conversation's previous turn there
   /// (from the engine's own counters; the Router fills it in). Once it reaches the home's KV capacity, LRU
   /// has evicted that turn's blocks. nullopt = unknown.
@@ -292,6 +298,14 @@ struct Decision {
   /// Prompt tokens the chosen replica is expected to prefill (set by the Router; 0 from decide()). The
   /// Router counts them in the replica's prefill backlog until first_token(decision).
   std::uint32_t prefill_tokens = 0;
+  /// Prompt tokens the chosen replica is expected to find cached (set by the Router): from its KV cache
+  /// events when live (`expected_exact`), else the estimate (the previous prompt at home, 0 elsewhere).
+  std::uint32_t expected_cached_tokens = 0;
+  bool expected_exact = false;
+  /// The key the Router knows the request's thread by (its session key, re-keyed for a shared id; 0 =
+  /// none): the gateway sends it to the engine as the request's session_id, so the engine's KV cache events
+  /// name the thread the way the Router looks it up.
+  std::uint64_t thread_key = 0;
 
   [[nodiscard]] bool ok() const { return replica.has_value(); }
   /// Held back by admission: not an error, the caller waits and routes the request again.

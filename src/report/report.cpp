@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <functional>
@@ -23,10 +24,13 @@ struct Column {
   Style style;
   std::function<std::optional<double>(const Row&)> get;
   bool tasks = false;  // an agent-task column: shown in tables only when some row has a value
+  // Shown in tables and CSV only when some row has a value, and written to JSON only where it has one
+  // (outputs without it stay as they were).
+  bool sparse = false;
 };
 
-const std::array<Column, 11>& columns() {
-  static const std::array<Column, 11> cols = {{
+const std::array<Column, 12>& columns() {
+  static const std::array<Column, 12> cols = {{
       {"sessions_per_hour", "Sessions/h", "", "sess/h", Style::thousands,
        [](const Row& r) { return r.sessions_per_hour; }},
       {"output_tokens_per_min", "Output tokens/min", "", "tok/min", Style::thousands,
@@ -52,6 +56,8 @@ const std::array<Column, 11>& columns() {
        [](const Row& r) { return r.task_time_p50; }, true},
       {"task_time_p95", "Task p95", "(s)", "task p95 s", Style::one_decimal,
        [](const Row& r) { return r.task_time_p95; }, true},
+      {"expected_cached", "Expected cached", "(% ±1 block)", "exp ok %", Style::one_decimal,
+       [](const Row& r) { return r.expected_cached; }, false, true},
   }};
   return cols;
 }
@@ -68,6 +74,17 @@ bool any_tasks(const std::vector<Row>& rows) {
 
 constexpr std::size_t kStayedColumn = 6;
 constexpr std::size_t kErrorsColumn = 7;
+constexpr std::size_t kExpectedColumn = 11;
+
+// Whether a column is shown for these rows: a task column when some row measured tasks, a sparse one
+// when some row has its value.
+bool shown(const Column& c, const std::vector<Row>& rows, bool tasks) {
+  if (c.tasks && !tasks) {
+    return false;
+  }
+  return !c.sparse ||
+         std::any_of(rows.begin(), rows.end(), [&](const Row& r) { return c.get(r).has_value(); });
+}
 
 std::string cell(const Column& c, const std::optional<double>& v) {
   if (!v || !std::isfinite(*v)) {
@@ -113,7 +130,7 @@ Grid single_grid(const std::vector<Row>& rows, bool compact) {
   Grid grid;
   std::vector<std::string> header = {compact ? "policy" : "Policy", compact ? "sessions" : "Sessions"};
   for (const Column& c : columns()) {
-    if (!c.tasks || tasks) {
+    if (shown(c, rows, tasks)) {
       header.push_back(compact ? c.short_title : title(c));
     }
   }
@@ -121,7 +138,7 @@ Grid single_grid(const std::vector<Row>& rows, bool compact) {
   for (const Row& r : rows) {
     std::vector<std::string> line = {r.policy, std::to_string(r.sessions)};
     for (const Column& c : columns()) {
-      if (!c.tasks || tasks) {
+      if (shown(c, rows, tasks)) {
         line.push_back(cell(c, c.get(r)));
       }
     }
@@ -149,14 +166,14 @@ Grid comparison_grid(const std::vector<Row>& rows, std::string_view a, std::stri
   }
   const std::string arrow = fmt::format("{} → {}", a, b);
   const bool tasks = any_tasks(rows);
-  const auto shown = [&](std::size_t j) {
-    return (j != kErrorsColumn || any_errors) && (!columns()[j].tasks || tasks);
+  const auto visible = [&](std::size_t j) {
+    return (j != kErrorsColumn || any_errors) && shown(columns()[j], rows, tasks);
   };
 
   Grid grid;
   std::vector<std::string> header = {compact ? "sessions" : "Sessions"};
   for (std::size_t j = 0; j < columns().size(); ++j) {
-    if (!shown(j)) {
+    if (!visible(j)) {
       continue;
     }
     const bool plain = j == kStayedColumn && !stayed_both;
@@ -171,7 +188,7 @@ Grid comparison_grid(const std::vector<Row>& rows, std::string_view a, std::stri
   for (const ComparisonRow& p : paired) {
     std::vector<std::string> line = {std::to_string(p.sessions)};
     for (std::size_t j = 0; j < columns().size(); ++j) {
-      if (!shown(j)) {
+      if (!visible(j)) {
         continue;
       }
       const Column& c = columns()[j];
@@ -239,6 +256,9 @@ std::string row_json(const Row& r) {
   std::string out = "{\"policy\": " + boost::json::serialize(boost::json::string(r.policy)) +
                     ", \"sessions\": " + std::to_string(r.sessions);
   for (const Column& c : columns()) {
+    if (c.sparse && !c.get(r)) {
+      continue;
+    }
     out += fmt::format(", \"{}\": ", c.key);
     if (std::string_view(c.key) == "errors") {
       out += r.errors ? std::to_string(*r.errors) : "null";
@@ -307,6 +327,13 @@ Result<Row> parse_row(const boost::json::value& v) {
       return row_error(n.error());
     }
     *task_fields[j] = *n;
+  }
+  if (o.if_contains(columns()[kExpectedColumn].key) != nullptr) {
+    auto n = read_number(o, columns()[kExpectedColumn].key);
+    if (!n) {
+      return row_error(n.error());
+    }
+    r.expected_cached = *n;
   }
   const boost::json::value* errors = o.if_contains("errors");
   if (errors == nullptr) {
@@ -452,8 +479,11 @@ Result<Report> parse_json(std::string_view text) {
 
 std::string to_csv(const std::vector<Row>& rows) {
   std::string out = "policy,sessions";
+  const bool everything = true;  // CSV keeps the task columns (empty cells) but not an absent sparse one
   for (const Column& c : columns()) {
-    out += fmt::format(",{}", c.key);
+    if (shown(c, rows, everything)) {
+      out += fmt::format(",{}", c.key);
+    }
   }
   out += "\n";
   for (const Row& r : rows) {
@@ -467,8 +497,10 @@ std::string to_csv(const std::vector<Row>& rows) {
     }
     out += policy + "," + std::to_string(r.sessions);
     for (const Column& c : columns()) {
-      const std::string v = json_number(c.get(r));
-      out += "," + (v == "null" ? std::string() : v);
+      if (shown(c, rows, everything)) {
+        const std::string v = json_number(c.get(r));
+        out += "," + (v == "null" ? std::string() : v);
+      }
     }
     out += "\n";
   }

@@ -118,9 +118,15 @@ Row LevelRecorder::row(std::optional<double> now) const {
   std::size_t sessions_finished = 0;
   std::size_t tasks_finished = 0;
   std::vector<double> task_times;
+  std::size_t expected = 0;
+  std::size_t expected_ok = 0;
   for (const RequestRecord& r : records_) {
     if (!r.ok) {
       continue;
+    }
+    if (r.expected_cached_ok) {
+      ++expected;
+      expected_ok += *r.expected_cached_ok ? 1 : 0;
     }
     if (r.task_started_at) {
       task_times.push_back(r.ended_at - *r.task_started_at);
@@ -155,6 +161,9 @@ Row LevelRecorder::row(std::optional<double> now) const {
     row.stayed_on_replica = static_cast<double>(s.stayed) * 100.0 / static_cast<double>(s.follow_ups);
   }
   row.errors = static_cast<std::int64_t>(errors_);
+  if (expected > 0) {
+    row.expected_cached = static_cast<double>(expected_ok) * 100.0 / static_cast<double>(expected);
+  }
   if (!task_times.empty()) {
     if (duration > 0.0) {
       row.tasks_per_hour = static_cast<double>(tasks_finished) * 3600.0 / duration;

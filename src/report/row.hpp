@@ -28,6 +28,9 @@ struct Row {
   std::optional<double> tasks_per_hour;
   std::optional<double> task_time_p50;
   std::optional<double> task_time_p95;
+  // Requests whose cached tokens the warden expected within one cache block of what the engine reported
+  // (%): whether it knows what the engine will serve. Only where the expectation was recorded.
+  std::optional<double> expected_cached;
 
   bool operator==(const Row&) const = default;
 };
@@ -57,6 +60,9 @@ struct RequestRecord {
   std::optional<std::size_t> target;  // which of several targets (wardens) the request was sent to
   // This request's reply ended an agent task, which began when its first request was sent.
   std::optional<double> task_started_at;
+  // The cached tokens the warden expected on the replica it chose came within one cache block of what the
+  // engine reported (cached_tokens); none when either is unknown.
+  std::optional<bool> expected_cached_ok;
 };
 
 // One JSON object per line for every record of a level (for analysis beyond the table):

@@ -25,7 +25,9 @@
 #include "core/task_admission.hpp"
 #include "core/task_slots.hpp"
 #include "engine/engine.hpp"
+#include "protocol/kv_events.hpp"
 #include "protocol/request.hpp"
+#include "whatif/kv_sense.hpp"
 #include "whatif/prompt.hpp"
 #include "workload/loop.hpp"
 
@@ -170,6 +172,9 @@ struct Flight {
   bool failed = false;
   double arrived = 0;  // at the warden
   core::Decision decision;
+  // The expected cached tokens (decision) came within a block of what the engine reported at its first
+  // token (Router policies only).
+  std::optional<bool> expected_cached_ok;
   bool awaiting_first = false;  // routed by the Router, no first token yet (its prefill is in the backlog)
   bool task_start = false;      // is_task_start() of its conversation when sent
   std::int64_t priority = 0;    // vLLM's request priority (priority policies)
@@ -218,6 +223,12 @@ class Driver {
       engines_.emplace_back(engine, config_.seed);
     }
     scraped_.assign(config_.replicas, core::ReplicaMetrics{});
+    kv_.reset();
+    step_kv_.assign(config_.replicas, {});
+    if (config_.kv_events) {
+      kv_.emplace(config_.replicas);
+      kv_->attach(scraped_);
+    }
     rates_.assign(config_.replicas, core::PrefillRate{});
     scrape();
   }
@@ -730,6 +741,9 @@ class Driver {
     spec.arrival_time = now_;
     spec.assume_cached_tokens = f.assume_cached;
     spec.priority = f.priority;
+    if (!vllm_model_ && f.decision.thread_key != 0) {
+      spec.session_id = protocol::kv::session_id_of(f.decision.thread_key);  // as the gateway sends it
+    }
     if (ceiling_) {
       f.sent = spec.prompt;
     }
@@ -758,11 +772,15 @@ class Driver {
     }
     pending_[replica] = true;
     step_events_[replica] = std::move(r.events);
+    step_kv_[replica] = std::move(r.kv_events);
     push(now_ + r.duration, Timed::Kind::step_done, replica);
   }
 
   void step_done(std::uint32_t replica) {
     pending_[replica] = false;
+    if (kv_) {
+      kv_->step(replica, step_kv_[replica], now_);
+    }
     std::vector<engine::Event> events = std::move(step_events_[replica]);
     for (const engine::Event& e : events) {
       if (e.kind != engine::Event::Kind::token) {
@@ -776,6 +794,7 @@ class Driver {
       f.reply.push_back(e.token);
       if (e.first_token) {
         f.ttfb = now_ + config_.client_rtt / 2 - f.started;
+        check_expectation(f, e.usage.cached_tokens, replica);
         first_token(f);
       }
       if (e.finished) {
@@ -791,6 +810,16 @@ class Driver {
         error_ = ok.error();
       }
     }
+  }
+
+  // What the Router expected the chosen replica to serve from cache, against what its engine reported.
+  void check_expectation(Flight& f, std::uint32_t reported, std::uint32_t replica) const {
+    if (vllm_model_ || !f.awaiting_first) {
+      return;
+    }
+    const auto expected = static_cast<std::int64_t>(f.decision.expected_cached_tokens);
+    const auto block = static_cast<std::int64_t>(engines_[replica].config().block_size);
+    f.expected_cached_ok = std::abs(expected - static_cast<std::int64_t>(reported)) <= block;
   }
 
   void first_token(Flight& f) {
@@ -836,6 +865,7 @@ class Driver {
     rec.ttfb = f.ttfb;
     rec.turn = f.turn;
     rec.route = f.route;
+    rec.expected_cached_ok = f.expected_cached_ok;
     if (f.failed) {
       rec.ok = false;
       loop_->fail(f.slot, now_, 0.0);
@@ -953,6 +983,8 @@ class Driver {
   std::vector<engine::Engine> engines_;
   std::vector<bool> pending_;
   std::vector<std::vector<engine::Event>> step_events_;
+  std::vector<std::vector<engine::KvEvent>> step_kv_;
+  std::optional<KvSense> kv_;  // the engines' KV cache events, with SimulationConfig::kv_events
   std::vector<core::ReplicaMetrics> scraped_;
   std::vector<core::PrefillRate> rates_;
   double next_scrape_ = 0;

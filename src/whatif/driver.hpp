@@ -101,6 +101,9 @@ struct SimulationConfig {
   // Policy `task-slots` (core's affinity, whole tasks held to what the caches hold): slots per replica,
   // when a task ends, and the bound on a task start's wait (its `enabled` is implied by the policy).
   core::TaskSlotsConfig task_slots{};
+  // The warden listens to every engine's KV cache events (whatif/kv_sense.hpp): what each replica holds of
+  // a request's thread is known, not estimated. Off: today's estimate from the warden's own traffic.
+  bool kv_events = false;
   std::uint32_t vllm_api_servers = 0;  // vLLM API server processes; 0 = one per replica (vLLM's default)
   double vllm_publish_interval = 0.1;  // vLLM coordinator's stats publish period
 };

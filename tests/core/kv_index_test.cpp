@@ -31,7 +31,9 @@ void remove(KvIndex& index, const Hashes& hashes, std::optional<std::uint32_t> g
 
 TEST(KvIndex, AThreadHitsItsWholeChainAcrossTurns) {
   KvIndex index;
-  EXPECT_FALSE(index.thread_tokens(7).has_value());
+  EXPECT_FALSE(index.thread_tokens(7).has_value());  // joined late: a thread it never saw is unknown
+  index.set_complete(true);
+  EXPECT_EQ(index.thread_tokens(7), 0U);  // seen from the engine's start: it holds nothing of it
   store(index, run(100, 4), std::nullopt, 7);
   EXPECT_EQ(index.thread_tokens(7), 4 * bs);
   store(index, run(104, 3), 103, 7);  // the next turn extends it
@@ -143,7 +145,7 @@ TEST(KvIndex, ClearedForgetsEverything) {
   KvIndex index;
   store(index, run(100, 6), std::nullopt, 7);
   index.cleared();
-  EXPECT_FALSE(index.thread_tokens(7).has_value());
+  EXPECT_EQ(index.thread_tokens(7), 0U);  // known to be gone
   EXPECT_EQ(index.resident_tokens(), 0U);
   EXPECT_EQ(index.stats().chains, 0U);
 }
@@ -154,6 +156,7 @@ TEST(KvIndex, PastItsBoundTheIndexClearsItselfAndSaysSo) {
   store(index, run(106, 6), 105, 7);
   EXPECT_EQ(index.stats().overflows, 1U);
   EXPECT_EQ(index.stats().gpu_blocks, 0U);
+  EXPECT_FALSE(index.thread_tokens(7).has_value());
 }
 
 TEST(KvIndex, EvictedChainsAreReleased) {

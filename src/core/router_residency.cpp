@@ -1,0 +1,105 @@
+// The Router's use of the replicas' KV cache events (ReplicaMetrics::kv, core/kv_index.hpp): where they are
+// live they replace the estimate of what a replica holds for the request being routed.
+#include <algorithm>
+
+#include "core/router.hpp"
+
+namespace warden::core {
+
+namespace {
+
+std::uint32_t clamp_tokens(std::uint64_t tokens) {
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(tokens, UINT32_MAX));
+}
+
+// What a new thread finds on a replica: the most that replica holds of the start of a thread that began
+// the same way (the start such a thread extends is the prompt's shared part, system prompt and tools).
+std::optional<std::uint64_t> start_on(const KvIndex& kv, const StartHomes::Threads& threads) {
+  std::uint64_t best = 0;
+  for (const std::uint64_t t : threads) {
+    if (t != 0) {
+      best = std::max(best, kv.start_tokens(t));
+    }
+  }
+  if (best == 0 && !kv.complete()) {
+    return std::nullopt;
+  }
+  return best;
+}
+
+}  // namespace
+
+void Router::note_residency(const RequestFacts& facts, std::span<const ReplicaMetrics> metrics) {
+  holds_thread_.assign(snapshot_.replicas.size(), 0);
+  for (ReplicaState& r : snapshot_.replicas) {
+    r.cached_for_request.reset();
+  }
+  // The baselines model other routers, which know nothing of the events; a side request belongs to no
+  // thread.
+  if (routing_.policy != "affinity" || !facts.session || facts.thread.side) {
+    return;
+  }
+  const std::uint64_t thread = facts.session->hash;
+  const StartHomes::Threads starts = threads_.start_threads(facts);
+  for (std::size_t i = 0; i < snapshot_.replicas.size() && i < metrics.size(); ++i) {
+    const KvIndex* kv = metrics[i].kv;
+    if (kv == nullptr) {
+      continue;
+    }
+    std::optional<std::uint64_t> held;
+    if (kv->knows(thread)) {
+      held = kv->thread_tokens(thread);
+      holds_thread_[i] = held.value_or(0) > 0 ? 1 : 0;
+    } else {
+      held = start_on(*kv, starts);
+    }
+    if (held) {
+      snapshot_.replicas[i].cached_for_request = clamp_tokens(*held);
+    }
+  }
+}
+
+void Router::use_residency(RequestFacts& facts) const {
+  if (facts.home) {
+    if (*facts.home < snapshot_.replicas.size()) {
+      if (const auto held = snapshot_.replicas[*facts.home].cached_for_request) {
+        facts.home_cached_tokens = *held;
+        facts.home_cache_exact = true;
+        facts.home_computed_since.reset();  // the events say what is left; no need to guess from counts
+      }
+    }
+    return;
+  }
+  // No home in the table, but a replica's events show the thread (another warden placed it, or this one
+  // forgot it): that replica is its home, the one holding the most of it.
+  std::optional<ReplicaIndex> best;
+  for (std::size_t i = 0; i < holds_thread_.size(); ++i) {
+    const ReplicaState& r = snapshot_.replicas[i];
+    if (holds_thread_[i] != 0 && r.healthy &&
+        (!best || *r.cached_for_request > *snapshot_.replicas[*best].cached_for_request)) {
+      best = static_cast<ReplicaIndex>(i);
+    }
+  }
+  if (best) {
+    facts.home = best;
+    facts.home_cached_tokens = *snapshot_.replicas[*best].cached_for_request;
+    facts.home_cache_exact = true;
+    facts.preferred = 0;
+  }
+}
+
+void Router::expect(const RequestFacts& facts, Decision& decision) const {
+  decision.thread_key = facts.session && !facts.thread.side ? facts.session->hash : 0;
+  const ReplicaIndex chosen = *decision.replica;
+  if (chosen < snapshot_.replicas.size() && snapshot_.replicas[chosen].cached_for_request) {
+    decision.expected_cached_tokens = *snapshot_.replicas[chosen].cached_for_request;
+    decision.expected_exact = true;
+  } else {
+    // The estimate: only a turn on its home finds its previous prompt cached.
+    decision.expected_cached_tokens = facts.home == decision.replica ? facts.home_cached_tokens : 0;
+  }
+  decision.prefill_tokens =
+      facts.prompt_tokens - std::min(facts.prompt_tokens, decision.expected_cached_tokens);
+}
+
+}  // namespace warden::core

@@ -1,0 +1,141 @@
+// The Router with the replicas' KV cache events (ReplicaMetrics::kv): where they are live they replace the
+// estimate of what a replica holds of the request being routed.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/made_router.hpp"
+#include "core/router.hpp"
+
+namespace warden::core {
+namespace {
+
+using std::chrono::seconds;
+
+constexpr std::uint32_t bs = 16;
+
+RequestFacts turn(std::uint64_t key, std::uint32_t tokens, std::uint64_t start = 0) {
+  RequestFacts f;
+  f.session = SessionKey{key};
+  f.prompt_tokens = tokens;
+  f.thread.start = start;
+  return f;
+}
+
+std::vector<std::uint64_t> run(std::uint64_t first, std::size_t n) {
+  std::vector<std::uint64_t> out;
+  for (std::size_t i = 0; i < n; ++i) {
+    out.push_back(first + i);
+  }
+  return out;
+}
+
+class RouterResidency : public ::testing::Test {
+ protected:
+  RouterResidency() {
+    for (std::size_t i = 0; i < metrics_.size(); ++i) {
+      index_[i].set_complete(true);
+      metrics_[i].kv = &index_[i];
+      metrics_[i].kv_capacity_tokens = 100'000;
+    }
+  }
+  Decision route(RequestFacts f, std::int64_t t = 0) {
+    const Decision d = router_.route(f, metrics_, seconds(t), rng_);
+    if (d.ok()) {
+      router_.finish(*d.replica);
+    }
+    return d;
+  }
+  void store(std::size_t replica, const std::vector<std::uint64_t>& hashes,
+             std::optional<std::uint64_t> parent, std::uint64_t thread) {
+    index_[replica].stored(KvStore{hashes, parent, bs, KvTier::gpu, std::nullopt, true, thread});
+  }
+  std::vector<KvIndex> index_ = std::vector<KvIndex>(4);
+  std::vector<ReplicaMetrics> metrics_ = std::vector<ReplicaMetrics>(4);
+  Router router_ = made_router(RouterConfig{});
+  SplitMixRng rng_{17};
+};
+
+TEST_F(RouterResidency, TheExpectationIsWhatTheEventsSayTheChosenReplicaHolds) {
+  const Decision first = route(turn(1, 1000));
+  ASSERT_TRUE(first.ok());
+  EXPECT_TRUE(first.expected_exact);
+  EXPECT_EQ(first.expected_cached_tokens, 0U);
+  store(*first.replica, run(100, 60), std::nullopt, 1);  // its prefill stored 60 blocks
+  const Decision second = route(turn(1, 1400), 1);
+  EXPECT_EQ(second.replica, first.replica);
+  EXPECT_EQ(second.route, Route::sticky);
+  EXPECT_TRUE(second.expected_exact);
+  EXPECT_EQ(second.expected_cached_tokens, 60 * bs);
+  EXPECT_EQ(second.prefill_tokens, 1400 - 60 * bs);
+  // The engine evicted most of it: the expectation follows, whatever the previous prompt was.
+  index_[*first.replica].removed(run(110, 50), KvTier::gpu, std::nullopt);
+  const Decision third = route(turn(1, 1800), 2);
+  EXPECT_EQ(third.expected_cached_tokens, 10 * bs);
+}
+
+TEST_F(RouterResidency, WithoutEventsTheEstimateStays) {
+  for (auto& m : metrics_) {
+    m.kv = nullptr;
+  }
+  const Decision first = route(turn(1, 1000));
+  const Decision second = route(turn(1, 1400), 1);
+  EXPECT_FALSE(second.expected_exact);
+  EXPECT_EQ(second.expected_cached_tokens, 1000U);  // the previous prompt at home
+  EXPECT_EQ(second.replica, first.replica);
+}
+
+TEST_F(RouterResidency, AThreadNoTableKnowsGoesWhereTheEventsShowIt) {
+  // Another warden placed the conversation on replica 2: its blocks there name the thread.
+  store(2, run(100, 50), std::nullopt, 9);
+  const Decision d = route(turn(9, 1000));
+  EXPECT_EQ(d.replica, 2U);
+  EXPECT_EQ(d.route, Route::sticky);
+  EXPECT_EQ(d.expected_cached_tokens, 50 * bs);
+  EXPECT_EQ(router_.home_of(9, seconds(0)), 2U);
+}
+
+TEST_F(RouterResidency, AHomeThatLostTheThreadIsLeftForALessLoadedReplica) {
+  const Decision first = route(turn(1, 1000));
+  const ReplicaIndex home = *first.replica;
+  store(home, run(100, 60), std::nullopt, 1);
+  index_[home].removed(run(100, 60), KvTier::gpu, std::nullopt);  // another client's traffic evicted it
+  // The home is busier than the rest: a request of someone else is in flight there.
+  RequestFacts pinned = turn(50, 100);
+  pinned.pin = home;
+  ASSERT_TRUE(router_.route(pinned, metrics_, seconds(1), rng_).ok());
+  const Decision next = route(turn(1, 1400), 1);
+  EXPECT_EQ(next.route, Route::rehomed);
+  EXPECT_NE(next.replica, home);
+}
+
+TEST_F(RouterResidency, ANewThreadExpectsTheStartItSharesWithThreadsOfTheSameStart) {
+  constexpr std::uint64_t start = 0xABC;
+  const auto pinned = [&](std::uint64_t key, ReplicaIndex replica, std::int64_t t) {
+    RequestFacts f = turn(key, 1000, start);
+    f.pin = replica;
+    return route(f, t);
+  };
+  pinned(1, 3, 0);
+  store(3, run(100, 40), std::nullopt, 1);  // the first conversation: system prompt and its message
+  pinned(2, 3, 1);
+  store(3, run(200, 20), 129, 2);  // the second branches from it after 30 blocks (the shared start)
+  const Decision c = pinned(3, 3, 2);
+  EXPECT_TRUE(c.expected_exact);
+  EXPECT_EQ(c.expected_cached_tokens, 30 * bs);
+  const Decision d = pinned(4, 1, 3);  // nothing of that start on replica 1
+  EXPECT_TRUE(d.expected_exact);
+  EXPECT_EQ(d.expected_cached_tokens, 0U);
+}
+
+TEST_F(RouterResidency, TheBaselinesIgnoreTheEvents) {
+  RoutingConfig routing = router_.routing_config();
+  routing.policy = "session-hash";
+  ASSERT_TRUE(router_.set_routing(routing));
+  store(2, run(100, 50), std::nullopt, 9);
+  const Decision d = route(turn(9, 1000));
+  EXPECT_FALSE(d.expected_exact);
+}
+
+}  // namespace
+}  // namespace warden::core
