@@ -1,6 +1,7 @@
 // The Router facade: lookup → decide → commit, counters, runtime config.
 #include <gtest/gtest.h>
 
+#include <tuple>
 #include <vector>
 
 #include "core/made_router.hpp"
@@ -17,6 +18,11 @@ RequestFacts turn(std::uint64_t key, std::uint32_t tokens = 1000) {
   f.session = SessionKey{key};
   f.prompt_tokens = tokens;
   return f;
+}
+
+// Where a decision sent the request and why (not what it expects the replica to hold).
+std::tuple<std::optional<ReplicaIndex>, Route, NoReplicaReason> where(const Decision& d) {
+  return {d.replica, d.route, d.reason};
 }
 
 RouterConfig config_for(std::uint32_t max_num_seqs = 32, bool affinity = true) {
@@ -150,7 +156,7 @@ TEST_F(RouterTest, FailoverReHomesTheConversation) {
   EXPECT_NE(moved.replica, first.replica);
   EXPECT_EQ(router_.home_of(1, seconds(1)), moved.replica);
   metrics_[*first.replica].healthy = true;
-  EXPECT_EQ(route(turn(1), 2), (Decision{moved.replica, Route::sticky, NoReplicaReason::none}));
+  EXPECT_EQ(where(route(turn(1), 2)), where(Decision{moved.replica, Route::sticky, NoReplicaReason::none}));
   EXPECT_EQ(router_.view(seconds(2)).counters[*moved.replica].failover, 1u);
 }
 
@@ -178,11 +184,11 @@ TEST_F(RouterTest, AffinityToggleAtRuntime) {
     metrics_[i].scrape_generation = 1;
   }
   const Decision balanced = route(turn(1), 1);
-  EXPECT_EQ(balanced, (Decision{2u, Route::balanced, NoReplicaReason::none}));
+  EXPECT_EQ(where(balanced), where(Decision{2u, Route::balanced, NoReplicaReason::none}));
   router_.finish(2);
   // Balanced requests re-home to where the cache is freshest, so turning affinity on again sticks there.
   set_affinity(true);
-  EXPECT_EQ(route(turn(1), 2), (Decision{2u, Route::sticky, NoReplicaReason::none}));
+  EXPECT_EQ(where(route(turn(1), 2)), where(Decision{2u, Route::sticky, NoReplicaReason::none}));
 }
 
 TEST_F(RouterTest, SentSinceScrapeResetsWhenTheScrapeGenerationChanges) {
