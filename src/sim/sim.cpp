@@ -73,6 +73,7 @@ struct Parsed {
   bool stream = false;
   bool include_usage = false;
   engine::ToolReply tools;  // the reply's tool calls, when the engine answers with some
+  std::string session_id;   // body `session_id`, else header X-Session-ID (vLLM: the body's wins)
 };
 
 std::optional<Api> api_for(std::string_view path, bool& count_tokens) {
@@ -451,6 +452,9 @@ base::Result<Parsed, HttpError> Sim::Impl::parse(Api api, bool count_tokens, std
   if (auto bad = parse_priority(api, o, opts.engine.scheduling_policy, p)) {
     return *bad;
   }
+  if (const auto sid = o.find("session_id"); sid != o.end() && sid->value().is_string()) {
+    p.session_id = sid->value().get_string();
+  }
   auto max_tokens = output_limit(api, o, static_cast<std::int64_t>(p.prompt.size()));
   if (!max_tokens) {
     return max_tokens.error();
@@ -593,6 +597,9 @@ asio::awaitable<net::Reply> Sim::Impl::generate(net::Request& req, const net::Co
   if (!rank) {
     co_return error_reply(req, p.api, rank.error());
   }
+  if (const auto sid = req.find("X-Session-ID"); p.session_id.empty() && sid != req.end()) {
+    p.session_id = sid->value();
+  }
   auto job = submit(*ranks[static_cast<std::size_t>(rank->rank)], p, co_await asio::this_coro::executor);
   if (rank->api_server && job) {
     (*job)->balancer = &*balancer;  // in that server's in-flight count until the job ends
@@ -622,6 +629,7 @@ base::Result<std::shared_ptr<Job>, HttpError> Sim::Impl::submit(Rank& r, Parsed&
   spec.ignore_eos = p.length.ignore_eos;
   spec.min_tokens = p.length.min_tokens;
   spec.priority = p.priority;
+  spec.session_id = std::move(p.session_id);
   if (!p.tools.calls.empty()) {
     spec.reply = p.tools.tokens;  // generated like any reply: same steps, same usage
   }
