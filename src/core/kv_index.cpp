@@ -330,6 +330,41 @@ std::uint64_t KvIndex::start_tokens(std::uint64_t thread) const {
   return start ? *start * block_size_ : 0;
 }
 
+std::optional<std::uint64_t> KvIndex::start_length(std::uint64_t thread) const {
+  const auto id = chain_of(thread);
+  if (!id || !chains_[*id].has_parent || chains_[*id].parent_chain == no_chain) {
+    return std::nullopt;
+  }
+  return chains_[*id].base * block_size_;
+}
+
+std::uint64_t KvIndex::leading_tokens(std::uint64_t thread, std::uint64_t limit) const {
+  const auto id = chain_of(thread);
+  if (!id || block_size_ == 0 || limit < block_size_) {
+    return 0;
+  }
+  const std::uint64_t blocks = limit / block_size_;
+  const auto resident = prefix_through(*id, blocks - 1);
+  return resident ? cut_to_state(*id, std::min(*resident, blocks)) * block_size_ : 0;
+}
+
+std::optional<std::uint64_t> KvIndex::prefix_through(std::uint32_t id, std::uint64_t index) const {
+  for (std::uint32_t depth = 0; depth <= limits_.max_depth; ++depth) {
+    const Chain& chain = chains_[id];
+    if (index >= chain.base) {
+      return prefix(id, index - chain.base, depth);
+    }
+    if (!chain.has_parent || chain.parent_chain == no_chain) {
+      return std::nullopt;
+    }
+    if (parent_of(chain) == nullptr) {
+      return 0;
+    }
+    id = chain.parent_chain;
+  }
+  return std::nullopt;
+}
+
 std::uint64_t KvIndex::resident_tokens() const {
   return static_cast<std::uint64_t>(gpu_.size()) * block_size_;
 }

@@ -93,6 +93,13 @@ class KvIndex {
   /// Resident tokens of the start the thread's chain extends (the blocks before its own, stored by
   /// another thread): what a new thread with the same start would find here. 0 when unknown.
   [[nodiscard]] std::uint64_t start_tokens(std::uint64_t thread) const;
+  /// Tokens from the prompt's start to the thread's own first block (the start it extends, resident or not);
+  /// nullopt when its chain starts at the root or its start is unknown. It tells how long the start that
+  /// threads of the same beginning share is.
+  [[nodiscard]] std::optional<std::uint64_t> start_length(std::uint64_t thread) const;
+  /// Resident tokens of the thread's chain from the prompt's start, at most `limit` (the hit a request finds
+  /// that shares only that much of the thread's prompt); 0 when unknown.
+  [[nodiscard]] std::uint64_t leading_tokens(std::uint64_t thread, std::uint64_t limit) const;
   /// Whether the index has seen a chain of this thread.
   [[nodiscard]] bool knows(std::uint64_t thread) const { return threads_.contains(thread); }
 
@@ -142,6 +149,8 @@ class KvIndex {
   [[nodiscard]] std::optional<std::uint64_t> prefix(std::uint32_t id, std::uint64_t pos,
                                                     std::uint32_t depth) const;
   [[nodiscard]] const Chain* parent_of(const Chain& chain) const;
+  // Resident blocks from the prompt's start through block `index` of the prompt, along chain `id`'s starts.
+  [[nodiscard]] std::optional<std::uint64_t> prefix_through(std::uint32_t id, std::uint64_t index) const;
   // The hash at `index` blocks from the prompt's start along chain `id` and its starts.
   [[nodiscard]] std::optional<std::uint64_t> hash_at(std::uint32_t id, std::uint64_t index) const;
   // `blocks` cut to the last block with a saved state (hybrid models, once a state group is seen).

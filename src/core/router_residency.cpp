@@ -8,17 +8,37 @@ namespace warden::core {
 
 namespace {
 
+// No replica's events show the thread: a new one (only then is the shared start looked for).
+bool kv_knows_none(std::span<const ReplicaMetrics> metrics, std::uint64_t thread) {
+  return std::none_of(metrics.begin(), metrics.end(),
+                      [&](const ReplicaMetrics& m) { return m.kv != nullptr && m.kv->knows(thread); });
+}
+
 std::uint32_t clamp_tokens(std::uint64_t tokens) {
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(tokens, UINT32_MAX));
 }
 
-// What a new thread finds on a replica: the most that replica holds of the start of a thread that began
-// the same way (the start such a thread extends is the prompt's shared part, system prompt and tools).
-std::optional<std::uint64_t> start_on(const KvIndex& kv, const StartHomes::Threads& threads) {
+// How long the start shared by threads that began the same way is: the longest start any of them
+// extends, as the replicas' events show where each branched off another (0 = not known yet).
+std::uint64_t shared_start(std::span<const ReplicaMetrics> metrics, const StartHomes::Threads& threads) {
+  std::uint64_t longest = 0;
+  for (const ReplicaMetrics& m : metrics) {
+    for (const std::uint64_t t : threads) {
+      if (m.kv != nullptr && t != 0) {
+        longest = std::max(longest, m.kv->start_length(t).value_or(0));
+      }
+    }
+  }
+  return longest;
+}
+
+// What a new thread finds on a replica: the most it holds of that shared start, along any of those threads.
+std::optional<std::uint64_t> start_on(const KvIndex& kv, const StartHomes::Threads& threads,
+                                      std::uint64_t start) {
   std::uint64_t best = 0;
   for (const std::uint64_t t : threads) {
-    if (t != 0) {
-      best = std::max(best, kv.start_tokens(t));
+    if (t != 0 && start > 0) {
+      best = std::max(best, kv.leading_tokens(t, start));
     }
   }
   if (best == 0 && !kv.complete()) {
@@ -41,6 +61,7 @@ void Router::note_residency(const RequestFacts& facts, std::span<const ReplicaMe
   }
   const std::uint64_t thread = facts.session->hash;
   const StartHomes::Threads starts = threads_.start_threads(facts);
+  const std::uint64_t start = kv_knows_none(metrics, thread) ? shared_start(metrics, starts) : 0;
   for (std::size_t i = 0; i < snapshot_.replicas.size() && i < metrics.size(); ++i) {
     const KvIndex* kv = metrics[i].kv;
     if (kv == nullptr) {
@@ -51,7 +72,7 @@ void Router::note_residency(const RequestFacts& facts, std::span<const ReplicaMe
       held = kv->thread_tokens(thread);
       holds_thread_[i] = held.value_or(0) > 0 ? 1 : 0;
     } else {
-      held = start_on(*kv, starts);
+      held = start_on(*kv, starts, start);
     }
     if (held) {
       snapshot_.replicas[i].cached_for_request = clamp_tokens(*held);

@@ -40,12 +40,10 @@ void KvEventLog::stored(const StoredBlocks& blocks) {
   if (mamba_groups_ == 0) {
     return;
   }
-  // Align mode: the only non-null block is the state's, cached when the step ends on its boundary.
-  std::vector<BlockHash> checkpoint;
-  if (blocks.upto == blocks.last * block_size_) {
-    checkpoint.push_back(blocks.hashes[blocks.last - 1]);
-    checkpoints_.insert(checkpoint.back());
-  }
+  // The model's prefix hits do not stop at saved states (engine.hpp): a state at every full block, as
+  // vLLM's mamba_cache_mode "all" keeps, so each mamba group names every block the attention group does.
+  std::vector<BlockHash> checkpoint(first, last);
+  checkpoints_.insert(checkpoint.begin(), checkpoint.end());
   for (std::uint32_t g = 1; g <= mamba_groups_; ++g) {
     KvEvent e = gpu_stored(blocks, checkpoint);
     e.group_idx = g;

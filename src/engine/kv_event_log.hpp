@@ -7,12 +7,12 @@
 //   hash is, since vLLM keeps duplicates). parent = the block before the first (kRootBlockHash: none).
 // - BlockPool._maybe_evict_cached_block: one BlockRemoved per cached block an allocation evicts.
 // Hybrid models: group 0 is the attention group; groups 1..n are the linear-attention (mamba) groups.
-// Under the mamba cache mode vLLM uses with prefix caching ("align", MambaManager in
-// single_type_kv_cache_manager.py) a mamba group holds null blocks but for the one that keeps the state at
-// the end of the step, and cache_full_blocks skips null blocks: its BlockStored spans the same tokens as
-// the attention group's but names only that block, when the step's tokens end on its boundary (the state
-// checkpoint), else none. The model ties a checkpoint's life to its attention block: the attention
-// block's eviction removes it from the mamba groups too.
+// The model's prefix hits do not stop at a saved linear-attention state (vLLM's mamba_cache_mode "all":
+// a state at every full block), so each mamba group's BlockStored names the same blocks as the attention
+// group's. (Under "align", vLLM's default with prefix caching, a mamba group names only the block that keeps
+// the state at the end of the step, when the step ends on its boundary, and a hit ends at the last such
+// state; the model does not cut hits that way, so its events do not either.) A checkpoint's life is its
+// attention block's: the attention block's eviction removes it from the mamba groups too.
 //
 // CPU (the offloading connector's take_events, thin by default): one BlockStored per block new to the
 // host store (no tokens, no parent, block size 0, no session), one BlockRemoved per block its LRU evicts.

@@ -211,6 +211,7 @@ class Driver {
  private:
   void make_engines(bool by_priority) {
     engine::EngineConfig engine = engine_config(config_);
+    engine.kv_events = config_.kv_events;
     if (by_priority) {
       engine.scheduling_policy = engine::SchedulingPolicy::priority;
     }
@@ -820,6 +821,9 @@ class Driver {
     const auto expected = static_cast<std::int64_t>(f.decision.expected_cached_tokens);
     const auto block = static_cast<std::int64_t>(engines_[replica].config().block_size);
     f.expected_cached_ok = std::abs(expected - static_cast<std::int64_t>(reported)) <= block;
+    if (std::getenv("KVDBG")) {
+      fmt::print(stderr, "DBG t={:.2f} r={} route={} exact={} exp={} rep={} est={} key={:x} queued={:.2f}\n", now_, replica, f.route, f.decision.expected_exact, expected, reported, f.prompt_tokens_estimate, f.decision.thread_key, now_ - f.arrived);
+    }
   }
 
   void first_token(Flight& f) {

@@ -56,18 +56,19 @@ TEST(KvEventsHybrid, ThePresetStoresInEachOfItsFourGroups) {
   expect_one_store_per_group(decode.kv_events, {h0}, {h0});
 }
 
-TEST(KvEventsHybrid, AStepEndingInsideABlockCachesNoMambaState) {
+TEST(KvEventsHybrid, EveryFullBlockHasItsStateAsTheModelsHitsAssume) {
   EngineConfig c = *find_preset("rtx5090-qwen3.6-27b");
   c.kv_events = true;
   Engine engine(c, 1);
-  // 3,146 tokens in one step: blocks 0 and 1 fill, the state at token 3,146 is in the partial block 2.
+  // 3,146 tokens in one step: blocks 0 and 1 fill. The model hits any cached attention block (a state at
+  // every block, mamba_cache_mode "all"), so the mamba groups name both, though the step ends inside block 2.
   const Tokens prompt = seq(1000, 2 * 1568 + 10);
   RequestSpec r = req(1, prompt, 1);
   r.session_id = "agent-7";
   ASSERT_TRUE(engine.add_request(std::move(r)));
   std::vector<BlockHash> h;
   extend_block_hashes(prompt, 1568, h);
-  expect_one_store_per_group(engine.step(0).kv_events, h, {});
+  expect_one_store_per_group(engine.step(0).kv_events, h, h);
 }
 
 TEST(KvEventsHybrid, EvictingACheckpointRemovesItFromEveryGroup) {
