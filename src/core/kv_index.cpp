@@ -56,18 +56,61 @@ void KvIndex::count_state(std::span<const std::uint64_t> hashes, int delta) {
 // refills it (blocks from the parent on were evicted and come back, the same hashes); anything else starts a
 // chain of its own linked to its parent, and that chain becomes its thread's.
 void KvIndex::store_gpu(const KvStore& store) {
+  learn_loss(store);
   if (store.parent) {
     if (const auto it = gpu_.find(*store.parent); it != gpu_.end()) {
       const std::uint32_t id = it->second.chain;
       if (chains_[id].thread == store.thread && refill(id, it->second.pos + 1, store.hashes)) {
         if (store.thread != 0) {
-          threads_[store.thread] = id;
+          threads_[store.thread].chain = id;
         }
         return;
       }
     }
   }
   append(new_chain(store.thread, store.parent), store.hashes);
+}
+
+void KvIndex::sent(std::uint64_t thread) {
+  const auto it = threads_.find(thread);
+  if (it != threads_.end()) {
+    const Chain& chain = chains_[it->second.chain];
+    it->second.sent_at = chain.base + chain.hashes.size();
+  }
+}
+
+// The stores of a request sent since: it reused the chain up to where they part from it. A store that
+// repeats the chain's own blocks (evicted ones computed again) parts nowhere yet: the next one tells.
+void KvIndex::learn_loss(const KvStore& store) {
+  const auto it = store.thread != 0 ? threads_.find(store.thread) : threads_.end();
+  if (it == threads_.end() || it->second.sent_at == 0) {
+    return;
+  }
+  std::uint64_t reused = 0;
+  if (store.parent) {
+    const auto parent = gpu_.find(*store.parent);
+    if (parent == gpu_.end()) {
+      return;  // attached where the index cannot tell
+    }
+    const Chain& at = chains_[parent->second.chain];
+    reused = at.base + parent->second.pos + 1;
+    if (parent->second.chain == it->second.chain) {
+      const std::size_t from = parent->second.pos + 1;
+      std::size_t same = 0;
+      while (same < store.hashes.size() && from + same < at.hashes.size() &&
+             store.hashes[same] == at.hashes[from + same]) {
+        ++same;
+      }
+      if (same == store.hashes.size() && from + same < at.hashes.size()) {
+        return;  // all of it the chain's own blocks again
+      }
+      reused += same;
+    }
+  }
+  Thread& thread = it->second;
+  thread.tail_loss = thread.sent_at - std::min(thread.sent_at, reused);
+  thread.sent_at = 0;
+  last_loss_ = *thread.tail_loss;
 }
 
 bool KvIndex::refill(std::uint32_t id, std::uint32_t from, std::span<const std::uint64_t> hashes) {
@@ -137,7 +180,7 @@ std::uint32_t KvIndex::new_chain(std::uint64_t thread, std::optional<std::uint64
   }
   chains_[id] = std::move(chain);
   if (thread != 0) {
-    threads_[thread] = id;
+    threads_[thread].chain = id;
   }
   return id;
 }
@@ -145,7 +188,7 @@ std::uint32_t KvIndex::new_chain(std::uint64_t thread, std::optional<std::uint64
 void KvIndex::release_chain(std::uint32_t id) {
   Chain& chain = chains_[id];
   if (chain.thread != 0) {
-    if (const auto it = threads_.find(chain.thread); it != threads_.end() && it->second == id) {
+    if (const auto it = threads_.find(chain.thread); it != threads_.end() && it->second.chain == id) {
       threads_.erase(it);
     }
   }
@@ -211,6 +254,7 @@ void KvIndex::cleared() {
   chains_.clear();
   free_chains_.clear();
   threads_.clear();
+  last_loss_ = 0;
   complete_ = true;
 }
 
@@ -283,7 +327,7 @@ std::optional<std::uint32_t> KvIndex::chain_of(std::uint64_t thread) const {
     return std::nullopt;
   }
   const auto it = threads_.find(thread);
-  return it == threads_.end() ? std::nullopt : std::optional(it->second);
+  return it == threads_.end() ? std::nullopt : std::optional(it->second.chain);
 }
 
 std::optional<std::uint64_t> KvIndex::thread_tokens(std::uint64_t thread) const {
@@ -292,11 +336,18 @@ std::optional<std::uint64_t> KvIndex::thread_tokens(std::uint64_t thread) const 
     return complete_ ? std::optional<std::uint64_t>(0) : std::nullopt;
   }
   const Chain& chain = chains_[*id];
-  const auto blocks = prefix(*id, chain.hashes.empty() ? 0 : chain.hashes.size() - 1, 0);
+  // Up to where its requests reuse the chain: all of it, less the tail its last request did not reuse.
+  const std::uint64_t end = chain.base + chain.hashes.size();
+  const std::uint64_t loss = threads_.at(thread).tail_loss.value_or(last_loss_);
+  const std::uint64_t reused = end - std::min(end, loss);
+  if (reused == 0) {
+    return 0;
+  }
+  const auto blocks = prefix_through(*id, reused - 1);
   if (!blocks) {
     return std::nullopt;
   }
-  return cut_to_state(*id, *blocks) * block_size_;
+  return cut_to_state(*id, std::min(*blocks, reused)) * block_size_;
 }
 
 std::uint64_t KvIndex::thread_offload_tokens(std::uint64_t thread) const {

@@ -75,6 +75,10 @@ class KvIndex {
   /// group: the group_idx sent (nullopt: none sent, a single attention group). A removal of a group whose
   /// kind no store has told yet is ignored (it cannot be told from a state group's).
   void removed(std::span<const std::uint64_t> hashes, KvTier tier, std::optional<std::uint32_t> group);
+  /// A request of `thread` is on its way to this replica (the owner of the index calls it as it sends one):
+  /// where the request's first store attaches to the thread's chain tells how much of the chain its requests
+  /// reuse (thread_tokens).
+  void sent(std::uint64_t thread);
   /// AllBlocksCleared, or a publisher that restarted: everything is gone (and from now on the index has
   /// seen every block the engine holds: complete).
   void cleared();
@@ -100,6 +104,8 @@ class KvIndex {
   /// Resident tokens of the thread's chain from the prompt's start, at most `limit` (the hit a request finds
   /// that shares only that much of the thread's prompt); 0 when unknown.
   [[nodiscard]] std::uint64_t leading_tokens(std::uint64_t thread, std::uint64_t limit) const;
+  /// Whether a GPU attention block of this hash is resident.
+  [[nodiscard]] bool resident(std::uint64_t hash) const { return gpu_.contains(hash); }
   /// Whether the index has seen a chain of this thread.
   [[nodiscard]] bool knows(std::uint64_t thread) const { return threads_.contains(thread); }
 
@@ -135,6 +141,7 @@ class KvIndex {
   };
 
   void store_gpu(const KvStore& store);
+  void learn_loss(const KvStore& store);
   void count_state(std::span<const std::uint64_t> hashes, int delta);
   void remove_gpu(std::uint64_t hash);
   void drop_owner(std::uint32_t id, std::uint32_t pos);
@@ -170,8 +177,19 @@ class KvIndex {
   std::vector<Chain> chains_;
   std::vector<std::uint32_t> free_chains_;
   std::uint64_t next_generation_ = 1;
-  std::unordered_map<std::uint64_t, std::uint32_t> threads_;  // thread -> its current chain
+  struct Thread {
+    std::uint32_t chain = 0;  // its current chain
+    // Blocks at the end of its chain that its last request did not reuse: it stored its own from an earlier
+    // block on (a reply the next prompt renders otherwise, a history edited). A request of the thread is
+    // expected to part from the chain as far from its end.
+    std::optional<std::uint64_t> tail_loss;  // none learned yet: the last any thread of the index showed
+    // The chain's end (blocks from the prompt's start) when a request of it was last sent (0: none since its
+    // first store): where its first store attaches tells the loss.
+    std::uint64_t sent_at = 0;
+  };
+  std::unordered_map<std::uint64_t, Thread> threads_;
   std::uint64_t overflows_ = 0;
+  std::uint64_t last_loss_ = 0;  // the tail loss a thread of this index showed last
 };
 
 }  // namespace warden::core

@@ -8,12 +8,6 @@ namespace warden::core {
 
 namespace {
 
-// No replica's events show the thread: a new one (only then is the shared start looked for).
-bool kv_knows_none(std::span<const ReplicaMetrics> metrics, std::uint64_t thread) {
-  return std::none_of(metrics.begin(), metrics.end(),
-                      [&](const ReplicaMetrics& m) { return m.kv != nullptr && m.kv->knows(thread); });
-}
-
 std::uint32_t clamp_tokens(std::uint64_t tokens) {
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(tokens, UINT32_MAX));
 }
@@ -32,7 +26,21 @@ std::uint64_t shared_start(std::span<const ReplicaMetrics> metrics, const StartH
   return longest;
 }
 
-// What a new thread finds on a replica: the most it holds of that shared start, along any of those threads.
+// The start a request of `thread` shares with threads that began as it did: where its own chain branched
+// off another's, if a replica's events show it; else what they show of the others.
+std::uint64_t start_length(std::span<const ReplicaMetrics> metrics, std::uint64_t thread,
+                           const StartHomes::Threads& threads) {
+  std::uint64_t own = 0;
+  for (const ReplicaMetrics& m : metrics) {
+    if (m.kv != nullptr) {
+      own = std::max(own, m.kv->start_length(thread).value_or(0));
+    }
+  }
+  return own > 0 ? own : shared_start(metrics, threads);
+}
+
+// What a request finds on a replica that does not know its thread: the most it holds of that shared start,
+// along any of those threads.
 std::optional<std::uint64_t> start_on(const KvIndex& kv, const StartHomes::Threads& threads,
                                       std::uint64_t start) {
   std::uint64_t best = 0;
@@ -61,7 +69,7 @@ void Router::note_residency(const RequestFacts& facts, std::span<const ReplicaMe
   }
   const std::uint64_t thread = facts.session->hash;
   const StartHomes::Threads starts = threads_.start_threads(facts);
-  const std::uint64_t start = kv_knows_none(metrics, thread) ? shared_start(metrics, starts) : 0;
+  std::optional<std::uint64_t> start;  // looked up once, for the first replica that does not know the thread
   for (std::size_t i = 0; i < snapshot_.replicas.size() && i < metrics.size(); ++i) {
     const KvIndex* kv = metrics[i].kv;
     if (kv == nullptr) {
@@ -72,7 +80,10 @@ void Router::note_residency(const RequestFacts& facts, std::span<const ReplicaMe
       held = kv->thread_tokens(thread);
       holds_thread_[i] = held.value_or(0) > 0 ? 1 : 0;
     } else {
-      held = start_on(*kv, starts, start);
+      if (!start) {
+        start = start_length(metrics, thread, starts);
+      }
+      held = start_on(*kv, starts, *start);
     }
     if (held) {
       snapshot_.replicas[i].cached_for_request = clamp_tokens(*held);

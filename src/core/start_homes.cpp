@@ -17,10 +17,18 @@ void StartHomes::served(std::uint64_t start, ReplicaIndex replica, Time now, std
   Served& s = last_[start];
   s.replicas |= ReplicaSet{1} << replica;
   s.at = std::max(s.at, now);
-  if (thread != 0 && std::find(s.threads.begin(), s.threads.end(), thread) == s.threads.end()) {
-    s.threads[s.next] = thread;
-    s.next = static_cast<std::uint8_t>((s.next + 1) % threads_kept);
+  if (thread == 0) {
+    return;
   }
+  for (std::size_t i = 0; i < threads_kept; ++i) {
+    if (s.threads[i] != 0 && s.on[i] == replica) {
+      s.threads[i] = thread;  // the replica's latest
+      return;
+    }
+  }
+  s.threads[s.next] = thread;
+  s.on[s.next] = replica;
+  s.next = static_cast<std::uint8_t>((s.next + 1) % threads_kept);
 }
 
 StartHomes::Threads StartHomes::threads(std::uint64_t start) const {

@@ -25,9 +25,9 @@ class StartHomes {
   void served(std::uint64_t start, ReplicaIndex replica, Time now, std::uint64_t thread = 0);
   /// The replicas that served `start` (empty if none, or unknown).
   [[nodiscard]] ReplicaSet find(std::uint64_t start) const;
-  /// The last few threads that started with `start` (0 = none): with KV cache events, what a replica
-  /// holds of their starts is what a new thread of that start finds there (KvIndex::start_tokens).
-  static constexpr std::size_t threads_kept = 4;
+  /// The last thread that started with `start` on each of up to `threads_kept` replicas (0 = none): with KV
+  /// cache events, what a replica holds of its start is what a new thread of that start finds there.
+  static constexpr std::size_t threads_kept = 8;
   using Threads = std::array<std::uint64_t, threads_kept>;
   [[nodiscard]] Threads threads(std::uint64_t start) const;
 
@@ -37,7 +37,8 @@ class StartHomes {
   struct Served {
     ReplicaSet replicas = 0;
     Time at{};
-    Threads threads{};  // a ring, newest at `next - 1`
+    Threads threads{};  // a ring, newest at `next - 1`; one per replica, on `on[i]`
+    std::array<ReplicaIndex, threads_kept> on{};
     std::uint8_t next = 0;
   };
   void shed();

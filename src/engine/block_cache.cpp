@@ -120,14 +120,16 @@ std::optional<BlockHash> BlockCache::next_evicted() const {
   return hash_[head_];
 }
 
-void BlockCache::cache_block(BlockId block, BlockHash hash) {
+bool BlockCache::cache_block(BlockId block, BlockHash hash) {
   if (has_hash_[block] != 0) {
-    return;
+    return false;
   }
   if (by_hash_.try_emplace(hash, block).second) {
     hash_[block] = hash;
     has_hash_[block] = 1;
+    return true;
   }
+  return false;
 }
 
 void BlockCache::release(std::span<const BlockId> blocks) {

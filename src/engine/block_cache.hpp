@@ -65,7 +65,8 @@ class BlockCache {
 
   // Records that `block` (held, now full) has `hash`. If another block already carries that hash the
   // cache keeps the existing one (lookups find the first).
-  void cache_block(BlockId block, BlockHash hash);
+  // True when `block` now carries `hash` (false: it had a hash already, or another block carries this one).
+  bool cache_block(BlockId block, BlockHash hash);
 
   // Decrements ref counts of `blocks` in reverse order; blocks reaching 0 go to the free queue tail.
   void release(std::span<const BlockId> blocks);

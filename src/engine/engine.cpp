@@ -152,15 +152,27 @@ struct Engine::Impl {
   void register_full_blocks(Request& r, std::uint32_t upto) {
     extend_block_hashes(std::span(r.tokens).first(upto), config.block_size, r.hashes);
     const std::uint32_t full = upto / config.block_size;
-    kv_log.stored({.tokens = r.tokens,
-                   .hashes = r.hashes,
-                   .first = r.num_registered,
-                   .last = std::max(full, r.num_registered),
-                   .upto = upto,
-                   .session_id = &r.session_id});
+    // Announced in runs of blocks the cache took: a block whose hash another block already carries is
+    // not cached under it here (one block per hash), so it is not announced, and never removed either.
+    std::size_t run = r.num_registered;
     for (; r.num_registered < full; ++r.num_registered) {
-      cache.cache_block(r.blocks[r.num_registered], r.hashes[r.num_registered]);
+      if (!cache.cache_block(r.blocks[r.num_registered], r.hashes[r.num_registered])) {
+        announce(r, run, r.num_registered, upto);
+        run = r.num_registered + 1;
+      }
       store_offload(r.hashes[r.num_registered]);
+    }
+    announce(r, run, full, upto);
+  }
+
+  void announce(const Request& r, std::size_t first, std::size_t last, std::uint32_t upto) {
+    if (first < last) {
+      kv_log.stored({.tokens = r.tokens,
+                     .hashes = r.hashes,
+                     .first = first,
+                     .last = last,
+                     .upto = upto,
+                     .session_id = &r.session_id});
     }
   }
 

@@ -27,6 +27,7 @@
 #include "core/vllm_balancer.hpp"
 #include "engine/chat_template.hpp"
 #include "engine/engine.hpp"
+#include "engine/kv_wire.hpp"
 #include "engine/tokenizer.hpp"
 #include "engine/tool_calls.hpp"
 #include "net/notifier.hpp"
@@ -34,7 +35,6 @@
 #include "protocol/error_body.hpp"
 #include "sim/cache_info.hpp"
 #include "sim/formats.hpp"
-#include "sim/kv_batch.hpp"
 #include "sim/kv_publisher.hpp"
 #include "sim/length_fields.hpp"
 
@@ -372,7 +372,7 @@ void Sim::Impl::publish_kv_events(const Rank& r, const engine::StepResult& res) 
   }
   const double ts =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  kv->publish(r.index, kv_batch(res.kv_events, ts));
+  kv->publish(r.index, engine::to_wire(res.kv_events, ts));
 }
 
 void Sim::Impl::deliver(Rank& r, std::vector<engine::Event>& events) {

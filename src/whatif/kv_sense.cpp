@@ -30,6 +30,12 @@ void KvSense::step(std::uint32_t replica, std::span<const engine::KvEvent> event
   stats_.removed_blocks += applied.removed_blocks;
 }
 
+void KvSense::sent(std::uint32_t replica, std::uint64_t thread) {
+  if (replica < indexes_.size() && thread != 0) {
+    indexes_[replica].sent(thread);
+  }
+}
+
 void KvSense::restarted(std::uint32_t replica) {
   if (replica < indexes_.size()) {
     indexes_[replica].cleared();

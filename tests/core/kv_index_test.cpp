@@ -76,13 +76,36 @@ TEST(KvIndex, AStartStoredBeforeTheIndexListenedIsUnknown) {
   EXPECT_FALSE(index.thread_tokens(2).has_value());
 }
 
-TEST(KvIndex, ARewrittenHistoryStartsANewChainFromWhereItParts) {
+TEST(KvIndex, AThreadIsExpectedToPartFromItsChainWhereItsLastRequestDid) {
   KvIndex index;
-  store(index, run(100, 6), std::nullopt, 7);
-  store(index, run(200, 2), 102, 7);  // parts after block 102 (a history edited from there)
-  EXPECT_EQ(index.thread_tokens(7), 5 * bs);
-  remove(index, {103, 104, 105});  // the old tail goes; the thread's hit does not change
-  EXPECT_EQ(index.thread_tokens(7), 5 * bs);
+  index.set_complete(true);
+  store(index, run(100, 4), std::nullopt, 7);  // turn 1: its prompt
+  store(index, run(104, 2), 103, 7);           // ... and its reply, filled by decode
+  EXPECT_EQ(index.thread_tokens(7), 6 * bs);   // nothing learned yet: the whole chain
+  // Turn 2 renders the reply otherwise: it reuses the prompt's 4 blocks and stores its own from there.
+  index.sent(7);
+  store(index, run(200, 5), 103, 7);
+  store(index, run(205, 2), 204, 7);  // its reply
+  // Turn 3 will part as far from the end: the last reply's 2 blocks are not counted.
+  EXPECT_EQ(index.thread_tokens(7), 9 * bs);
+  remove(index, {104, 105});  // turn 1's unused reply goes; nothing the thread would hit
+  EXPECT_EQ(index.thread_tokens(7), 9 * bs);
+  // Another thread's first follow-up is expected to part as this one did, until it shows its own.
+  store(index, run(500, 4), std::nullopt, 8);
+  store(index, run(504, 2), 503, 8);
+  EXPECT_EQ(index.thread_tokens(8), 4 * bs);
+  // A request whose hit was cut by an eviction computes the chain's own blocks again: no loss learned from
+  // that, whatever it stores after them.
+  remove(index, {203, 204});
+  index.sent(7);
+  store(index, {203}, 202, 7);
+  store(index, {204, 205, 206}, 203, 7);
+  store(index, run(210, 2), 206, 7);
+  EXPECT_EQ(index.thread_tokens(7), 13 * bs);  // 4 + 7 + its 2 new ones: nothing lost
+  // A turn that reuses its whole chain (its first store extends the tip) unlearns the loss.
+  index.sent(7);
+  store(index, run(300, 3), 211, 7);
+  EXPECT_EQ(index.thread_tokens(7), 16 * bs);
 }
 
 TEST(KvIndex, DuplicateBlocksLeaveWithTheirLastCopy) {
