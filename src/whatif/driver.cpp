@@ -175,7 +175,6 @@ struct Flight {
   // The expected cached tokens (decision) came within a block of what the engine reported at its first
   // token (Router policies only).
   std::optional<bool> expected_cached_ok;
-  std::uint32_t engine_would = 0;
   bool awaiting_first = false;  // routed by the Router, no first token yet (its prefill is in the backlog)
   bool task_start = false;      // is_task_start() of its conversation when sent
   std::int64_t priority = 0;    // vLLM's request priority (priority policies)
@@ -667,24 +666,6 @@ class Driver {
     }
     f.replica = *d.replica;
     f.decision = d;
-    if (std::getenv("KVDBG")) {
-      f.engine_would = static_cast<std::uint32_t>(engines_[f.replica].cached_prefix_tokens(f.prompt));
-      if (kv_) {
-        std::vector<engine::BlockHash> h;
-        const std::uint32_t bs = engines_[f.replica].config().block_size;
-        engine::extend_block_hashes(f.prompt, bs, h);
-        std::size_t k = 0;
-        while (k < h.size() && kv_->index(f.replica).resident(h[k])) {
-          ++k;
-        }
-        std::size_t e = 0;
-        while (e < h.size() && engines_[f.replica].cache().is_cached(h[e])) {
-          ++e;
-        }
-        fmt::print(stderr, "WALK index-run={} engine-run={} exp-blocks={} prompt-blocks={}\n", k, e,
-                   d.expected_cached_tokens / bs, h.size());
-      }
-    }
     if (slots_) {
       slots_->routed(f.thread_session, f.replica, f.task_start, f.prompt_tokens_estimate, to_time(now_));
     }
@@ -843,12 +824,6 @@ class Driver {
     const auto expected = static_cast<std::int64_t>(f.decision.expected_cached_tokens);
     const auto block = static_cast<std::int64_t>(engines_[replica].config().block_size);
     f.expected_cached_ok = std::abs(expected - static_cast<std::int64_t>(reported)) <= block;
-    if (std::getenv("KVDBG")) {
-      fmt::print(stderr,
-                 "DBG t={:.2f} r={} route={} exact={} exp={} rep={} would={} est={} key={:x} queued={:.2f}\n",
-                 now_, replica, f.route, f.decision.expected_exact, expected, reported, f.engine_would,
-                 f.prompt_tokens_estimate, f.decision.thread_key, now_ - f.arrived);
-    }
   }
 
   void first_token(Flight& f) {
