@@ -10,7 +10,7 @@ build=$1
 seconds=$2
 shift 2
 targets=("$@")
-((${#targets[@]})) || targets=(request sse prometheus usage config)
+((${#targets[@]})) || targets=(request sse prometheus usage config kv_events)
 
 failed=0
 printf '%-11s %12s %8s %7s %7s %8s %s\n' target execs exec/s cov ft corpus result

@@ -30,6 +30,8 @@ struct SimArgs {
   bool enable_prefix_caching = true;                 // vLLM's flag, accepted: the sim always caches
   bool print_config = false;
   std::string log_level = "info";
+  std::string kv_events_config;  // vLLM's --kv-events-config JSON
+  std::string kv_events_encoding = "tagged_map";
 };
 
 // The flags vLLM has, with vLLM's help; every other engine parameter (engine::param_names()) gets a flag
@@ -119,6 +121,33 @@ engine::EngineConfig build_config(const SimArgs& a) {
   return c;
 }
 
+// `--kv-events-config` as vLLM reads it, and the encoding switch. Exits 2 on a bad configuration.
+sim::KvEventsConfig build_kv_events(const SimArgs& a) {
+  sim::KvEventsConfig c;
+  if (!a.kv_events_config.empty()) {
+    auto parsed = sim::parse_kv_events_config(a.kv_events_config);
+    if (!parsed) {
+      fmt::print(stderr, "lm-warden sim: --kv-events-config: {}\n", parsed.error());
+      std::exit(2);
+    }
+    c = *parsed;
+  }
+  c.encoding =
+      a.kv_events_encoding == "array" ? protocol::kv::Encoding::array : protocol::kv::Encoding::tagged_map;
+  return c;
+}
+
+void add_kv_events_options(CLI::App& cmd, SimArgs& args) {
+  cmd.add_option("--kv-events-config", args.kv_events_config,
+                 "vLLM's KV cache events config (JSON: enable_kv_cache_events, publisher, endpoint, "
+                 "replay_endpoint, buffer_steps, hwm, topic): each rank publishes over ZMQ")
+      ->group("KV cache events");
+  cmd.add_option("--kv-events-encoding", args.kv_events_encoding,
+                 "tagged_map (vLLM's msgspec maps, today's) or array (the older positional arrays)")
+      ->check(CLI::IsMember({"tagged_map", "array"}))
+      ->group("KV cache events");
+}
+
 }  // namespace
 
 void add_sim_command(CLI::App& app) {
@@ -160,12 +189,14 @@ void add_sim_command(CLI::App& app) {
   cmd->add_option("--ssl-keyfile", o.ssl_keyfile, "PEM private key of --ssl-certfile");
   cmd->add_option("--log-level", args->log_level, "trace, debug, info, warn, error, off")
       ->default_val("info");
+  add_kv_events_options(*cmd, *args);
   cmd->callback([args] {
     // stdout carries exactly one line (the listening line); logs go to stderr.
     auto logger = spdlog::stderr_color_mt("sim");
     spdlog::set_default_logger(logger);
     spdlog::set_level(spdlog::level::from_str(args->log_level));
     args->opts.engine = build_config(*args);
+    args->opts.kv_events = build_kv_events(*args);
     if (args->print_config) {
       fmt::print("{}", engine::to_yaml(engine::resolve_cache(args->opts.engine)));
       return;

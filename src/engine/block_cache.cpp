@@ -109,6 +109,17 @@ std::optional<BlockId> BlockCache::allocate() {
   return b;
 }
 
+std::optional<BlockHash> BlockCache::next_evicted() const {
+  if (head_ == kNone || has_hash_[head_] == 0) {
+    return std::nullopt;
+  }
+  const auto it = by_hash_.find(hash_[head_]);
+  if (it == by_hash_.end() || it->second != head_) {
+    return std::nullopt;
+  }
+  return hash_[head_];
+}
+
 void BlockCache::cache_block(BlockId block, BlockHash hash) {
   if (has_hash_[block] != 0) {
     return;

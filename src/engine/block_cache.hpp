@@ -59,6 +59,10 @@ class BlockCache {
   // nullopt when no block is free.
   std::optional<BlockId> allocate();
 
+  // The hash the next allocate() evicts from the cache: the queue head's, if that block holds it;
+  // nullopt when it holds none (or no block is free).
+  std::optional<BlockHash> next_evicted() const;
+
   // Records that `block` (held, now full) has `hash`. If another block already carries that hash the
   // cache keeps the existing one (lookups find the first).
   void cache_block(BlockId block, BlockHash hash);

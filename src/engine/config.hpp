@@ -62,6 +62,9 @@ struct EngineConfig {
   // default): computed blocks are copied to a host LRU and loaded back over PCIe (engine/offload_tier.hpp).
   double kv_offloading_size = 0;
   SchedulingPolicy scheduling_policy = SchedulingPolicy::fcfs;  // vLLM's default
+  // vLLM's --kv-events-config enable_kv_cache_events: each step reports the blocks it stored in and evicted
+  // from the caches (StepResult::kv_events, engine/kv_events.hpp). Off by default, as in vLLM.
+  bool kv_events = false;
   // Sizes the pool when num_gpu_blocks is 0; otherwise only reported in vllm:cache_config_info.
   double gpu_memory_utilization = 0.9;
   ReplyLength reply;    // off unless set (a4000 and h200 set agent-like replies)

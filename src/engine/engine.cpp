@@ -13,6 +13,7 @@
 
 #include "base/splitmix.hpp"
 #include "engine/cache_layout.hpp"
+#include "engine/kv_event_log.hpp"
 
 namespace warden::engine {
 
@@ -101,6 +102,7 @@ struct Engine::Impl {
     std::uint64_t order = 0;          // the order add_request saw it: the last tie-break
     std::uint32_t assume_cached = 0;  // RequestSpec::assume_cached_tokens
     Tokens fixed_reply;               // when not empty: the reply's tokens (a tool call)
+    std::string session_id;           // RequestSpec::session_id
   };
 
   struct Scheduled {
@@ -114,6 +116,7 @@ struct Engine::Impl {
   std::uint64_t seed;
   BlockCache cache;
   OffloadTier offload;
+  KvEventLog kv_log;
   std::unordered_map<RequestId, Request> requests;
   std::vector<RequestId> running;  // in admission order; the back is preempted first under fcfs
   std::deque<RequestId> waiting;   // under priority: sorted by queued_before()
@@ -126,7 +129,8 @@ struct Engine::Impl {
         state_blocks(state_blocks_per_seq(config.time)),
         seed(s),
         cache(config.num_gpu_blocks, config.block_size),
-        offload(offload_capacity_blocks(config)) {
+        offload(offload_capacity_blocks(config)),
+        kv_log(config.kv_events, config.block_size, state_blocks) {
     m.time_to_first_token.bounds.assign(kTtftBuckets.begin(), kTtftBuckets.end());
     m.time_to_first_token.buckets.assign(kTtftBuckets.size(), 0);
     m.num_gpu_blocks = config.num_gpu_blocks;
@@ -148,10 +152,37 @@ struct Engine::Impl {
   void register_full_blocks(Request& r, std::uint32_t upto) {
     extend_block_hashes(std::span(r.tokens).first(upto), config.block_size, r.hashes);
     const std::uint32_t full = upto / config.block_size;
+    kv_log.stored({.tokens = r.tokens,
+                   .hashes = r.hashes,
+                   .first = r.num_registered,
+                   .last = std::max(full, r.num_registered),
+                   .upto = upto,
+                   .session_id = &r.session_id});
     for (; r.num_registered < full; ++r.num_registered) {
       cache.cache_block(r.blocks[r.num_registered], r.hashes[r.num_registered]);
-      offload.store(r.hashes[r.num_registered]);
+      store_offload(r.hashes[r.num_registered]);
     }
+  }
+
+  // A computed block copied to the offload tier (vLLM's connector stores it as it is computed).
+  void store_offload(BlockHash hash) {
+    const OffloadStore s = offload.store(hash);
+    if (s.evicted) {
+      kv_log.cpu_removed(*s.evicted);
+    }
+    if (s.added) {
+      kv_log.cpu_stored(hash);
+    }
+  }
+
+  // A fresh block from the cache (one must be free), its old hash evicted as vLLM's get_new_blocks does.
+  BlockId allocate_block() {
+    if (kv_log.on()) {
+      if (const auto evicted = cache.next_evicted()) {
+        kv_log.removed(*evicted);
+      }
+    }
+    return *cache.allocate();
   }
 
   // Allocates the blocks `num_new` more tokens need; all or nothing.
@@ -163,7 +194,7 @@ struct Engine::Impl {
       return false;
     }
     for (std::uint32_t i = 0; i < extra; ++i) {
-      r.blocks.push_back(*cache.allocate());
+      r.blocks.push_back(allocate_block());
     }
     register_full_blocks(r, r.num_computed + num_new);
     return true;
@@ -253,6 +284,7 @@ struct Engine::Impl {
     if (!scheduled.empty()) {
       apply_batch(now, scheduled, out);
     }
+    out.kv_events = kv_log.take();
     return out;
   }
 
@@ -347,7 +379,7 @@ struct Engine::Impl {
     assert(ok);
     (void)ok;
     for (std::uint32_t i = 0; i < state_blocks; ++i) {
-      r.state.push_back(*cache.allocate());
+      r.state.push_back(allocate_block());
     }
     r.num_computed = known;
     load_s += static_cast<double>(loaded) * config.time.kv_bytes_per_token() / config.time.pcie_bandwidth;
@@ -515,6 +547,7 @@ Result<void> Engine::add_request(RequestSpec spec) {
   r.priority = spec.priority;
   r.order = im.next_order++;
   r.assume_cached = spec.assume_cached_tokens;
+  r.session_id = std::move(spec.session_id);
   extend_block_hashes(r.tokens, c.block_size, r.hashes);
   im.requests.emplace(r.id, std::move(r));
   im.enqueue(spec.id, false);

@@ -38,12 +38,14 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "engine/block_cache.hpp"
 #include "engine/config.hpp"
+#include "engine/kv_events.hpp"
 #include "engine/offload_tier.hpp"
 #include "engine/result.hpp"
 #include "engine/step_time.hpp"
@@ -74,6 +76,9 @@ struct RequestSpec {
   // arrival_time, then by the order requests were added.
   std::int64_t priority = 0;
   std::optional<std::uint64_t> sample_seed;  // overrides the prompt-derived output seed
+  // vLLM's request session_id (body `session_id` or header X-Session-ID): stamped on the GPU BlockStored
+  // events of the blocks this request fills ("" = none). No effect on scheduling.
+  std::string session_id;
   // The reply's tokens, fixed in advance (a tool call, engine/tool_calls.hpp): generated one per step like
   // any reply, ending with "stop" after the last one unless max_tokens or the context cuts them first.
   std::optional<Tokens> reply;
@@ -117,6 +122,9 @@ struct StepResult {
   double duration = 0;  // 0 only when nothing could be scheduled (has_work() is then false)
   std::vector<Event> events;
   StepStats stats;
+  // With EngineConfig::kv_events: the KV cache events of this step, in the order vLLM's KV cache manager
+  // records them (empty when off).
+  std::vector<KvEvent> kv_events;
 };
 
 // vLLM's TTFT buckets (vllm/v1/metrics/loggers.py).

@@ -8,20 +8,24 @@ void OffloadTier::to_front(std::list<BlockHash>::iterator it) {
   order_.splice(order_.begin(), order_, it);
 }
 
-void OffloadTier::store(BlockHash hash) {
+OffloadStore OffloadTier::store(BlockHash hash) {
+  OffloadStore out;
   if (capacity_ == 0) {
-    return;
+    return out;
   }
   if (const auto it = where_.find(hash); it != where_.end()) {
     to_front(it->second);
-    return;
+    return out;
   }
   if (order_.size() == capacity_) {
+    out.evicted = order_.back();
     where_.erase(order_.back());
     order_.pop_back();
   }
   order_.push_front(hash);
   where_.emplace(hash, order_.begin());
+  out.added = true;
+  return out;
 }
 
 std::size_t OffloadTier::lookup(std::span<const BlockHash> hashes) {

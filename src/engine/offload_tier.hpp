@@ -10,12 +10,19 @@
 
 #include <cstddef>
 #include <list>
+#include <optional>
 #include <span>
 #include <unordered_map>
 
 #include "engine/block_cache.hpp"
 
 namespace warden::engine {
+
+// What a store did: whether the hash is new to the store, and which hash it evicted to make room.
+struct OffloadStore {
+  bool added = false;
+  std::optional<BlockHash> evicted;
+};
 
 class OffloadTier {
  public:
@@ -28,7 +35,7 @@ class OffloadTier {
 
   // Stores a computed block (or refreshes it): it becomes the most recently used; the least recently used
   // one is evicted when the store is full.
-  void store(BlockHash hash);
+  OffloadStore store(BlockHash hash);
 
   // Leading hashes of `hashes` found in the store, stopping at the first miss; each found one becomes the
   // most recently used (vLLM's manager.touch on lookup).

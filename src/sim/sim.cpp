@@ -34,6 +34,8 @@
 #include "protocol/error_body.hpp"
 #include "sim/cache_info.hpp"
 #include "sim/formats.hpp"
+#include "sim/kv_batch.hpp"
+#include "sim/kv_publisher.hpp"
 #include "sim/length_fields.hpp"
 
 namespace warden::sim {
@@ -73,6 +75,7 @@ struct Parsed {
   bool stream = false;
   bool include_usage = false;
   engine::ToolReply tools;  // the reply's tool calls, when the engine answers with some
+  std::string session_id;   // body `session_id`, else header X-Session-ID (vLLM: the body's wins)
 };
 
 std::optional<Api> api_for(std::string_view path, bool& count_tokens) {
@@ -266,6 +269,7 @@ struct Sim::Impl {
     if (opts.api_server_count <= 0) {
       opts.api_server_count = n;
     }
+    opts.engine.kv_events = opts.kv_events.publishes();
     for (int i = 0; i < n; ++i) {
       ranks.push_back(std::make_unique<Rank>(i, opts.engine, opts.seed, ioc.get_executor()));
     }
@@ -285,6 +289,7 @@ struct Sim::Impl {
   engine::RequestId next_id = 1;
   std::uint64_t id_counter = 0;
   bool stopping = false;
+  std::unique_ptr<KvPublishers> kv;  // with --kv-events-config: one ZMQ publisher per rank
 
   double model_now() const {
     return std::chrono::duration<double>(Clock::now() - wall_start).count() * opts.time_scale;
@@ -305,6 +310,8 @@ struct Sim::Impl {
   net::Response serve_empty(const net::Request& req) const;
   net::Response serve_metrics(const net::Request& req) const;
   net::Response serve_models(const net::Request& req) const;
+  net::Response serve_kv_event_sources(const net::Request& req) const;
+  void publish_kv_events(const Rank& r, const engine::StepResult& res);
   static net::Response error_reply(const net::Request& req, Api api, const HttpError& e);
   // A generation request: a rank, the job on it, then the reply whole or as a stream.
   asio::awaitable<net::Reply> generate(net::Request& req, const net::ConnectionInfo& conn, Parsed p);
@@ -354,7 +361,18 @@ asio::awaitable<void> Sim::Impl::stepper(Rank& r) {
     r.lag_sum += r.lag;
     r.clock = end;
     deliver(r, res.events);
+    publish_kv_events(r, res);
   }
+}
+
+// One batch per step with events, stamped with the wall clock as vLLM's scheduler stamps it.
+void Sim::Impl::publish_kv_events(const Rank& r, const engine::StepResult& res) {
+  if (kv == nullptr || res.kv_events.empty()) {
+    return;
+  }
+  const double ts =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  kv->publish(r.index, kv_batch(res.kv_events, ts));
 }
 
 void Sim::Impl::deliver(Rank& r, std::vector<engine::Event>& events) {
@@ -451,6 +469,9 @@ base::Result<Parsed, HttpError> Sim::Impl::parse(Api api, bool count_tokens, std
   if (auto bad = parse_priority(api, o, opts.engine.scheduling_policy, p)) {
     return *bad;
   }
+  if (const auto sid = o.find("session_id"); sid != o.end() && sid->value().is_string()) {
+    p.session_id = sid->value().get_string();
+  }
   auto max_tokens = output_limit(api, o, static_cast<std::int64_t>(p.prompt.size()));
   if (!max_tokens) {
     return max_tokens.error();
@@ -527,6 +548,7 @@ const Sim::Impl::StateRoute* Sim::Impl::state_route(std::string_view path) {
       {"/ping", &Impl::serve_empty},
       {"/metrics", &Impl::serve_metrics},
       {"/v1/models", &Impl::serve_models},
+      {"/kv_event_sources", &Impl::serve_kv_event_sources},
   };
   for (const StateRoute& route : kRoutes) {
     if (route.path == path) {
@@ -580,6 +602,11 @@ net::Response Sim::Impl::serve_models(const net::Request& req) const {
   return net::make_response(req, 200, models_body());
 }
 
+// vLLM's discovery route: a bare JSON array, one entry per rank whose publisher is on.
+net::Response Sim::Impl::serve_kv_event_sources(const net::Request& req) const {
+  return net::make_response(req, 200, kv != nullptr ? kv->sources_json() : "[]");
+}
+
 net::Response Sim::Impl::error_reply(const net::Request& req, Api api, const HttpError& e) {
   std::string body = api == Api::messages ? protocol::format_error(protocol::ErrorFormat::anthropic,
                                                                    static_cast<int>(e.status), e.message)
@@ -592,6 +619,9 @@ asio::awaitable<net::Reply> Sim::Impl::generate(net::Request& req, const net::Co
   auto rank = choose_rank(req, conn);
   if (!rank) {
     co_return error_reply(req, p.api, rank.error());
+  }
+  if (const auto sid = req.find("X-Session-ID"); p.session_id.empty() && sid != req.end()) {
+    p.session_id = sid->value();
   }
   auto job = submit(*ranks[static_cast<std::size_t>(rank->rank)], p, co_await asio::this_coro::executor);
   if (rank->api_server && job) {
@@ -622,6 +652,7 @@ base::Result<std::shared_ptr<Job>, HttpError> Sim::Impl::submit(Rank& r, Parsed&
   spec.ignore_eos = p.length.ignore_eos;
   spec.min_tokens = p.length.min_tokens;
   spec.priority = p.priority;
+  spec.session_id = std::move(p.session_id);
   if (!p.tools.calls.empty()) {
     spec.reply = p.tools.tokens;  // generated like any reply: same steps, same usage
   }
@@ -839,8 +870,23 @@ void Sim::start() {
   }
 }
 
+base::Result<void> Sim::open_kv_events() {
+  if (!impl_->opts.kv_events.publishes()) {
+    return {};
+  }
+  auto kv = KvPublishers::open(impl_->opts.kv_events, impl_->opts.data_parallel_size);
+  if (!kv) {
+    return base::Result<void>(boost::system::in_place_error, kv.error());
+  }
+  impl_->kv = std::move(*kv);
+  return {};
+}
+
 void Sim::stop() {
   impl_->stopping = true;
+  if (impl_->kv != nullptr) {
+    impl_->kv->stop();
+  }
   for (auto& r : impl_->ranks) {
     r->wake.close();
     r->timer.cancel();
@@ -882,6 +928,10 @@ int run_sim(const SimOptions& opts) {
       return 2;
     }
     server.set_tls(std::move(*tls));
+  }
+  if (auto kv = sim.open_kv_events(); !kv) {
+    spdlog::error("sim: --kv-events-config: {}", kv.error());
+    return 2;
   }
   sim.start();
   spdlog::info("sim: {} rank(s), preset {}, time scale {}, model {}", opts.data_parallel_size,

@@ -20,9 +20,11 @@
 #include <memory>
 #include <string>
 
+#include "base/result.hpp"
 #include "core/types.hpp"
 #include "engine/config.hpp"
 #include "net/server.hpp"
+#include "sim/kv_events_config.hpp"
 
 namespace warden::sim {
 
@@ -41,6 +43,8 @@ struct SimOptions {
   // HTTPS as `vllm serve --ssl-certfile --ssl-keyfile`: both PEM files, or neither (plain HTTP).
   std::string ssl_certfile;
   std::string ssl_keyfile;
+  // `--kv-events-config`: each rank publishes its KV cache events over ZMQ (sim/kv_publisher.hpp).
+  KvEventsConfig kv_events;
 };
 
 class Sim {
@@ -54,7 +58,9 @@ class Sim {
   net::Handler handler();
   /// Starts the rank steppers (call once, before serving).
   void start();
-  /// Stops the steppers; pending requests are cancelled by the server's own stop().
+  /// Opens the KV cache event publishers when the options enable them (before start()); why not.
+  base::Result<void> open_kv_events();
+  /// Stops the steppers and the KV event publishers; pending requests are cancelled by the server's stop().
   void stop();
 
   /// Model seconds since start.

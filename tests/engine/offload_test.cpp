@@ -43,17 +43,8 @@ TEST(OffloadTier, LookupStopsAtTheFirstMissAndCapacityZeroHoldsNothing) {
   EXPECT_EQ(off.lookup(chain), 0U);
 }
 
-// A GPU cache of 10 blocks of 4 tokens; every step costs 10 ms but the PCIe loads. A block is 4 tokens of
-// Qwen3-4B's KV (147,456 bytes each): `gib` of host memory holds gib * 2^30 / 589,824 blocks.
 EngineConfig small(double offload_gib) {
-  EngineConfig c = test::instant_steps(0.01);
-  c.block_size = 4;
-  c.num_gpu_blocks = 10;
-  c.max_num_seqs = 8;
-  c.max_num_batched_tokens = 64;
-  c.max_model_len = 100;
-  c.kv_offloading_size = offload_gib;
-  return c;
+  return test::small_offload(offload_gib);
 }
 
 // Runs `prompt` alone to its end; returns the usage and the first step's stats.
