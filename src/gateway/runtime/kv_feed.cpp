@@ -40,16 +40,18 @@ void KvFeed::set_connected(bool connected) {
   note_exact();
 }
 
-void KvFeed::reset(bool complete, bool restart) {
+bool KvFeed::reset(bool complete, bool restart) {
   if (!index_) {
-    return;
+    return false;
   }
+  const bool cleared = started_;  // the first batch's reset clears nothing the index knew
   index_->cleared();
   index_->set_complete(complete);
   started_ = true;
-  ++counts_.clears;
+  counts_.clears += cleared ? 1 : 0;
   counts_.restarts += restart ? 1 : 0;
   note_exact();
+  return cleared;
 }
 
 void KvFeed::set_gap(bool open, bool counted, bool replay) {

@@ -50,8 +50,9 @@ class KvFeed {
   void set_connected(bool connected);
   // The index cleared: `complete` = it now knows every block the engine holds (a publisher that started
   // from seq 0); false after a gap no replay could cover (blocks stored before it are unknown).
-  // The index cleared as a publisher restart (else a lost gap) says; counted.
-  void reset(bool complete, bool restart);
+  // The index cleared as a publisher restart (else a lost gap) says. True if it held what an earlier
+  // batch told (counted as a clear), false for the stream's first reset.
+  bool reset(bool complete, bool restart);
   // A gap in the sequence is being replayed (open) or is over (closed, replayed or reset). `counted`:
   // a real gap (not a late join); `replay`: a replay was asked.
   void set_gap(bool open, bool counted = false, bool replay = false);

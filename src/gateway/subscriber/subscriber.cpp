@@ -136,10 +136,14 @@ void Subscriber::apply(KvInboxItem& item) {
         if constexpr (std::is_same_v<S, KvApplyStep>) {
           feed.apply(step.batch, std::chrono::steady_clock::now().time_since_epoch(), unix_now());
         } else if constexpr (std::is_same_v<S, KvResetStep>) {
-          feed.reset(step.complete, step.restart);
-          spdlog::info("model {} replica {}: KV index cleared ({}){}", model, replica,
-                       step.restart ? "the publisher restarted" : "events were lost",
-                       step.complete ? "" : "; incomplete until the engine's cache is reset");
+          if (feed.reset(step.complete, step.restart)) {
+            spdlog::info("model {} replica {}: KV index cleared ({}){}", model, replica,
+                         step.restart ? "the publisher restarted" : "events were lost",
+                         step.complete ? "" : "; incomplete until the engine's cache is reset");
+          } else if (!step.complete) {
+            spdlog::info("model {} replica {}: KV events joined late: the index is incomplete", model,
+                         replica);
+          }
         } else if constexpr (std::is_same_v<S, KvGapStep>) {
           feed.set_gap(step.open, step.open && !step.join, step.open && step.replay);
         } else if constexpr (std::is_same_v<S, KvDecodeErrorStep>) {
