@@ -431,7 +431,7 @@ void kv_rank_endpoints(Validator& v, const YAML::Node& n, const std::string& whe
   const std::string endpoint = kv_endpoint(v, n["endpoint"], where + ".endpoint");
   const std::string replay =
       n["replay_endpoint"] ? kv_endpoint(v, n["replay_endpoint"], where + ".replay_endpoint") : "";
-  for (int r = 0; r < m.dp_size && !endpoint.empty(); ++r) {
+  for (int r = 0; r < m.replica_count() && !endpoint.empty(); ++r) {
     auto e = kv_rank_endpoint(endpoint, r);
     auto p = replay.empty() ? base::Result<std::string>(boost::system::in_place_value, "")
                             : kv_rank_endpoint(replay, r);

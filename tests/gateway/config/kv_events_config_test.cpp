@@ -45,6 +45,14 @@ TEST(KvEventsConfig, ServersOfTheirOwnNameOnePublisherEach) {
   ASSERT_EQ(k.endpoints.size(), 2u);
   EXPECT_EQ(k.endpoints[0].replay_endpoint, "");
   EXPECT_EQ(k.endpoints[1].replay_endpoint, "tcp://gpu2:5558");
+
+  const auto one = parse(R"(  - name: m
+    replicas: { urls: [http://gpu1:8000] }
+    kv_events: { endpoint: tcp://gpu1:5557, replay_endpoint: tcp://gpu1:5558 }
+)");
+  ASSERT_TRUE(one.ok()) << one.error_text();
+  ASSERT_EQ(one.config->models[0].kv_events.endpoints.size(), 1u);
+  EXPECT_EQ(one.config->models[0].kv_events.endpoints[0].replay_endpoint, "tcp://gpu1:5558");
 }
 
 TEST(KvEventsConfig, AbsentOrOffMeansNoEvents) {
