@@ -51,6 +51,15 @@ void KvSequence::replay_ended(Out& out) {
   }
 }
 
+void KvSequence::connected(Clock::time_point now, Out& out) {
+  if (expected_ || replaying_ || !can_replay_) {
+    return;
+  }
+  reset_due_ = false;
+  expected_ = 0;
+  start_replay(0, now, out);
+}
+
 void KvSequence::tick(Clock::time_point now, Out& out) {
   if (replaying_ && now >= deadline_) {
     out.replay_abandoned = true;

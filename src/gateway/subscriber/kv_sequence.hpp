@@ -14,6 +14,7 @@
 //   is applied;
 // - seq back to 0 (the publisher restarted): cleared and complete (the engine starts empty); back to
 //   another seq (it restarted and its first batches were lost): cleared and replayed from 0;
+// - the connection up before any batch: the start is asked from the replay socket, as for a late join;
 // - a payload that does not decode is counted and dropped (its seq still counts: asking it again would
 //   get the same bytes).
 #pragma once
@@ -77,6 +78,10 @@ class KvSequence {
   void replayed(KvMessage message, Out& out);
   // The replay socket's end of its answers (seq -1).
   void replay_ended(Out& out);
+  // The publisher's connection came up. Before any batch, the start is asked at once (a replay from 0):
+  // a subscription misses what is published before it reaches the publisher, and an engine that stored
+  // once and then idles would publish nothing more to reveal the gap.
+  void connected(Clock::time_point now, Out& out);
   // A replay that has not ended by its deadline is judged lost.
   void tick(Clock::time_point now, Out& out);
 

@@ -188,7 +188,8 @@ void on_replayed(KvThread::Source& source, Parts& parts, KvSequence::Out& o) {
 }
 
 // A monitor message: [event (u16) and value (u32), endpoint].
-void on_monitor(KvThread::Source& source, Parts& parts, std::vector<KvInboxItem>& out) {
+void on_monitor(KvThread::Source& source, Parts& parts, std::chrono::steady_clock::time_point now,
+                KvSequence::Out& o, std::vector<KvInboxItem>& out) {
   if (parts.empty() || parts.front().size() < sizeof(std::uint16_t)) {
     return;
   }
@@ -196,6 +197,9 @@ void on_monitor(KvThread::Source& source, Parts& parts, std::vector<KvInboxItem>
   std::memcpy(&event, parts.front().data(), sizeof event);
   if (event == ZMQ_EVENT_CONNECTED || event == ZMQ_EVENT_DISCONNECTED) {
     out.push_back({source.spec.id, KvConnectedStep{event == ZMQ_EVENT_CONNECTED}});
+  }
+  if (event == ZMQ_EVENT_CONNECTED) {
+    source.sequence.connected(now, o);
   }
 }
 
@@ -273,7 +277,7 @@ void KvThread::run() {
           break;
         }
         if (role == Role::monitor) {
-          on_monitor(*source, parts, out);
+          on_monitor(*source, parts, now, o, out);
         } else if (role == Role::sub) {
           on_live(*source, parts, now, o);
         } else {

@@ -76,9 +76,11 @@ TEST(KvSequence, ALateJoinPastTheBufferIsIncomplete) {
   KvSequence s(true, std::chrono::seconds(2));
   KvSequence::Out out;
   s.live(batch(50), t0, out);
-  s.replayed(batch(40), out);  // the buffer starts at 40
+  s.replayed(batch(48), out);  // the buffer starts at 48
+  s.replayed(batch(49), out);
   s.replay_ended(out);
-  EXPECT_EQ(words(out), (Words{"gap join", "reset lost", "apply 40 replayed", "apply 50", "gap close"}));
+  EXPECT_EQ(words(out), (Words{"gap join", "reset lost", "apply 48 replayed", "apply 49 replayed", "apply 50",
+                               "gap close"}));
 }
 
 TEST(KvSequence, AGapIsReplayedFromTheNextExpectedSeq) {
@@ -177,4 +179,25 @@ TEST(KvSequence, AReplaySlowerThanTheStreamIsAbandonedPastItsBound) {
   EXPECT_TRUE(out.replay_abandoned);
   EXPECT_EQ(words(out), (Words{"reset complete", "apply 0", "gap open", "reset lost", "apply 5", "apply 6",
                                "gap close", "apply 7"}));
+}
+
+TEST(KvSequence, AConnectionBeforeAnyBatchAsksTheStart) {
+  KvSequence s(true, std::chrono::seconds(2));
+  KvSequence::Out out;
+  s.connected(t0, out);
+  ASSERT_EQ(out.replay_from, 0);
+  s.replayed(batch(0), out);
+  s.replay_ended(out);
+  s.live(batch(1), t0, out);
+  s.connected(t0, out);  // a reconnection: the sequence shows what was missed
+  EXPECT_EQ(words(out), (Words{"gap join", "reset complete", "apply 0 replayed", "gap close", "apply 1"}));
+}
+
+TEST(KvSequence, AnEmptyBufferAtConnectionLeavesTheStartToTheFirstBatch) {
+  KvSequence s(true, std::chrono::seconds(2));
+  KvSequence::Out out;
+  s.connected(t0, out);
+  s.replay_ended(out);
+  s.live(batch(0), t0, out);
+  EXPECT_EQ(words(out), (Words{"gap join", "gap close", "reset complete", "apply 0"}));
 }
