@@ -161,6 +161,17 @@ if [[ "$status" != ready ]]; then
   curl -s "${warden_url}/api/models/${model}/logs?lines=20" >&2 || true
   echo >&2
 fi
+if ((wardens > 1)); then
+  # The other wardens listen to the same KV cache events, at the ports the first one picked for the sim
+  # (listed by the sim at /kv_event_sources, as vLLM lists them; rank r publishes on rank 0's port + r).
+  sources=$(curl -s "${sim_url}/kv_event_sources") || true
+  kv_port=$(sed -n 's/^\[{[^}]*"endpoint":"tcp:\/\/\*:\([0-9]*\)".*/\1/p' <<<"$sources")
+  kv_replay=$(sed -n 's/^\[{[^}]*"replay_endpoint":"tcp:\/\/\*:\([0-9]*\)".*/\1/p' <<<"$sources")
+  if [[ -n "$kv_port" ]]; then
+    kv_line="    kv_events: { endpoint: tcp://127.0.0.1:${kv_port}${kv_replay:+, replay_endpoint: tcp://127.0.0.1:${kv_replay}} }"
+    sed -i "/^      data_parallel:/a\\${kv_line}" "$tmp/demo-attached.yaml"
+  fi
+fi
 for ((i = 1; i < wardens; i++)); do
   start_warden "$i" "$tmp/demo-attached.yaml" "$((warden_port + i))" || exit 1
 done

@@ -13,6 +13,7 @@
 #include <random>
 
 #include "gateway/config/origin_guard.hpp"
+#include "gateway/launched_kv_events.hpp"
 #include "gateway/proxy/http_util.hpp"
 #include "gateway/runtime/working_set.hpp"
 #include "protocol/api.hpp"
@@ -48,6 +49,7 @@ supervisor::ModelLayout launch_layout(const ModelConfig& m) {
   l.dp_size = m.dp_size;
   for (const auto& u : m.data_parallel ? std::vector<UpstreamUrl>{m.dp_url} : m.urls) {
     l.urls.push_back({u.host, u.port, u.base_path});
+    set_kv_ports(m, static_cast<int>(l.urls.size()) - 1, l.urls.back());
   }
   return l;
 }
@@ -77,11 +79,14 @@ Gateway::Gateway(asio::io_context& ioc, Config config)
       guard_(metrics_),
       proxy_(ioc.get_executor(), {config_, models_, rng_, guard_, metrics_, stats_}),
       poller_(ioc, config_, models_, guard_, metrics_),
+      subscriber_(ioc, models_),
       alive_(std::make_shared<bool>(true)) {
-  for (const auto& m : config_.models) {
+  for (auto& m : config_.models) {
+    pick_kv_ports(m);
     models_.add(m, config_.metrics.unhealthy_after, config_.outlier);
   }
   poller_.sync();
+  subscriber_.sync();
   // Launched engines: their replicas get no traffic until the engine is ready, and none the moment it
   // exits (without waiting for failed scrapes); a successful scrape or readiness brings them back.
   const std::string self = supervisor::self_executable();
@@ -190,6 +195,7 @@ base::Result<void> Gateway::start() {
     proxy_.share_homes(shared_.get());
   }
   poller_.start();
+  subscriber_.start();
   asio::co_spawn(ioc_, flush_loop(), asio::bind_cancellation_slot(flush_cancel_.slot(), asio::detached));
   return {};
 }
@@ -202,6 +208,7 @@ void Gateway::stop() {
   *alive_ = false;
   launcher_.stop();  // SIGTERM, then SIGKILL after the grace period; the io_context runs until all are reaped
   poller_.stop();
+  subscriber_.stop();
   flush_cancel_.emit(asio::cancellation_type::terminal);
   models_.stop_queues();
   proxy_.close_idle();
@@ -291,6 +298,7 @@ std::vector<ReplicaGauges> Gateway::replica_gauges() {
       g.working_set_tokens = s.held_tokens;
       g.kv_capacity_tokens = r.metrics.kv_capacity_tokens;
       g.offload_capacity_tokens = r.metrics.offload_capacity_tokens;
+      g.kv = kv_gauges(r.kv);
       out.push_back(std::move(g));
     }
   }

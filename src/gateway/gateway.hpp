@@ -29,6 +29,7 @@
 #include "gateway/shared/shared_homes.hpp"
 #include "gateway/stores/durable_state.hpp"
 #include "gateway/stores/stats_store.hpp"
+#include "gateway/subscriber/subscriber.hpp"
 #include "net/client.hpp"
 #include "net/server.hpp"
 #include "supervisor/launcher.hpp"
@@ -101,6 +102,7 @@ class Gateway {
   ReplicaGuard guard_;  // the requests on a replica gone bad, and outlier ejection
   Proxy proxy_;
   Poller poller_;
+  Subscriber subscriber_;  // the replicas' KV cache events
   Reloader reloader_;
   std::unique_ptr<SharedHomes> shared_;  // with `state: { redis: ... }` only
   std::shared_ptr<bool> alive_;          // the flush loop stops when this is false

@@ -29,6 +29,7 @@ class Gateway::ReloadAccess final : public ReloadContext {
 
   void models_changed() override {
     g_.poller_.sync();
+    g_.subscriber_.sync();
     g_.flush();
   }
 

@@ -16,8 +16,9 @@ namespace warden::supervisor {
 
 namespace {
 
-constexpr std::array<std::string_view, 8> kPlaceholders = {
-    "PORT", "HOST", "REPLICA", "DP_SIZE", "MAX_NUM_SEQS", "SERVED_MODEL_NAME", "MODEL", "WARDEN_BINARY"};
+constexpr std::array<std::string_view, 9> kPlaceholders = {"PORT",    "HOST",          "REPLICA",
+                                                           "DP_SIZE", "MAX_NUM_SEQS",  "SERVED_MODEL_NAME",
+                                                           "MODEL",   "WARDEN_BINARY", "KV_EVENTS_CONFIG"};
 
 std::string placeholder_list() {
   std::string out;
@@ -60,6 +61,9 @@ std::optional<std::string> placeholder_value(std::string_view name, const Engine
   }
   if (name == "WARDEN_BINARY") {
     return t->warden_binary;
+  }
+  if (name == "KV_EVENTS_CONFIG") {
+    return t->kv_events_config();
   }
   return std::nullopt;
 }
@@ -137,8 +141,30 @@ std::string EngineTarget::name() const {
   return model;
 }
 
+std::string EngineTarget::kv_events_config() const {
+  if (kv_events_port == 0) {
+    return "{}";  // vLLM's default: no events
+  }
+  // The engine binds (`*`: vLLM's rule) and the warden connects; rank r publishes on the port + r.
+  std::string json = fmt::format(
+      R"({{"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:{}")", kv_events_port);
+  if (kv_replay_port != 0) {
+    json += fmt::format(R"(,"replay_endpoint":"tcp://*:{}")", kv_replay_port);
+  }
+  return json + "}";
+}
+
 base::Result<std::string> substitute(std::string_view text, const EngineTarget& target) {
   return expand(text, &target);
+}
+
+bool passes_kv_events(const LaunchSpec& spec) {
+  if (spec.kind == EngineKind::vllm) {
+    return true;
+  }
+  const auto uses = [](std::string_view text) { return text.find("${KV_EVENTS_CONFIG}") != text.npos; };
+  return std::any_of(spec.command.begin(), spec.command.end(), uses) ||
+         std::any_of(spec.env.begin(), spec.env.end(), [&](const auto& e) { return uses(e.second); });
 }
 
 base::Result<void> check_placeholders(std::string_view text) {
@@ -161,6 +187,8 @@ std::vector<EngineTarget> engine_targets(const ModelLayout& m, const std::string
     t.port = u.port;
     t.base_path = u.base_path;
     t.warden_binary = warden_binary;
+    t.kv_events_port = u.kv_events_port;
+    t.kv_replay_port = u.kv_replay_port;
     out.push_back(std::move(t));
   };
   if (m.data_parallel) {
@@ -200,6 +228,9 @@ CommandLine build_command(const LaunchSpec& spec, const EngineTarget& t) {
               std::to_string(spec.tensor_parallel_size), "--max-num-seqs", std::to_string(t.max_num_seqs),
               // The warden reads cached prompt tokens from usage (interfaces.md).
               "--enable-prompt-tokens-details"};
+    if (t.kv_events_port != 0) {
+      c.argv.insert(c.argv.end(), {"--kv-events-config", t.kv_events_config()});
+    }
     for (const auto& a : spec.args) {
       c.argv.push_back(sub(a));
     }

@@ -69,7 +69,13 @@ struct EngineTarget {
   std::uint16_t port = 0;
   std::string base_path;      // of the replica URL ("" or "/prefix"); health is read below it
   std::string warden_binary;  // value of ${WARDEN_BINARY}
-  std::string name() const;   // "model" or "model[replica]" when one process serves one of several replicas
+  // KV cache events (the model's kv_events:): the first rank publishes on this port, rank r on port + r,
+  // replays likewise from kv_replay_port; 0 = no events.
+  std::uint16_t kv_events_port = 0;
+  std::uint16_t kv_replay_port = 0;
+  // The value of vLLM's --kv-events-config (and of ${KV_EVENTS_CONFIG}): "{}" without events.
+  std::string kv_events_config() const;
+  std::string name() const;  // "model" or "model[replica]" when one process serves one of several replicas
   int replica_index() const { return replicas.empty() ? 0 : replicas.front(); }
 };
 
@@ -79,6 +85,8 @@ struct ModelLayout {
     std::string host;
     std::uint16_t port = 0;
     std::string base_path;
+    std::uint16_t kv_events_port = 0;  // EngineTarget's
+    std::uint16_t kv_replay_port = 0;
   };
   std::string name;
   std::string served_model_name;
@@ -112,9 +120,12 @@ bool is_secret_name(std::string_view name);
 CommandLine build_command(const LaunchSpec& spec, const EngineTarget& target);
 
 // Placeholders usable in command, args and env values: ${PORT} ${HOST} ${REPLICA} ${DP_SIZE}
-// ${MAX_NUM_SEQS} ${SERVED_MODEL_NAME} ${MODEL} ${WARDEN_BINARY}; "$$" is a literal "$".
+// ${MAX_NUM_SEQS} ${SERVED_MODEL_NAME} ${MODEL} ${WARDEN_BINARY} ${KV_EVENTS_CONFIG}; "$$" is a literal "$".
 // Returns the text with them replaced, or why not (unknown name, unclosed "${").
 base::Result<std::string> substitute(std::string_view text, const EngineTarget& target);
+// Whether the engines `spec` starts are told where to publish KV cache events: always for engine: vllm
+// (the warden adds --kv-events-config), for a command only through ${KV_EVENTS_CONFIG}.
+bool passes_kv_events(const LaunchSpec& spec);
 // Checks a template without a target (config validation): nothing, or why it is wrong.
 base::Result<void> check_placeholders(std::string_view text);
 

@@ -97,6 +97,11 @@ class FaultyEngine {
     extra_metrics_ = std::move(lines);
   }
   int inference_requests() const { return inference_; }
+  // The head (request line and headers) of the last inference request.
+  std::string last_inference_head() const {
+    std::lock_guard lock(extra_mu_);
+    return last_head_;
+  }
 
  private:
   std::vector<std::thread> threads() {
@@ -198,6 +203,10 @@ class FaultyEngine {
       } else if (head.rfind("GET ", 0) == 0) {
         send_all(fd, reply("application/json", "{}"));
       } else {
+        {
+          std::lock_guard lock(extra_mu_);
+          last_head_ = head;
+        }
         ++inference_;
         if (!infer(fd)) {
           return;
@@ -250,6 +259,7 @@ class FaultyEngine {
   std::atomic<int> hanging_{0};
   mutable std::mutex extra_mu_;
   std::string extra_metrics_;
+  std::string last_head_;
   std::atomic<int> inference_{0};
   std::mutex mu_;
   std::vector<std::thread> threads_;

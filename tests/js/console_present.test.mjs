@@ -68,8 +68,8 @@ test('replica rows are ordered by index and formatted per column', () => {
   const card = routingCard({ routing: { replicas } }, 0);
   assert.deepEqual(card.rows.map((r) => r.index), [0, 1]);
   assert.equal(card.rows[0].healthy, false);
-  assert.deepEqual(replicaCells(card.rows[0]), ['0', '1', '38', '0', '4', '1 / 0', '12.5%', '82.2%', '–', '–']);
-  assert.deepEqual(replicaCells(card.rows[1]), ['1', '2', '21', '3', '0', '2 / 1', '40.0%', '86.0%', '1,250', '9,800 of 33,600 tokens']);
+  assert.deepEqual(replicaCells(card.rows[0]), ['0', '1', '38', '0', '4', '1 / 0', '12.5%', '82.2%', '–', '–', '–']);
+  assert.deepEqual(replicaCells(card.rows[1]), ['1', '2', '21', '3', '0', '2 / 1', '40.0%', '86.0%', '1,250', '9,800 of 33,600 tokens', '–']);
 });
 
 test('an ejected replica row says so with its reason; one in routing does not', () => {
@@ -108,7 +108,7 @@ test('in flight and sticky share fall back to the replicas when the API gives no
 
 test('missing numbers show as a dash, never as NaN or 0', () => {
   const card = routingCard({ routing: { replicas: [{ index: 0 }] } }, 0);
-  assert.deepEqual(replicaCells(card.rows[0]), ['0', '–', '–', '–', '–', '– / –', '–', '–', '–', '–']);
+  assert.deepEqual(replicaCells(card.rows[0]), ['0', '–', '–', '–', '–', '– / –', '–', '–', '–', '–', '–']);
   assert.equal(card.labels.sticky, 'Sticky –');
 });
 
@@ -297,4 +297,11 @@ test('the logs endpoint becomes timed lines with their stream, merged by time ac
   assert.equal(two, ['09:20:11 a stdout: a0', '09:20:12 b stderr: b1', '09:20:13 a stdout: a2'].join('\n'));
   assert.equal(logsText(null), '');
   assert.equal(logsText({ engines: 'x' }), '');
+});
+
+test('a replica with KV cache events shows its cache use and whether they are live', () => {
+  const live = routingCard({ routing: { replicas: [{ index: 0, kv_events: { live: true, cache_use: 0.93 } }] } }, 0);
+  assert.equal(replicaCells(live.rows[0]).at(-1), '93.0% · events live');
+  const fallback = routingCard({ routing: { replicas: [{ index: 0, kv_events: { live: false, cache_use: null } }] } }, 0);
+  assert.equal(replicaCells(fallback.rows[0]).at(-1), '– · estimate');
 });

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/json/array.hpp>
 #include <boost/json/parse.hpp>
 #include <cmath>
@@ -9,6 +10,7 @@
 
 #include "base/parse.hpp"
 #include "gateway/config/routing_settings.hpp"
+#include "gateway/runtime/warden_metrics.hpp"
 #include "gateway/runtime/working_set.hpp"
 
 namespace warden::gateway {
@@ -95,6 +97,42 @@ json::object working_set_json(const WorkingSet& ws) {
   return out;
 }
 
+// A replica's KV cache events (runtime/kv_feed.hpp): null when the warden does not listen to them.
+// `cache_use` is what its prefix cache holds against its capacity (the events' resident tokens over the
+// scraped GPU KV capacity; null until both are known).
+json::value kv_events_json(const ReplicaRuntime& r, core::Time now) {
+  const std::optional<KvReplicaGauges> g = kv_gauges(r.kv);
+  if (!g) {
+    return nullptr;
+  }
+  const core::KvIndexStats stats = r.kv.index()->stats();
+  json::object out;
+  out["live"] = g->exact;
+  out["connected"] = g->connected;
+  out["complete"] = g->complete;
+  out["gap"] = r.kv.gap_open();
+  out["stale"] = r.kv.stale();
+  out["resident_tokens"] = g->resident_tokens;
+  const std::uint64_t capacity = r.metrics.kv_capacity_tokens;
+  out["cache_use"] = capacity > 0 && r.kv.started()
+                         ? json::value(std::min(1.0, static_cast<double>(g->resident_tokens) / capacity))
+                         : json::value(nullptr);
+  out["gpu_blocks"] = stats.gpu_blocks;
+  out["cpu_blocks"] = stats.cpu_blocks;
+  out["block_size"] = stats.block_size;
+  out["threads"] = stats.threads;
+  out["index_bytes"] = g->index_bytes;
+  out["idle_seconds"] = optional_number(r.kv.idle_seconds(now));
+  out["batches"] = g->counts.batches;
+  out["decode_errors"] = g->counts.decode_errors;
+  out["gaps"] = g->counts.gaps;
+  out["replays"] = g->counts.replays;
+  out["clears"] = g->counts.clears;
+  out["fallbacks"] = g->counts.fallbacks;
+  out["lag_seconds"] = g->counts.lag_last;
+  return out;
+}
+
 }  // namespace
 
 json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_unix, HeldRequests held) {
@@ -161,6 +199,7 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
     // What the other wardens sharing state report for this replica (0 without shared state).
     row["peer_active_conversations"] = r.metrics.peer_active_conversations;
     row["peer_held_tokens"] = r.metrics.peer_held_tokens;
+    row["kv_events"] = kv_events_json(r, now);
     replicas.push_back(std::move(row));
     healthy += r.metrics.healthy ? 1 : 0;
     in_flight += c.in_flight;

@@ -1,6 +1,7 @@
 #include "gateway/config/config.hpp"
 
 #include "base/trim.hpp"
+#include "gateway/config/kv_endpoints.hpp"
 #include "gateway/config/origin_guard.hpp"
 #include "gateway/config/routing_settings.hpp"
 
@@ -399,6 +400,126 @@ void parse_replicas(Validator& v, const YAML::Node& n, const std::string& where,
   }
 }
 
+void duration_member(Validator& v, const YAML::Node& map, std::string_view where, const char* key,
+                     std::chrono::milliseconds min, std::chrono::milliseconds& out) {
+  if (auto d = map[key]) {
+    if (auto x = v.duration(d, fmt::format("{}.{}", where, key), min)) {
+      out = *x;
+    }
+  }
+}
+
+// One `kv_events` endpoint (`endpoint` or `replay_endpoint`), checked; empty on an error (reported).
+std::string kv_endpoint(Validator& v, const YAML::Node& n, const std::string& where) {
+  auto s = v.string(n, where);
+  if (!s) {
+    return {};
+  }
+  if (auto checked = check_kv_endpoint(*s); !checked) {
+    v.error(n, fmt::format("{} '{}' is not usable: {}", where, *s, checked.error()));
+    return {};
+  }
+  return *s;
+}
+
+// A data-parallel server's endpoints: rank r's on the base port + r (vLLM's rule).
+void kv_rank_endpoints(Validator& v, const YAML::Node& n, const std::string& where, ModelConfig& m) {
+  if (!n["endpoint"]) {
+    v.error(n, fmt::format("{} is missing 'endpoint' (tcp://HOST:PORT of rank 0's publisher)", where));
+    return;
+  }
+  const std::string endpoint = kv_endpoint(v, n["endpoint"], where + ".endpoint");
+  const std::string replay =
+      n["replay_endpoint"] ? kv_endpoint(v, n["replay_endpoint"], where + ".replay_endpoint") : "";
+  for (int r = 0; r < m.replica_count() && !endpoint.empty(); ++r) {
+    auto e = kv_rank_endpoint(endpoint, r);
+    auto p = replay.empty() ? base::Result<std::string>(boost::system::in_place_value, "")
+                            : kv_rank_endpoint(replay, r);
+    if (!e || !p) {
+      v.error(n, fmt::format("{}: {}", where, !e ? e.error() : p.error()));
+      return;
+    }
+    m.kv_events.endpoints.push_back(KvEventsEndpoint{*e, *p});
+  }
+}
+
+// Servers of their own: one endpoint (or {endpoint, replay_endpoint}) per replica, in order.
+void kv_replica_endpoints(Validator& v, const YAML::Node& n, const std::string& where, ModelConfig& m) {
+  const auto list = n["endpoints"];
+  const std::string w = where + ".endpoints";
+  if (!list || !list.IsSequence() || list.size() != m.urls.size()) {
+    v.error(list ? list : n,
+            fmt::format("{} must list one publisher per replica ({}), each tcp://HOST:PORT or "
+                        "{{endpoint, replay_endpoint}}",
+                        w, m.urls.size()));
+    return;
+  }
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string wi = fmt::format("{}[{}]", w, i);
+    KvEventsEndpoint e;
+    if (list[i].IsMap()) {
+      v.known_keys(list[i], wi, {"endpoint", "replay_endpoint"});
+      e.endpoint = list[i]["endpoint"] ? kv_endpoint(v, list[i]["endpoint"], wi + ".endpoint") : "";
+      if (!list[i]["endpoint"]) {
+        v.error(list[i], fmt::format("{} is missing 'endpoint'", wi));
+      }
+      if (auto r = list[i]["replay_endpoint"]) {
+        e.replay_endpoint = kv_endpoint(v, r, wi + ".replay_endpoint");
+      }
+    } else {
+      e.endpoint = kv_endpoint(v, list[i], wi);
+    }
+    m.kv_events.endpoints.push_back(std::move(e));
+  }
+}
+
+// `kv_events:` (docs/config.md). On by itself for launched engines that are told where to publish.
+void parse_kv_events(Validator& v, const YAML::Node& n, const std::string& where, ModelConfig& m) {
+  KvEventsConfig& k = m.kv_events;
+  k.launched = m.launch && supervisor::passes_kv_events(*m.launch);
+  k.enabled = k.launched;
+  if (!n || !v.expect_map(n, where)) {
+    return;
+  }
+  v.known_keys(
+      n, where,
+      {"enabled", "endpoint", "replay_endpoint", "endpoints", "topic", "stale_after", "replay_timeout"});
+  k.enabled = n["enabled"] ? v.boolean(n["enabled"], where + ".enabled").value_or(true) : true;
+  if (auto t = n["topic"]) {
+    k.topic = v.string(t, where + ".topic", true).value_or("");
+  }
+  duration_member(v, n, where, "stale_after", std::chrono::milliseconds(100), k.stale_after);
+  duration_member(v, n, where, "replay_timeout", std::chrono::milliseconds(10), k.replay_timeout);
+  const bool named = n["endpoint"] || n["replay_endpoint"] || n["endpoints"];
+  if (m.launch) {
+    if (named) {
+      v.error(n, fmt::format("{}: the warden picks the ports of the engines it launches; expected no "
+                             "endpoint here",
+                             where));
+    } else if (k.enabled && !k.launched) {
+      v.error(n, fmt::format("{}: the launch command does not pass ${{KV_EVENTS_CONFIG}} to the engine "
+                             "(e.g. --kv-events-config \"${{KV_EVENTS_CONFIG}}\")",
+                             where));
+    }
+    return;
+  }
+  if (!k.enabled) {
+    return;
+  }
+  if (m.data_parallel) {
+    if (n["endpoints"]) {
+      v.error(n["endpoints"], fmt::format("{}.endpoints is for servers of their own (urls:); a "
+                                          "data-parallel server takes endpoint (rank r on its port + r)",
+                                          where));
+    }
+    kv_rank_endpoints(v, n, where, m);
+  } else if (m.urls.size() == 1 && n["endpoint"]) {
+    kv_rank_endpoints(v, n, where, m);  // one server: rank 0's alone
+  } else {
+    kv_replica_endpoints(v, n, where, m);
+  }
+}
+
 void parse_model(Validator& v, const YAML::Node& n, std::size_t index, Config& cfg) {
   const std::string where = fmt::format("models[{}]", index);
   if (!v.expect_map(n, where)) {
@@ -406,7 +527,7 @@ void parse_model(Validator& v, const YAML::Node& n, std::size_t index, Config& c
   }
   v.known_keys(n, where,
                {"name", "served_model_name", "max_num_seqs", "routing", "replicas", "launch",
-                "fit_max_tokens", "normalize_prompt"});
+                "fit_max_tokens", "normalize_prompt", "kv_events"});
   ModelConfig m;
   m.line = n.Mark().line + 1;
   if (!n["name"]) {
@@ -452,6 +573,7 @@ void parse_model(Validator& v, const YAML::Node& n, std::size_t index, Config& c
     ctx.error = [&v](const YAML::Node& at, const std::string& what) { v.error(at, what); };
     m.launch = supervisor::parse_launch(l, where + ".launch", ctx);
   }
+  parse_kv_events(v, n["kv_events"], where + ".kv_events", m);
   cfg.models.push_back(std::move(m));
 }
 
@@ -583,15 +705,6 @@ void parse_limits(Validator& v, const YAML::Node& root, Config& cfg) {
 }
 
 // A duration member `key` of `map` into `out`, at least `min`.
-void duration_member(Validator& v, const YAML::Node& map, std::string_view where, const char* key,
-                     std::chrono::milliseconds min, std::chrono::milliseconds& out) {
-  if (auto d = map[key]) {
-    if (auto x = v.duration(d, fmt::format("{}.{}", where, key), min)) {
-      out = *x;
-    }
-  }
-}
-
 void parse_metrics(Validator& v, const YAML::Node& n, Config& cfg) {
   if (!n || !v.expect_map(n, "metrics")) {
     return;

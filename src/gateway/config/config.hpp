@@ -42,6 +42,39 @@ struct ModelEntry {
   friend bool operator==(const ModelEntry&, const ModelEntry&) = default;
 };
 
+// One replica's (one DP rank's) KV cache event publisher: vLLM's endpoint and replay_endpoint, as the
+// warden connects to them (tcp://HOST:PORT; docs/config.md, "kv_events").
+struct KvEventsEndpoint {
+  std::string endpoint;
+  std::string replay_endpoint;  // empty: none (a gap cannot be replayed: the replica's index is cleared)
+
+  friend bool operator==(const KvEventsEndpoint&, const KvEventsEndpoint&) = default;
+};
+
+// A model's `kv_events:`: where each replica's engine publishes what its prefix cache holds, and how the
+// warden judges that the stream still says everything (docs/config.md). Off when absent, except for
+// engines the warden launches (it picks the ports and passes them on the command line).
+struct KvEventsConfig {
+  bool enabled = false;
+  // The warden picks the ports at start (engines it launches): `first_port` and `endpoints` are then
+  // filled by the gateway (publishers on first_port + replica, replays after them).
+  bool launched = false;
+  std::uint16_t first_port = 0;
+  std::vector<KvEventsEndpoint> endpoints;  // one per replica, in replica order
+  std::string topic;                        // a ZMQ subscription prefix; "" = every message
+  // A replica whose engine computed prompt tokens while no batch came for this long is no longer believed.
+  std::chrono::milliseconds stale_after{5000};
+  // How long a replay may take before the gap is judged lost.
+  std::chrono::milliseconds replay_timeout{2000};
+
+  // What the file says: the ports the warden picked for its engines are not a change.
+  friend bool operator==(const KvEventsConfig& a, const KvEventsConfig& b) {
+    return a.enabled == b.enabled && a.launched == b.launched && a.topic == b.topic &&
+           a.stale_after == b.stale_after && a.replay_timeout == b.replay_timeout &&
+           (a.launched || a.endpoints == b.endpoints);
+  }
+};
+
 // Where a model's replicas are, and the engines the warden starts for them: a reload relays the replicas
 // of a model without a launch: section (ModelRuntime::relay()); any other change waits for a restart.
 struct ModelReplicas {
@@ -51,6 +84,7 @@ struct ModelReplicas {
   int dp_size = 0;                //
   std::vector<UpstreamUrl> urls;  // otherwise: one server per replica
   std::optional<supervisor::LaunchSpec> launch;  // engines the warden starts itself (docs/engines.md)
+  KvEventsConfig kv_events;
 
   friend bool operator==(const ModelReplicas&, const ModelReplicas&) = default;
 };

@@ -134,9 +134,11 @@ std::vector<std::string> connection_tokens(std::string_view value) {
   return out;
 }
 
-void append_request_headers(const net::Request& from, std::string& out) {
+void append_request_headers(const net::Request& from, std::string& out, bool drop_session_id) {
   for_each_forwarded(from, true, [&](std::string_view name, std::string_view value) {
-    out.append(name).append(": ").append(value).append("\r\n");
+    if (!drop_session_id || !iequals(name, "x-session-id")) {
+      out.append(name).append(": ").append(value).append("\r\n");
+    }
   });
 }
 

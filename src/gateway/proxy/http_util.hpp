@@ -20,7 +20,8 @@ std::vector<std::string> connection_tokens(std::string_view value);
 
 // Appends the request headers for the upstream to a serialized header block as "Name: value\r\n"
 // lines, minus hop-by-hop, Connection-listed and warden headers.
-void append_request_headers(const net::Request& from, std::string& out);
+// `drop_session_id`: the client's X-Session-ID stays behind (the warden sends its own).
+void append_request_headers(const net::Request& from, std::string& out, bool drop_session_id = false);
 // Copies an upstream response header for the client, minus hop-by-hop and Connection-listed headers.
 void copy_response_headers(const net::http::response_header<>& from, net::http::response_header<>& to);
 

@@ -12,6 +12,7 @@
 #include "protocol/api.hpp"
 #include "protocol/context_limit.hpp"
 #include "protocol/error_body.hpp"
+#include "protocol/kv_events.hpp"
 #include "protocol/request.hpp"
 #include "protocol/rewrite.hpp"
 #include "protocol/stream_relay.hpp"
@@ -231,11 +232,12 @@ core::RequestFacts request_facts(const protocol::RequestInfo& info) {
 }
 
 // The request to the engine, serialized in one pass: the client's headers (minus hop-by-hop and the
-// warden's own), the rank in DP mode, and the prompt borrowed, not copied (req and rewritten outlive the
-// send).
+// warden's own), the rank in DP mode, the thread's key as vLLM's session id (the engine names the thread
+// in the KV cache events of the blocks it stores: core/kv_index.hpp), and the prompt borrowed, not copied
+// (req and rewritten outlive the send).
 net::RawRequest upstream_request(const net::Request& req, const protocol::RewriteResult& rewritten,
                                  const UpstreamUrl& url, const net::Endpoint& endpoint,
-                                 std::optional<int> dp_rank) {
+                                 std::optional<int> dp_rank, std::uint64_t thread_key) {
   net::RawRequest up;
   std::size_t body_size = req.body().size();
   if (rewritten.changed) {
@@ -250,7 +252,10 @@ net::RawRequest upstream_request(const net::Request& req, const protocol::Rewrit
   up.head.reserve(256 + req.base().method_string().size() + req.target().size());
   up.head.append(req.method_string()).append(" ").append(url.base_path).append(req.target());
   up.head.append(" HTTP/1.1\r\nHost: ").append(endpoint.key()).append("\r\n");
-  append_request_headers(req, up.head);
+  append_request_headers(req, up.head, thread_key != 0);
+  if (thread_key != 0) {
+    up.head.append("X-Session-ID: ").append(protocol::kv::session_id_of(thread_key)).append("\r\n");
+  }
   if (dp_rank) {
     up.head.append("X-data-parallel-rank: ").append(std::to_string(*dp_rank)).append("\r\n");
   }
@@ -583,7 +588,8 @@ asio::awaitable<bool> Proxy::forward(Exchange& ex, const net::Request& req, cons
   const net::Endpoint endpoint{url.host, url.port, url.tls};
   const std::optional<int> dp_rank =
       model.data_parallel ? std::optional<int>(ex.record.replica) : std::nullopt;
-  const net::RawRequest up = upstream_request(req, out.rewritten, url, endpoint, dp_rank);
+  const net::RawRequest up =
+      upstream_request(req, out.rewritten, url, endpoint, dp_rank, at.decision.thread_key);
   const net::ClientTimeouts timeouts = client_timeouts();
   // Until its first event the request can go elsewhere: recalled if the replica is marked unhealthy.
   net::Recall recall;
@@ -604,7 +610,8 @@ asio::awaitable<bool> Proxy::forward(Exchange& ex, const net::Request& req, cons
     if (step != Refit::resend) {
       co_return false;
     }
-    const net::RawRequest again = upstream_request(req, at.refit, url, endpoint, dp_rank);
+    const net::RawRequest again =
+        upstream_request(req, at.refit, url, endpoint, dp_rank, at.decision.thread_key);
     r = co_await pool_.send(endpoint, again, timeouts, &recall);
     if (!r) {
       throw_if_client_left(ex.record, r.error());

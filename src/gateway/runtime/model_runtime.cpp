@@ -78,6 +78,7 @@ const std::vector<core::ReplicaMetrics>& ModelRuntime::metrics(core::Time now) {
   std::size_t left = 0;
   for (std::size_t i = 0; i < replicas_.size(); ++i) {
     metrics_[i] = replicas_[i].metrics;
+    metrics_[i].kv = replicas_[i].kv.routing_index();
     answering += metrics_[i].healthy ? 1 : 0;
     metrics_[i].healthy = metrics_[i].healthy && outliers_.routable(static_cast<int>(i), now);
     left += metrics_[i].healthy ? 1 : 0;
@@ -141,6 +142,8 @@ void ModelRuntime::apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank,
     r.prefix_queries.observe(*rank.prefix_cache_queries_total);
   }
   core::observe_report(r.metrics, r.prefill_rate, vllm_report(rank), now);
+  // Work the engine did that its events must have told (a stream silent meanwhile is stale).
+  r.kv.observe_computed(r.prefix_queries.delta() - r.prefix_hits.delta(), now);
   if (rank.block_size) {  // the rank's cache_config_info came with this scrape
     r.offload_gib = rank.kv_offloading_gib.value_or(0.0);
   }

@@ -21,6 +21,7 @@
 #include "core/router.hpp"
 #include "gateway/config/config.hpp"
 #include "gateway/runtime/admission_queue.hpp"
+#include "gateway/runtime/kv_feed.hpp"
 #include "gateway/runtime/prefix_watch.hpp"
 #include "gateway/runtime/replica_outliers.hpp"
 #include "protocol/prometheus.hpp"
@@ -59,6 +60,8 @@ struct ReplicaRuntime {
   // GiB of host memory the engine offloads KV to (vllm:cache_config_info kv_offloading_size; 0 = none):
   // shown even when its size in tokens (metrics.offload_capacity_tokens) is not reported.
   double offload_gib = 0;
+  // What its engine's KV cache events say its prefix cache holds (metrics.kv while they are exact).
+  KvFeed kv;
 
   // Prefix-cache hit rate since the warden started (nullopt before any query was counted).
   std::optional<double> prefix_hit_rate() const;

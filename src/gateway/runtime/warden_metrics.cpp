@@ -166,6 +166,7 @@ std::string WardenMetrics::render(const std::vector<ReplicaGauges>& replicas,
                    prometheus_escape(std::get<0>(k)), std::get<1>(k), std::get<2>(k), std::get<3>(k), v);
   }
   render_replica_gauges(o, replicas);
+  render_kv_metrics(o, replicas);
   header("lm_warden_replica_ejections_total", "counter",
          "Replicas taken out of routing by outlier ejection, by reason: first_byte, stream_stall, "
          "gateway_error, no_progress.");

@@ -11,9 +11,20 @@
 #include <tuple>
 #include <vector>
 
+#include "gateway/runtime/kv_feed.hpp"
 #include "gateway/runtime/request_record.hpp"
 
 namespace warden::gateway {
+
+// A listened-to replica's KV cache events (KvFeed) at render time.
+struct KvReplicaGauges {
+  KvFeedCounts counts;
+  bool exact = false;     // the Router reads its index now
+  bool complete = false;  // the index has seen every block the engine holds
+  bool connected = false;
+  std::uint64_t resident_tokens = 0;  // GPU prefix cache, as the events tell it
+  std::size_t index_bytes = 0;
+};
 
 // Live per-replica values the gateway supplies at render time (they are owned elsewhere).
 struct ReplicaGauges {
@@ -31,6 +42,7 @@ struct ReplicaGauges {
   std::uint64_t working_set_tokens = 0;
   std::uint64_t kv_capacity_tokens = 0;
   std::uint64_t offload_capacity_tokens = 0;
+  std::optional<KvReplicaGauges> kv;  // nullopt: the warden does not listen to its events
 };
 
 // Live per-model values, supplied at render time too.
@@ -98,6 +110,11 @@ class WardenMetrics {
   static void render_threads(std::string& o, const std::vector<ModelGauges>& models);
   static void render_working_set(std::string& o, const std::vector<ModelGauges>& models);
 };
+
+// What a replica's feed shows (nullopt: the warden does not listen to it).
+std::optional<KvReplicaGauges> kv_gauges(const KvFeed& feed);
+// The series of the replicas' KV cache events (kv_metrics.cpp): only replicas the warden listens to.
+void render_kv_metrics(std::string& o, const std::vector<ReplicaGauges>& replicas);
 
 // Escapes a Prometheus label value (backslash, double quote, newline).
 std::string prometheus_escape(std::string_view v);

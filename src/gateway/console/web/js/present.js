@@ -105,7 +105,21 @@ export function replicaRow(r, index) {
     // Out of routing by outlier ejection until its probe succeeds (docs/config.md, `outlier`).
     ejected: r.ejected === true,
     ejectionReason: typeof r.ejection?.reason === 'string' ? r.ejection.reason : '',
+    // Its engine's KV cache events (null: the warden does not listen to them).
+    kvEvents:
+      r.kv_events && typeof r.kv_events === 'object'
+        ? { live: r.kv_events.live === true, cacheUse: num(r.kv_events.cache_use) }
+        : null,
   };
+}
+
+// The "Cache (events)" cell: what the replica's prefix cache holds of its capacity, as its KV cache
+// events tell it, and whether they are live ("93.0% · events live"; "– · estimate" while they fall back).
+export function kvEventsText(row) {
+  if (!row.kvEvents) {
+    return '–';
+  }
+  return `${formatPercent(row.kvEvents.cacheUse)} · ${row.kvEvents.live ? 'events live' : 'estimate'}`;
 }
 
 // Share of continuing turns served by their conversation's home replica: sticky / (sticky + spilled in),
@@ -228,6 +242,7 @@ export const replicaColumns = [
   'Prefix cache hit rate',
   'Preempted',
   'Working set',
+  'Cache (events)',
 ];
 
 export function replicaCells(row) {
@@ -242,6 +257,7 @@ export function replicaCells(row) {
     formatPercent(row.prefixHitRate),
     formatInt(row.preemptions),
     workingSetText(row),
+    kvEventsText(row),
   ];
 }
 
