@@ -41,6 +41,8 @@ struct SimulateOptions {
   std::uint64_t seed = 1;
   bool warm_start = false;
   bool kv_events = false;
+  std::uint32_t wardens = 1;
+  std::string restart;  // "R@DURATION"
   bool carry_over = false;
   std::string scrape_interval = "1s";
   std::string client_rtt = "0";
@@ -218,6 +220,17 @@ base::Result<void> policies_from(const SimulateOptions& o, whatif::SimulationCon
   return {};
 }
 
+// --restart-replica R@DURATION.
+base::Result<whatif::SimulationConfig::Restart> parse_restart(std::string_view text) {
+  const auto at = text.find('@');
+  const auto replica = base::parse_integer<std::uint32_t>(text.substr(0, at));
+  const auto after = at == std::string_view::npos ? std::nullopt : base::parse_seconds(text.substr(at + 1));
+  if (!replica || !after || *after < 0) {
+    return base::Failure{fmt::format("--restart-replica {}: expected R@DURATION, e.g. 0@30m", text)};
+  }
+  return whatif::SimulationConfig::Restart{*replica, *after};
+}
+
 base::Result<whatif::SimulationConfig> simulation_from(const SimulateOptions& o) {
   whatif::SimulationConfig c;
   auto engine = engine_from(o, c.replies);
@@ -230,6 +243,14 @@ base::Result<whatif::SimulationConfig> simulation_from(const SimulateOptions& o)
   c.seed = o.seed;
   c.warm_start = o.warm_start;
   c.kv_events = o.kv_events;
+  c.wardens = o.wardens;
+  if (!o.restart.empty()) {
+    auto restart = parse_restart(o.restart);
+    if (!restart) {
+      return base::Failure{restart.error()};
+    }
+    c.restart = *restart;
+  }
   c.carry_over = o.carry_over;
   auto preset = workload::preset(o.workload);
   if (!preset) {
@@ -335,6 +356,9 @@ report::Report report_of(const whatif::SimulationConfig& c, const whatif::Outcom
   rep.meta["warm_start"] = c.warm_start;
   if (c.kv_events) {
     rep.meta["kv_events"] = true;
+  }
+  if (c.wardens > 1) {
+    rep.meta["wardens"] = c.wardens;
   }
   rep.meta["carry_over"] = c.carry_over;
   boost::json::array policies;
@@ -477,6 +501,13 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_flag("--kv-events", o->kv_events,
                 "The warden listens to every engine's KV cache events (what each replica holds is known, not "
                 "estimated)");
+  cmd->add_option(
+      "--restart-replica", o->restart,
+      "R@DURATION: replica R's engine restarts DURATION into every level (its requests fail and are "
+      "sent again; its cache and KV events start over)");
+  cmd->add_option("--wardens", o->wardens,
+                  "Wardens with no shared state, each request sent to one at random (default 1)")
+      ->check(CLI::Range(1, 16));
   cmd->add_flag("--carry-over", o->carry_over,
                 "Sessions run on from one level into the next, which adds sessions to them (no drain "
                 "between levels); the chat workload only");

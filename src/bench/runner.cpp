@@ -38,6 +38,23 @@ namespace asio = boost::asio;
 namespace http = boost::beast::http;
 using namespace asio::experimental::awaitable_operators;
 using Clock = std::chrono::steady_clock;
+
+// The warden's `x-warden-expected-cached: TOKENS; block=N[; exact]`: the tokens and the block size.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> parse_expected(std::string_view value) {
+  std::uint64_t tokens = 0;
+  std::uint64_t block = 0;
+  const char* end = value.data() + value.size();
+  auto [p, ec] = std::from_chars(value.data(), end, tokens);
+  constexpr std::string_view block_key = "; block=";
+  if (ec != std::errc{} ||
+      std::string_view(p, static_cast<std::size_t>(end - p)).substr(0, block_key.size()) != block_key) {
+    return std::nullopt;
+  }
+  if (std::from_chars(p + block_key.size(), end, block).ec != std::errc{}) {
+    return std::nullopt;
+  }
+  return std::pair{tokens, block};
+}
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // Errors logged in full per level; after that they are only counted (the Errors column).
@@ -115,6 +132,9 @@ class Runner {
     bool ok = false;
     bool cancelled = false;  // the request was cut by this process (Ctrl-C, the drain timeout)
     std::string problem;
+    // The warden's x-warden-expected-cached: the cached tokens it expected, and the replica's block size.
+    std::optional<std::uint64_t> expected_cached;
+    std::uint64_t expected_block = 0;
   };
   asio::awaitable<Exchanged> exchange(std::size_t target, const workload::HttpRequestSpec& spec,
                                       StreamReader& reader, report::RequestRecord& rec);
@@ -237,6 +257,12 @@ asio::awaitable<Runner::Exchanged> Runner::exchange(std::size_t target, const wo
       if (auto route = up.header().find("x-warden-route"); route != up.header().end()) {
         rec.route = std::string(route->value());
       }
+      if (auto expected = up.header().find("x-warden-expected-cached"); expected != up.header().end()) {
+        if (const auto e = parse_expected(expected->value())) {
+          x.expected_cached = e->first;
+          x.expected_block = e->second;
+        }
+      }
       if (auto replica = up.header().find("x-warden-replica"); replica != up.header().end()) {
         int v = 0;
         const std::string_view text = replica->value();
@@ -303,6 +329,12 @@ asio::awaitable<void> Runner::turn(Level& level, std::size_t slot) {
   rec.ended_at = end;
   rec.ok = ok;
   rec.output_tokens = ok ? reader.output_tokens() : 0;
+  if (const auto usage = reader.usage();
+      ok && usage && usage->cached_tokens && x.expected_cached && x.expected_block > 0) {
+    const auto reported = static_cast<std::int64_t>(*usage->cached_tokens);
+    const auto expected = static_cast<std::int64_t>(*x.expected_cached);
+    rec.expected_cached_ok = std::abs(expected - reported) <= static_cast<std::int64_t>(x.expected_block);
+  }
   if (!ok) {
     rec.ttfb.reset();
   }

@@ -42,6 +42,8 @@ struct ReplicaFigures {
   double kv_usage = 0.0;
   /// KV-cache capacity in tokens (num_gpu_blocks * block_size from `vllm:cache_config_info`); 0 = unknown.
   std::uint64_t kv_capacity_tokens = 0;
+  /// Tokens per KV cache block (`vllm:cache_config_info` block_size); 0 = unknown.
+  std::uint32_t block_size = 0;
   /// Host (CPU) KV offload capacity in tokens (offload_capacity_tokens(), replica_report.hpp): prefixes the
   /// GPU cache evicted that the engine can load back instead of computing; 0 = no offload, or its size in
   /// tokens unknown.

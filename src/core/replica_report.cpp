@@ -68,6 +68,7 @@ void observe_report(ReplicaFigures& figures, PrefillRate& rate, const ReplicaRep
   const std::int64_t block_size = report.block_size.value_or(0);
   if (blocks > 0 && block_size > 0 && blocks < kMaxBlocks && block_size < kMaxBlockSize) {
     figures.kv_capacity_tokens = static_cast<std::uint64_t>(blocks * block_size);
+    figures.block_size = static_cast<std::uint32_t>(block_size);
   }
   if (const auto offload = offload_capacity_tokens(report)) {
     figures.offload_capacity_tokens = *offload;

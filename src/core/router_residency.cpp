@@ -117,12 +117,27 @@ void Router::use_residency(RequestFacts& facts) const {
     facts.home_cached_tokens = *snapshot_.replicas[*best].cached_for_request;
     facts.home_cache_exact = true;
     facts.preferred = 0;
+    return;
   }
+  // A new thread prefers (decide.hpp, rule 7) the replicas whose events show its start resident, not those
+  // the warden's memory of where starts went names.
+  ReplicaSet known = 0;
+  ReplicaSet holding = 0;
+  for (std::size_t i = 0; i < snapshot_.replicas.size() && i < replica_set_size; ++i) {
+    if (const auto held = snapshot_.replicas[i].cached_for_request) {
+      known |= ReplicaSet{1} << i;
+      holding |= *held > 0 ? ReplicaSet{1} << i : 0;
+    }
+  }
+  facts.preferred = (facts.preferred & ~known) | holding;
 }
 
 void Router::expect(const RequestFacts& facts, Decision& decision) const {
   decision.thread_key = facts.session && !facts.thread.side ? facts.session->hash : 0;
   const ReplicaIndex chosen = *decision.replica;
+  if (chosen < snapshot_.replicas.size()) {
+    decision.expected_block = snapshot_.replicas[chosen].block_size;
+  }
   if (chosen < snapshot_.replicas.size() && snapshot_.replicas[chosen].cached_for_request) {
     decision.expected_cached_tokens = *snapshot_.replicas[chosen].cached_for_request;
     decision.expected_exact = true;

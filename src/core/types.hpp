@@ -302,6 +302,8 @@ struct Decision {
   /// events when live (`expected_exact`), else the estimate (the previous prompt at home, 0 elsewhere).
   std::uint32_t expected_cached_tokens = 0;
   bool expected_exact = false;
+  /// The chosen replica's block size (0 = unknown): the expectation's grain, a hit being whole blocks.
+  std::uint32_t expected_block = 0;
   /// The key the Router knows the request's thread by (its session key, re-keyed for a shared id; 0 =
   /// none): the gateway sends it to the engine as the request's session_id, so the engine's KV cache events
   /// name the thread the way the Router looks it up.

@@ -110,11 +110,12 @@ core::Time to_time(double seconds) {
 
 // Events ordered by time, then by the order they were scheduled (deterministic ties).
 struct Timed {
-  enum class Kind : std::uint8_t { step_done, arrive, client_done };
+  enum class Kind : std::uint8_t { step_done, arrive, client_done, restart };
   double time;
   std::uint64_t seq;
   Kind kind;
-  std::uint64_t id;  // replica for step_done, request id otherwise
+  std::uint64_t
+      id;  // replica (and its engine's generation, step_done) for step_done and restart, request id otherwise
   bool operator>(const Timed& o) const { return time != o.time ? time > o.time : seq > o.seq; }
 };
 
@@ -172,6 +173,7 @@ struct Flight {
   bool failed = false;
   double arrived = 0;  // at the warden
   core::Decision decision;
+  std::uint32_t warden = 0;  // the warden the request reached (a load balancer in front picks one)
   // The expected cached tokens (decision) came within a block of what the engine reported at its first
   // token (Router policies only).
   std::optional<bool> expected_cached_ok;
@@ -190,7 +192,8 @@ class Driver {
         hooks_(hooks),
         workload_(config.workload),
         rng_(base::splitmix64(config.seed ^ 0x5157A7E)),
-        jitter_rng_(base::splitmix64(config.seed ^ 0x7417E7)) {}
+        jitter_rng_(base::splitmix64(config.seed ^ 0x7417E7)),
+        warden_rng_(base::splitmix64(config.seed ^ 0x3A7D3)) {}
 
   Result<Outcome> run() {
     for (std::size_t p = 0; p < config_.policies.size(); ++p) {
@@ -216,6 +219,8 @@ class Driver {
       engine.scheduling_policy = engine::SchedulingPolicy::priority;
     }
     engines_.clear();
+    engine_config_ = engine;
+    generation_.assign(config_.replicas, 0);
     pending_.assign(config_.replicas, false);
     step_events_.assign(config_.replicas, {});
     for (std::uint32_t r = 0; r < config_.replicas; ++r) {
@@ -265,11 +270,15 @@ class Driver {
       sessions.adaptive_gap_factor = config_.admission_gap_factor;
       sessions.min_active_window = to_time(config_.admission_min_window);
     }
-    auto router = core::Router::make(core::router_config(routing, sessions));
-    if (!router) {
-      return base::Failure{router.error()};
+    // One Router per warden (SimulationConfig::wardens): no shared state between them.
+    routers_.clear();
+    for (std::uint32_t w = 0; w < std::max<std::uint32_t>(1, config_.wardens); ++w) {
+      auto router = core::Router::make(core::router_config(routing, sessions));
+      if (!router) {
+        return base::Failure{router.error()};
+      }
+      routers_.push_back(std::move(*router));
     }
-    router_.emplace(std::move(*router));
     held_ = HeldRequests(hold_rules());
     for (std::size_t i = 0; i < config_.levels.size(); ++i) {
       auto ok = run_level(config_.levels[i], i);
@@ -336,6 +345,9 @@ class Driver {
     interval_tasks_ = 0;
     interval_requests_ = 0;
     level.next_mark = config_.timeline > 0 ? now_ + config_.timeline : kInf;
+    if (config_.restart && config_.restart->replica < config_.replicas) {
+      push(now_ + config_.restart->after, Timed::Kind::restart, config_.restart->replica);
+    }
     return level;
   }
 
@@ -417,11 +429,13 @@ class Driver {
   // The level drained (or runs on into the next): its row and stats.
   void end_level(const Level& level) {
     stats_.drained = now_;
-    if (router_ && !level.carried_on) {
-      router_->agents_stopped();  // the level's agents stopped mid-task: their tasks are not under way
+    if (!level.carried_on) {
+      for (core::Router& router : routers_) {
+        router.agents_stopped();  // the level's agents stopped mid-task: their tasks are not under way
+      }
     }
-    if (router_ && config_.workload.agentic.enabled) {
-      stats_.task_tokens = router_->view(to_time(now_)).task_tokens;
+    if (!routers_.empty() && config_.workload.agentic.enabled) {
+      stats_.task_tokens = routers_.front().view(to_time(now_)).task_tokens;
     }
     stats_.preemptions = preemptions() - level.preempt_start;
     stats_.sessions_started = loop_->sessions_started() - level.carried_sessions;
@@ -438,6 +452,10 @@ class Driver {
       f.slot = slot;
       f.started = now_ + (config_.think_jitter > 0 ? config_.think_jitter * jitter_rng_.unit() : 0.0);
       f.turn = conv.turn;
+      if (routers_.size() > 1) {
+        f.warden = static_cast<std::uint32_t>(warden_rng_.unit() * static_cast<double>(routers_.size())) %
+                   static_cast<std::uint32_t>(routers_.size());
+      }
       auto prompt = prompts_[slot].render(workload_, conv);
       if (!prompt) {
         f.failed = true;
@@ -538,10 +556,15 @@ class Driver {
         }
         break;
       case Timed::Kind::step_done:
-        step_done(static_cast<std::uint32_t>(ev.id));
+        if (ev.id >> 32U == generation_[ev.id & 0xffffffffU]) {  // else a step of an engine since restarted
+          step_done(static_cast<std::uint32_t>(ev.id & 0xffffffffU));
+        }
         break;
       case Timed::Kind::client_done:
         client_done(ev.id);
+        break;
+      case Timed::Kind::restart:
+        restart(static_cast<std::uint32_t>(ev.id));
         break;
     }
     if (!error_.empty()) {
@@ -572,7 +595,7 @@ class Driver {
     // held ones.
     const bool queues =
         slots_ ? f.task_start
-               : (task_policy_ && f.task_start) || !router_->home_of(f.session_hash, to_time(now_));
+               : (task_policy_ && f.task_start) || !router(f).home_of(f.session_hash, to_time(now_));
     if (held_.waits_behind(queues)) {
       hold(id);
       return {};
@@ -640,14 +663,14 @@ class Driver {
     core::RequestFacts facts = request_facts(f);
     facts.queued_for = waited;
     if (slots_ && f.task_start && facts.queued_for < slots_->config().max_wait) {
-      facts.task_room = slots_->room(router_->snapshot(scraped_, to_time(now_)).replicas,
+      facts.task_room = slots_->room(router(f).snapshot(scraped_, to_time(now_)).replicas,
                                      f.prompt_tokens_estimate, to_time(now_));
     }
     std::optional<core::Snapshot> seen;
     if (hooks_.on_decision) {
-      seen = router_->snapshot(scraped_, to_time(now_));
+      seen = router(f).snapshot(scraped_, to_time(now_));
     }
-    const core::Decision d = router_->route(facts, scraped_, to_time(now_), rng_);
+    const core::Decision d = router(f).route(facts, scraped_, to_time(now_), rng_);
     if (hooks_.on_decision) {
       DecisionTrace trace;
       trace.time = now_;
@@ -680,7 +703,7 @@ class Driver {
   // task-slots, the longer of the slots' bound and the Router's: at the shorter one the other rule may
   // still hold the head.
   core::HoldRules hold_rules() const {
-    core::HoldRules rules = core::hold_rules(router_->routing_config());
+    core::HoldRules rules = core::hold_rules(routers_.front().routing_config());
     rules.max_queue = config_.routing.admission.max_queue;
     if (slots_) {
       rules.longest = std::max(slots_->config().max_wait, rules.longest);
@@ -777,7 +800,7 @@ class Driver {
     pending_[replica] = true;
     step_events_[replica] = std::move(r.events);
     step_kv_[replica] = std::move(r.kv_events);
-    push(now_ + r.duration, Timed::Kind::step_done, replica);
+    push(now_ + r.duration, Timed::Kind::step_done, std::uint64_t{generation_[replica]} << 32U | replica);
   }
 
   void step_done(std::uint32_t replica) {
@@ -816,6 +839,31 @@ class Driver {
     }
   }
 
+  // The replica's engine restarted (SimulationConfig::restart): its requests fail as a killed engine's
+  // connections do (their clients send the turn again), and it comes back with an empty cache, its
+  // counters and its KV events' seq from 0.
+  void restart(std::uint32_t replica) {
+    engine::Engine& old = engines_[replica];
+    std::vector<engine::RequestId> lost = old.running_ids();
+    const std::vector<engine::RequestId> waiting = old.waiting_ids();
+    lost.insert(lost.end(), waiting.begin(), waiting.end());
+    engines_[replica] = engine::Engine(engine_config_, config_.seed);
+    ++generation_[replica];
+    pending_[replica] = false;
+    step_events_[replica].clear();
+    step_kv_[replica].clear();
+    if (kv_) {
+      kv_->restarted(replica);
+    }
+    for (const engine::RequestId id : lost) {
+      if (const auto it = flights_.find(id); it != flights_.end()) {
+        it->second.failed = true;
+        finish_routing(it->second);
+        push(now_ + config_.client_rtt / 2, Timed::Kind::client_done, id);
+      }
+    }
+  }
+
   // What the Router expected the chosen replica to serve from cache, against what its engine reported.
   void check_expectation(Flight& f, std::uint32_t reported, std::uint32_t replica) const {
     if (vllm_model_ || !f.awaiting_first) {
@@ -828,7 +876,7 @@ class Driver {
 
   void first_token(Flight& f) {
     if (f.awaiting_first) {
-      router_->first_token(f.decision);
+      router(f).first_token(f.decision);
       f.awaiting_first = false;
     }
   }
@@ -841,7 +889,7 @@ class Driver {
       balancer_->finish(f.api_server, f.replica);
     } else {
       first_token(f);
-      router_->finish(f.replica);
+      router(f).finish(f.replica);
     }
   }
 
@@ -857,7 +905,7 @@ class Driver {
     facts.first_message = f.first_message;
     facts.prompt_tokens = f.prompt_tokens_estimate;
     facts.offers_tools = config_.workload.agentic.enabled;
-    router_->answered(facts, final_text);
+    router(f).answered(facts, final_text);
   }
 
   void client_done(std::uint64_t id) {
@@ -978,6 +1026,9 @@ class Driver {
     return n;
   }
 
+  // The Router of the warden the request reached.
+  core::Router& router(const Flight& f) { return routers_[f.warden]; }
+
   const SimulationConfig& config_;
   const Hooks& hooks_;
   workload::Workload workload_;
@@ -986,6 +1037,8 @@ class Driver {
   double now_ = 0;
   std::vector<engine::Engine> engines_;
   std::vector<bool> pending_;
+  std::vector<std::uint32_t> generation_;  // per replica: engines restarted so far
+  engine::EngineConfig engine_config_;
   std::vector<std::vector<engine::Event>> step_events_;
   std::vector<std::vector<engine::KvEvent>> step_kv_;
   std::optional<KvSense> kv_;  // the engines' KV cache events, with SimulationConfig::kv_events
@@ -1015,7 +1068,8 @@ class Driver {
   HeldRequests held_;
   std::string error_;  // an error raised inside an engine step, reported by the level loop
   std::optional<VllmBalancer> balancer_;
-  std::optional<core::Router> router_;
+  std::vector<core::Router> routers_;  // one per warden
+  core::SplitMixRng warden_rng_;       // which warden a request reaches (wardens > 1)
   std::unique_ptr<workload::Loop> loop_;
   std::optional<report::LevelRecorder> recorder_;
   std::vector<IncrementalPrompt> prompts_;

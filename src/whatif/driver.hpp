@@ -104,6 +104,17 @@ struct SimulationConfig {
   // The warden listens to every engine's KV cache events (whatif/kv_sense.hpp): what each replica holds of
   // a request's thread is known, not estimated. Off: today's estimate from the warden's own traffic.
   bool kv_events = false;
+  // Wardens in front of the replicas, with no shared state: a load balancer sends each request to one of
+  // them at random (its own seeded stream). Each has its own Router (homes, in-flight counts); the hold
+  // queue is one.
+  std::uint32_t wardens = 1;
+  // One replica's engine restarts this many model seconds into every level: its requests fail (their
+  // clients send them again) and it comes back empty (its KV events' seq from 0, its index cleared).
+  struct Restart {
+    std::uint32_t replica = 0;
+    double after = 0;
+  };
+  std::optional<Restart> restart;
   std::uint32_t vllm_api_servers = 0;  // vLLM API server processes; 0 = one per replica (vLLM's default)
   double vllm_publish_interval = 0.1;  // vLLM coordinator's stats publish period
 };

@@ -128,6 +128,27 @@ TEST_F(RouterResidency, ANewThreadExpectsTheStartItSharesWithThreadsOfTheSameSta
   EXPECT_EQ(d.expected_cached_tokens, 0U);
 }
 
+TEST_F(RouterResidency, ANewThreadPrefersWhereTheEventsShowItsStartNotWhereItWentOnce) {
+  constexpr std::uint64_t start = 0xABC;
+  const auto turn_of = [&](std::uint64_t key, std::optional<ReplicaIndex> pin, std::int64_t t) {
+    RequestFacts f = turn(key, 1000, start);
+    f.thread.long_start = true;
+    f.pin = pin;
+    return route(f, t);
+  };
+  turn_of(1, 3, 0);
+  store(3, run(100, 40), std::nullopt, 1);
+  turn_of(2, 3, 1);
+  store(3, run(200, 20), 129, 2);  // the start: 30 blocks, held by replica 3 (which carries two threads)
+  const Decision held = turn_of(3, std::nullopt, 2);
+  EXPECT_EQ(held.replica, 3U);  // comparable load, start resident: rule 7 places it there
+  // The engine evicted the start there: the events take replica 3 out of the preference.
+  index_[3].removed(run(100, 40), KvTier::gpu, std::nullopt);
+  const Decision gone = turn_of(4, std::nullopt, 3);
+  EXPECT_NE(gone.replica, 3U);
+  EXPECT_EQ(gone.expected_cached_tokens, 0U);
+}
+
 TEST_F(RouterResidency, TheBaselinesIgnoreTheEvents) {
   RoutingConfig routing = router_.routing_config();
   routing.policy = "session-hash";

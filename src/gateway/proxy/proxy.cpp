@@ -33,6 +33,17 @@ void set_queued_header(const RequestRecord& rec, http::response_header<>& head) 
   }
 }
 
+// What the warden expected the replica to serve from cache: `x-warden-expected-cached: 12544; block=1568;
+// exact` (exact: from the replica's KV cache events, else the estimate), for a load tool to compare with the
+// usage the engine reports.
+void set_expected_header(const RequestRecord& rec, http::response_header<>& head) {
+  if (rec.expected_cached) {
+    head.set("x-warden-expected-cached",
+             fmt::format("{}; block={}{}", *rec.expected_cached, rec.expected_block,
+                         rec.expected_exact ? "; exact" : ""));
+  }
+}
+
 }  // namespace
 
 // Why the client gets an error instead of the engine's answer.
@@ -273,6 +284,7 @@ http::response_header<> client_header(const net::Request& req, const RequestReco
   head.set("x-warden-replica", std::to_string(rec.replica));
   head.set("x-warden-route", rec.route);
   set_queued_header(rec, head);
+  set_expected_header(rec, head);
   return head;
 }
 
@@ -496,6 +508,9 @@ bool Proxy::take_decision(Exchange& ex, const Outgoing& out, int attempt, Attemp
   ex.layout = ex.model->layout();
   ex.replica_removed = false;
   rec.route = attempt > 0 ? "failover" : std::string(core::route_name(d.route));
+  rec.expected_cached = d.expected_cached_tokens;
+  rec.expected_exact = d.expected_exact;
+  rec.expected_block = d.expected_block;
   ex.probe = ex.model->outliers().take_probe(rec.replica, Clock::now().time_since_epoch());
   ex.decision = d;
   ex.awaiting_first = ex.routed;
@@ -590,6 +605,7 @@ asio::awaitable<bool> Proxy::forward(Exchange& ex, const net::Request& req, cons
       model.data_parallel ? std::optional<int>(ex.record.replica) : std::nullopt;
   const net::RawRequest up =
       upstream_request(req, out.rewritten, url, endpoint, dp_rank, at.decision.thread_key);
+  ex.model->sent(ex.record.replica, at.decision.thread_key);
   const net::ClientTimeouts timeouts = client_timeouts();
   // Until its first event the request can go elsewhere: recalled if the replica is marked unhealthy.
   net::Recall recall;

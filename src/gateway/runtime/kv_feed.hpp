@@ -64,6 +64,13 @@ class KvFeed {
   // a few blocks' worth (the events' own block size) computed with no batch for stale_after is stale.
   void observe_computed(double computed_tokens, core::Time now);
 
+  // A request of `thread` is on its way to the replica (core::KvIndex::sent: how much of its chain the
+  // thread's requests reuse is learned from where it parts).
+  void sent(std::uint64_t thread) {
+    if (index_ != nullptr && thread != 0) {
+      index_->sent(thread);
+    }
+  }
   bool exact() const;
   // What the Router reads (core::ReplicaMetrics::kv): the index while exact, else null.
   const core::KvIndex* routing_index() const { return exact() ? index_.get() : nullptr; }

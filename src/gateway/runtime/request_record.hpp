@@ -25,6 +25,11 @@ struct RequestRecord {
                              // ("" if not)
   double duration_s = 0;
   std::optional<double> queued_s;  // how long admission held it back (std::nullopt: not held)
+  // The cached tokens the warden expected on the chosen replica (core::Decision::expected_cached_tokens),
+  // from its KV cache events when `expected_exact`, and that replica's block size (0 = unknown).
+  std::optional<std::uint32_t> expected_cached;
+  bool expected_exact = false;
+  std::uint32_t expected_block = 0;
 
   std::int64_t prompt_cached() const { return cached_tokens.value_or(0); }
   std::int64_t prompt_computed() const {
