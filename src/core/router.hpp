@@ -163,8 +163,8 @@ class Router {
                                                      std::span<const ReplicaMetrics> metrics);
   void note_admission(const RequestFacts& facts, const Decision& decision);
   // The request's facts with its conversation's key (a shared id's main thread: shared_ids.hpp), noting
-  // what the request shows when `note` (a request being routed, not one answered); the warden's policy only.
-  RequestFacts conversation_facts(RequestFacts facts, bool note);
+  // what the request shows at `note_at` (a request being routed, not one answered); the warden's policy only.
+  RequestFacts conversation_facts(RequestFacts facts, std::optional<Time> note_at);
   void drop_prefill(const Decision& decision);
   void look_up_home(RequestFacts& facts, std::span<const ReplicaMetrics> metrics, Time now) const;
 
