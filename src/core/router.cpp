@@ -378,8 +378,9 @@ SessionTableConfig Router::session_config() const {
   return sessions_.config();
 }
 
-std::vector<SessionThreadsView> Router::threaded_sessions(std::size_t limit, Time now) const {
-  return threads_.recent(sessions_, limit, now);
+std::vector<SessionThreadsView> Router::threaded_sessions(std::size_t limit, Time now,
+                                                          std::size_t offset) const {
+  return threads_.recent(sessions_, limit, offset, now);
 }
 
 }  // namespace warden::core

@@ -150,8 +150,10 @@ class Router {
   void track_session_changes(bool on);
   [[nodiscard]] SessionChanges take_session_changes();
   [[nodiscard]] SessionTableConfig session_config() const;
-  /// Up to `limit` sessions with threads besides their main one, most recently seen first.
-  [[nodiscard]] std::vector<SessionThreadsView> threaded_sessions(std::size_t limit, Time now) const;
+  /// Up to `limit` sessions with threads besides their main one, most recently seen first, after the first
+  /// `offset` of them.
+  [[nodiscard]] std::vector<SessionThreadsView> threaded_sessions(std::size_t limit, Time now,
+                                                                  std::size_t offset = 0) const;
 
  private:
   Router(RouterConfig config, std::unique_ptr<Policy> policy);

@@ -48,9 +48,9 @@ class ThreadHomes {
   /// noted; threads the index forgot to make room leave `sessions` too.
   void served(const RequestFacts& facts, ReplicaIndex replica, SessionTable& sessions, Time now);
 
-  /// Up to `limit` sessions with threads, most recently seen first.
+  /// Up to `limit` sessions with threads, most recently seen first, after the first `offset`.
   [[nodiscard]] std::vector<SessionThreadsView> recent(const SessionTable& sessions, std::size_t limit,
-                                                       Time now) const;
+                                                       std::size_t offset, Time now) const;
 
   [[nodiscard]] std::size_t sessions() const { return index_.sessions(); }
   [[nodiscard]] std::size_t threads() const { return index_.threads(); }
