@@ -320,6 +320,32 @@ TEST(ModelRuntime, AHangReportedAsNothingRunningIsAStall) {
   EXPECT_EQ(m.outliers().eject_stalled(seconds(22)), std::vector<int>{0});
 }
 
+// The same hang on an engine that exports no token counters: the warden's own requests there are its
+// work, their first tokens its progress. One answered keeps it in; one that waits past stall_after ejects
+// it.
+TEST(ModelRuntime, AHangWithoutTokenCountersIsAStall) {
+  Config c = config_of(kUrls);
+  ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
+  m.outliers().configure(stall_after(std::chrono::seconds(20)));
+  using std::chrono::seconds;
+  const auto scrape = [&](int at) {
+    m.apply_scrape(c.models[0].urls[0],
+                   *parse_vllm_metrics("vllm:num_requests_running{model_name=\"served\"} 0\n", "served"),
+                   seconds(at));
+  };
+  const auto answered = send(m, 0, 100, seconds(0));
+  scrape(0);
+  scrape(15);
+  m.first_token(answered);
+  send(m, 0, 100, seconds(16));
+  scrape(16);
+  scrape(36);
+  EXPECT_TRUE(m.outliers().eject_stalled(seconds(36)).empty())
+      << "20 s since the last first token, + prefill";
+  scrape(37);
+  EXPECT_EQ(m.outliers().eject_stalled(seconds(37)), std::vector<int>{0});
+}
+
 TEST(ModelRuntime, HostileMetricValuesAreClamped) {
   Config c = config_of(kDp);
   ModelRuntime m(c.models[0], 1, io.get_executor(), rng);
