@@ -5,6 +5,7 @@
 #include <boost/json/serialize.hpp>
 #include <chrono>
 
+#include "gateway/config/keep_unchanged.hpp"
 #include "gateway/config/routing_settings.hpp"
 
 namespace warden::gateway {
@@ -84,7 +85,9 @@ std::optional<std::vector<StoredHome>> DurableState::restore_homes(ModelRuntime&
   return live;
 }
 
-// A stored change applies while the config file still says what it said when the change was made.
+// A stored change applies as a reload applies the file over it: every setting the file changed since the
+// change was made is the file's, every other one keeps the change (and it is stored again against the
+// file's routing now, as a reload stores it).
 void DurableState::restore_routing(ModelRuntime& m) {
   const std::string& name = m.config().name;
   const auto stored = routing_db_->load_routing(name);
@@ -101,15 +104,22 @@ void DurableState::restore_routing(ModelRuntime& m) {
   const core::RoutingConfig& file = m.config().routing;
   const auto at_change = patch_routing(file, change.config_routing, RoutingScope::stored);
   const auto routing = patch_routing(file, change.routing, RoutingScope::stored);
-  if (!at_change || !routing || *at_change != file || !m.set_routing(*routing)) {
+  core::RoutingConfig next = file;
+  if (at_change && routing) {
+    keep_unchanged(next, *routing, *at_change, file);
+  }
+  if (!at_change || !routing || next == file || !m.set_routing(next)) {
     spdlog::info("routing change of model {} dropped: {}", name,
-                 at_change && routing ? "the config file's routing changed since" : "unreadable");
+                 at_change && routing ? "the config file changed every setting it held since" : "unreadable");
     if (auto forgotten = routing_db_->forget_routing(name); !forgotten) {
       spdlog::warn("dropped routing change of model {} is still stored: {}", name, forgotten.error());
     }
     return;
   }
-  spdlog::info("routing restored model={} {}", name, change.routing);
+  if (*at_change != file) {
+    save_routing(m);
+  }
+  spdlog::info("routing restored model={} {}", name, boost::json::serialize(routing_json(next)));
 }
 
 void DurableState::save_routing(ModelRuntime& m) {
