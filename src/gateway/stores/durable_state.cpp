@@ -151,11 +151,21 @@ void DurableState::flush(StatsStore& stats, std::int64_t unix_now, const std::ve
       spdlog::warn("stats history could not be written: {}", written.error());
     }
   }
-  if (routing_db_) {
-    if (auto written = routing_db_->save_homes(homes); !written) {
-      spdlog::warn("conversation homes could not be written: {}", written.error());
-    }
+  if (!routing_db_) {
+    return;
   }
+  if (!unwritten_.empty()) {
+    merge_home_changes(unwritten_, homes);
+  }
+  const std::vector<HomeChanges>& pending = unwritten_.empty() ? homes : unwritten_;
+  if (auto written = routing_db_->save_homes(pending); !written) {
+    if (unwritten_.empty()) {
+      unwritten_ = homes;
+    }
+    spdlog::warn("conversation homes could not be written ({}): kept for the next write", written.error());
+    return;
+  }
+  unwritten_.clear();
 }
 
 }  // namespace warden::gateway

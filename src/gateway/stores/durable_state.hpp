@@ -41,7 +41,8 @@ class DurableState {
   // file's new routing (so a restart keeps it too), and none is stored once the file's is all in force.
   void routing_reloaded(ModelRuntime& m);
 
-  // Writes the stats history and the homes that changed (`homes`, one entry per model).
+  // Writes the stats history and the homes that changed (`homes`, one entry per model). Homes a write
+  // could not store (a full disk) are kept and written with the next one.
   void flush(StatsStore& stats, std::int64_t unix_now, const std::vector<HomeChanges>& homes);
 
  private:
@@ -50,6 +51,7 @@ class DurableState {
 
   std::unique_ptr<StatsDb> stats_db_;
   std::optional<RoutingStateDb> routing_db_;  // statements over stats_db_'s database
+  std::vector<HomeChanges> unwritten_;         // what failed writes left, for the next one
 };
 
 }  // namespace warden::gateway
