@@ -1,9 +1,19 @@
 #include "gateway/stores/durable_state.hpp"
 
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/file.h>
+#include <unistd.h>
 
+#include <array>
 #include <boost/json/serialize.hpp>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
+
+#include "base/trim.hpp"
 
 #include "gateway/config/keep_unchanged.hpp"
 #include "gateway/config/routing_settings.hpp"
@@ -16,8 +26,54 @@ ClockPair clocks_now() {
           duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count()};
 }
 
+base::Result<StateDirLock> StateDirLock::take(const std::string& state_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(state_dir, ec);
+  const std::string path = (std::filesystem::path(state_dir) / "lock").string();
+  // Close-on-exec: a launched engine must not keep the directory locked after the warden is gone.
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return base::Failure{fmt::format("cannot open {}: {}", path, std::strerror(errno))};
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    std::array<char, 32> holder{};
+    const ssize_t n = ::pread(fd, holder.data(), holder.size() - 1, 0);
+    ::close(fd);
+    return base::Failure{fmt::format(
+        "state_dir '{}' is in use by another warden (pid {}); give each warden its own state_dir", state_dir,
+        n > 0 ? base::trim(std::string_view(holder.data(), static_cast<std::size_t>(n)), " \t\n")
+              : std::string_view("unknown"))};
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+    spdlog::warn("{}: the warden's pid could not be written ({})", path, std::strerror(errno));
+  }
+  return StateDirLock(fd);
+}
+
+StateDirLock& StateDirLock::operator=(StateDirLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) {
+      ::close(fd_);
+    }
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+StateDirLock::~StateDirLock() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+  }
+}
+
 base::Result<void> DurableState::open(const std::string& state_dir, StatsStore& stats,
                                       std::int64_t unix_now) {
+  auto lock = StateDirLock::take(state_dir);
+  if (!lock) {
+    return base::Failure{std::move(lock.error())};
+  }
+  lock_.emplace(std::move(*lock));
   auto db = StatsDb::open(state_dir);
   if (!db) {
     return base::Failure{std::move(db.error())};

@@ -1,4 +1,5 @@
-// What outlives a restart, against a disk that fails: a write that fails keeps its homes for the next one.
+// What outlives a restart, against a disk that fails: a write that fails keeps its homes for the next one,
+// and one warden holds a state directory.
 #include "gateway/stores/durable_state.hpp"
 
 #include <gtest/gtest.h>
@@ -84,4 +85,23 @@ TEST(DurableState, ChangesMergeKeyByKey) {
   EXPECT_EQ(kept, (std::set<std::uint64_t>{1, 3}));
   EXPECT_EQ(earlier[0].removed, std::vector<std::uint64_t>{2});
   EXPECT_EQ(earlier[1].model, "other");
+}
+
+// A second warden on the same state directory is refused, naming the first one's pid; once the first is
+// gone the directory is free.
+TEST(DurableState, OneWardenHoldsAStateDirectory) {
+  TempDir dir;
+  StatsStore stats(std::chrono::seconds(3600));
+  {
+    DurableState first;
+    ASSERT_TRUE(first.open(dir.path.string(), stats, 1'800'000'000));
+    DurableState second;
+    const auto refused = second.open(dir.path.string(), stats, 1'800'000'000);
+    ASSERT_FALSE(refused);
+    EXPECT_NE(refused.error().find("in use by another warden (pid " + std::to_string(::getpid()) + ")"),
+              std::string::npos)
+        << refused.error();
+  }
+  DurableState again;
+  EXPECT_TRUE(again.open(dir.path.string(), stats, 1'800'000'000));
 }
