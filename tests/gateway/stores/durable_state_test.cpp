@@ -1,10 +1,12 @@
 // What outlives a restart, against a disk that fails: a write that fails keeps its homes for the next one,
-// and one warden holds a state directory.
+// one warden holds a state directory, and a damaged database is moved aside rather than stopping the start.
 #include "gateway/stores/durable_state.hpp"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "support/temp_dir.hpp"
@@ -104,4 +106,23 @@ TEST(DurableState, OneWardenHoldsAStateDirectory) {
   }
   DurableState again;
   EXPECT_TRUE(again.open(dir.path.string(), stats, 1'800'000'000));
+}
+
+// A stats.sqlite3 that is not a database: moved aside (kept for a look), and the warden starts with an
+// empty one.
+TEST(DurableState, ADamagedDatabaseIsMovedAsideAndTheStartGoesOn) {
+  TempDir dir;
+  std::ofstream(dir.path / "stats.sqlite3") << std::string(8192, 'x');
+  StatsStore stats(std::chrono::seconds(3600));
+  DurableState state;
+  const auto opened = state.open(dir.path.string(), stats, 1'800'000'000);
+  ASSERT_TRUE(opened) << opened.error();
+  int aside = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path)) {
+    aside += entry.path().filename().string().starts_with("stats.sqlite3.damaged-") ? 1 : 0;
+  }
+  EXPECT_EQ(aside, 1);
+  state.flush(stats, 1'800'000'000, {changed({7})});
+  Peer peer(dir);
+  EXPECT_EQ(peer.keys(), (std::set<std::int64_t>{7}));
 }
