@@ -589,21 +589,24 @@ asio::awaitable<boost::system::error_code> Server::Connection::read_body(Parser&
 
 // Before the parser takes the buffered bytes of a chunked body: its buffer grows here, drawn on the
 // budget first (a Content-Length body reserved its whole size from the header), so the memory a body
-// holds is never more than its share. False: the growth would take the bodies in flight over the budget.
+// holds is its share. False: the growth would take the bodies in flight over the budget.
 bool Server::Connection::grow_body(Parser& parser) {
   std::string& body = parser.get().body();
   const std::size_t needed = body.size() + buffer_.size();
   if (!body_on_budget_ || needed <= body.capacity()) {
     return true;
   }
-  const std::size_t grown = std::max(needed, std::min(body.capacity() * 2, body_limit_));
-  // The copy holds the old buffer and the new one for a moment: both count until it is done.
-  if (!draw_body(body.capacity() + grown)) {
+  // Doubling keeps the copies few; near the budget's end, exactly what is needed. (The copy holds both
+  // buffers for a moment: one at a time on the one I/O thread, at most max_body_size over the budget.)
+  const std::size_t ample = std::max(needed, std::min(body.capacity() * 2, body_limit_));
+  if (!draw_body(ample) && !draw_body(needed)) {
     return false;
   }
-  body.reserve(grown);
-  server_.inflight_body_bytes_ -= body_reserved_ - grown;
-  body_reserved_ = grown;
+  // A fresh buffer of exactly the share: reserve() on the old one may double it past the share.
+  std::string grown;
+  grown.reserve(body_reserved_);
+  grown.append(body);
+  body.swap(grown);
   return true;
 }
 
