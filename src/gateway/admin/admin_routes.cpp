@@ -39,8 +39,12 @@ net::Response json_response(const net::Request& req, unsigned status, const boos
 
 net::Response admin_error(const net::Request& req, unsigned status, std::string_view message) {
   const std::string_view type = protocol::openai_error_type(static_cast<int>(status));
-  return net::make_response(
+  net::Response res = net::make_response(
       req, status, protocol::openai_error_body({.message = message, .type = type, .param_and_code = false}));
+  if (status == 429) {
+    res.set(http::field::retry_after, "1");
+  }
+  return res;
 }
 
 // An endpoint's refusal, returned from wherever it is found and answered as admin_error() in one place.
@@ -278,6 +282,10 @@ Reply sessions(const Call& c) {
   const auto offset = count_param(c, "offset", 0, std::numeric_limits<std::uint32_t>::max(), 0);
   if (!limit || !offset) {
     return !limit ? limit.error() : offset.error();
+  }
+  if (!c.ctx.sessions_pages().take(c.ctx.unix_now())) {
+    return AdminError{429, fmt::format("at most {} sessions pages are built a second; retry shortly",
+                                       PageBudget::per_second)};
   }
   // One more than the page says whether another page follows (sessions seen meanwhile move ahead of it).
   boost::json::array page = threaded_sessions_json(

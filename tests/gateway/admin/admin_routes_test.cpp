@@ -36,6 +36,7 @@ class FakeGateway final : public AdminContext {
   std::optional<boost::json::object> engine_logs(std::string_view, std::size_t) const override {
     return std::nullopt;
   }
+  PageBudget& sessions_pages() override { return pages_; }
 
   ModelRuntime& model() { return *models_.front(); }
   int routing_changes = 0;
@@ -53,6 +54,7 @@ class FakeGateway final : public AdminContext {
   Config config_;
   StatsStore stats_;
   std::vector<std::unique_ptr<ModelRuntime>> models_;
+  PageBudget pages_;
 };
 
 const char* kModels = R"(models:
@@ -229,6 +231,21 @@ TEST(AdminRoutes, TheSessionsReadIsABoundedPage) {
   EXPECT_EQ(last.at("sessions").as_array().size(), 50u);
   EXPECT_TRUE(last.at("next_offset").is_null());
   EXPECT_EQ(answer_admin(g, request(http::verb::get, "/api/models/m/sessions?offset=-1")).result_int(), 400u);
+}
+
+// Readers that loop: ten pages are built in a second (the gateway's clock stands still here), the next
+// ones answered 429 without building anything.
+TEST(AdminRoutes, SessionsPagesAreBuiltTenASecond) {
+  FakeGateway g(kModels);
+  int built = 0;
+  int refused = 0;
+  for (int i = 0; i < 25; ++i) {
+    const auto r = answer_admin(g, request(http::verb::get, "/api/models/m/sessions?limit=100"));
+    built += r.result_int() == 200u ? 1 : 0;
+    refused += r.result_int() == 429u ? 1 : 0;
+  }
+  EXPECT_EQ(built, 10);
+  EXPECT_EQ(refused, 15);
 }
 
 TEST(AdminRoutes, StatsWindowIsChecked) {
