@@ -281,9 +281,95 @@ void report_learn_shared_home() {
       learn, import, import / learn);
 }
 
+// A client flooding new session ids, each plain (one request with a first message) or shared (first
+// messages A, B, A), into a Router already holding 0, 1M and 2M ids of the same kind: the routing cost of
+// each request (mean and the slowest), side by side, and the memory per id at 1M (session table and
+// shared-id table together; past 1M both tables are at their bound).
+struct FloodFigures {
+  double mean_ns = 0;
+  double p999_ns = 0;
+  double max_ns = 0;
+};
+
+struct IdFlood {
+  Router router;
+  std::vector<ReplicaMetrics> metrics = fleet_metrics();
+  SplitMixRng rng{9};
+  Time now{0};
+  std::uint64_t next = 0;
+  bool shared = false;
+
+  // One id's requests; each one's routing time in `took` when given.
+  void send_one(std::vector<double>* took) {
+    const std::uint64_t id = next++;
+    const std::uint64_t firsts[] = {1, 2, 1};
+    for (std::size_t i = 0; i < (shared ? 3U : 1U); ++i) {
+      RequestFacts f = turn(id);
+      f.first_message = firsts[i];
+      now += std::chrono::microseconds(1);
+      const auto start = std::chrono::steady_clock::now();
+      const Decision d = router.route(f, metrics, now, rng);
+      const std::chrono::duration<double, std::nano> t = std::chrono::steady_clock::now() - start;
+      router.finish(*d.replica);
+      if (took != nullptr) {
+        took->push_back(t.count());
+      }
+    }
+  }
+  void fill_to(std::uint64_t ids) {
+    while (next < ids) {
+      send_one(nullptr);
+    }
+  }
+  FloodFigures measure(std::uint64_t ids) {
+    std::vector<double> took;
+    for (std::uint64_t i = 0; i < ids; ++i) {
+      send_one(&took);
+    }
+    double sum = 0;
+    for (const double t : took) {
+      sum += t;
+    }
+    std::sort(took.begin(), took.end());
+    return {sum / static_cast<double>(took.size()), took[took.size() * 999 / 1000], took.back()};
+  }
+};
+
+void report_id_flood() {
+  constexpr std::uint64_t measured = 2'000;
+  constexpr std::uint64_t sizes[] = {0, 1'000'000, 2'000'000};
+  std::printf(
+      "a flood of new session ids into a Router holding N ids of the same kind (%llu ids measured per row; "
+      "ns per request: mean, 99.9th percentile, slowest):\n  %-10s %27s %27s\n",
+      static_cast<unsigned long long>(measured), "N", "plain", "shared");
+  IdFlood plain;
+  IdFlood shared;
+  shared.shared = true;
+  double plain_bytes = 0;
+  double shared_bytes = 0;
+  for (const std::uint64_t n : sizes) {
+    for (IdFlood* flood : {&plain, &shared}) {
+      const std::int64_t before = live_bytes.load();
+      flood->fill_to(n);
+      if (n == 1'000'000) {
+        (flood->shared ? shared_bytes : plain_bytes) =
+            static_cast<double>(live_bytes.load() - before) / static_cast<double>(n - measured);
+      }
+    }
+    const FloodFigures p = plain.measure(measured);
+    const FloodFigures q = shared.measure(measured);
+    std::printf("  %-10llu %8.0f %9.0f %8.0f %8.0f %9.0f %8.0f\n", static_cast<unsigned long long>(n),
+                p.mean_ns, p.p999_ns, p.max_ns, q.mean_ns, q.p999_ns, q.max_ns);
+  }
+  std::printf(
+      "  memory per id (Router: session table and shared-id table): plain %.0f bytes, shared %.0f bytes\n\n",
+      plain_bytes, shared_bytes);
+}
+
 int main(int argc, char** argv) {
   report_memory();
   report_learn_shared_home();
+  report_id_flood();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
     return 1;

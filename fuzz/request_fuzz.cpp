@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -84,6 +85,27 @@ void check_rewrite(ApiKind api, std::string_view body, const RequestInfo& info, 
   FUZZ_CHECK(same(got, expected));
 }
 
+// What vLLM's lax parser reads as true, from the DOM (protocol::lax_true reads the value's text).
+bool read_as_true(const json::value* v) {
+  if (v == nullptr) {
+    return false;
+  }
+  if (v->is_bool()) {
+    return v->get_bool();
+  }
+  boost::system::error_code ec;
+  if (v->is_number()) {
+    const double d = v->to_number<double>(ec);
+    return !ec && d == 1.0;
+  }
+  if (!v->is_string()) {
+    return false;
+  }
+  std::string text(v->get_string());
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text == "1" || text == "on" || text == "t" || text == "true" || text == "y" || text == "yes";
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -121,7 +143,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(r);
   FUZZ_CHECK(r->model == model->get_string());
   const json::value* stream = o.if_contains("stream");
-  FUZZ_CHECK(r->stream == (stream != nullptr && stream->is_bool() && stream->get_bool()));
+  FUZZ_CHECK(r->stream == read_as_true(stream));
   FUZZ_CHECK((r->session_source == SessionSource::none) == r->session_key.empty());
   FUZZ_CHECK(r->session_key.size() <= 256);
   FUZZ_CHECK(r->pin.state != PinState::valid || r->pin.replica >= 0);

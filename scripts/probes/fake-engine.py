@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A stuck engine: answers /health, /v1/models and /metrics (token counters that never move), and holds every
-inference request. mode hang0: never answers, reports running 0. mode stall: sends a stream's header and
-first event, then nothing, reporting the held requests as running. Prints its port."""
+inference request. mode hang0: never answers, reports running 0. mode hang0-bare: the same without token
+counters. mode stall: sends a stream's header and first event, then nothing, reporting the held requests as
+running. mode wedged: never answers, reporting the held requests as running. Prints its port."""
 import socket, sys, threading
 
 mode = sys.argv[1]
@@ -26,9 +27,10 @@ def serve(c):
         rest += c.recv(65536)
     path = line.split(' ')[1]
     if path.endswith('/metrics'):
-        running = held[0] if mode == 'stall' else 0
-        body = (f'vllm:num_requests_running{{model_name="q"}} {running}\nvllm:num_requests_waiting{{model_name="q"}} 0\n'
-                'vllm:prompt_tokens_total{model_name="q"} 1000\nvllm:generation_tokens_total{model_name="q"} 500\n')
+        running = held[0] if mode in ('stall', 'wedged') else 0
+        body = f'vllm:num_requests_running{{model_name="q"}} {running}\nvllm:num_requests_waiting{{model_name="q"}} 0\n'
+        if mode != 'hang0-bare':
+            body += 'vllm:prompt_tokens_total{model_name="q"} 1000\nvllm:generation_tokens_total{model_name="q"} 500\n'
     elif path.endswith('/v1/models'):
         body = '{"object":"list","data":[{"id":"q","object":"model","max_model_len":32768}]}'
     elif path.endswith('/health'):

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Findings 4 and 5: a replica that hangs with `running 0` (hang0), or whose streams stall while it reports
-them running (stall), next to a working sim. usage: probe_stuck.py LM_WARDEN_BINARY hang0|stall [seconds]"""
+"""A replica that hangs with `running 0` (hang0; hang0-bare: an engine without token counters), whose
+streams stall while it reports them running (stall), or that wedges with 20 pinned prompts of ~60,000
+tokens running (wedged), next to a working sim.
+usage: probe_stuck.py LM_WARDEN_BINARY hang0|hang0-bare|stall|wedged [seconds]"""
 import json, os, socket, sys, threading, time, urllib.request
 
 import probe_lib
@@ -23,9 +25,10 @@ out = {}
 def one(i):
     stream = mode == 'stall'
     hdr = {'Content-Type': 'application/json', 'X-Warden-Session': f'conv-{i}'}
-    if stream:
+    if mode in ('stall', 'wedged'):
         hdr['X-Warden-Replica'] = '0'
-    body = json.dumps({'model': 'm', 'max_tokens': 20, 'stream': stream, 'messages': [{'role': 'user', 'content': f'turn {i}'}]}).encode()
+    content = f'turn {i} ' + ('x ' * 120_000 if mode == 'wedged' else '')  # ~60,000 estimated tokens
+    body = json.dumps({'model': 'm', 'max_tokens': 20, 'stream': stream, 'messages': [{'role': 'user', 'content': content}]}).encode()
     s = socket.create_connection(('127.0.0.1', port))
     s.settimeout(limit)
     h = ''.join(f'{k}: {v}\r\n' for k, v in hdr.items())
@@ -46,7 +49,7 @@ def one(i):
     what = 'error event' if stream and '"error"' in text else ('done' if '[DONE]' in text or (not stream and status == '200') else 'silent')
     out[i] = (status, what, round(time.time() - t0, 1))
 
-n = 2 if mode == 'stall' else 24
+n = {'stall': 2, 'wedged': 20}.get(mode, 24)
 ts = [threading.Thread(target=one, args=(i,)) for i in range(n)]
 for t in ts:
     t.start()

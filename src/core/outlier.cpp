@@ -33,7 +33,8 @@ Time stall_allowance(const OutlierConfig& config, std::uint64_t backlog_tokens, 
   const double rate = std::isfinite(tokens_per_second) && tokens_per_second > 0
                           ? tokens_per_second
                           : kAssumedPrefillTokensPerSecond;
-  const double seconds = std::min(kPrefillSlack * static_cast<double>(backlog_tokens) / rate, 86'400.0);
+  const double most = kMaxPrefillStallAfters * std::chrono::duration<double>(config.stall_after).count();
+  const double seconds = std::min(kPrefillSlack * static_cast<double>(backlog_tokens) / rate, most);
   return config.stall_after + std::chrono::duration_cast<Time>(std::chrono::duration<double>(seconds));
 }
 

@@ -43,10 +43,14 @@ struct OutlierConfig {
 inline constexpr double kAssumedPrefillTokensPerSecond = 500;
 /// How much longer than its measured rate a prefill may take before the watchdog stops excusing it.
 inline constexpr double kPrefillSlack = 3;
+/// The most a prefill backlog adds to stall_after, in stall_afters: whatever prompts wait on a replica
+/// (any client may pin many long ones to it), a wedged one is ejected within 3 x stall_after.
+inline constexpr double kMaxPrefillStallAfters = 2;
 /// How long a replica's token counters may stand still before it is judged stalled: stall_after, plus
 /// the time its prefill backlog (`backlog_tokens`: the uncached prompt tokens of the requests routed to it
-/// that have no first token yet) takes at `tokens_per_second` times kPrefillSlack. An engine prefilling a
-/// long prompt counts no token until the prompt's first output token, and that is not a stall.
+/// that have no first token yet) takes at `tokens_per_second` times kPrefillSlack, at most
+/// kMaxPrefillStallAfters x stall_after. An engine prefilling a long prompt counts no token until the
+/// prompt's first output token, and that is not a stall.
 [[nodiscard]] Time stall_allowance(const OutlierConfig& config, std::uint64_t backlog_tokens,
                                    double tokens_per_second);
 

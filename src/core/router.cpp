@@ -48,7 +48,10 @@ RouterConfig router_config(const RoutingConfig& routing, const SessionTableConfi
 }
 
 Router::Router(RouterConfig config, std::unique_ptr<Policy> policy)
-    : routing_(std::move(config.routing)), sessions_(config.sessions), policy_(std::move(policy)) {}
+    : routing_(std::move(config.routing)),
+      sessions_(config.sessions),
+      policy_(std::move(policy)),
+      shared_ids_(SharedIdsConfig{config.sessions.max_entries, config.sessions.idle_ttl}) {}
 
 Router::Router() : Router(RouterConfig{}, make_policy(RoutingConfig{}.policy)) {}
 
@@ -143,7 +146,7 @@ void Router::commit(const RequestFacts& facts, const Decision& decision,
 }
 
 Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metrics, Time now, Rng& rng) {
-  facts = conversation_facts(std::move(facts), /*note=*/true);
+  facts = conversation_facts(std::move(facts), now);
   if (!routing_.threads) {
     facts = session_only(std::move(facts));
   }
@@ -231,14 +234,14 @@ Decision Router::route_uncounted(const RequestFacts& facts, std::span<const Repl
   return decide_balanced(snapshot_, RequestFacts{}, rng);
 }
 
-RequestFacts Router::conversation_facts(RequestFacts facts, bool note) {
+RequestFacts Router::conversation_facts(RequestFacts facts, std::optional<Time> note_at) {
   // The baselines model other routers, which key by the id as sent.
   if (routing_.policy != "affinity") {
     return facts;
   }
-  if (note) {
-    return keyed_by_conversation(std::move(facts), [this](std::uint64_t id, std::uint64_t first) {
-      return shared_ids_.key(id, first);
+  if (note_at) {
+    return keyed_by_conversation(std::move(facts), [this, note_at](std::uint64_t id, std::uint64_t first) {
+      return shared_ids_.key(id, first, *note_at);
     });
   }
   return keyed_by_conversation(std::move(facts), [this](std::uint64_t id, std::uint64_t first) {
@@ -251,7 +254,7 @@ void Router::finish(ReplicaIndex replica) {
 }
 
 void Router::answered(const RequestFacts& request, bool final_text) {
-  const RequestFacts facts = conversation_facts(request, /*note=*/false);
+  const RequestFacts facts = conversation_facts(request, std::nullopt);
   const bool subagent =
       facts.session && facts.thread.session != 0 && facts.thread.session != facts.session->hash;
   // A main thread's final text ends its task: its prompt is as large as the task grew.
@@ -376,8 +379,9 @@ SessionTableConfig Router::session_config() const {
   return sessions_.config();
 }
 
-std::vector<SessionThreadsView> Router::threaded_sessions(std::size_t limit, Time now) const {
-  return threads_.recent(sessions_, limit, now);
+std::vector<SessionThreadsView> Router::threaded_sessions(std::size_t limit, Time now,
+                                                          std::size_t offset) const {
+  return threads_.recent(sessions_, limit, offset, now);
 }
 
 }  // namespace warden::core

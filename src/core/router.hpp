@@ -155,8 +155,10 @@ class Router {
   void track_session_changes(bool on);
   [[nodiscard]] SessionChanges take_session_changes();
   [[nodiscard]] SessionTableConfig session_config() const;
-  /// Up to `limit` sessions with threads besides their main one, most recently seen first.
-  [[nodiscard]] std::vector<SessionThreadsView> threaded_sessions(std::size_t limit, Time now) const;
+  /// Up to `limit` sessions with threads besides their main one, most recently seen first, after the first
+  /// `offset` of them.
+  [[nodiscard]] std::vector<SessionThreadsView> threaded_sessions(std::size_t limit, Time now,
+                                                                  std::size_t offset = 0) const;
 
  private:
   Router(RouterConfig config, std::unique_ptr<Policy> policy);
@@ -168,8 +170,8 @@ class Router {
                                                      std::span<const ReplicaMetrics> metrics);
   void note_admission(const RequestFacts& facts, const Decision& decision);
   // The request's facts with its conversation's key (a shared id's main thread: shared_ids.hpp), noting
-  // what the request shows when `note` (a request being routed, not one answered); the warden's policy only.
-  RequestFacts conversation_facts(RequestFacts facts, bool note);
+  // what the request shows at `note_at` (a request being routed, not one answered); the warden's policy only.
+  RequestFacts conversation_facts(RequestFacts facts, std::optional<Time> note_at);
   void drop_prefill(const Decision& decision);
   // KV cache events (ReplicaMetrics::kv; router_residency.cpp): what each replica holds of the request's
   // thread, or of its start for a new one, into the snapshot; the home's exact figure, or a home found in

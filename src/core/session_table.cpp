@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/slab.hpp"
+
 namespace warden::core {
 
 SessionTable::SessionTable(SessionTableConfig config) : config_(config) {
@@ -195,13 +197,7 @@ void SessionTable::place(std::uint64_t key, ReplicaIndex home, std::uint32_t pro
     }
   } else {
     evict_to(config_.max_entries - 1);
-    if (!free_.empty()) {
-      slot = free_.back();
-      free_.pop_back();
-    } else {
-      slot = static_cast<std::uint32_t>(nodes_.size());
-      nodes_.emplace_back();
-    }
+    slot = take_slot(nodes_, free_);
     index_.emplace(key, slot);
     nodes_[slot].computed_at = SessionEntry::unknown;
   }

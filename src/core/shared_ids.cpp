@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/splitmix.hpp"
+#include "core/slab.hpp"
 
 namespace warden::core {
 
@@ -14,33 +15,114 @@ std::uint64_t combined(std::uint64_t session, std::uint64_t first) {
   return key == session ? key + 1 : key;
 }
 
+// 32 bits of the first message's digest, mixed so that digests apart in any bit stay apart, never the 0 of
+// an empty place.
+std::uint32_t digest_of(std::uint64_t first) {
+  return static_cast<std::uint32_t>(base::splitmix64(first)) | 1;
+}
+
+// Ids forgotten for idleness per request at most: one request adds one id, so two keep up, and no
+// request pays for a crowd that went idle together.
+constexpr int expiries_per_request = 2;
+
 }  // namespace
 
-std::uint64_t SharedIds::key(std::uint64_t session, std::uint64_t first) {
+SharedIds::SharedIds(SharedIdsConfig config) : config_(config) {
+  config_.max_ids = std::clamp<std::size_t>(config_.max_ids, 1, nil - 1);
+}
+
+std::uint64_t SharedIds::key(std::uint64_t session, std::uint64_t first, Time now) {
   if (first == 0) {
     return session;
   }
-  if (ids_.size() >= max_ids && !ids_.contains(session)) {
-    boost::unordered::erase_if(ids_, [](const auto& id) { return !id.second.shared; });
-  }
-  Seen& seen = ids_[session];
-  const auto digest = static_cast<std::uint32_t>(first | 1);  // never the 0 of an empty place
-  if (seen.recent[seen.last] != digest) {
-    // A first message seen before, after another one: two conversations take turns under the id (a
-    // compaction replaces a conversation's first message for good).
-    if (!seen.shared && std::find(seen.recent.begin(), seen.recent.end(), digest) != seen.recent.end()) {
-      seen.shared = true;
-      ++shared_;
-    }
-    seen.last = static_cast<std::uint8_t>((seen.last + 1) % seen.recent.size());
-    seen.recent[seen.last] = digest;
-  }
-  return seen.shared ? combined(session, first) : session;
+  latest_ = std::max(latest_, now);
+  expire(latest_);
+  const std::uint32_t digest = digest_of(first);
+  Node& node = nodes_[find_or_insert(session, digest, latest_)];
+  note(node, digest);
+  return node.shared && digest != node.owner ? combined(session, first) : session;
 }
 
 std::uint64_t SharedIds::key_of(std::uint64_t session, std::uint64_t first) const {
-  const auto it = first == 0 ? ids_.end() : ids_.find(session);
-  return it != ids_.end() && it->second.shared ? combined(session, first) : session;
+  const auto it = first == 0 ? index_.end() : index_.find(session);
+  if (it == index_.end()) {
+    return session;
+  }
+  const Node& node = nodes_[it->second];
+  return node.shared && digest_of(first) != node.owner ? combined(session, first) : session;
+}
+
+// The id's node, seen now and first in the list; a new one (owned by `digest`) in the place of the least
+// recently seen id when the table is full, or of one idle beyond the TTL.
+std::uint32_t SharedIds::find_or_insert(std::uint64_t session, std::uint32_t digest, Time now) {
+  std::uint32_t slot = nil;
+  if (const auto it = index_.find(session); it != index_.end()) {
+    slot = it->second;
+    unlink(slot);
+    if (now - nodes_[slot].last_seen > config_.idle_ttl) {
+      nodes_[slot] = Node{.session = session, .owner = digest};
+    }
+  } else {
+    if (index_.size() >= config_.max_ids) {
+      remove(tail_);
+    }
+    slot = take_slot(nodes_, free_);
+    nodes_[slot] = Node{.session = session, .owner = digest};
+    index_.emplace(session, slot);
+  }
+  nodes_[slot].last_seen = now;
+  push_front(slot);
+  return slot;
+}
+
+void SharedIds::note(Node& node, std::uint32_t digest) {
+  if (node.recent[node.last] == digest) {
+    return;
+  }
+  // A first message seen before, after another one: two conversations take turns under the id (a
+  // compaction replaces a conversation's first message for good).
+  if (!node.shared && std::find(node.recent.begin(), node.recent.end(), digest) != node.recent.end()) {
+    node.shared = true;
+    ++shared_;
+  }
+  node.last = static_cast<std::uint8_t>((node.last + 1) % node.recent.size());
+  node.recent[node.last] = digest;
+}
+
+void SharedIds::expire(Time now) {
+  for (int i = 0; i < expiries_per_request && tail_ != nil; ++i) {
+    if (now - nodes_[tail_].last_seen <= config_.idle_ttl) {
+      return;
+    }
+    remove(tail_);
+  }
+}
+
+void SharedIds::unlink(std::uint32_t slot) {
+  Node& node = nodes_[slot];
+  (node.prev != nil ? nodes_[node.prev].next : head_) = node.next;
+  (node.next != nil ? nodes_[node.next].prev : tail_) = node.prev;
+  node.prev = nil;
+  node.next = nil;
+}
+
+void SharedIds::push_front(std::uint32_t slot) {
+  Node& node = nodes_[slot];
+  node.prev = nil;
+  node.next = head_;
+  (head_ != nil ? nodes_[head_].prev : tail_) = slot;
+  head_ = slot;
+}
+
+void SharedIds::remove(std::uint32_t slot) {
+  unlink(slot);
+  index_.erase(nodes_[slot].session);
+  free_.push_back(slot);
+}
+
+std::size_t SharedIds::memory_bytes() const {
+  return sizeof(*this) + nodes_.capacity() * sizeof(Node) + free_.capacity() * sizeof(std::uint32_t) +
+         index_.bucket_count() * (sizeof(std::pair<std::uint64_t, std::uint32_t>) + 1);
 }
 
 }  // namespace warden::core

@@ -69,9 +69,9 @@ void ThreadHomes::served(const RequestFacts& facts, ReplicaIndex replica, Sessio
 }
 
 std::vector<SessionThreadsView> ThreadHomes::recent(const SessionTable& sessions, std::size_t limit,
-                                                    Time now) const {
+                                                    std::size_t offset, Time now) const {
   std::vector<SessionThreadsView> out;
-  for (const std::uint64_t session : index_.recent(limit)) {
+  for (const std::uint64_t session : index_.recent(limit, offset)) {
     SessionThreadsView v{session, {}, {}};
     if (const auto main = sessions.lookup(session, now)) {
       v.threads.push_back({session, 0, main->home, main->last_seen});

@@ -52,9 +52,9 @@ class ThreadHomes {
     return starts_.threads(facts.thread.start);
   }
 
-  /// Up to `limit` sessions with threads, most recently seen first.
+  /// Up to `limit` sessions with threads, most recently seen first, after the first `offset`.
   [[nodiscard]] std::vector<SessionThreadsView> recent(const SessionTable& sessions, std::size_t limit,
-                                                       Time now) const;
+                                                       std::size_t offset, Time now) const;
 
   [[nodiscard]] std::size_t sessions() const { return index_.sessions(); }
   [[nodiscard]] std::size_t threads() const { return index_.threads(); }

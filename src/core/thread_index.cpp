@@ -60,17 +60,18 @@ void ThreadIndex::shed_sessions(std::vector<std::uint64_t>& forgotten) {
   }
 }
 
-std::vector<std::uint64_t> ThreadIndex::recent(std::size_t limit) const {
+std::vector<std::uint64_t> ThreadIndex::recent(std::size_t limit, std::size_t offset) const {
   std::vector<std::pair<Time, std::uint64_t>> by_age;
   by_age.reserve(sessions_.size());
   for (const auto& [session, entry] : sessions_) {
     by_age.emplace_back(entry.last_seen, session);
   }
-  const auto n = static_cast<std::ptrdiff_t>(std::min(limit, by_age.size()));
-  std::partial_sort(by_age.begin(), by_age.begin() + n, by_age.end(), std::greater<>());
+  const std::size_t first = std::min(offset, by_age.size());
+  const auto end = static_cast<std::ptrdiff_t>(first + std::min(limit, by_age.size() - first));
+  std::partial_sort(by_age.begin(), by_age.begin() + end, by_age.end(), std::greater<>());
   std::vector<std::uint64_t> out;
-  out.reserve(static_cast<std::size_t>(n));
-  for (auto it = by_age.begin(); it != by_age.begin() + n; ++it) {
+  out.reserve(static_cast<std::size_t>(end) - first);
+  for (auto it = by_age.begin() + static_cast<std::ptrdiff_t>(first); it != by_age.begin() + end; ++it) {
     out.push_back(it->second);
   }
   return out;

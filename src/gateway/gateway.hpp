@@ -18,6 +18,7 @@
 
 #include "base/result.hpp"
 #include "core/rng.hpp"
+#include "gateway/admin/admin_json.hpp"
 #include "gateway/config/config.hpp"
 #include "gateway/config/origin_guard.hpp"
 #include "gateway/poller/poller.hpp"
@@ -105,6 +106,7 @@ class Gateway {
   Subscriber subscriber_;  // the replicas' KV cache events
   Reloader reloader_;
   std::unique_ptr<SharedHomes> shared_;  // with `state: { redis: ... }` only
+  PageBudget sessions_pages_;            // the admin API's sessions pages built this second
   std::shared_ptr<bool> alive_;          // the flush loop stops when this is false
   net::asio::cancellation_signal flush_cancel_;
   bool stopped_ = false;

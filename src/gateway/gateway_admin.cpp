@@ -12,6 +12,7 @@ class Gateway::AdminAccess final : public AdminContext {
   const Config& config() const override { return g_.config_; }
   std::int64_t started_unix() const override { return g_.started_unix_; }
   std::int64_t unix_now() const override { return unix_seconds_now(); }
+  PageBudget& sessions_pages() override { return g_.sessions_pages_; }
   std::span<const std::unique_ptr<ModelRuntime>> models() override { return g_.models_.served(); }
   const StatsStore& stats() const override { return g_.stats_; }
 

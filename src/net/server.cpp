@@ -382,6 +382,10 @@ class Server::Connection {
 
   asio::awaitable<bool> read_request(Parser& parser);
   asio::awaitable<bool> read_header(Parser& parser, boost::system::error_code& ec);
+  asio::awaitable<boost::system::error_code> read_body(Parser& parser, bool& over_budget);
+  bool grow_body(Parser& parser);
+  bool draw_body(std::size_t bytes);
+  void drop_body(Parser& parser);
   HeaderVerdict admit_header(const http::request_header<>& request, std::uint64_t body);
   Response server_error(const http::request_header<>& request, unsigned status, std::string_view message,
                         std::string_view code) const;
@@ -414,6 +418,7 @@ class Server::Connection {
   std::size_t body_limit_ = 0;       // what the request's body may be (on_header's allowance)
   bool busy_ = false;                // a request is in flight
   std::size_t body_reserved_ = 0;    // its share of the in-flight body budget
+  bool body_on_budget_ = false;      // its body draws on that budget as it arrives (chunked)
   FieldList header_copy_;            // a chunked request's header, before any trailer came
   SessionWriter* writer_ = nullptr;  // while a stream body runs
 };
@@ -529,23 +534,18 @@ asio::awaitable<bool> Server::Connection::read_request(Parser& parser) {
     co_return false;
   }
   const bool in_body = !ec;  // the errors of the body's reads are answered as such
+  bool over_budget = false;
   if (in_body) {
-    if (parser.content_length()) {
-      buffer_.reserve(
-          std::min<std::size_t>(static_cast<std::size_t>(*parser.content_length()), kBodyReadBytes));
-    }
-    // The body usually came in with the header: parsed from the buffer without another read.
-    ec = put_buffered(parser, buffer_);
-    if (!ec && !parser.is_done()) {
-      deadline_.expires_after(opts_.read_timeout);
-    }
-    while (!ec && !parser.is_done()) {
-      const std::uint64_t left = parser.content_length_remaining().value_or(kBodyReadBytes);
-      ec = co_await read_some(static_cast<std::size_t>(std::clamp<std::uint64_t>(left, 512, kBodyReadBytes)));
-      if (!ec) {
-        ec = put_buffered(parser, buffer_);
-      }
-    }
+    ec = co_await read_body(parser, over_budget);
+  }
+  if (over_budget || ec) {
+    drop_body(parser);
+  }
+  if (over_budget) {
+    Response refusal = server_error(parser.get().base(), 503,
+                                    "Too many request bytes in flight; retry shortly", "overloaded");
+    co_await send_and_close(refusal);
+    co_return false;
   }
   if (ec) {
     if (auto answer = read_error_reply(ec, parser, in_body)) {
@@ -558,6 +558,78 @@ asio::awaitable<bool> Server::Connection::read_request(Parser& parser) {
     drop_trailers(parser.get().base(), header_copy_);
   }
   co_return true;
+}
+
+// The body, as it comes. Every byte draws on the in-flight budget as it arrives (draw_body): a chunked
+// body, which declares no size, is counted as one with a Content-Length. `over_budget`: it went over.
+asio::awaitable<boost::system::error_code> Server::Connection::read_body(Parser& parser, bool& over_budget) {
+  if (parser.content_length()) {
+    buffer_.reserve(
+        std::min<std::size_t>(static_cast<std::size_t>(*parser.content_length()), kBodyReadBytes));
+  }
+  // The body usually came in with the header: parsed from the buffer without another read.
+  boost::system::error_code ec;
+  over_budget = !grow_body(parser);
+  if (!over_budget) {
+    ec = put_buffered(parser, buffer_);
+  }
+  if (!ec && !over_budget && !parser.is_done()) {
+    deadline_.expires_after(opts_.read_timeout);
+  }
+  while (!ec && !over_budget && !parser.is_done()) {
+    const std::uint64_t left = parser.content_length_remaining().value_or(kBodyReadBytes);
+    ec = co_await read_some(static_cast<std::size_t>(std::clamp<std::uint64_t>(left, 512, kBodyReadBytes)));
+    over_budget = !ec && !grow_body(parser);
+    if (!ec && !over_budget) {
+      ec = put_buffered(parser, buffer_);
+    }
+  }
+  co_return ec;
+}
+
+// Before the parser takes the buffered bytes of a chunked body: its buffer grows here, drawn on the
+// budget first (a Content-Length body reserved its whole size from the header), so the memory a body
+// holds is its share. False: the growth would take the bodies in flight over the budget.
+bool Server::Connection::grow_body(Parser& parser) {
+  std::string& body = parser.get().body();
+  const std::size_t needed = body.size() + buffer_.size();
+  if (!body_on_budget_ || needed <= body.capacity()) {
+    return true;
+  }
+  // Doubling keeps the copies few; near the budget's end, exactly what is needed. (The copy holds both
+  // buffers for a moment: one at a time on the one I/O thread, at most max_body_size over the budget.)
+  const std::size_t ample = std::max(needed, std::min(body.capacity() * 2, body_limit_));
+  if (!draw_body(ample) && !draw_body(needed)) {
+    return false;
+  }
+  // A fresh buffer of exactly the share: reserve() on the old one may double it past the share.
+  std::string grown;
+  grown.reserve(body_reserved_);
+  grown.append(body);
+  body.swap(grown);
+  return true;
+}
+
+// A request refused while its body was read: its bytes and its share of the budget go at once, not after
+// the lingering close that follows (a client still sending would hold them for linger_timeout).
+void Server::Connection::drop_body(Parser& parser) {
+  std::string().swap(parser.get().body());
+  end_request();
+}
+
+// Takes `bytes` of a chunked body's buffer into its share of the in-flight budget. False: they would take
+// the bodies in flight over it.
+bool Server::Connection::draw_body(std::size_t bytes) {
+  if (!body_on_budget_ || bytes <= body_reserved_) {
+    return true;
+  }
+  const std::size_t more = bytes - body_reserved_;
+  if (server_.inflight_body_bytes_ + more > opts_.max_inflight_body_bytes) {
+    return false;
+  }
+  server_.inflight_body_bytes_ += more;
+  body_reserved_ = bytes;
+  return true;
 }
 
 // The header of the next request, then the checks made before any body is read: its size against the
@@ -596,6 +668,7 @@ asio::awaitable<bool> Server::Connection::read_header(Parser& parser, boost::sys
     }
     const BodyAllowance& allowed = std::get<BodyAllowance>(verdict);
     parser.body_limit(allowed.max_bytes);  // a chunked body is held to it as it comes
+    body_on_budget_ = allowed.shared_budget && !parser.content_length();  // reserved whole below otherwise
     begin_request(allowed.shared_budget ? static_cast<std::size_t>(body) : 0);
   }
   co_return true;

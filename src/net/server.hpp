@@ -221,7 +221,7 @@ class Server {
   std::function<void()> drained_;
   std::size_t busy_ = 0;                 // requests in flight
   std::size_t handshaking_ = 0;          // TLS connections still in their handshake (count as open)
-  std::size_t inflight_body_bytes_ = 0;  // bodies of the requests in flight (their Content-Length)
+  std::size_t inflight_body_bytes_ = 0;  // bodies in flight (a Content-Length, or a chunked body so far)
   std::uint64_t accept_failures_unlogged_ = 0;
   std::chrono::steady_clock::time_point accept_logged_at_{};
   std::uint64_t tls_failures_unlogged_ = 0;

@@ -319,9 +319,7 @@ class Handler {
   }
   void on_bool(bool b) {
     value_begin(Kind::boolean);
-    if (depth_ == 1 && field_ == Field::stream) {
-      stream_ = b;
-    } else if (depth_ == 2 && field_ == Field::stream_options && key2_ == "include_usage") {
+    if (depth_ == 2 && field_ == Field::stream_options && key2_ == "include_usage") {
       include_usage_ = b;
     }
     emit_tag(b ? 't' : 'f');
@@ -337,7 +335,6 @@ class Handler {
   enum class ModelState { absent, string, not_string };
   ModelState model_state_ = ModelState::absent;
   std::string model_;
-  bool stream_ = false;
   bool include_usage_ = false;
   std::optional<std::int64_t> max_tokens_;
   std::optional<std::string> prompt_cache_key_;
@@ -444,9 +441,6 @@ class Handler {
       case Field::model:
         model_state_ = kind == Kind::string ? ModelState::string : ModelState::not_string;
         model_.clear();
-        break;
-      case Field::stream:
-        stream_ = false;
         break;
       case Field::stream_options:
         include_usage_ = false;
@@ -780,7 +774,9 @@ Result<RequestInfo> inspect_request(ApiKind api, const HeaderLookup& headers, st
       break;
   }
   info.model = std::move(h.model_);
-  info.stream = h.stream_;
+  info.stream =
+      info.layout.stream &&
+      lax_true(body.substr(info.layout.stream->begin, info.layout.stream->end - info.layout.stream->begin));
   info.include_usage = h.include_usage_;
   info.max_tokens = h.max_tokens_;
   info.prompt_bytes = h.prompt_bytes_;
@@ -858,6 +854,31 @@ PromptStart prompt_start(std::string_view body, const BodyLayout& layout, bool d
   out.hash = XXH3_64bits_digest(&state);
   out.bytes = kPromptStartBytes - budget;
   return out;
+}
+
+bool lax_true(std::string_view value) {
+  if (value == "true") {
+    return true;
+  }
+  if (value.empty() || value.front() == '{' || value.front() == '[') {
+    return false;
+  }
+  boost::system::error_code ec;
+  const boost::json::value v = boost::json::parse(value, ec);
+  if (ec) {
+    return false;
+  }
+  if (v.is_number()) {
+    const double d = v.to_number<double>(ec);
+    return !ec && d == 1.0;
+  }
+  if (!v.is_string()) {
+    return false;
+  }
+  static constexpr std::string_view kTrue[] = {"1", "on", "t", "true", "y", "yes"};
+  const std::string_view text = v.get_string();
+  return std::any_of(std::begin(kTrue), std::end(kTrue),
+                     [&](std::string_view t) { return iequals(text, t); });
 }
 
 std::uint64_t first_message_hash(std::string_view body, const BodyLayout& layout) {

@@ -176,7 +176,7 @@ struct BodyLayout {
 struct RequestInfo {
   ApiKind api = ApiKind::openai_chat;
   std::string model;
-  bool stream = false;                     // top-level "stream": true
+  bool stream = false;                     // top-level "stream": true (or what vLLM reads as true: lax_true)
   bool include_usage = false;              // stream_options.include_usage: true (as the client asked)
   std::optional<std::int64_t> max_tokens;  // max_tokens, max_completion_tokens or max_output_tokens
 
@@ -212,6 +212,11 @@ struct RequestInfo {
 struct InspectOptions {
   std::size_t max_depth = 128;  // JSON nesting limit (tool schemas nest; hostile bodies nest more)
 };
+
+/// Whether a JSON value (its text) is one vLLM's lax parser (pydantic) reads as true for a boolean field
+/// such as "stream": `true`, a number equal to 1, or a string "1", "on", "t", "true", "y" or "yes" in any
+/// case. The warden reads "stream" so, as the engine will.
+[[nodiscard]] bool lax_true(std::string_view value);
 
 /// Inspects one request. Never throws on bad input; see the header comment for errors.
 Result<RequestInfo> inspect_request(ApiKind api, const HeaderLookup& headers, std::string_view body,

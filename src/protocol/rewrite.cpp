@@ -78,7 +78,7 @@ RewriteResult rewrite_request(ApiKind api, std::string_view body, const BodyLayo
     }
   }
   const bool openai = api == ApiKind::openai_chat || api == ApiKind::openai_completions;
-  if (options.force_include_usage && openai && layout.stream && slice(*layout.stream) == "true") {
+  if (options.force_include_usage && openai && layout.stream && lax_true(slice(*layout.stream))) {
     if (!layout.stream_options) {
       edits.push_back({{layout.last_member_end, layout.last_member_end}, kMember});
     } else if (body[layout.stream_options->begin] != '{') {

@@ -35,11 +35,18 @@ TEST(GatewayAuth, ReadsNeedAKeyOrTheAdminTokenWhenConfigured) {
             "text/plain; version=0.0.4");
 }
 
-TEST(GatewayAuth, ReadsStayOpenByDefaultWithKeysConfigured) {
+// With api_keys, reads need a key by default; `auth: { reads: false }` keeps them open.
+TEST(GatewayAuth, ReadsNeedAKeyByDefaultWithKeysConfigured) {
   auto sim = start_sim(1);
-  Warden w(dp_model(sim->port(), 1), "api_keys: [client-key]\n");
-  Client c(w.port);
-  EXPECT_EQ(c.get("/metrics").status, 200u);
-  EXPECT_EQ(c.get("/api/models").status, 200u);
-  EXPECT_EQ(c.get("/v1/models").status, 200u);
+  Warden keyed(dp_model(sim->port(), 1), "api_keys: [client-key]\n");
+  Client c(keyed.port);
+  EXPECT_EQ(c.get("/metrics").status, 401u);
+  EXPECT_EQ(c.get("/api/models").status, 401u);
+  EXPECT_EQ(c.get("/v1/models").status, 401u);
+  EXPECT_EQ(c.get("/api/models", {{"Authorization", "Bearer client-key"}}).status, 200u);
+  Warden open(dp_model(sim->port(), 1), "api_keys: [client-key]\nauth: { reads: false }\n");
+  Client o(open.port);
+  EXPECT_EQ(o.get("/metrics").status, 200u);
+  EXPECT_EQ(o.get("/api/models").status, 200u);
+  EXPECT_EQ(o.get("/v1/models").status, 200u);
 }

@@ -3,6 +3,7 @@
 // Retry-After and the client's error format, and the connection is closed.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,19 @@ std::string post_header(const std::string& target, std::size_t content_length,
          " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nanthropic-version: "
          "2023-06-01\r\n" +
          extra + "Content-Length: " + std::to_string(content_length) + "\r\n\r\n";
+}
+
+// The header of a chunked POST of `target`, and one chunk of `data`.
+std::string chunked_header(const std::string& target) {
+  return "POST " + target +
+         " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nanthropic-version: "
+         "2023-06-01\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n";
+}
+
+std::string chunk(std::string_view data) {
+  char size[24];
+  std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  return std::string(size) + std::string(data) + "\r\n";
 }
 
 void expect_overloaded(const std::string& raw, bool anthropic) {
@@ -83,6 +97,38 @@ TEST(GatewayOverload, ABodyOverTheInflightBudgetGets503BeforeItIsRead) {
   held.send(std::string_view(held_body).substr(held_body.size() / 2));
   EXPECT_TRUE(held.read_until("HTTP/1.1 200 ", 20s)) << held.received();
   EXPECT_EQ(small.post("/v1/chat/completions", over).status, 200u);
+}
+
+// A chunked body draws on the budget as its bytes arrive, as a Content-Length one does from its header:
+// with 900 KB of a chunked body held in flight under a 1 MiB budget, a Content-Length request of 200 KB
+// and a chunked one are both answered 503 (the chunked one once its bytes go over); once the held body is
+// done, both fit again.
+TEST(GatewayOverload, AChunkedBodyDrawsOnTheInflightBudgetAsItArrives) {
+  auto sim = start_sim(1);
+  Warden w(dp_model(sim->port(), 1), "max_inflight_body_size: 1MiB\n");
+  const std::string held_body = padded_chat_body(900'000, false);
+  const std::size_t cut = held_body.size() - 16;
+  RawStream held(w.port);
+  held.send(chunked_header("/v1/chat/completions") + chunk(std::string_view(held_body).substr(0, cut)));
+
+  const std::string over = padded_chat_body(200'000, false);
+  const std::string over_with_length =
+      post_header("/v1/chat/completions", over.size(), "Connection: close\r\n");
+  // The held bytes count once the warden has read them.
+  EXPECT_TRUE(wait_until([&] {
+    return test_support::raw_status(test_support::raw_exchange(w.port, over_with_length + over, 10s)) == 503;
+  })) << "a Content-Length body beside a held chunked one";
+  expect_overloaded(
+      test_support::raw_exchange(w.port, chunked_header("/v1/messages") + chunk(over) + "0\r\n\r\n", 10s),
+      true);
+  Client small(w.port);
+  EXPECT_EQ(small.post("/v1/chat/completions", chat_body("small", 4, false)).status, 200u);
+
+  held.send(chunk(std::string_view(held_body).substr(cut)) + "0\r\n\r\n");
+  EXPECT_TRUE(held.read_until("HTTP/1.1 200 ", 20s)) << held.received();
+  const std::string chunked_over = test_support::raw_exchange(
+      w.port, chunked_header("/v1/chat/completions") + chunk(over) + "0\r\n\r\n", 20s);
+  EXPECT_EQ(test_support::raw_status(chunked_over), 200) << chunked_over.substr(0, 400);
 }
 
 // Eight connections without a credential, each declaring a 32 MiB body (between them the whole default

@@ -255,6 +255,27 @@ TEST(GatewayState, ARoutingChangeAReloadKeptSurvivesARestart) {
   EXPECT_EQ(num(routing.at("spill_threshold")), 5);
 }
 
+// The file edited while the warden was stopped (max_num_seqs), a routing change made through the admin API
+// on another setting: the restart applies the file as a reload would, so the change survives, and the
+// edited setting is the file's.
+TEST(GatewayState, ARoutingChangeSurvivesARestartOverAnEditOfAnotherSetting) {
+  auto sim = start_sim(2);
+  const auto with_seqs = [&](int seqs) {
+    std::string model = dp_model(sim->port(), 2);
+    return model.replace(model.find("max_num_seqs: 32"), 16, "max_num_seqs: " + std::to_string(seqs));
+  };
+  TempDir state;
+  {
+    Warden w(with_seqs(16), "", state.path.string());
+    ASSERT_EQ(patch_routing(w.port, R"({"affinity": false})"), 200u);
+    ASSERT_EQ(w.proc->stop(), 0);
+  }
+  Warden again(with_seqs(24), "", state.path.string());
+  const auto routing = card(again.port).at("routing").as_object();
+  EXPECT_FALSE(routing.at("affinity").as_bool()) << "the change the file did not touch";
+  EXPECT_EQ(num(routing.at("max_num_seqs")), 24);
+}
+
 // A reload that removes the first of three replicas moves the others' homes to new indexes; a warden
 // killed right after it finds each conversation on its own replica again, not on the one that now has
 // its old index.

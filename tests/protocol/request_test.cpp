@@ -1,4 +1,5 @@
 #include "protocol/request.hpp"
+#include "protocol/rewrite.hpp"
 #include "protocol/samples.hpp"
 
 #include <gtest/gtest.h>
@@ -25,6 +26,30 @@ Errc inspect_err(std::string_view body, ApiKind api = ApiKind::openai_chat) {
 }
 
 constexpr const char* kUuid = "0f6b8f9e-3c1e-4a7a-9d7e-2b1c5e8f4a10";
+
+// What vLLM's lax parser takes as true for "stream" is a stream to the warden too, and gets
+// stream_options.include_usage like `true` (its tokens are counted, its task ends).
+TEST(RequestTest, AStreamFlagVllmReadsAsTrueIsAStream) {
+  RewriteOptions o;
+  o.force_include_usage = true;
+  for (const char* value :
+       {"true", "\"yes\"", "1", "\"true\"", "\"YES\"", "1.0", "\"1\"", "\"on\"", "\"\\u0079es\""}) {
+    const std::string body = std::string(R"({"model":"m","stream":)") + value + "}";
+    EXPECT_TRUE(inspect_ok(ApiKind::openai_chat, {}, body).stream) << value;
+    const auto r = rewrite_request(ApiKind::openai_chat, body, o);
+    ASSERT_TRUE(r) << value;
+    EXPECT_EQ(r->joined(body), std::string(R"({"model":"m","stream":)") + value +
+                                   R"(,"stream_options":{"include_usage":true}})")
+        << value;
+  }
+  for (const char* value : {"false", "\"no\"", "0", "2", "null", "\"\"", "\"yess\"", "[true]", "{}"}) {
+    const std::string body = std::string(R"({"model":"m","stream":)") + value + "}";
+    EXPECT_FALSE(inspect_ok(ApiKind::openai_chat, {}, body).stream) << value;
+    const auto r = rewrite_request(ApiKind::openai_chat, body, o);
+    ASSERT_TRUE(r) << value;
+    EXPECT_FALSE(r->changed) << value;
+  }
+}
 
 TEST(RequestTest, ClaudeCodeHeaderWins) {
   ClaudeOptions o;

@@ -44,6 +44,8 @@ class AdminContext {
   virtual std::optional<boost::json::object> engine_logs(std::string_view model, std::size_t lines) const = 0;
   // POST /api/reload: the configuration file read again (docs/config.md, "Reloading").
   virtual ReloadOutcome reload() = 0;
+  // The sessions pages built this second (GET /api/models/{name}/sessions), across all readers.
+  virtual PageBudget& sessions_pages() = 0;
 };
 
 // Answers an admin API request (docs/api.md): an endpoint's JSON, a console asset, or an error reply.

@@ -37,11 +37,12 @@ json::value optional_number(const std::optional<double>& v) {
 
 }  // namespace
 
-json::array threaded_sessions_json(ModelRuntime& model, core::Time now, std::size_t limit) {
+json::array threaded_sessions_json(ModelRuntime& model, core::Time now, std::size_t limit,
+                                   std::size_t offset) {
   const auto ago = [&](core::Time t) { return std::chrono::duration<double>(now - t).count(); };
   const auto hex = [](std::uint64_t key) { return fmt::format("{:016x}", key); };
   json::array out;
-  for (const core::SessionThreadsView& s : model.router().threaded_sessions(limit, now)) {
+  for (const core::SessionThreadsView& s : model.router().threaded_sessions(limit, now, offset)) {
     json::array threads;
     for (const core::ThreadView& t : s.threads) {
       const PrefixWatch::ThreadCounts counts = model.prefix_watch().counts(t.key);

@@ -17,10 +17,36 @@
 namespace warden::gateway {
 
 // GET /api/models/{name}/sessions: up to `limit` sessions with threads besides their main one, most
-// recently seen first, each with its threads (keys as 16 hex digits, home, breaks and compactions). The
-// model card carries the first kCardSessions of them.
+// recently seen first after the first `offset`, each with its threads (keys as 16 hex digits, home,
+// breaks and compactions). The model card carries the first kCardSessions of them. A page holds at most
+// kMaxSessionsPage sessions: with the 33 threads a session may show, under 1 MiB of JSON, so that one
+// read never holds the I/O thread for long.
 inline constexpr std::size_t kCardSessions = 8;
-boost::json::array threaded_sessions_json(ModelRuntime& model, core::Time now, std::size_t limit);
+inline constexpr std::size_t kMaxSessionsPage = 100;
+
+// How many sessions pages are built in one second, at most: a page takes a few milliseconds of the one
+// I/O thread, so readers that loop (any number of them) take at most a few percent of it; the others are
+// answered 429 with Retry-After.
+struct PageBudget {
+  static constexpr int per_second = 10;
+  std::int64_t second = 0;
+  int built = 0;
+
+  // One more page in `unix_second`, or false: the second's pages are spent.
+  bool take(std::int64_t unix_second) {
+    if (unix_second != second) {
+      second = unix_second;
+      built = 0;
+    }
+    if (built >= per_second) {
+      return false;
+    }
+    ++built;
+    return true;
+  }
+};
+boost::json::array threaded_sessions_json(ModelRuntime& model, core::Time now, std::size_t limit,
+                                          std::size_t offset = 0);
 
 // What a model's admission queue holds now: requests, and of those the first requests of agent tasks.
 struct HeldRequests {

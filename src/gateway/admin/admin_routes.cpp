@@ -39,8 +39,12 @@ net::Response json_response(const net::Request& req, unsigned status, const boos
 
 net::Response admin_error(const net::Request& req, unsigned status, std::string_view message) {
   const std::string_view type = protocol::openai_error_type(static_cast<int>(status));
-  return net::make_response(
+  net::Response res = net::make_response(
       req, status, protocol::openai_error_body({.message = message, .type = type, .param_and_code = false}));
+  if (status == 429) {
+    res.set(http::field::retry_after, "1");
+  }
+  return res;
 }
 
 // An endpoint's refusal, returned from wherever it is found and answered as admin_error() in one place.
@@ -237,15 +241,16 @@ Reply model(const Call& c) {
   return json_response(c.req, 200, card(c.ctx, **model, now));
 }
 
-// The query parameter `key`, an integer from 1 to `most`; `fallback` when absent. 400 otherwise.
-Checked<std::size_t> count_param(const Call& c, std::string_view key, std::size_t fallback,
-                                 std::size_t most) {
+// The query parameter `key`, an integer from `least` (1 unless told) to `most`; `fallback` when absent.
+// 400 otherwise.
+Checked<std::size_t> count_param(const Call& c, std::string_view key, std::size_t fallback, std::size_t most,
+                                 std::size_t least = 1) {
   std::size_t value = fallback;
   for (auto p : c.url->params()) {
     if (p.key == key) {
-      const auto n = base::parse_integer<std::size_t>(p.value, 1, most);
+      const auto n = base::parse_integer<std::size_t>(p.value, least, most);
       if (!n) {
-        return AdminError{400, fmt::format("{} must be an integer from 1 to {}", key, most)};
+        return AdminError{400, fmt::format("{} must be an integer from {} to {}", key, least, most)};
       }
       value = *n;
     }
@@ -273,13 +278,23 @@ Reply sessions(const Call& c) {
   if (!model) {
     return model.error();
   }
-  const auto limit = count_param(c, "limit", 50, 10'000);
-  if (!limit) {
-    return limit.error();
+  const auto limit = count_param(c, "limit", 50, kMaxSessionsPage);
+  const auto offset = count_param(c, "offset", 0, std::numeric_limits<std::uint32_t>::max(), 0);
+  if (!limit || !offset) {
+    return !limit ? limit.error() : offset.error();
   }
+  if (!c.ctx.sessions_pages().take(c.ctx.unix_now())) {
+    return AdminError{429, fmt::format("at most {} sessions pages are built a second; retry shortly",
+                                       PageBudget::per_second)};
+  }
+  // One more than the page says whether another page follows (sessions seen meanwhile move ahead of it).
+  boost::json::array page = threaded_sessions_json(
+      **model, std::chrono::steady_clock::now().time_since_epoch(), *limit + 1, *offset);
+  const bool more = page.size() > *limit;
+  page.resize(std::min(page.size(), *limit));
   boost::json::object out;
-  out["sessions"] =
-      threaded_sessions_json(**model, std::chrono::steady_clock::now().time_since_epoch(), *limit);
+  out["sessions"] = std::move(page);
+  out["next_offset"] = more ? boost::json::value(*offset + *limit) : boost::json::value(nullptr);
   return json_response(c.req, 200, out);
 }
 

@@ -577,9 +577,11 @@ void parse_model(Validator& v, const YAML::Node& n, std::size_t index, Config& c
   cfg.models.push_back(std::move(m));
 }
 
-// `auth: { reads: true }`: reading the admin API, /metrics and /v1/models needs a key too. Called after
-// api_keys and admin_token are read, so it can check there is something to authenticate with.
+// `auth: { reads: true }`: reading the admin API, /metrics and /v1/models needs a key too; unset, it does
+// when api_keys are set. Called after api_keys and admin_token are read, so it can check there is
+// something to authenticate with.
 void parse_auth(Validator& v, const YAML::Node& n, Config& cfg) {
+  cfg.auth.reads = !cfg.api_keys.empty();
   if (!n || !v.expect_map(n, "auth")) {
     return;
   }

@@ -118,7 +118,8 @@ struct MetricsConfig {
 };
 
 struct AuthConfig {
-  // Reads (/api/*, /metrics, /v1/models) need one of the api_keys or the admin token, like writes.
+  // Reads (/api/*, /metrics, /v1/models) need one of the api_keys or the admin token, like writes. Unset
+  // in the file: true when api_keys are (an operator who keys the API keys the view of its sessions too).
   bool reads = false;
 
   friend bool operator==(const AuthConfig&, const AuthConfig&) = default;

@@ -104,7 +104,7 @@ struct Proxy::Exchange {
   void note_first_token() {
     follow_layout();
     if (awaiting_first && model) {
-      model->router().first_token(decision);
+      model->first_token(decision);
     }
     awaiting_first = false;
   }

@@ -4,32 +4,15 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
-#include <boost/pfr/core.hpp>
-#include <type_traits>
 #include <utility>
 
+#include "gateway/config/keep_unchanged.hpp"
 #include "gateway/config/tls_files.hpp"
 #include "net/service_notify.hpp"
 
 namespace warden::gateway {
 
 namespace {
-
-// `next` (the file's value) with the running value kept where the file left a setting as it was (`was` ==
-// `now`), a struct of settings field by field (boost::pfr), so that no field can be left out.
-template <class T>
-void keep_unchanged(T& next, const T& running, const T& was, const T& now) {
-  if constexpr (std::is_aggregate_v<T>) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (keep_unchanged(boost::pfr::get<I>(next), boost::pfr::get<I>(running), boost::pfr::get<I>(was),
-                      boost::pfr::get<I>(now)),
-       ...);
-    }
-    (std::make_index_sequence<boost::pfr::tuple_size_v<T>>{});
-  } else if (was == now) {
-    next = running;
-  }
-}
 
 // Every setting of a model's routing that the file changed, set on its runtime (its conversation homes
 // stay; its admission queue follows). A setting the file left as it was keeps a change made through the

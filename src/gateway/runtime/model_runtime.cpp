@@ -152,9 +152,21 @@ void ModelRuntime::apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank,
     tokens = rank.prompt_tokens_total.value_or(0) + rank.generation_tokens_total.value_or(0);
   }
   // The warden's own requests there without a first token are work the engine has, whatever it reports,
-  // and their prompts are what may keep its counters still for a while.
-  r.progress.observe(rank.num_requests_running, tokens, backlog > 0, now);
+  // and their prompts are what may keep its counters still for a while. An engine without token counters
+  // is judged by those requests alone: their first tokens are its progress.
+  if (tokens) {
+    r.progress.observe(rank.num_requests_running, tokens, backlog > 0, now);
+  } else {
+    r.progress.observe(std::nullopt, static_cast<double>(r.first_tokens), backlog > 0, now);
+  }
   r.stall_allowance = core::stall_allowance(outliers_.config(), backlog, r.metrics.prefill_tokens_per_second);
+}
+
+void ModelRuntime::first_token(const core::Decision& decision) {
+  router_.first_token(decision);
+  if (decision.replica && *decision.replica < replicas_.size()) {
+    ++replicas_[*decision.replica].first_tokens;
+  }
 }
 
 bool ModelRuntime::apply_scrape(const UpstreamUrl& url, const protocol::VllmScrape& scrape, core::Time now) {

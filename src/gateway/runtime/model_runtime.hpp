@@ -57,6 +57,8 @@ struct ReplicaRuntime {
   core::OutlierState outlier;      // ejection after failed requests or a stall (core/outlier.hpp)
   core::ProgressWatch progress;    // running requests against the engine's token counters
   core::Time stall_allowance{};    // how long the counters may stand still (its prefill backlog, at a scrape)
+  // First tokens of the warden's own requests there: the progress of an engine without token counters.
+  std::uint64_t first_tokens = 0;
   // GiB of host memory the engine offloads KV to (vllm:cache_config_info kv_offloading_size; 0 = none):
   // shown even when its size in tokens (metrics.offload_capacity_tokens) is not reported.
   double offload_gib = 0;
@@ -89,6 +91,8 @@ class ModelRuntime {
   // Room may have freed (a request finished, a scrape arrived, the replica list changed): the held
   // requests are routed again from the head.
   void retry_queued();
+  // A request routed by `decision` has its first token (or ended without one): its prefill is done.
+  void first_token(const core::Decision& decision);
   std::vector<ReplicaRuntime>& replicas() { return replicas_; }
   const std::vector<ReplicaRuntime>& replicas() const { return replicas_; }
   // One entry per replica, as core::Router::route() wants them: an ejected replica reads as unhealthy,

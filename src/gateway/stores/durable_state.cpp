@@ -1,10 +1,21 @@
 #include "gateway/stores/durable_state.hpp"
 
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/file.h>
+#include <unistd.h>
 
+#include <array>
 #include <boost/json/serialize.hpp>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
 
+#include "base/trim.hpp"
+
+#include "gateway/config/keep_unchanged.hpp"
 #include "gateway/config/routing_settings.hpp"
 
 namespace warden::gateway {
@@ -15,8 +26,54 @@ ClockPair clocks_now() {
           duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count()};
 }
 
+base::Result<StateDirLock> StateDirLock::take(const std::string& state_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(state_dir, ec);
+  const std::string path = (std::filesystem::path(state_dir) / "lock").string();
+  // Close-on-exec: a launched engine must not keep the directory locked after the warden is gone.
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return base::Failure{fmt::format("cannot open {}: {}", path, std::strerror(errno))};
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    std::array<char, 32> holder{};
+    const ssize_t n = ::pread(fd, holder.data(), holder.size() - 1, 0);
+    ::close(fd);
+    return base::Failure{fmt::format(
+        "state_dir '{}' is in use by another warden (pid {}); give each warden its own state_dir", state_dir,
+        n > 0 ? base::trim(std::string_view(holder.data(), static_cast<std::size_t>(n)), " \t\n")
+              : std::string_view("unknown"))};
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+    spdlog::warn("{}: the warden's pid could not be written ({})", path, std::strerror(errno));
+  }
+  return StateDirLock(fd);
+}
+
+StateDirLock& StateDirLock::operator=(StateDirLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) {
+      ::close(fd_);
+    }
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+StateDirLock::~StateDirLock() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+  }
+}
+
 base::Result<void> DurableState::open(const std::string& state_dir, StatsStore& stats,
                                       std::int64_t unix_now) {
+  auto lock = StateDirLock::take(state_dir);
+  if (!lock) {
+    return base::Failure{std::move(lock.error())};
+  }
+  lock_.emplace(std::move(*lock));
   auto db = StatsDb::open(state_dir);
   if (!db) {
     return base::Failure{std::move(db.error())};
@@ -84,7 +141,9 @@ std::optional<std::vector<StoredHome>> DurableState::restore_homes(ModelRuntime&
   return live;
 }
 
-// A stored change applies while the config file still says what it said when the change was made.
+// A stored change applies as a reload applies the file over it: every setting the file changed since the
+// change was made is the file's, every other one keeps the change (and it is stored again against the
+// file's routing now, as a reload stores it).
 void DurableState::restore_routing(ModelRuntime& m) {
   const std::string& name = m.config().name;
   const auto stored = routing_db_->load_routing(name);
@@ -101,15 +160,22 @@ void DurableState::restore_routing(ModelRuntime& m) {
   const core::RoutingConfig& file = m.config().routing;
   const auto at_change = patch_routing(file, change.config_routing, RoutingScope::stored);
   const auto routing = patch_routing(file, change.routing, RoutingScope::stored);
-  if (!at_change || !routing || *at_change != file || !m.set_routing(*routing)) {
+  core::RoutingConfig next = file;
+  if (at_change && routing) {
+    keep_unchanged(next, *routing, *at_change, file);
+  }
+  if (!at_change || !routing || next == file || !m.set_routing(next)) {
     spdlog::info("routing change of model {} dropped: {}", name,
-                 at_change && routing ? "the config file's routing changed since" : "unreadable");
+                 at_change && routing ? "the config file changed every setting it held since" : "unreadable");
     if (auto forgotten = routing_db_->forget_routing(name); !forgotten) {
       spdlog::warn("dropped routing change of model {} is still stored: {}", name, forgotten.error());
     }
     return;
   }
-  spdlog::info("routing restored model={} {}", name, change.routing);
+  if (*at_change != file) {
+    save_routing(m);
+  }
+  spdlog::info("routing restored model={} {}", name, boost::json::serialize(routing_json(next)));
 }
 
 void DurableState::save_routing(ModelRuntime& m) {
@@ -141,11 +207,21 @@ void DurableState::flush(StatsStore& stats, std::int64_t unix_now, const std::ve
       spdlog::warn("stats history could not be written: {}", written.error());
     }
   }
-  if (routing_db_) {
-    if (auto written = routing_db_->save_homes(homes); !written) {
-      spdlog::warn("conversation homes could not be written: {}", written.error());
-    }
+  if (!routing_db_) {
+    return;
   }
+  if (!unwritten_.empty()) {
+    merge_home_changes(unwritten_, homes);
+  }
+  const std::vector<HomeChanges>& pending = unwritten_.empty() ? homes : unwritten_;
+  if (auto written = routing_db_->save_homes(pending); !written) {
+    if (unwritten_.empty()) {
+      unwritten_ = homes;
+    }
+    spdlog::warn("conversation homes could not be written ({}): kept for the next write", written.error());
+    return;
+  }
+  unwritten_.clear();
 }
 
 }  // namespace warden::gateway

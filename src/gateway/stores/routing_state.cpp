@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <boost/unordered/unordered_flat_map.hpp>
 #include <chrono>
+#include <optional>
 
 #include "gateway/stores/sqlite_util.hpp"
 
@@ -87,6 +89,55 @@ StoredHome ClockPair::to_stored(const core::SessionRecord& r) const {
 core::SessionRecord ClockPair::to_record(const StoredHome& h) const {
   const core::Time age = std::chrono::milliseconds(unix_ms - h.last_seen_ms);
   return {h.key, {h.home, h.prompt_tokens, steady - age}};
+}
+
+namespace {
+
+constexpr std::size_t kMaxKeptRemovals = 1'000'000;
+
+void merge_model_changes(HomeChanges& into, const HomeChanges& later) {
+  boost::unordered_flat_map<std::uint64_t, std::optional<StoredHome>> latest;
+  for (const std::uint64_t key : into.removed) {
+    latest[key] = std::nullopt;
+  }
+  for (const StoredHome& h : into.changed) {
+    latest[h.key] = h;
+  }
+  for (const std::uint64_t key : later.removed) {
+    latest[key] = std::nullopt;
+  }
+  for (const StoredHome& h : later.changed) {
+    latest[h.key] = h;
+  }
+  into.changed.clear();
+  into.removed.clear();
+  for (const auto& [key, home] : latest) {
+    if (home) {
+      into.changed.push_back(*home);
+    } else {
+      into.removed.push_back(key);
+    }
+  }
+  into.expire_before_ms = std::max(into.expire_before_ms, later.expire_before_ms);
+  // A long outage of the disk under a flood of new conversations: the removals may go unwritten (a
+  // removed home left stored is deleted by the expiry bound, or restored harmlessly), so they stay bounded.
+  if (into.removed.size() > kMaxKeptRemovals) {
+    into.removed.clear();
+  }
+}
+
+}  // namespace
+
+void merge_home_changes(std::vector<HomeChanges>& earlier, const std::vector<HomeChanges>& later) {
+  for (const HomeChanges& c : later) {
+    const auto same = std::find_if(earlier.begin(), earlier.end(),
+                                   [&](const HomeChanges& e) { return e.model == c.model; });
+    if (same == earlier.end()) {
+      earlier.push_back(c);
+    } else {
+      merge_model_changes(*same, c);
+    }
+  }
 }
 
 std::vector<core::SessionRecord> homes_to_restore(const std::vector<StoredHome>& stored, int replica_count,

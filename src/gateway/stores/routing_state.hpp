@@ -58,6 +58,10 @@ struct ClockPair {
   core::SessionRecord to_record(const StoredHome& h) const;
 };
 
+// `later` changes on top of `earlier` ones (a write that failed keeps its changes for the next): per model,
+// a key's latest change or removal wins, and the later expiry bound. O(size of both).
+void merge_home_changes(std::vector<HomeChanges>& earlier, const std::vector<HomeChanges>& later);
+
 // The homes of a model now served by `replica_count` replicas: those whose home no longer exists go.
 std::vector<core::SessionRecord> homes_to_restore(const std::vector<StoredHome>& stored, int replica_count,
                                                   const ClockPair& now);

@@ -1,8 +1,10 @@
 #include "gateway/stores/stats_store.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sqlite3.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "gateway/stores/sqlite_util.hpp"
@@ -123,13 +125,20 @@ std::vector<std::string> StatsStore::models() const {
   return out;
 }
 
-base::Result<std::unique_ptr<StatsDb>> StatsDb::open(const std::string& state_dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(state_dir, ec);
-  if (ec) {
-    return base::Failure{fmt::format("cannot create state_dir '{}': {}", state_dir, ec.message())};
-  }
-  const std::string path = (std::filesystem::path(state_dir) / "stats.sqlite3").string();
+namespace {
+
+constexpr const char* kStatsSchema =
+    "PRAGMA journal_mode=WAL;"
+    "PRAGMA synchronous=NORMAL;"
+    "CREATE TABLE IF NOT EXISTS stats_second ("
+    " model TEXT NOT NULL, second INTEGER NOT NULL,"
+    " prompt_cached INTEGER NOT NULL, prompt_computed INTEGER NOT NULL, completion INTEGER NOT NULL,"
+    " requests INTEGER NOT NULL, ttfb_sum REAL NOT NULL, ttfb_count INTEGER NOT NULL,"
+    " PRIMARY KEY (model, second)) WITHOUT ROWID;"
+    "CREATE INDEX IF NOT EXISTS stats_second_time ON stats_second(second);";
+
+// The database at `path` with its schema; `damaged` says the file is not a database or a damaged one.
+base::Result<sqlite3*> open_with_schema(const std::string& path, bool& damaged) {
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                       nullptr) != SQLITE_OK) {
@@ -138,23 +147,60 @@ base::Result<std::unique_ptr<StatsDb>> StatsDb::open(const std::string& state_di
     return base::Failure{std::move(why)};
   }
   sqlite3_busy_timeout(db, 2000);
-  const char* schema =
-      "PRAGMA journal_mode=WAL;"
-      "PRAGMA synchronous=NORMAL;"
-      "CREATE TABLE IF NOT EXISTS stats_second ("
-      " model TEXT NOT NULL, second INTEGER NOT NULL,"
-      " prompt_cached INTEGER NOT NULL, prompt_computed INTEGER NOT NULL, completion INTEGER NOT NULL,"
-      " requests INTEGER NOT NULL, ttfb_sum REAL NOT NULL, ttfb_count INTEGER NOT NULL,"
-      " PRIMARY KEY (model, second)) WITHOUT ROWID;"
-      "CREATE INDEX IF NOT EXISTS stats_second_time ON stats_second(second);";
   char* msg = nullptr;
-  if (sqlite3_exec(db, schema, nullptr, nullptr, &msg) != SQLITE_OK) {
+  if (const int rc = sqlite3_exec(db, kStatsSchema, nullptr, nullptr, &msg); rc != SQLITE_OK) {
+    damaged = (rc & 0xff) == SQLITE_NOTADB || (rc & 0xff) == SQLITE_CORRUPT;
     std::string why = fmt::format("cannot create the stats schema in {}: {}", path, msg ? msg : "?");
     sqlite3_free(msg);
     sqlite3_close(db);
     return base::Failure{std::move(why)};
   }
-  return std::unique_ptr<StatsDb>(new StatsDb(db));
+  return db;
+}
+
+// A damaged database moved aside with its WAL and shared-memory files (kept for inspection); the new name.
+base::Result<std::string> move_aside(const std::string& path, std::int64_t unix_now) {
+  const std::string aside = fmt::format("{}.damaged-{}", path, unix_now);
+  std::error_code ec;
+  std::filesystem::rename(path, aside, ec);
+  if (ec) {
+    return base::Failure{fmt::format("cannot move {} aside: {}", path, ec.message())};
+  }
+  for (const char* suffix : {"-wal", "-shm"}) {
+    std::filesystem::rename(path + suffix, aside + suffix, ec);
+  }
+  return base::Result<std::string>(boost::system::in_place_value, aside);
+}
+
+}  // namespace
+
+base::Result<std::unique_ptr<StatsDb>> StatsDb::open(const std::string& state_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(state_dir, ec);
+  if (ec) {
+    return base::Failure{fmt::format("cannot create state_dir '{}': {}", state_dir, ec.message())};
+  }
+  const std::string path = (std::filesystem::path(state_dir) / "stats.sqlite3").string();
+  bool damaged = false;
+  auto db = open_with_schema(path, damaged);
+  if (!db && damaged) {
+    // What a damaged file held (stats history, homes, routing changes) is lost to this run either way; a
+    // warden that refused to start over it would only loop under Restart=on-failure.
+    const auto unix_now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    auto aside = move_aside(path, unix_now);
+    if (!aside) {
+      return base::Failure{fmt::format("{}; {}", db.error(), aside.error())};
+    }
+    spdlog::error("{} is damaged ({}): moved to {}; starting with an empty state database", path, db.error(),
+                  *aside);
+    db = open_with_schema(path, damaged);
+  }
+  if (!db) {
+    return base::Failure{std::move(db.error())};
+  }
+  return std::unique_ptr<StatsDb>(new StatsDb(*db));
 }
 
 StatsDb::~StatsDb() {

@@ -36,6 +36,7 @@ class FakeGateway final : public AdminContext {
   std::optional<boost::json::object> engine_logs(std::string_view, std::size_t) const override {
     return std::nullopt;
   }
+  PageBudget& sessions_pages() override { return pages_; }
 
   ModelRuntime& model() { return *models_.front(); }
   int routing_changes = 0;
@@ -53,6 +54,7 @@ class FakeGateway final : public AdminContext {
   Config config_;
   StatsStore stats_;
   std::vector<std::unique_ptr<ModelRuntime>> models_;
+  PageBudget pages_;
 };
 
 const char* kModels = R"(models:
@@ -157,6 +159,15 @@ TEST(AdminRoutes, ModelsAndModelShapes) {
       << "no launch: section";
 }
 
+// With api_keys and no auth section, reads need a key as well: the sessions page among them.
+TEST(AdminRoutes, ReadsNeedAKeyByDefaultWhenApiKeysAreSet) {
+  FakeGateway g(with("api_keys: [k1]\n"));
+  EXPECT_EQ(answer_admin(g, request(http::verb::get, "/api/models/m/sessions")).result_int(), 401u);
+  EXPECT_EQ(answer_admin(g, request(http::verb::get, "/api/models/m/sessions", "", "k1")).result_int(), 200u);
+  FakeGateway open(with("api_keys: [k1]\nauth: { reads: false }\n"));
+  EXPECT_EQ(answer_admin(open, request(http::verb::get, "/api/models/m/sessions")).result_int(), 200u);
+}
+
 TEST(AdminRoutes, ReadsNeedAKeyWhenAuthReadsIsSet) {
   FakeGateway g(with("admin_token: secret\napi_keys: [k1]\nauth: { reads: true }\n"));
   const auto refused = answer_admin(g, request(http::verb::get, "/api/models"));
@@ -182,8 +193,59 @@ TEST(AdminRoutes, ARefusalDeepInAHandlerEndsItWithTheRefusalsReply) {
   const auto bad_limit = answer_admin(g, request(http::verb::get, "/api/models/m/sessions?limit=0"));
   EXPECT_EQ(bad_limit.result_int(), 400u);
   EXPECT_EQ(body_of(bad_limit).at("error").at("message").as_string(),
-            "limit must be an integer from 1 to 10000");
+            "limit must be an integer from 1 to 100");
   EXPECT_EQ(answer_admin(g, request(http::verb::get, "/api/models/m/sessions?limit=3")).result_int(), 200u);
+}
+
+// Sessions with full thread tables (the 32 threads a session keeps, and its main one): a read of them is a
+// page of at most 100 sessions, under 1 MiB, with the offset of the next; a larger limit is refused.
+TEST(AdminRoutes, TheSessionsReadIsABoundedPage) {
+  FakeGateway g(kModels);
+  warden::core::SplitMixRng rng;
+  auto& router = g.model().router();
+  const auto metrics = g.model().metrics(warden::core::Time{0});
+  constexpr std::uint64_t sessions = 250;
+  for (std::uint64_t s = 1; s <= sessions; ++s) {
+    for (std::uint64_t t = 0; t <= 32; ++t) {
+      warden::core::RequestFacts f;
+      f.session = warden::core::SessionKey{t == 0 ? s : (s << 20) + t};
+      f.thread.session = s;
+      f.prompt_tokens = 100;
+      const auto now = std::chrono::seconds(s);
+      const auto d = router.route(f, metrics, now, rng);
+      ASSERT_TRUE(d.ok());
+      router.finish(*d.replica);
+    }
+  }
+  const auto too_many = answer_admin(g, request(http::verb::get, "/api/models/m/sessions?limit=10000"));
+  EXPECT_EQ(too_many.result_int(), 400u) << too_many.body().size() << " bytes";
+  const auto first = answer_admin(g, request(http::verb::get, "/api/models/m/sessions?limit=100"));
+  ASSERT_EQ(first.result_int(), 200u);
+  EXPECT_LT(first.body().size(), 1u << 20);
+  const auto page = body_of(first);
+  ASSERT_EQ(page.at("sessions").as_array().size(), 100u);
+  EXPECT_GE(page.at("sessions").as_array()[0].at("threads").as_array().size(), 32u) << "full thread tables";
+  EXPECT_EQ(page.at("next_offset").to_number<int>(), 100);
+  const auto last =
+      body_of(answer_admin(g, request(http::verb::get, "/api/models/m/sessions?limit=100&offset=200")));
+  EXPECT_EQ(last.at("sessions").as_array().size(), 50u);
+  EXPECT_TRUE(last.at("next_offset").is_null());
+  EXPECT_EQ(answer_admin(g, request(http::verb::get, "/api/models/m/sessions?offset=-1")).result_int(), 400u);
+}
+
+// Readers that loop: ten pages are built in a second (the gateway's clock stands still here), the next
+// ones answered 429 without building anything.
+TEST(AdminRoutes, SessionsPagesAreBuiltTenASecond) {
+  FakeGateway g(kModels);
+  int built = 0;
+  int refused = 0;
+  for (int i = 0; i < 25; ++i) {
+    const auto r = answer_admin(g, request(http::verb::get, "/api/models/m/sessions?limit=100"));
+    built += r.result_int() == 200u ? 1 : 0;
+    refused += r.result_int() == 429u ? 1 : 0;
+  }
+  EXPECT_EQ(built, 10);
+  EXPECT_EQ(refused, 15);
 }
 
 TEST(AdminRoutes, StatsWindowIsChecked) {

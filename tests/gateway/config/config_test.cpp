@@ -300,7 +300,13 @@ TEST(Config, AuthReadsNeedsSomethingToAuthenticateWith) {
   EXPECT_TRUE(r.config->auth.reads);
   r = parse_config("admin_token: t\n" + model, "w.yaml");
   ASSERT_TRUE(r.ok()) << r.error_text();
-  EXPECT_FALSE(r.config->auth.reads) << "reads are open by default";
+  EXPECT_FALSE(r.config->auth.reads) << "reads are open by default without api_keys";
+  r = parse_config("api_keys: [k]\n" + model, "w.yaml");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  EXPECT_TRUE(r.config->auth.reads) << "keyed by default with api_keys";
+  r = parse_config("api_keys: [k]\nauth: { reads: false }\n" + model, "w.yaml");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  EXPECT_FALSE(r.config->auth.reads) << "unless the file opens them";
   EXPECT_NE(errors_of("auth: { reads: true }\n" + model).find("w.yaml:1:16: auth.reads is true but neither"),
             std::string::npos)
       << errors_of("auth: { reads: true }\n" + model);

@@ -268,23 +268,40 @@ warden::core::Decision send(ModelRuntime& m, int replica, std::uint32_t prompt_t
 
 }  // namespace
 
-// A 30,000-token prompt keeps the counters still while it prefills: at the assumed 500 tokens/s, times
-// 3, that is 180 s on top of stall_after (20 s) before the watchdog calls it a stall.
+// A 5,000-token prompt keeps the counters still while it prefills: at the assumed 500 tokens/s, times 3,
+// that is 30 s on top of stall_after (20 s) before the watchdog calls it a stall.
 TEST(ModelRuntime, ALongPrefillIsNotAStall) {
   Config c = config_of(kUrls);
   ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
   m.outliers().configure(stall_after(std::chrono::seconds(20)));
   using std::chrono::seconds;
-  const auto long_prompt = send(m, 0, 30'000, seconds(0));
+  const auto long_prompt = send(m, 0, 5'000, seconds(0));
   scrape_tokens(m, c, 1, 100, 0);
-  scrape_tokens(m, c, 1, 100, 60);
-  EXPECT_TRUE(m.outliers().eject_stalled(seconds(60)).empty());
-  scrape_tokens(m, c, 1, 100, 199);
-  EXPECT_TRUE(m.outliers().eject_stalled(seconds(199)).empty());
-  scrape_tokens(m, c, 1, 100, 200);
-  EXPECT_EQ(m.outliers().eject_stalled(seconds(200)),
+  scrape_tokens(m, c, 1, 100, 30);
+  EXPECT_TRUE(m.outliers().eject_stalled(seconds(30)).empty());
+  scrape_tokens(m, c, 1, 100, 49);
+  EXPECT_TRUE(m.outliers().eject_stalled(seconds(49)).empty());
+  scrape_tokens(m, c, 1, 100, 50);
+  EXPECT_EQ(m.outliers().eject_stalled(seconds(50)),
             std::vector<int>{0});  // 3 x its prefill time: a stall after all
   m.router().first_token(long_prompt);
+}
+
+// Twenty pinned prompts of 60,000 tokens on a replica that wedges (it reports them running, its counters
+// stand still): at the assumed rate they would excuse 2 hours; the watchdog ejects it at 3 x stall_after.
+TEST(ModelRuntime, PinnedLongPromptsNeverHoldTheWatchdogPastThreeStallAfters) {
+  Config c = config_of(kUrls);
+  ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
+  m.outliers().configure(stall_after(std::chrono::seconds(20)));
+  using std::chrono::seconds;
+  for (int i = 0; i < 20; ++i) {
+    (void)send(m, 0, 60'000, seconds(0));
+  }
+  scrape_tokens(m, c, 20, 100, 0);
+  scrape_tokens(m, c, 20, 100, 59);
+  EXPECT_TRUE(m.outliers().eject_stalled(seconds(59)).empty());
+  scrape_tokens(m, c, 20, 100, 60);
+  EXPECT_EQ(m.outliers().eject_stalled(seconds(60)), std::vector<int>{0});
 }
 
 // An engine that hangs while it reports `running 0`: the warden's own request there, still without its
@@ -301,6 +318,32 @@ TEST(ModelRuntime, AHangReportedAsNothingRunningIsAStall) {
   EXPECT_TRUE(m.outliers().eject_stalled(seconds(21)).empty());  // 20 s + 0.6 s of prefill
   scrape_tokens(m, c, 0, 100, 22);
   EXPECT_EQ(m.outliers().eject_stalled(seconds(22)), std::vector<int>{0});
+}
+
+// The same hang on an engine that exports no token counters: the warden's own requests there are its
+// work, their first tokens its progress. One answered keeps it in; one that waits past stall_after ejects
+// it.
+TEST(ModelRuntime, AHangWithoutTokenCountersIsAStall) {
+  Config c = config_of(kUrls);
+  ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
+  m.outliers().configure(stall_after(std::chrono::seconds(20)));
+  using std::chrono::seconds;
+  const auto scrape = [&](int at) {
+    m.apply_scrape(c.models[0].urls[0],
+                   *parse_vllm_metrics("vllm:num_requests_running{model_name=\"served\"} 0\n", "served"),
+                   seconds(at));
+  };
+  const auto answered = send(m, 0, 100, seconds(0));
+  scrape(0);
+  scrape(15);
+  m.first_token(answered);
+  send(m, 0, 100, seconds(16));
+  scrape(16);
+  scrape(36);
+  EXPECT_TRUE(m.outliers().eject_stalled(seconds(36)).empty())
+      << "20 s since the last first token, + prefill";
+  scrape(37);
+  EXPECT_EQ(m.outliers().eject_stalled(seconds(37)), std::vector<int>{0});
 }
 
 TEST(ModelRuntime, HostileMetricValuesAreClamped) {
