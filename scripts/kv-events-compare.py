@@ -30,12 +30,13 @@ def median(values):
 
 
 def main():
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
     p = argparse.ArgumentParser()
     p.add_argument("binary")
     p.add_argument("--seeds", default="1,2,3,4")
-    p.add_argument("rest", nargs=argparse.REMAINDER)
-    a = p.parse_args()
-    args = [x for x in a.rest if x != "--"]
+    a = p.parse_args(argv[:cut])
+    args = argv[cut + 1:]
     seeds = [int(s) for s in a.seeds.split(",")]
     sides = {name: [run(a.binary, args, s, name == "events") for s in seeds] for name in ("estimate", "events")}
     levels = [r["sessions"] for r in sides["estimate"][0]]

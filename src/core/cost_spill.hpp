@@ -18,16 +18,11 @@ namespace warden::core {
 /// turn.
 [[nodiscard]] std::uint32_t uncached_at_home(const RequestFacts& facts);
 
-/// Prompt tokens the request must prefill on `replica` if it goes there instead: the whole prompt, less
-/// what the replica's KV cache events say it holds of the thread (ReplicaState::cached_for_request: a
-/// replica that holds it elsewhere is cheap).
-[[nodiscard]] std::uint32_t uncached_at(const ReplicaState& replica, const RequestFacts& facts);
-
 /// Rule 5 by cost (snapshot.routing.cost_spill enabled, the home's rate known): the healthy non-home replica
-/// with the lowest predicted TTFT for the prompt (less what it holds of it: uncached_at), if the wait that
-/// saves against staying home exceeds the move's price (the target's prefill, which its queue waits for too)
-/// plus the margin; nullopt = stay home. With admission enabled a target must have room for the prompt in its
-/// working set (a spill must not evict the conversations resident there). Ties by RNG.
+/// with the lowest predicted TTFT for the whole prompt, if the wait that saves against staying home exceeds
+/// the move's price (the target's prefill of the whole prompt, which its queue waits for too) plus the
+/// margin; nullopt = stay home. With admission enabled a target must have room for the prompt in its working
+/// set (a spill must not evict the conversations resident there). Ties by RNG.
 [[nodiscard]] std::optional<ReplicaIndex> cost_spill_target(const Snapshot& snapshot,
                                                             const RequestFacts& facts, ReplicaIndex home,
                                                             Rng& rng);

@@ -11,9 +11,6 @@ std::uint32_t live_requests(const ReplicaState& replica) {
 }
 
 bool prefix_evicted(const ReplicaState& home, const RequestFacts& facts) {
-  if (facts.home_cache_exact) {
-    return std::uint64_t{facts.home_cached_tokens} * 2 < facts.prompt_tokens;
-  }
   const std::uint64_t warm = home.warm_capacity_tokens();
   return warm > 0 && facts.home_computed_since && *facts.home_computed_since >= warm;
 }
@@ -33,7 +30,7 @@ bool worth_the_prefill(const Snapshot& snapshot, const RequestFacts& facts, cons
     return true;
   }
   const auto at_home = predicted_ttft(from, uncached_at_home(facts));
-  const auto there = predicted_ttft(to, uncached_at(to, facts));
+  const auto there = predicted_ttft(to, facts.prompt_tokens);
   if (!at_home || !there) {
     return true;
   }
@@ -63,11 +60,7 @@ std::optional<ReplicaIndex> rebalance_target(const Snapshot& snapshot, const Req
   }
   const ReplicaState& to = snapshot.replicas[*target];
   if (evicted) {
-    // Nothing lost by the move, as long as the target holds at least what the home still does.
-    const bool holds_as_much = uncached_at(to, facts) <= uncached_at_home(facts);
-    return live_requests(to) < live_requests(from) && (!facts.home_cache_exact || holds_as_much)
-               ? target
-               : std::nullopt;
+    return live_requests(to) < live_requests(from) ? target : std::nullopt;
   }
   const bool busier = live_requests(to) + 2 <= live_requests(from);
   const bool holds_more = to.active_conversations + 2 <= from.active_conversations;

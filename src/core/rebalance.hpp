@@ -12,10 +12,9 @@ namespace warden::core {
 /// Requests in flight on `replica` from every warden (this one's and the others' in the shared state).
 [[nodiscard]] std::uint32_t live_requests(const ReplicaState& replica);
 
-/// Whether the home has lost this conversation's prefix. With the home's KV cache events live
-/// (facts.home_cache_exact): it holds less than half of the prompt. Else, certainly lost: it computed at
-/// least its KV capacity in other requests' prompt tokens since the conversation's previous turn there (LRU
-/// has reused every block since), as the engine's own counters say.
+/// Whether the home has certainly lost this conversation's prefix: it computed at least its KV capacity in
+/// other requests' prompt tokens since the conversation's previous turn there (LRU has reused every block
+/// since), as the engine's own counters say.
 [[nodiscard]] bool prefix_evicted(const ReplicaState& home, const RequestFacts& facts);
 
 /// Rule 5, first (snapshot.routing.rebalance): whether the conversation leaves its home for good (route

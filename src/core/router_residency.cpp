@@ -2,6 +2,7 @@
 // live they replace the estimate of what a replica holds for the request being routed.
 #include <algorithm>
 
+#include "core/cost_spill.hpp"
 #include "core/router.hpp"
 
 namespace warden::core {
@@ -92,14 +93,10 @@ void Router::note_residency(const RequestFacts& facts, std::span<const ReplicaMe
 }
 
 void Router::use_residency(RequestFacts& facts) const {
+  // A known thread stays with the estimate's view of its home (its previous prompt there, evicted once
+  // the home computed a cache's worth since): measured, pricing stays and moves by the exact figure moved
+  // conversations off homes that still held most of them, and lost tasks (docs/routing.md).
   if (facts.home) {
-    if (*facts.home < snapshot_.replicas.size()) {
-      if (const auto held = snapshot_.replicas[*facts.home].cached_for_request) {
-        facts.home_cached_tokens = *held;
-        facts.home_cache_exact = true;
-        facts.home_computed_since.reset();  // the events say what is left; no need to guess from counts
-      }
-    }
     return;
   }
   // No home in the table, but a replica's events show the thread (another warden placed it, or this one
@@ -115,7 +112,6 @@ void Router::use_residency(RequestFacts& facts) const {
   if (best) {
     facts.home = best;
     facts.home_cached_tokens = *snapshot_.replicas[*best].cached_for_request;
-    facts.home_cache_exact = true;
     facts.preferred = 0;
     return;
   }
@@ -135,6 +131,9 @@ void Router::use_residency(RequestFacts& facts) const {
 void Router::expect(const RequestFacts& facts, Decision& decision) const {
   decision.thread_key = facts.session && !facts.thread.side ? facts.session->hash : 0;
   const ReplicaIndex chosen = *decision.replica;
+  // The prefill the replica's backlog counts stays the estimate's (cost_spill.hpp): only a turn on its
+  // home finds its previous prompt cached.
+  decision.prefill_tokens = facts.home == decision.replica ? uncached_at_home(facts) : facts.prompt_tokens;
   if (chosen < snapshot_.replicas.size()) {
     decision.expected_block = snapshot_.replicas[chosen].block_size;
   }
@@ -142,11 +141,8 @@ void Router::expect(const RequestFacts& facts, Decision& decision) const {
     decision.expected_cached_tokens = *snapshot_.replicas[chosen].cached_for_request;
     decision.expected_exact = true;
   } else {
-    // The estimate: only a turn on its home finds its previous prompt cached.
     decision.expected_cached_tokens = facts.home == decision.replica ? facts.home_cached_tokens : 0;
   }
-  decision.prefill_tokens =
-      facts.prompt_tokens - std::min(facts.prompt_tokens, decision.expected_cached_tokens);
 }
 
 }  // namespace warden::core

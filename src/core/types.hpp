@@ -252,11 +252,10 @@ struct RequestFacts {
   std::optional<ReplicaSet> task_room;
   /// How long this request has already waited in the model's admission queue (0 on its first routing).
   Time queued_for{0};
-  /// Tokens the home is expected to have cached for this conversation: what its events say it holds when
-  /// they are live (home_cache_exact), else its previous prompt there (the Router fills this in itself,
-  /// with `home`).
+  /// Tokens the home is expected to have cached for this conversation: its previous prompt there (the
+  /// Router fills this in itself, with `home`; a home found in the replicas' KV cache events: what they
+  /// show it holds).
   std::uint32_t home_cached_tokens = 0;
-  bool home_cache_exact = false;
   /// Prompt tokens the home has computed for other requests since this conversation's previous turn there
   /// (from the engine's own counters; the Router fills it in). Once it reaches the home's KV capacity, LRU
   /// has evicted that turn's blocks. nullopt = unknown.
