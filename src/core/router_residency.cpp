@@ -2,12 +2,16 @@
 // live they replace the estimate of what a replica holds for the request being routed.
 #include <algorithm>
 
+#include "base/splitmix.hpp"
 #include "core/cost_spill.hpp"
 #include "core/router.hpp"
 
 namespace warden::core {
 
 namespace {
+
+// Names a spilled request's stores apart from its thread's (Decision::thread_key).
+constexpr std::uint64_t spill_salt = 0x5b111ed5b111ed;
 
 std::uint32_t clamp_tokens(std::uint64_t tokens) {
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(tokens, UINT32_MAX));
@@ -93,10 +97,24 @@ void Router::note_residency(const RequestFacts& facts, std::span<const ReplicaMe
 }
 
 void Router::use_residency(RequestFacts& facts) const {
-  // A known thread stays with the estimate's view of its home (its previous prompt there, evicted once
-  // the home computed a cache's worth since): measured, pricing stays and moves by the exact figure moved
-  // conversations off homes that still held most of them, and lost tasks (docs/routing.md).
+  // A known thread keeps the estimate's view of its home (its previous prompt there, evicted once the home
+  // computed a cache's worth since): measured, pricing stays and moves by the exact figure moved
+  // conversations off homes that still held most of them, and lost tasks (docs/routing.md). One exception:
+  // another replica holds an eighth of the prompt more of the thread than its home (another warden moved
+  // it there; this warden's own spills store under another key): it follows, so wardens agree.
   if (facts.home) {
+    if (*facts.home < holds_thread_.size()) {
+      const auto at_home = snapshot_.replicas[*facts.home].cached_for_request;
+      for (std::size_t i = 0; i < holds_thread_.size(); ++i) {
+        const ReplicaState& r = snapshot_.replicas[i];
+        if (i != *facts.home && holds_thread_[i] != 0 && r.healthy && at_home &&
+            *r.cached_for_request > *at_home + facts.prompt_tokens / 8) {
+          facts.home = static_cast<ReplicaIndex>(i);
+          facts.home_cached_tokens = *r.cached_for_request;
+          return;
+        }
+      }
+    }
     return;
   }
   // No home in the table, but a replica's events show the thread (another warden placed it, or this one
@@ -130,6 +148,10 @@ void Router::use_residency(RequestFacts& facts) const {
 
 void Router::expect(const RequestFacts& facts, Decision& decision) const {
   decision.thread_key = facts.session && !facts.thread.side ? facts.session->hash : 0;
+  if (decision.route == Route::spilled && decision.thread_key != 0) {
+    // A spill moves the request, not the thread: what it stores there is not the thread's to follow.
+    decision.thread_key = base::splitmix64(decision.thread_key ^ spill_salt);
+  }
   const ReplicaIndex chosen = *decision.replica;
   // The prefill the replica's backlog counts stays the estimate's (cost_spill.hpp): only a turn on its
   // home finds its previous prompt cached.
