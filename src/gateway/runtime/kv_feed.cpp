@@ -79,6 +79,8 @@ core::KvApplied KvFeed::apply(const protocol::kv::EventBatch& batch, core::Time 
     counts_.lag_last = std::max(0.0, now_unix - batch.ts);
     counts_.lag_sum += counts_.lag_last;
     ++counts_.lag_count;
+    const auto bucket = std::lower_bound(kKvLagBounds.begin(), kKvLagBounds.end(), counts_.lag_last);
+    ++counts_.lag_buckets[static_cast<std::size_t>(bucket - kKvLagBounds.begin())];
   }
   note_exact();
   return applied;

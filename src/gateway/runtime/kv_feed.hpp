@@ -10,6 +10,7 @@
 // Otherwise the Router falls back to its own estimate for the replica.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -20,6 +21,11 @@
 #include "core/types.hpp"
 
 namespace warden::gateway {
+
+// The upper bounds (seconds) of the lag histogram's buckets: fine around a millisecond, where an applied
+// batch should be, up to the seconds a stalled I/O thread would show.
+inline constexpr std::array<double, 15> kKvLagBounds{0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02,
+                                                     0.05,   0.1,    0.2,    0.5,   1,     2,     5};
 
 // What a replica's stream did since the warden started listening to it (Prometheus counters).
 struct KvFeedCounts {
@@ -36,6 +42,8 @@ struct KvFeedCounts {
   double lag_sum = 0;               // seconds from a batch's ts to its application, summed
   std::uint64_t lag_count = 0;
   double lag_last = 0;
+  // Lags per bucket of kKvLagBounds (the last: past the largest bound), not cumulative.
+  std::array<std::uint64_t, kKvLagBounds.size() + 1> lag_buckets{};
 };
 
 class KvFeed {

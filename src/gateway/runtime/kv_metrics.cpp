@@ -66,6 +66,32 @@ constexpr std::array<KvSeries, 14> kKvSeries{{
      [](const KvReplicaGauges& k) { return num(k.counts.fallbacks); }},
 }};
 
+// The lag as a histogram (cumulative buckets, Prometheus' `le`), so that its quantiles can be read.
+void render_kv_lag(std::string& o, const std::vector<ReplicaGauges>& replicas) {
+  const auto out = std::back_inserter(o);
+  constexpr std::string_view lag = "lm_warden_kv_lag_seconds";
+  fmt::format_to(out,
+                 "# HELP {} From a batch's timestamp (the engine's clock) to its application to the index.\n"
+                 "# TYPE {} histogram\n",
+                 lag, lag);
+  for (const ReplicaGauges& r : replicas) {
+    if (!r.kv) {
+      continue;
+    }
+    const std::string labels =
+        fmt::format("model=\"{}\",replica=\"{}\"", prometheus_escape(r.model), r.replica);
+    const KvFeedCounts& c = r.kv->counts;
+    std::uint64_t below = 0;
+    for (std::size_t i = 0; i < kKvLagBounds.size(); ++i) {
+      below += c.lag_buckets[i];
+      fmt::format_to(out, "{}_bucket{{{},le=\"{}\"}} {}\n", lag, labels, kKvLagBounds[i], below);
+    }
+    fmt::format_to(out, "{}_bucket{{{},le=\"+Inf\"}} {}\n", lag, labels, c.lag_count);
+    fmt::format_to(out, "{}_sum{{{}}} {}\n{}_count{{{}}} {}\n", lag, labels, c.lag_sum, lag, labels,
+                   c.lag_count);
+  }
+}
+
 }  // namespace
 
 std::optional<KvReplicaGauges> kv_gauges(const KvFeed& feed) {
@@ -94,19 +120,7 @@ void render_kv_metrics(std::string& o, const std::vector<ReplicaGauges>& replica
       }
     }
   }
-  constexpr std::string_view lag = "lm_warden_kv_lag_seconds";
-  fmt::format_to(out,
-                 "# HELP {} From a batch's timestamp (the engine's clock) to its application to the index.\n"
-                 "# TYPE {} summary\n",
-                 lag, lag);
-  for (const ReplicaGauges& r : replicas) {
-    if (r.kv) {
-      const std::string labels =
-          fmt::format("model=\"{}\",replica=\"{}\"", prometheus_escape(r.model), r.replica);
-      fmt::format_to(out, "{}_sum{{{}}} {}\n{}_count{{{}}} {}\n", lag, labels, r.kv->counts.lag_sum, lag,
-                     labels, r.kv->counts.lag_count);
-    }
-  }
+  render_kv_lag(o, replicas);
 }
 
 }  // namespace warden::gateway
