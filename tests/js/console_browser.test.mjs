@@ -44,6 +44,7 @@ function expectedCard(model) {
       pct(r.prefix_hit_rate),
       int(r.preemptions),
       r.kv_capacity_tokens > 0 ? `${int(r.held_tokens)} of ${int(r.kv_capacity_tokens)} tokens` : '–',
+      r.kv_events ? `${pct(r.kv_events.cache_use)} · ${r.kv_events.live ? 'events live' : 'estimate'}` : '–',
     ]),
     affinity: routing.affinity ? 'Affinity on' : 'Affinity off',
     inFlight: `In flight ${int(routing.in_flight)}`,
@@ -190,7 +191,7 @@ describe('web console against lm-warden serve', { timeout: 240000 }, () => {
     const fields = await page.evaluate(() =>
       [...document.querySelectorAll('#replica-table tbody tr:first-child [data-field]')].map((c) => c.dataset.field));
     assert.deepEqual(fields, ['replica', 'in-flight', 'sticky', 'spilled-in', 'client-pinned', 'running-waiting', 'kv-used',
-      'prefix-hit-rate', 'preempted', 'working-set']);
+      'prefix-hit-rate', 'preempted', 'working-set', 'cache-events']);
     // The working set fits the instant engine's 4 x 4.2M tokens (16.8M): no warning.
     assert.match(await page.locator('#working-set-summary').textContent(), /(agents? of ~\S+ tokens need ~\S+ tokens|^No agent is active); this host holds ~16\.8M in GPU caches \(no host offload\)\.$/);
     assert.equal(await page.locator('#working-set-warning').isVisible(), false);

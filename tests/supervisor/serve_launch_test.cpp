@@ -286,8 +286,16 @@ TEST_F(ServeLaunch, VllmEngineRunsTheGeneratedCommandLine) {
   for (std::string line; std::getline(in, line);) {
     argv.push_back(line);
   }
+  // The golden line, then the KV cache events the warden listens to on ports it picked.
   const auto expected = supervisor_test::golden_dp4_vllm_args(std::to_string(sim_port));
-  EXPECT_EQ(argv, expected);
+  ASSERT_EQ(argv.size(), expected.size() + 2);
+  EXPECT_EQ(
+      std::vector<std::string>(argv.begin(), argv.begin() + static_cast<std::ptrdiff_t>(expected.size())),
+      expected);
+  EXPECT_EQ(argv[expected.size()], "--kv-events-config");
+  EXPECT_TRUE(
+      argv.back().starts_with(R"({"enable_kv_cache_events":true,"publisher":"zmq","endpoint":"tcp://*:)"))
+      << argv.back();
   EXPECT_EQ(engine(card, 0).at("replicas").as_array().size(), 4u);
   test_support::Client c(port);
   auto r = c.post("/v1/chat/completions",

@@ -16,7 +16,7 @@ import { threadColumns, threadsCard } from '../threads.js';
 import { replicaLevel, workingSetCard } from '../working_set.js';
 import { adminToken, forgetToken, hasToken } from '../token.js';
 
-const FIELDS = ['replica', 'in-flight', 'sticky', 'spilled-in', 'client-pinned', 'running-waiting', 'kv-used', 'prefix-hit-rate', 'preempted', 'working-set'];
+const FIELDS = ['replica', 'in-flight', 'sticky', 'spilled-in', 'client-pinned', 'running-waiting', 'kv-used', 'prefix-hit-rate', 'preempted', 'working-set', 'cache-events'];
 // A replica's working set over its caches: the badge's word, its tone, and what it means.
 const LEVEL_BADGES = {
   'over-gpu': { word: 'in host', tone: 'warn', title: 'Over the GPU cache: the rest waits in host memory' },
