@@ -47,6 +47,12 @@ void KvSequence::replayed(KvMessage m, Out& out) {
 
 void KvSequence::replay_ended(Out& out) {
   if (replaying_) {
+    if (reset_due_ && expected_ == 0) {
+      // Asked from 0 and answered with nothing: the engine has published nothing since it started (its
+      // buffer keeps the last batches, so any would be there), so its cache is empty and the index whole.
+      out.steps.push_back(KvResetStep{true, *reset_due_});
+      reset_due_.reset();
+    }
     finish_replay(out);
   }
 }

@@ -15,6 +15,8 @@
 // - seq back to 0 (the publisher restarted): cleared and complete (the engine starts empty); back to
 //   another seq (it restarted and its first batches were lost): cleared and replayed from 0;
 // - the connection up before any batch: the start is asked from the replay socket, as for a late join;
+//   answered with nothing at all, the engine has published nothing since it started: its cache is empty,
+//   the index cleared and complete (an engine whose buffer_steps is 0 would read the same: give it some);
 // - a payload that does not decode is counted and dropped (its seq still counts: asking it again would
 //   get the same bytes).
 #pragma once

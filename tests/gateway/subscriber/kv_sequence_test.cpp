@@ -193,11 +193,20 @@ TEST(KvSequence, AConnectionBeforeAnyBatchAsksTheStart) {
   EXPECT_EQ(words(out), (Words{"gap join", "reset complete", "apply 0 replayed", "gap close", "apply 1"}));
 }
 
-TEST(KvSequence, AnEmptyBufferAtConnectionLeavesTheStartToTheFirstBatch) {
+TEST(KvSequence, AnEmptyBufferAtConnectionIsAnEmptyEngine) {
   KvSequence s(true, std::chrono::seconds(2));
   KvSequence::Out out;
   s.connected(t0, out);
-  s.replay_ended(out);
+  s.replay_ended(out);  // nothing published since the engine started: nothing cached, the index whole
   s.live(batch(0), t0, out);
+  EXPECT_EQ(words(out), (Words{"gap join", "reset complete", "gap close", "apply 0"}));
+}
+
+TEST(KvSequence, AReplayThatTimesOutAtConnectionClaimsNothing) {
+  KvSequence s(true, std::chrono::seconds(2));
+  KvSequence::Out out;
+  s.connected(t0, out);
+  s.tick(t0 + std::chrono::seconds(3), out);
+  s.live(batch(0), t0 + std::chrono::seconds(3), out);
   EXPECT_EQ(words(out), (Words{"gap join", "gap close", "reset complete", "apply 0"}));
 }
