@@ -113,8 +113,9 @@ std::optional<std::pair<std::int64_t, kv::BlockStored>> next_store(Socket& sub, 
 class SimKvEventsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    pub_port_ = test_support::free_port();
-    replay_port_ = test_support::free_port();
+    // Two ranks publish on base port + rank, their replays likewise: four consecutive free ports.
+    pub_port_ = test_support::free_port_run(4);
+    replay_port_ = pub_port_ + 2;
     const std::string config =
         json::serialize(json::object{{"enable_kv_cache_events", true},
                                      {"endpoint", "tcp://*:" + std::to_string(pub_port_)},

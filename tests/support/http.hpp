@@ -77,6 +77,39 @@ inline int free_port() {
   return ntohs(a.sin_port);
 }
 
+/// Whether a loopback port can be bound right now.
+inline bool port_is_free(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<std::uint16_t>(port));
+  const bool ok = fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  if (fd >= 0) {
+    ::close(fd);
+  }
+  return ok;
+}
+
+/// The first of `count` consecutive loopback ports that were free a moment ago (a server that binds base
+/// port + rank, as vLLM's KV event publishers do), -1 if none could be had.
+inline int free_port_run(int count) {
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    const int first = free_port();
+    if (first <= 0 || first + count > 65535) {
+      continue;
+    }
+    bool all = true;
+    for (int i = 1; i < count && all; ++i) {
+      all = port_is_free(first + i);
+    }
+    if (all) {
+      return first;
+    }
+  }
+  return -1;
+}
+
 /// A plain TCP connection to 127.0.0.1:port (the caller closes the descriptor).
 inline int raw_connect(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
