@@ -12,7 +12,6 @@
 
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "protocol/kv_events.hpp"
@@ -64,6 +63,24 @@ class Socket {
  private:
   void* s_;
 };
+
+// Connects `sub` to `endpoint` and returns once the ZMQ handshake with the publisher is done (the SUB then
+// sends its subscription at once), or false after `timeout_ms`: a SUB misses what is published before it
+// has joined, and the handshake is the event that says it has.
+bool connect_and_join(void* context, void* sub, const std::string& endpoint, int timeout_ms = 5000) {
+  static int monitors = 0;
+  const std::string address = "inproc://sub-monitor-" + std::to_string(++monitors);
+  if (zmq_socket_monitor(sub, address.c_str(), ZMQ_EVENT_HANDSHAKE_SUCCEEDED) != 0) {
+    return false;
+  }
+  Socket monitor(context, ZMQ_PAIR, timeout_ms);
+  if (zmq_connect(monitor.get(), address.c_str()) != 0 || zmq_connect(sub, endpoint.c_str()) != 0) {
+    return false;
+  }
+  const auto event = monitor.receive();  // [event id and value, endpoint]
+  zmq_socket_monitor(sub, nullptr, 0);
+  return event.has_value();
+}
 
 struct Context {
   void* c = zmq_ctx_new();
@@ -137,9 +154,8 @@ class SimKvEventsTest : public ::testing::Test {
 TEST_F(SimKvEventsTest, StoresCarryTheSessionIdAndSeqCountsFromZero) {
   Context ctx;
   Socket sub(ctx.c, ZMQ_SUB);
-  ASSERT_EQ(zmq_connect(sub.get(), pub_endpoint(0).c_str()), 0);
   ASSERT_EQ(zmq_setsockopt(sub.get(), ZMQ_SUBSCRIBE, "kv", 2), 0);
-  std::this_thread::sleep_for(500ms);  // a SUB misses what is published before it has joined
+  ASSERT_TRUE(connect_and_join(ctx.c, sub.get(), pub_endpoint(0)));
   Client c(port_);
   const warden::net::Headers rank0 = {{"X-data-parallel-rank", "0"}, {"X-Session-ID", "from-header"}};
   ASSERT_EQ(c.post("/v1/chat/completions", chat(long_prompt("alpha"), "0123456789abcdef"), rank0).status,
@@ -164,9 +180,8 @@ TEST_F(SimKvEventsTest, StoresCarryTheSessionIdAndSeqCountsFromZero) {
 TEST_F(SimKvEventsTest, EachRankPublishesOnItsOwnPortFromSeqZero) {
   Context ctx;
   Socket sub(ctx.c, ZMQ_SUB);
-  ASSERT_EQ(zmq_connect(sub.get(), pub_endpoint(1).c_str()), 0);
   ASSERT_EQ(zmq_setsockopt(sub.get(), ZMQ_SUBSCRIBE, "", 0), 0);
-  std::this_thread::sleep_for(500ms);
+  ASSERT_TRUE(connect_and_join(ctx.c, sub.get(), pub_endpoint(1)));
   Client c(port_);
   ASSERT_EQ(c.post("/v1/chat/completions", chat(long_prompt("gamma"), "s1"), {{"X-data-parallel-rank", "1"}})
                 .status,
