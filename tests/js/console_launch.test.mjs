@@ -112,9 +112,10 @@ describe('console: engines launched by the warden', { timeout: 180000 }, () => {
   test('model page: Engine section shows ready and the lines the sim printed, live', async () => {
     const { page, errors, close } = await openPage('#/models/launched');
     await textWhen(page, '#engine-status', (t) => t === 'Ready', 'the engine status Ready');
-    // The sim's own stdout line, captured by the warden and fetched from /logs.
-    const log = await textWhen(page, '#engine-log', (t) => new RegExp(`listening on .*:${simPort}`).test(t),
-      'the sim\u2019s listening line in the log box');
+    // The sim's own stdout line, captured by the warden and fetched from /logs (the box shows the model
+    // card's bare tail until the first fetch answers: wait for the fetched form, with its streams).
+    const log = await textWhen(page, '#engine-log', (t) => new RegExp(`stdout: listening on .*:${simPort}`).test(t),
+      'the sim\u2019s listening line in the log box, as /logs returns it');
     assert.match(log, /warden: started pid \d+/);
     assert.match(log, /stdout: listening on/);
     assert.equal(await page.locator('#engine-log').evaluate((el) => el.tagName), 'PRE');
