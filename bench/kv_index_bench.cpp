@@ -200,7 +200,7 @@ struct Fleet {
     now += std::chrono::microseconds(1);
     const auto d = router.route(f, metrics, now, rng);
     if (kv) {
-      indexes[*d.replica].sent(threads[i].key);  // as the gateway tells the replica's feed
+      indexes[*d.replica].sent(threads[i].key, d.thread_anew);  // as the gateway tells the replica's feed
     }
     router.finish(*d.replica);
   }

@@ -71,44 +71,43 @@ void KvIndex::store_gpu(const KvStore& store) {
   append(new_chain(store.thread, store.parent), store.hashes);
 }
 
-void KvIndex::sent(std::uint64_t thread) {
+void KvIndex::sent(std::uint64_t thread, bool anew) {
   const auto it = threads_.find(thread);
-  if (it != threads_.end()) {
+  if (it != threads_.end() && anew) {
+    it->second.sent_at = 0;  // its stores part from the chain at the start: they tell no tail loss
+  } else if (it != threads_.end()) {
     const Chain& chain = chains_[it->second.chain];
     it->second.sent_at = chain.base + chain.hashes.size();
   }
 }
 
-// The stores of a request sent since: it reused the chain up to where they part from it. A store that
-// repeats the chain's own blocks (evicted ones computed again) parts nowhere yet: the next one tells.
+// The stores of a request sent since: it reused the thread's prompt up to where they part from its chain
+// (the start it extends included). A store that repeats the chain's own blocks (evicted ones computed again,
+// from the prompt's start or from a resident block) parts nowhere yet: the next one tells.
 void KvIndex::learn_loss(const KvStore& store) {
   const auto it = store.thread != 0 ? threads_.find(store.thread) : threads_.end();
   if (it == threads_.end() || it->second.sent_at == 0) {
     return;
   }
-  std::uint64_t reused = 0;
+  std::uint64_t attach = 0;  // blocks from the prompt's start to the store's first block
   if (store.parent) {
     const auto parent = gpu_.find(*store.parent);
     if (parent == gpu_.end()) {
       return;  // attached where the index cannot tell
     }
-    const Chain& at = chains_[parent->second.chain];
-    reused = at.base + parent->second.pos + 1;
-    if (parent->second.chain == it->second.chain) {
-      const std::size_t from = parent->second.pos + 1;
-      std::size_t same = 0;
-      while (same < store.hashes.size() && from + same < at.hashes.size() &&
-             store.hashes[same] == at.hashes[from + same]) {
-        ++same;
-      }
-      if (same == store.hashes.size() && from + same < at.hashes.size()) {
-        return;  // all of it the chain's own blocks again
-      }
-      reused += same;
-    }
+    attach = chains_[parent->second.chain].base + parent->second.pos + 1;
+  }
+  const std::uint32_t id = it->second.chain;
+  const std::uint64_t end = chains_[id].base + chains_[id].hashes.size();
+  std::size_t same = 0;
+  while (same < store.hashes.size() && hash_at(id, attach + same) == store.hashes[same]) {
+    ++same;
+  }
+  if (same == store.hashes.size() && attach + same < end) {
+    return;  // all of it the chain's own blocks again
   }
   Thread& thread = it->second;
-  thread.tail_loss = thread.sent_at - std::min(thread.sent_at, reused);
+  thread.tail_loss = thread.sent_at - std::min(thread.sent_at, attach + same);
   thread.sent_at = 0;
   last_loss_ = *thread.tail_loss;
 }

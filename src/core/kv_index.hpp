@@ -77,8 +77,9 @@ class KvIndex {
   void removed(std::span<const std::uint64_t> hashes, KvTier tier, std::optional<std::uint32_t> group);
   /// A request of `thread` is on its way to this replica (the owner of the index calls it as it sends one):
   /// where the request's first store attaches to the thread's chain tells how much of the chain its requests
-  /// reuse (thread_tokens).
-  void sent(std::uint64_t thread);
+  /// reuse (thread_tokens). `anew`: the request begins the thread's prompt again after its shared start (an
+  /// agent task's first request, Decision::thread_anew): it teaches nothing of that.
+  void sent(std::uint64_t thread, bool anew);
   /// AllBlocksCleared, or a publisher that restarted: everything is gone (and from now on the index has
   /// seen every block the engine holds: complete).
   void cleared();

@@ -74,24 +74,21 @@ void Router::note_residency(const RequestFacts& facts, std::span<const ReplicaMe
   }
   const std::uint64_t thread = facts.session->hash;
   const StartHomes::Threads starts = threads_.start_threads(facts);
-  std::optional<std::uint64_t> start;  // looked up once, for the first replica that does not know the thread
+  const std::uint64_t start = start_length(metrics, thread, starts);
   for (std::size_t i = 0; i < snapshot_.replicas.size() && i < metrics.size(); ++i) {
     const KvIndex* kv = metrics[i].kv;
     if (kv == nullptr) {
       continue;
     }
-    std::optional<std::uint64_t> held;
-    if (kv->knows(thread)) {
-      held = kv->thread_tokens(thread);
-      holds_thread_[i] = held.value_or(0) > 0 ? 1 : 0;
-    } else {
-      if (!start) {
-        start = start_length(metrics, thread, starts);
-      }
-      held = start_on(*kv, starts, *start);
-    }
-    if (held) {
-      snapshot_.replicas[i].cached_for_request = clamp_tokens(*held);
+    // Any request of the thread finds the shared start where it is resident; its own chain only where the
+    // replica knows the thread, and not on a task's first request (it shares only the start with the
+    // thread's earlier prompts).
+    const std::optional<std::uint64_t> shared = start_on(*kv, starts, start);
+    const std::optional<std::uint64_t> own =
+        kv->knows(thread) && !facts.task_start ? kv->thread_tokens(thread) : std::nullopt;
+    holds_thread_[i] = own.value_or(0) > shared.value_or(0) ? 1 : 0;
+    if (own || shared) {
+      snapshot_.replicas[i].cached_for_request = clamp_tokens(std::max(own.value_or(0), shared.value_or(0)));
     }
   }
 }
@@ -148,6 +145,7 @@ void Router::use_residency(RequestFacts& facts) const {
 
 void Router::expect(const RequestFacts& facts, Decision& decision) const {
   decision.thread_key = facts.session && !facts.thread.side ? facts.session->hash : 0;
+  decision.thread_anew = facts.task_start;
   if (decision.route == Route::spilled && decision.thread_key != 0) {
     // A spill moves the request, not the thread: what it stores there is not the thread's to follow.
     decision.thread_key = base::splitmix64(decision.thread_key ^ spill_salt);

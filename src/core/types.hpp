@@ -307,6 +307,9 @@ struct Decision {
   /// none): the gateway sends it to the engine as the request's session_id, so the engine's KV cache events
   /// name the thread the way the Router looks it up.
   std::uint64_t thread_key = 0;
+  /// The request begins its thread's prompt anew after the shared start (an agent task's first request):
+  /// the replica's chain of the thread is not its cache, and where its stores part from it teaches nothing.
+  bool thread_anew = false;
 
   [[nodiscard]] bool ok() const { return replica.has_value(); }
   /// Held back by admission: not an error, the caller waits and routes the request again.

@@ -768,7 +768,7 @@ class Driver {
     if (!vllm_model_ && f.decision.thread_key != 0) {
       spec.session_id = protocol::kv::session_id_of(f.decision.thread_key);  // as the gateway sends it
       if (kv_) {
-        kv_->sent(replica, f.decision.thread_key);
+        kv_->sent(replica, f.decision.thread_key, f.decision.thread_anew);
       }
     }
     if (ceiling_) {

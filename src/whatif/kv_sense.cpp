@@ -30,9 +30,9 @@ void KvSense::step(std::uint32_t replica, std::span<const engine::KvEvent> event
   stats_.removed_blocks += applied.removed_blocks;
 }
 
-void KvSense::sent(std::uint32_t replica, std::uint64_t thread) {
+void KvSense::sent(std::uint32_t replica, std::uint64_t thread, bool anew) {
   if (replica < indexes_.size() && thread != 0) {
-    indexes_[replica].sent(thread);
+    indexes_[replica].sent(thread, anew);
   }
 }
 

@@ -31,7 +31,7 @@ class KvSense {
   /// One engine step's events on `replica`, at model time `ts`.
   void step(std::uint32_t replica, std::span<const engine::KvEvent> events, double ts);
   /// A request of `thread` was handed to `replica`'s engine (KvIndex::sent).
-  void sent(std::uint32_t replica, std::uint64_t thread);
+  void sent(std::uint32_t replica, std::uint64_t thread, bool anew);
   /// The engine of `replica` restarted: its publisher's seq is back to 0, its cache is empty.
   void restarted(std::uint32_t replica);
   /// Points each replica's metrics at its index.

@@ -83,7 +83,7 @@ TEST(KvIndex, AThreadIsExpectedToPartFromItsChainWhereItsLastRequestDid) {
   store(index, run(104, 2), 103, 7);           // ... and its reply, filled by decode
   EXPECT_EQ(index.thread_tokens(7), 6 * bs);   // nothing learned yet: the whole chain
   // Turn 2 renders the reply otherwise: it reuses the prompt's 4 blocks and stores its own from there.
-  index.sent(7);
+  index.sent(7, false);
   store(index, run(200, 5), 103, 7);
   store(index, run(205, 2), 204, 7);  // its reply
   // Turn 3 will part as far from the end: the last reply's 2 blocks are not counted.
@@ -97,15 +97,42 @@ TEST(KvIndex, AThreadIsExpectedToPartFromItsChainWhereItsLastRequestDid) {
   // A request whose hit was cut by an eviction computes the chain's own blocks again: no loss learned from
   // that, whatever it stores after them.
   remove(index, {203, 204});
-  index.sent(7);
+  index.sent(7, false);
   store(index, {203}, 202, 7);
   store(index, {204, 205, 206}, 203, 7);
   store(index, run(210, 2), 206, 7);
   EXPECT_EQ(index.thread_tokens(7), 13 * bs);  // 4 + 7 + its 2 new ones: nothing lost
   // A turn that reuses its whole chain (its first store extends the tip) unlearns the loss.
-  index.sent(7);
+  index.sent(7, false);
   store(index, run(300, 3), 211, 7);
   EXPECT_EQ(index.thread_tokens(7), 16 * bs);
+}
+
+TEST(KvIndex, ATaskThatBeginsAnewAfterTheStartTeachesNoLoss) {
+  KvIndex index;
+  index.set_complete(true);
+  store(index, run(1, 4), std::nullopt, 1);  // the shared start
+  store(index, run(10, 20), 4, 7);           // a long task of thread 7
+  // Its next task begins again after the start: 20 blocks of the chain are not reused, but that is not
+  // where its turns part from their chain.
+  index.sent(7, true);
+  store(index, run(40, 2), 4, 7);
+  EXPECT_EQ(index.thread_tokens(7), 6 * bs);  // the start and the new task's own blocks
+  index.sent(7, false);
+  store(index, run(42, 1), 41, 7);
+  EXPECT_EQ(index.thread_tokens(7), 7 * bs);
+}
+
+TEST(KvIndex, AChainComputedAgainFromThePromptsStartTeachesNoLoss) {
+  KvIndex index;
+  index.set_complete(true);
+  store(index, run(100, 6), std::nullopt, 7);
+  remove(index, {100, 101, 102, 103, 104, 105});
+  // The whole chain evicted: its next request computes it again from the first block, then goes on.
+  index.sent(7, false);
+  store(index, run(100, 3), std::nullopt, 7);
+  store(index, {103, 104, 105, 106}, 102, 7);
+  EXPECT_EQ(index.thread_tokens(7), 7 * bs);
 }
 
 TEST(KvIndex, DuplicateBlocksLeaveWithTheirLastCopy) {

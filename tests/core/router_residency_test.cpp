@@ -135,6 +135,50 @@ TEST_F(RouterResidency, ANewThreadPrefersWhereTheEventsShowItsStartNotWhereItWen
   EXPECT_EQ(gone.expected_cached_tokens, 0U);
 }
 
+TEST_F(RouterResidency, ATasksFirstRequestTeachesNoLossAndItsNextTurnFindsItsNewChain) {
+  constexpr std::uint64_t start = 0xABC;
+  RequestFacts first = turn(9, 1000, start);
+  first.task_start = true;
+  const Decision d1 = route(first);
+  ASSERT_TRUE(d1.ok());
+  const ReplicaIndex home = *d1.replica;
+  store(home, run(100, 30), std::nullopt, 1);  // the shared start, another thread's
+  store(home, run(200, 30), 129, 9);           // thread 9's first task, 30 blocks of its own
+  // Its next task begins again after the start: the router says so, and the index learns nothing from it.
+  RequestFacts next = turn(9, 600, start);
+  next.task_start = true;
+  const Decision d2 = route(next, 1);
+  EXPECT_EQ(d2.replica, home);
+  EXPECT_TRUE(d2.thread_anew);
+  EXPECT_EQ(d2.expected_cached_tokens, 30 * bs);  // the start, not the earlier task's chain
+  index_[home].sent(d2.thread_key, d2.thread_anew);
+  store(home, run(400, 5), 129, 9);
+  const Decision d3 = route(turn(9, 700, start), 2);
+  EXPECT_FALSE(d3.thread_anew);
+  EXPECT_EQ(d3.replica, home);
+  EXPECT_EQ(d3.expected_cached_tokens, 35 * bs);
+}
+
+TEST_F(RouterResidency, AHomeHoldingTheStartIsNotLeftForAReplicaHoldingOnlyTheStart) {
+  constexpr std::uint64_t start = 0xABC;
+  const Decision d1 = route(turn(9, 1000, start));
+  ASSERT_TRUE(d1.ok());
+  const ReplicaIndex home = *d1.replica;
+  const auto other = static_cast<ReplicaIndex>((home + 1) % 4);
+  // The thread ran on the other replica once, from the prompt's start: only the start is left there.
+  store(other, run(100, 30), std::nullopt, 9);
+  store(home, run(100, 30), std::nullopt, 1);
+  store(home, run(200, 20), 129, 9);
+  // A request that began again after the start (a compaction) taught the home's index a long tail loss:
+  // its own chain promises less than the start it extends.
+  index_[home].sent(9, false);
+  store(home, run(400, 2), 129, 9);
+  const Decision d2 = route(turn(9, 1000, start), 1);
+  EXPECT_EQ(d2.replica, home);
+  EXPECT_EQ(d2.route, Route::sticky);
+  EXPECT_EQ(d2.expected_cached_tokens, 30 * bs);
+}
+
 TEST_F(RouterResidency, TheBaselinesIgnoreTheEvents) {
   RoutingConfig routing = router_.routing_config();
   routing.policy = "session-hash";

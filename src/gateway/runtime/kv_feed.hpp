@@ -74,9 +74,9 @@ class KvFeed {
 
   // A request of `thread` is on its way to the replica (core::KvIndex::sent: how much of its chain the
   // thread's requests reuse is learned from where it parts).
-  void sent(std::uint64_t thread) {
+  void sent(std::uint64_t thread, bool anew) {
     if (index_ != nullptr && thread != 0) {
-      index_->sent(thread);
+      index_->sent(thread, anew);
     }
   }
   bool exact() const;

@@ -116,10 +116,11 @@ class ModelRuntime {
   bool url_failed(const UpstreamUrl& url, const std::string& why);
   // The same for one replica only (a proxied request could not reach it).
   bool replica_failed(int replica, const std::string& why);
-  // A request of the thread with this key (core::Decision::thread_key) goes to `replica` (KvFeed::sent).
-  void sent(int replica, std::uint64_t thread_key) {
+  // A request of the thread its decision names (core::Decision::thread_key, thread_anew) goes to `replica`
+  // (KvFeed::sent).
+  void sent(int replica, const core::Decision& decision) {
     if (replica >= 0 && static_cast<std::size_t>(replica) < replicas_.size()) {
-      replicas_[static_cast<std::size_t>(replica)].kv.sent(thread_key);
+      replicas_[static_cast<std::size_t>(replica)].kv.sent(decision.thread_key, decision.thread_anew);
     }
   }
   // A reloaded file's entry for this model: names, routing and request rewriting (not its replicas).
