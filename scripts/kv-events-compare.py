@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Side by side: the warden with KV cache events against the estimate, in `lm-warden simulate`.
 
-Runs each seed once per side (separate processes, the same draws) and prints, per level, the medians over
-seeds of tasks/h (or sessions/h), prefix hits and the expected-cached column, and the ratio events/estimate.
+Runs each seed and level once per side, each a process of its own (the same draws, whatever ran before),
+and prints, per level, the medians over seeds of tasks/h (or sessions/h), prefix hits and the
+expected-cached column, and the ratio events/estimate. --jobs N runs N processes at once.
 
   scripts/kv-events-compare.py build/lm-warden --seeds 1,2,3,4 -- --preset rtx5090-qwen3.6-27b \
       --replicas 7 --workload agentic --tool-rounds 20 --duration 60m --client-rtt 0.2s --levels 26
 """
 import argparse
+import concurrent.futures
 import json
 import statistics
 import subprocess
@@ -15,13 +17,28 @@ import sys
 import tempfile
 
 
-def run(binary, args, seed, events):
+def run(binary, args, seed, events, level):
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        cmd = [binary, "simulate", "--policies", "affinity", "--seed", str(seed), "--out", out.name] + args
+        cmd = [binary, "simulate", "--policies", "affinity", "--seed", str(seed), "--levels", str(level),
+               "--out", out.name] + args
         if events:
             cmd.append("--kv-events")
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return json.load(open(out.name))["rows"]
+        return json.load(open(out.name))["rows"][0]
+
+
+def levels_of(args):
+    """The --levels value, taken out of the flags (each level runs alone)."""
+    rest, levels = [], "4,8,16,24,32"
+    it = iter(args)
+    for a in it:
+        if a == "--levels":
+            levels = next(it)
+        elif a.startswith("--levels="):
+            levels = a.split("=", 1)[1]
+        else:
+            rest.append(a)
+    return [int(v) for v in levels.split(",")], rest
 
 
 def median(values):
@@ -35,11 +52,14 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("binary")
     p.add_argument("--seeds", default="1,2,3,4")
+    p.add_argument("--jobs", type=int, default=1)
     a = p.parse_args(argv[:cut])
-    args = argv[cut + 1:]
+    levels, args = levels_of(argv[cut + 1:])
     seeds = [int(s) for s in a.seeds.split(",")]
-    sides = {name: [run(a.binary, args, s, name == "events") for s in seeds] for name in ("estimate", "events")}
-    levels = [r["sessions"] for r in sides["estimate"][0]]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
+        jobs = {(n, s, lv): pool.submit(run, a.binary, args, s, n == "events", lv)
+                for n in ("estimate", "events") for s in seeds for lv in levels}
+        sides = {n: [[jobs[(n, s, lv)].result() for lv in levels] for s in seeds] for n in ("estimate", "events")}
     rate = "tasks_per_hour" if sides["estimate"][0][0].get("tasks_per_hour") is not None else "output_tokens_per_min"
     print(f"seeds {a.seeds}; {' '.join(args)}")
     print(f"{'level':>5} | {rate} estimate -> events (x) | hits % estimate -> events | expected ok % estimate -> events")

@@ -175,6 +175,11 @@ std::uint32_t KvIndex::new_chain(std::uint64_t thread, std::optional<std::uint64
       chain.parent_generation = up.generation;
       chain.parent_pos = it->second.pos;
       chain.base = up.base + it->second.pos + 1;
+      if (up.thread != thread) {
+        Chain& start = chains_[it->second.chain];
+        const std::uint32_t at = it->second.pos + 1;
+        start.shared_to = start.shared_to == 0 ? at : std::min(start.shared_to, at);
+      }
     }
   }
   chains_[id] = std::move(chain);
@@ -382,10 +387,18 @@ std::uint64_t KvIndex::start_tokens(std::uint64_t thread) const {
 
 std::optional<std::uint64_t> KvIndex::start_length(std::uint64_t thread) const {
   const auto id = chain_of(thread);
-  if (!id || !chains_[*id].has_parent || chains_[*id].parent_chain == no_chain) {
+  if (!id) {
     return std::nullopt;
   }
-  return chains_[*id].base * block_size_;
+  const Chain& chain = chains_[*id];
+  if (!chain.has_parent) {  // it stored its start itself: where other threads branched off it tells
+    return chain.shared_to > 0 ? std::optional<std::uint64_t>(chain.shared_to * std::uint64_t{block_size_})
+                               : std::nullopt;
+  }
+  if (chain.parent_chain == no_chain) {
+    return std::nullopt;
+  }
+  return chain.base * block_size_;
 }
 
 std::uint64_t KvIndex::leading_tokens(std::uint64_t thread, std::uint64_t limit) const {

@@ -77,8 +77,8 @@ class KvIndex {
   void removed(std::span<const std::uint64_t> hashes, KvTier tier, std::optional<std::uint32_t> group);
   /// A request of `thread` is on its way to this replica (the owner of the index calls it as it sends one):
   /// where the request's first store attaches to the thread's chain tells how much of the chain its requests
-  /// reuse (thread_tokens). `anew`: the request begins the thread's prompt again after its shared start (an
-  /// agent task's first request, Decision::thread_anew): it teaches nothing of that.
+  /// reuse (thread_tokens). `anew`: the request does not continue the thread's previous prompt
+  /// (Decision::thread_anew): it teaches nothing of that.
   void sent(std::uint64_t thread, bool anew);
   /// AllBlocksCleared, or a publisher that restarted: everything is gone (and from now on the index has
   /// seen every block the engine holds: complete).
@@ -99,8 +99,9 @@ class KvIndex {
   /// another thread): what a new thread with the same start would find here. 0 when unknown.
   [[nodiscard]] std::uint64_t start_tokens(std::uint64_t thread) const;
   /// Tokens from the prompt's start to the thread's own first block (the start it extends, resident or not);
-  /// nullopt when its chain starts at the root or its start is unknown. It tells how long the start that
-  /// threads of the same beginning share is.
+  /// for a thread that stored its start itself (its chain from the prompt's start), the shallowest point
+  /// where another thread's chain branched off it; nullopt when neither is known. It tells how long the
+  /// start that threads of the same beginning share is.
   [[nodiscard]] std::optional<std::uint64_t> start_length(std::uint64_t thread) const;
   /// Resident tokens of the thread's chain from the prompt's start, at most `limit` (the hit a request finds
   /// that shares only that much of the thread's prompt); 0 when unknown.
@@ -135,6 +136,8 @@ class KvIndex {
     std::vector<std::uint64_t> hashes;
     std::uint32_t resident = 0;  // leading blocks of `hashes` resident
     std::uint32_t live = 0;      // blocks of `hashes` resident and owned by this chain
+    // The shallowest position + 1 where another thread's chain branched off this one (0: none did).
+    std::uint32_t shared_to = 0;
   };
   struct Extra {  // a second chain holding a hash another chain stored first
     std::uint32_t chain = 0;

@@ -151,8 +151,8 @@ Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metri
     facts = session_only(std::move(facts));
   }
   build_snapshot(metrics, now);
-  note_residency(facts, metrics);
   look_up_home(facts, metrics, now);
+  note_residency(facts, metrics);
   use_residency(facts);
   facts.task_under_way = tasks_.under_way(facts);
   Decision decision = policy_->pick(snapshot_, facts, rng);

@@ -60,6 +60,15 @@ std::optional<std::uint64_t> start_on(const KvIndex& kv, const StartHomes::Threa
   return best;
 }
 
+// The request does not continue its thread's previous prompt: the prompt shrank to half of it or less (a
+// compaction, or a client that reuses the key for another conversation). Its stores part from the
+// thread's chain where the prompts part, not where the template renders a reply otherwise.
+bool began_anew(const RequestFacts& facts) {
+  constexpr std::uint32_t min_previous = 1024;  // below that a shrink is noise, not a new beginning
+  return facts.home && facts.home_cached_tokens >= min_previous &&
+         facts.prompt_tokens <= facts.home_cached_tokens / 2;
+}
+
 }  // namespace
 
 void Router::note_residency(const RequestFacts& facts, std::span<const ReplicaMetrics> metrics) {
@@ -75,17 +84,18 @@ void Router::note_residency(const RequestFacts& facts, std::span<const ReplicaMe
   const std::uint64_t thread = facts.session->hash;
   const StartHomes::Threads starts = threads_.start_threads(facts);
   const std::uint64_t start = start_length(metrics, thread, starts);
+  const bool anew = began_anew(facts);
   for (std::size_t i = 0; i < snapshot_.replicas.size() && i < metrics.size(); ++i) {
     const KvIndex* kv = metrics[i].kv;
     if (kv == nullptr) {
       continue;
     }
     // Any request of the thread finds the shared start where it is resident; its own chain only where the
-    // replica knows the thread, and not on a task's first request (it shares only the start with the
-    // thread's earlier prompts).
+    // replica knows the thread, and not when it began anew (it shares only the start with the thread's
+    // earlier prompts).
     const std::optional<std::uint64_t> shared = start_on(*kv, starts, start);
     const std::optional<std::uint64_t> own =
-        kv->knows(thread) && !facts.task_start ? kv->thread_tokens(thread) : std::nullopt;
+        kv->knows(thread) && !anew ? kv->thread_tokens(thread) : std::nullopt;
     holds_thread_[i] = own.value_or(0) > shared.value_or(0) ? 1 : 0;
     if (own || shared) {
       snapshot_.replicas[i].cached_for_request = clamp_tokens(std::max(own.value_or(0), shared.value_or(0)));
@@ -145,7 +155,7 @@ void Router::use_residency(RequestFacts& facts) const {
 
 void Router::expect(const RequestFacts& facts, Decision& decision) const {
   decision.thread_key = facts.session && !facts.thread.side ? facts.session->hash : 0;
-  decision.thread_anew = facts.task_start;
+  decision.thread_anew = began_anew(facts);
   if (decision.route == Route::spilled && decision.thread_key != 0) {
     // A spill moves the request, not the thread: what it stores there is not the thread's to follow.
     decision.thread_key = base::splitmix64(decision.thread_key ^ spill_salt);

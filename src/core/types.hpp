@@ -307,8 +307,9 @@ struct Decision {
   /// none): the gateway sends it to the engine as the request's session_id, so the engine's KV cache events
   /// name the thread the way the Router looks it up.
   std::uint64_t thread_key = 0;
-  /// The request begins its thread's prompt anew after the shared start (an agent task's first request):
-  /// the replica's chain of the thread is not its cache, and where its stores part from it teaches nothing.
+  /// The request does not continue its thread's previous prompt (it shrank to half or less: a compaction,
+  /// a key reused for another conversation): the replica's chain of the thread is not its cache, and where
+  /// its stores part from it teaches nothing.
   bool thread_anew = false;
 
   [[nodiscard]] bool ok() const { return replica.has_value(); }

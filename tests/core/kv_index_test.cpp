@@ -57,7 +57,10 @@ TEST(KvIndex, AThreadInheritsTheSharedStartItExtends) {
   KvIndex index;
   store(index, run(1, 5), std::nullopt, 1);  // the first conversation stores system prompt and tools
   store(index, run(10, 3), 5, 1);
-  store(index, run(20, 4), 5, 2);  // the second extends the shared start (blocks 1..5)
+  EXPECT_FALSE(index.start_length(1).has_value());  // no other thread has shown where the start ends
+  store(index, run(20, 4), 5, 2);                   // the second extends the shared start (blocks 1..5)
+  EXPECT_EQ(index.start_length(2), 5 * bs);
+  EXPECT_EQ(index.start_length(1), 5 * bs);  // the first learns it from where the second branched off
   EXPECT_EQ(index.thread_tokens(2), 9 * bs);
   EXPECT_EQ(index.start_tokens(2), 5 * bs);
   EXPECT_EQ(index.thread_tokens(1), 8 * bs);

@@ -135,25 +135,23 @@ TEST_F(RouterResidency, ANewThreadPrefersWhereTheEventsShowItsStartNotWhereItWen
   EXPECT_EQ(gone.expected_cached_tokens, 0U);
 }
 
-TEST_F(RouterResidency, ATasksFirstRequestTeachesNoLossAndItsNextTurnFindsItsNewChain) {
+TEST_F(RouterResidency, APromptThatBeganAnewTeachesNoLossAndItsNextTurnFindsItsNewChain) {
   constexpr std::uint64_t start = 0xABC;
-  RequestFacts first = turn(9, 1000, start);
-  first.task_start = true;
-  const Decision d1 = route(first);
+  const Decision d1 = route(turn(9, 2000, start));
   ASSERT_TRUE(d1.ok());
+  EXPECT_FALSE(d1.thread_anew);
   const ReplicaIndex home = *d1.replica;
   store(home, run(100, 30), std::nullopt, 1);  // the shared start, another thread's
-  store(home, run(200, 30), 129, 9);           // thread 9's first task, 30 blocks of its own
-  // Its next task begins again after the start: the router says so, and the index learns nothing from it.
-  RequestFacts next = turn(9, 600, start);
-  next.task_start = true;
-  const Decision d2 = route(next, 1);
+  store(home, run(200, 30), 129, 9);           // thread 9's own 30 blocks
+  // Its prompt shrinks to less than half (a compaction): it shares only the start with the chain, and the
+  // index learns nothing from where its stores part.
+  const Decision d2 = route(turn(9, 900, start), 1);
   EXPECT_EQ(d2.replica, home);
   EXPECT_TRUE(d2.thread_anew);
-  EXPECT_EQ(d2.expected_cached_tokens, 30 * bs);  // the start, not the earlier task's chain
+  EXPECT_EQ(d2.expected_cached_tokens, 30 * bs);  // the start, not the chain it no longer continues
   index_[home].sent(d2.thread_key, d2.thread_anew);
   store(home, run(400, 5), 129, 9);
-  const Decision d3 = route(turn(9, 700, start), 2);
+  const Decision d3 = route(turn(9, 1000, start), 2);
   EXPECT_FALSE(d3.thread_anew);
   EXPECT_EQ(d3.replica, home);
   EXPECT_EQ(d3.expected_cached_tokens, 35 * bs);
