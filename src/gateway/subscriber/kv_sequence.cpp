@@ -88,16 +88,20 @@ void KvSequence::start_replay(std::int64_t from, Clock::time_point now, Out& out
 
 void KvSequence::finish_replay(Out& out) {
   replaying_ = false;
+  std::optional<std::int64_t> previous;  // the live stream's seq before this one
   while (!pending_.empty()) {
     KvMessage m = std::move(pending_.front());
     pending_.pop_front();
+    const bool went_back = previous && m.seq < *previous;
+    previous = m.seq;
     if (m.seq >= *expected_) {
       take(std::move(m), false, out);  // past a hole the replay left: cleared first
-    } else if (m.seq == 0) {
+    } else if (m.seq == 0 && went_back) {
       reset_due_ = true;  // the publisher restarted while the replay ran
       expected_ = 0;
       take(std::move(m), false, out);
     }
+    // Else the replay has answered it already (the live copy of a batch published as the warden joined).
   }
   if (gap_open_) {
     gap_open_ = false;

@@ -210,3 +210,31 @@ TEST(KvSequence, AReplayThatTimesOutAtConnectionClaimsNothing) {
   s.live(batch(0), t0 + std::chrono::seconds(3), out);
   EXPECT_EQ(words(out), (Words{"gap join", "gap close", "reset complete", "apply 0"}));
 }
+
+TEST(KvSequence, BatchesPublishedAsTheWardenJoinsAreAppliedOnceFromTheReplay) {
+  KvSequence s(true, std::chrono::seconds(2));
+  KvSequence::Out out;
+  s.connected(t0, out);
+  s.live(batch(0), t0, out);  // published while the start was asked: it reaches both sockets
+  s.live(batch(1), t0, out);
+  s.replayed(batch(0), out);
+  s.replayed(batch(1), out);
+  s.replay_ended(out);
+  s.live(batch(2), t0, out);
+  EXPECT_EQ(words(out), (Words{"gap join", "reset complete", "apply 0 replayed", "apply 1 replayed",
+                               "gap close", "apply 2"}));
+}
+
+TEST(KvSequence, APublisherThatRestartsWhileAReplayRunsStartsAgainFromItsSeqZero) {
+  KvSequence s(true, std::chrono::seconds(2));
+  KvSequence::Out out;
+  s.live(batch(0), t0, out);
+  s.live(batch(3), t0, out);  // a gap: 1 and 2 asked
+  s.live(batch(0), t0, out);  // the publisher restarted meanwhile
+  s.replayed(batch(1), out);
+  s.replayed(batch(2), out);
+  s.replay_ended(out);
+  EXPECT_EQ(words(out),
+            (Words{"reset complete", "apply 0", "gap open", "apply 1 replayed", "apply 2 replayed", "apply 3",
+                   "reset restart complete", "apply 0", "gap close"}));
+}
