@@ -128,8 +128,19 @@ function(warden_layer_tests)
     else()
       target_compile_definitions(${target} PRIVATE WARDEN_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
     endif()
-    gtest_discover_tests(${target} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
-                         PROPERTIES LABELS ${label} TIMEOUT 300)
+    if(WARDEN_UNIT_SUITES_${name})
+      # The suites of an I/O layer's binary that run over plain objects (no process, no socket) are unit
+      # tests: WARDEN_UNIT_SUITES_<name> names them.
+      list(TRANSFORM WARDEN_UNIT_SUITES_${name} APPEND ".*" OUTPUT_VARIABLE suites)
+      string(JOIN ":" unit_filter ${suites})
+      gtest_discover_tests(${target} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60 TEST_FILTER "${unit_filter}"
+                           PROPERTIES LABELS unit TIMEOUT 300)
+      gtest_discover_tests(${target} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60 TEST_FILTER "-${unit_filter}"
+                           PROPERTIES LABELS ${label} TIMEOUT 300)
+    else()
+      gtest_discover_tests(${target} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
+                           PROPERTIES LABELS ${label} TIMEOUT 300)
+    endif()
   endforeach()
 
   if(NOT WARDEN_PURE_ONLY)

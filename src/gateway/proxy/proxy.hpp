@@ -1,8 +1,9 @@
 // One request's way through the warden (docs/architecture.md, "Where the request path lives"): admit (the
-// method, the key, one inspection of the body, the model, the output cap, the rewrite) → forward (route,
-// or hold in the model's admission queue; send; await the first event; once more elsewhere if the replica
-// failed before answering) → the whole response, or the stream relayed. Every request ends in finish():
-// counted, recorded in the stats, logged. The proxy sees the rest of the warden only through its
+// method, the key, one inspection of the body, the model, the output cap, the rewrite) → forward (placed
+// by its Placement, which may hold it in the model's admission queue; send; await the first event; once
+// more elsewhere if the replica failed before answering) → the whole response, or the stream relayed.
+// Every request ends as its Exchange does: counted, recorded in the stats, logged. The proxy moves the bytes;
+// where they go is the placement's (gateway/placement/). It sees the rest of the warden only through its
 // ProxyContext. Runs on the gateway's I/O thread.
 #pragma once
 
@@ -13,14 +14,8 @@
 #include <optional>
 #include <string_view>
 
-#include "core/rng.hpp"
-#include "gateway/config/config.hpp"
-#include "gateway/runtime/model_set.hpp"
-#include "gateway/runtime/replica_guard.hpp"
-#include "gateway/runtime/request_record.hpp"
-#include "gateway/runtime/warden_metrics.hpp"
+#include "gateway/proxy/exchange.hpp"
 #include "gateway/shared/shared_homes.hpp"
-#include "gateway/stores/stats_store.hpp"
 #include "net/client.hpp"
 #include "net/server.hpp"
 
@@ -31,16 +26,6 @@ struct RewriteOptions;
 }  // namespace warden::protocol
 
 namespace warden::gateway {
-
-// What the proxy reads and changes of the rest of the warden, and nothing else.
-struct ProxyContext {
-  const Config& config;  // the API keys and timeouts in force (a reload changes them in place)
-  ModelSet& models;      // the models served: a request's model is looked up here
-  core::SplitMixRng& rng;
-  ReplicaGuard& guard;     // requests waiting on a replica, and each request's outcome on it
-  WardenMetrics& metrics;  // every request and admission's verdicts counted
-  StatsStore& stats;       // every request of a model recorded
-};
 
 class Proxy {
  public:
@@ -55,31 +40,24 @@ class Proxy {
   void close_idle() { pool_.close_idle(); }
 
  private:
-  struct Exchange;  // one proxied request, finished exactly once
-  struct Refusal;   // an error answer for the client
-  struct Outgoing;  // what goes to the engine, prepared once for every attempt
-  struct Attempt;   // one try at a replica and what came of it
   using StreamBody = std::function<net::asio::awaitable<void>(net::StreamWriter&)>;
   using Clock = std::chrono::steady_clock;
 
   std::optional<net::Response> admit(net::Request& req, Exchange& ex, Outgoing& out);
   std::optional<Refusal> fit_output(const Exchange& ex, const protocol::RequestInfo& info,
                                     protocol::RewriteOptions& ro);
-  // The request's prompt start, judged per thread (PrefixWatch); sets facts.thread's start and side.
-  static void watch_prefix(ModelRuntime& model, const protocol::RequestInfo& info, std::string_view body,
-                           core::RequestFacts& facts);
-  // False with at.decision.queued(): admission holds the request (hold() waits for its turn).
-  bool route(Exchange& ex, const Outgoing& out, int attempt, Attempt& at);
-  bool take_decision(Exchange& ex, const Outgoing& out, int attempt, Attempt& at);
-  net::asio::awaitable<bool> hold(Exchange& ex, const Outgoing& out, Attempt& at);
   net::asio::awaitable<bool> forward(Exchange& ex, const net::Request& req, const Outgoing& out, int attempt,
                                      Attempt& at);
+  // A stream's first event awaited (true: at.first), its client header prepared meanwhile.
+  net::asio::awaitable<bool> first_event(Exchange& ex, const net::Request& req, int attempt, Attempt& at,
+                                         const UpstreamUrl& url, net::UpstreamResponse& r,
+                                         net::Recall& recall);
   // An engine's 400 read: relayed as it is, the client's context error (refuse), or to be sent again
   // with the output cap the engine's figures give (resend); failed: the read broke off.
   enum class Refit { relay, refuse, resend, failed };
   net::asio::awaitable<Refit> refit(Exchange& ex, const net::Request& req, const Outgoing& out, int attempt,
                                     Attempt& at, const UpstreamUrl& url, net::UpstreamResponse& r);
-  void attempt_failed(Exchange& ex, const Outgoing& out, int attempt, Attempt& at, const UpstreamUrl& url,
+  void attempt_failed(Exchange& ex, int attempt, Attempt& at, const UpstreamUrl& url,
                       const boost::system::error_code& failure, bool broke_off);
   net::asio::awaitable<net::Response> whole_response(Exchange& ex, const net::Request& req,
                                                      const Outgoing& out, Attempt& at);
@@ -89,12 +67,14 @@ class Proxy {
                                                  std::shared_ptr<net::UpstreamResponse> up,
                                                  bool drop_usage_chunk, net::BodyPiece first,
                                                  Clock::time_point first_at, net::StreamWriter& w);
+  static net::asio::awaitable<boost::system::error_code> write_step(net::StreamWriter& w,
+                                                                    std::string_view send, bool last);
+  static void stream_broke(RequestRecord& rec, const net::StreamWriter& w,
+                           const boost::system::error_code& ec);
   static net::asio::awaitable<void> break_stream(Exchange& ex, const protocol::StreamRelay& relay,
                                                  net::StreamWriter& w);
   static void end_stream(Exchange& ex, net::UpstreamResponse& up, const protocol::StreamRelay& relay, bool ok,
                          bool client_failed, std::optional<Clock::time_point> first_token);
-  // The request ends: counted, recorded in the stats (with a model), logged.
-  void finish(RequestRecord& record);
   net::ClientTimeouts client_timeouts() const;
 
   ProxyContext ctx_;

@@ -38,7 +38,7 @@ void add_model(ReloadContext& warden, const ModelConfig& config) {
 
 // The requests already sent to a removed replica finish there, a first byte still awaited included (its
 // engine is out of the list, not necessarily down): the layout they were routed with is translated when
-// they end (the proxy's Exchange::follow_layout). The conversations homed there fail over at their next
+// they end (Placement::follow_layout). The conversations homed there fail over at their next
 // turn. A removed model answers 404 to new requests; its requests in flight complete against the runtime
 // they started with.
 void apply_models(ReloadContext& warden, const ReloadPlan& plan, const Config& next) {

@@ -162,6 +162,25 @@ void ModelRuntime::apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank,
   r.stall_allowance = core::stall_allowance(outliers_.config(), backlog, r.metrics.prefill_tokens_per_second);
 }
 
+core::Decision ModelRuntime::route(const core::RequestFacts& facts, std::optional<int> avoid, bool counted,
+                                   core::Rng& rng) {
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  // The live view as is; a copy only to avoid a replica.
+  const std::vector<core::ReplicaMetrics>& live = metrics();
+  std::vector<core::ReplicaMetrics> without_failed;
+  if (avoid && *avoid >= 0 && static_cast<std::size_t>(*avoid) < live.size()) {
+    without_failed = live;
+    without_failed[static_cast<std::size_t>(*avoid)].healthy = false;
+  }
+  const std::vector<core::ReplicaMetrics>& view = without_failed.empty() ? live : without_failed;
+  return counted ? router_.route(facts, view, now, rng) : router_.route_uncounted(facts, view, now, rng);
+}
+
+void ModelRuntime::finish(int replica) {
+  router_.finish(static_cast<core::ReplicaIndex>(replica));
+  retry_queued();
+}
+
 void ModelRuntime::first_token(const core::Decision& decision) {
   router_.first_token(decision);
   if (decision.replica && *decision.replica < replicas_.size()) {

@@ -91,8 +91,23 @@ class ModelRuntime {
   // Room may have freed (a request finished, a scrape arrived, the replica list changed): the held
   // requests are routed again from the head.
   void retry_queued();
+  // The routing in force (a copy).
+  core::RoutingConfig routing() const { return router_.routing_config(); }
+  // The Router's counters, homes and admission state at `now` (a copy, for the card and the metrics).
+  core::RouterView view(core::Time now) { return router_.view(now); }
+  // Routes one request over the replicas as they are now (metrics()), `avoid` read as unhealthy (a retry
+  // does not go back to the replica that failed). Counted: its replica counts it in flight until finish();
+  // uncounted (it generates nothing): nothing is counted or remembered.
+  core::Decision route(const core::RequestFacts& facts, std::optional<int> avoid, bool counted,
+                       core::Rng& rng);
   // A request routed by `decision` has its first token (or ended without one): its prefill is done.
   void first_token(const core::Decision& decision);
+  // A counted request on `replica` ended (however it ended): room may have freed for the held requests.
+  void finish(int replica);
+  // A request routed by `decision` never reached its replica and is routed again (core::Router::abandon).
+  void abandon(const core::Decision& decision) { router_.abandon(decision); }
+  // The engine's reply to a routed request of `facts` ended, with its final text or not.
+  void answered(const core::RequestFacts& facts, bool final_text) { router_.answered(facts, final_text); }
   std::vector<ReplicaRuntime>& replicas() { return replicas_; }
   const std::vector<ReplicaRuntime>& replicas() const { return replicas_; }
   // One entry per replica, as core::Router::route() wants them: an ejected replica reads as unhealthy,
