@@ -21,7 +21,10 @@ It fails (exit 1) on:
     (PURE_HEADERS and PURE_NAMES below);
   - in a layer split into rooms: a file in a folder that is not a declared room, an `#include "LAYER/..."`
     of a room the including room does not declare, a declared room edge that is never included, and a
-    room that declares a room declared after it (an arrow running back up).
+    room that declares a room declared after it (an arrow running back up);
+  - inside a room (or a folder within a room, or at the layer's top level): files (a header and its
+    sources as one) or folders that include each other, directly or through others (an arrow running
+    back up at that scale).
 It prints the include graph between the folders of src/ that it found, ready for docs/architecture.md.
 """
 
@@ -214,6 +217,76 @@ def check_rooms(layer, rooms, root, room_graph):
     return errors
 
 
+def unit_of(folder, path):
+    """What `path` is at the scale of `folder`: a sub-folder ("name/"), or a file's stem (a header and its
+    sources are one unit)."""
+    parts = path.relative_to(folder).parts
+    if len(parts) > 1:
+        return parts[0] + "/"
+    return path.name.split(".", 1)[0]
+
+
+def cycles(edges):
+    """The strongly connected components of more than one node of a graph {node: {node: example}}."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def check_folders(layer, rooms, root):
+    """Inside each room of src/LAYER/ (and each folder within a room), the includes between what it holds
+    (its files, a header and its sources as one, and its folders) run one way: a cycle is an arrow back up
+    at that scale (two files, or two folders, that include each other, directly or through others). At the
+    layer's top level only its files count (the rooms' order is check_rooms')."""
+    errors, src, layer_dir = [], root / "src", root / "src" / layer
+    texts = {f: f.read_text(errors="replace") for f in sources(layer_dir)}
+    room_dirs = {layer_dir / room if room != "." else layer_dir for room in rooms}
+    folders = room_dirs | {d for f in texts for d in f.parents if any(r in d.parents for r in room_dirs - {layer_dir})}
+    for folder in sorted(folders):
+        edges = {}
+        for f, text in texts.items():
+            if folder not in f.parents:
+                continue
+            unit = unit_of(folder, f)
+            for m in INCLUDE.finditer(text):
+                target = src / m.group(2)
+                if m.group(1) != '"' or folder not in target.parents:
+                    continue
+                to = unit_of(folder, target)
+                if to != unit and not (folder == layer_dir and (unit.endswith("/") or to.endswith("/"))):
+                    edges.setdefault(unit, {}).setdefault(to, f"{f.relative_to(root)}:{line_of(text, m.start())}")
+        for component in cycles(edges):
+            where = "; ".join(
+                f"{a} -> {b} ({edges[a][b]})" for a in component for b in component if b in edges.get(a, {}))
+            errors.append(f"src/{folder.relative_to(src)}: {', '.join(component)} include each other (an arrow "
+                          f"running back up inside the folder): {where}")
+    return errors
+
+
 def print_graph(layers, kinds, graph):
     print("include graph of src/ (folder -> folders it includes; * = pure):")
     width = max(len(n) for n in layers) + 1
@@ -232,7 +305,7 @@ def main(argv):
     graph, room_graph = {}, {}
     errors = check_sources(layers, kinds, root, graph) + check_tests(layers, test_deps, root)
     for layer, declared in rooms.items():
-        errors += check_rooms(layer, declared, root, room_graph)
+        errors += check_rooms(layer, declared, root, room_graph) + check_folders(layer, declared, root)
     print_graph(layers, kinds, graph)
     for layer, (order, used) in room_graph.items():
         print(f"include graph of the rooms of src/{layer}/ (lowest first; . = its top level):")

@@ -93,26 +93,14 @@ Gateway::Gateway(asio::io_context& ioc, Config config)
   for (const auto& mr : models_.served()) {
     if (mr->config().launch) {
       launcher_.add_model(*mr->config().launch, launch_layout(mr->config()), self);
-      for (auto& r : mr->replicas()) {
-        r.metrics.healthy = false;
-        r.last_error = "engine starting";
-      }
+      mr->unscraped("engine starting");
     }
   }
   auto set_health = [this](const std::string& model, const std::vector<int>& replicas, bool healthy,
                            const std::string& why) {
     ModelRuntime* m = models_.find(model);
-    for (int i : replicas) {
-      if (m && i >= 0 && i < static_cast<int>(m->replicas().size())) {
-        ReplicaRuntime& r = m->replicas()[static_cast<std::size_t>(i)];
-        r.metrics.healthy = healthy;
-        r.consecutive_failures = healthy ? 0 : config_.metrics.unhealthy_after;
-        r.last_error = healthy ? std::string() : "engine " + why;
-        if (healthy) {
-          r.outlier = core::OutlierState{};  // a new engine process: what the old one failed is forgotten
-          r.progress = core::ProgressWatch{};
-        }
-      }
+    if (m) {
+      m->engine(replicas, healthy, why);
     }
     if (m && !healthy) {
       guard_.replicas_down(*m, replicas, "engine " + why);
@@ -237,7 +225,7 @@ void Gateway::flush() {
   const ClockPair now = clocks_now();
   std::vector<HomeChanges> homes;
   for (const auto& m : models_.served()) {
-    auto taken = m->router().take_session_changes();
+    auto taken = m->homes().take_session_changes();
     if (shared_) {
       shared_->changes(*m, taken);
     }
@@ -261,7 +249,7 @@ std::vector<ModelGauges> Gateway::model_gauges() const {
     g.prefix_breaks = m->prefix_watch().breaks();
     g.thread_compactions = m->prefix_watch().compactions();
     g.side_requests = m->prefix_watch().side_requests();
-    const core::RouterView view = m->router().view(std::chrono::steady_clock::now().time_since_epoch());
+    const core::RouterView view = m->view(std::chrono::steady_clock::now().time_since_epoch());
     g.threads = view.threads;
     g.threaded_sessions = view.threaded_sessions;
     g.max_model_len = m->max_model_len();
@@ -281,7 +269,7 @@ std::vector<ReplicaGauges> Gateway::replica_gauges() {
   std::vector<ReplicaGauges> out;
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
   for (const auto& m : models_.served()) {
-    const auto view = m->router().view(now);
+    const auto view = m->view(now);
     for (std::size_t i = 0; i < m->replicas().size(); ++i) {
       const auto& r = m->replicas()[i];
       ReplicaGauges g;
@@ -289,7 +277,7 @@ std::vector<ReplicaGauges> Gateway::replica_gauges() {
       g.replica = static_cast<int>(i);
       g.in_flight = i < view.counters.size() ? static_cast<int>(view.counters[i].in_flight) : 0;
       g.healthy = r.metrics.healthy;
-      g.ejected = r.outlier.ejected();
+      g.ejected = m->outliers().state(static_cast<int>(i)).ejected();
       g.running = r.metrics.running;
       g.waiting = r.metrics.waiting;
       g.kv_used = r.metrics.kv_usage;

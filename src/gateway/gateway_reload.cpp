@@ -23,7 +23,7 @@ class Gateway::ReloadAccess final : public ReloadContext {
 
   void model_added(ModelRuntime& m) override {
     if (g_.shared_) {
-      m.router().track_session_changes(true);
+      m.homes().track_session_changes(true);
     }
   }
 

@@ -138,7 +138,7 @@ json::value kv_events_json(const ReplicaRuntime& r, core::Time now) {
 
 json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_unix, HeldRequests held) {
   const ModelConfig& cfg = model.config();
-  const core::RouterView view = model.router().view(now);
+  const core::RouterView view = model.view(now);
   json::object out;
   out["name"] = cfg.name;
   out["served_model_name"] = cfg.served_model_name;
@@ -173,8 +173,8 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
     row["healthy"] = r.metrics.healthy;
     row["scraped"] = r.scraped;
     row["last_error"] = r.last_error.empty() ? json::value(nullptr) : json::value(r.last_error);
-    row["ejected"] = r.outlier.ejected();
-    row["ejection"] = ejection_json(r.outlier, now);
+    row["ejected"] = model.outliers().state(i).ejected();
+    row["ejection"] = ejection_json(model.outliers().state(i), now);
     row["in_flight"] = c.in_flight;
     row["new"] = c.new_conversations;
     row["sticky"] = c.sticky;

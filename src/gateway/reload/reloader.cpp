@@ -27,10 +27,7 @@ void apply_routing(ModelRuntime& m, const core::RoutingConfig& was, const core::
 void add_model(ReloadContext& warden, const ModelConfig& config) {
   const Config& in_force = warden.config();
   ModelRuntime& m = warden.models().add(config, in_force.metrics.unhealthy_after, in_force.outlier);
-  for (auto& r : m.replicas()) {
-    r.metrics.healthy = false;  // until its first scrape
-    r.last_error = "added by a reload, not scraped yet";
-  }
+  m.unscraped("added by a reload, not scraped yet");
   warden.durable().restore_model(m, clocks_now());  // a stored routing change reaches its queue with it
   warden.model_added(m);
   spdlog::info("model {} added with {} replicas", config.name, config.replica_count());

@@ -36,9 +36,9 @@ core::ReplicaRemap ModelRuntime::relay(const ModelConfig& next) {
     return remap;
   }
   ReplicaRuntime fresh;
-  fresh.metrics.healthy = false;  // until its first scrape
-  fresh.last_error = "added by a reload, not scraped yet";
+  fresh.unscraped("added by a reload, not scraped yet");
   replicas_ = core::remap_values(remap, std::move(replicas_), fresh);
+  outliers_.remap(remap);
   router_.remap_replicas(remap);
   // The context length of a URL no longer served stops counting.
   std::erase_if(max_model_len_, [&](const auto& e) {

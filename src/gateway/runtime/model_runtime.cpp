@@ -7,24 +7,6 @@
 
 namespace warden::gateway {
 
-void CounterDelta::observe(double value) {
-  if (!std::isfinite(value) || value < 0) {
-    return;  // a hostile or broken engine must not poison the rate
-  }
-  if (last_) {
-    delta_ += value >= *last_ ? value - *last_ : value;
-  }
-  last_ = value;
-}
-
-std::optional<double> ReplicaRuntime::prefix_hit_rate() const {
-  const double q = prefix_queries.delta();
-  if (q <= 0) {
-    return std::nullopt;
-  }
-  return std::clamp(prefix_hits.delta() / q, 0.0, 1.0);
-}
-
 protocol::Result<protocol::VllmScrape> scrape_for_model(std::string_view body,
                                                         std::string_view served_model_name) {
   if (!served_model_name.empty()) {
@@ -42,6 +24,7 @@ ModelRuntime::ModelRuntime(const ModelConfig& config, int unhealthy_after, boost
     : config_(config),
       unhealthy_after_(std::max(1, unhealthy_after)),
       replicas_(static_cast<std::size_t>(config.replica_count())),
+      outliers_(replicas_.size()),
       rng_(rng),
       queue_(std::move(io), [this](const core::RequestFacts& facts) {
         return router_.route(facts, metrics(), std::chrono::steady_clock::now().time_since_epoch(), rng_);
@@ -130,8 +113,9 @@ core::ReplicaReport vllm_report(const protocol::VllmRank& rank) {
 
 }  // namespace
 
-void ModelRuntime::apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank, std::uint64_t backlog,
+void ModelRuntime::apply_rank(int replica, const protocol::VllmRank& rank, std::uint64_t backlog,
                               core::Time now) {
+  ReplicaRuntime& r = replicas_[static_cast<std::size_t>(replica)];
   if (const auto hits = rank.all_prefix_hits()) {
     r.prefix_hits.observe(*hits);
   }
@@ -154,19 +138,19 @@ void ModelRuntime::apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank,
   // The warden's own requests there without a first token are work the engine has, whatever it reports,
   // and their prompts are what may keep its counters still for a while. An engine without token counters
   // is judged by those requests alone: their first tokens are its progress.
+  const double rate = r.metrics.prefill_tokens_per_second;
   if (tokens) {
-    r.progress.observe(rank.num_requests_running, tokens, backlog > 0, now);
+    outliers_.observe_progress(replica, rank.num_requests_running, tokens, backlog, rate, now);
   } else {
-    r.progress.observe(std::nullopt, static_cast<double>(r.first_tokens), backlog > 0, now);
+    outliers_.observe_progress(replica, std::nullopt, static_cast<double>(r.first_tokens), backlog, rate,
+                               now);
   }
-  r.stall_allowance = core::stall_allowance(outliers_.config(), backlog, r.metrics.prefill_tokens_per_second);
 }
 
 core::Decision ModelRuntime::route(const core::RequestFacts& facts, std::optional<int> avoid, bool counted,
-                                   core::Rng& rng) {
-  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+                                   core::Rng& rng, core::Time now) {
   // The live view as is; a copy only to avoid a replica.
-  const std::vector<core::ReplicaMetrics>& live = metrics();
+  const std::vector<core::ReplicaMetrics>& live = metrics(now);
   std::vector<core::ReplicaMetrics> without_failed;
   if (avoid && *avoid >= 0 && static_cast<std::size_t>(*avoid) < live.size()) {
     without_failed = live;
@@ -212,7 +196,7 @@ bool ModelRuntime::apply_scrape(const UpstreamUrl& url, const protocol::VllmScra
       }
     }
     if (rank) {
-      apply_rank(r, *rank,
+      apply_rank(i, *rank,
                  static_cast<std::size_t>(i) < backlog.size() ? backlog[static_cast<std::size_t>(i)] : 0,
                  now);
     }
@@ -242,6 +226,45 @@ bool ModelRuntime::url_failed(const UpstreamUrl& url, const std::string& why) {
     changed = replica_failed(i, why) || changed;
   }
   return changed;
+}
+
+void ModelRuntime::engine(const std::vector<int>& replicas, bool up, const std::string& why) {
+  for (int i : replicas) {
+    if (i < 0 || i >= static_cast<int>(replicas_.size())) {
+      continue;
+    }
+    ReplicaRuntime& r = replicas_[static_cast<std::size_t>(i)];
+    r.metrics.healthy = up;
+    r.consecutive_failures = up ? 0 : unhealthy_after_;
+    r.last_error = up ? std::string() : "engine " + why;
+    if (up) {
+      outliers_.forget(i);  // a new engine process: what the old one failed is forgotten
+    }
+  }
+}
+
+void ModelRuntime::unscraped(const std::string& why) {
+  for (ReplicaRuntime& r : replicas_) {
+    r.unscraped(why);
+  }
+}
+
+void ModelRuntime::set_peer_load(int replica, std::uint32_t in_flight, std::uint32_t conversations,
+                                 std::uint64_t held_tokens, std::uint32_t wardens) {
+  if (replica < 0 || replica >= static_cast<int>(replicas_.size())) {
+    return;
+  }
+  core::ReplicaMetrics& m = replicas_[static_cast<std::size_t>(replica)].metrics;
+  m.peer_in_flight = in_flight;
+  m.peer_active_conversations = conversations;
+  m.peer_held_tokens = held_tokens;
+  m.peer_wardens = wardens;
+}
+
+KvFeed* ModelRuntime::kv_feed(int replica) {
+  return replica >= 0 && replica < static_cast<int>(replicas_.size())
+             ? &replicas_[static_cast<std::size_t>(replica)].kv
+             : nullptr;
 }
 
 }  // namespace warden::gateway

@@ -14,60 +14,24 @@
 #include <vector>
 
 #include "core/outlier.hpp"
-#include "core/prefill_rate.hpp"
 #include "core/replica_remap.hpp"
 #include "core/replica_report.hpp"
 #include "core/rng.hpp"
 #include "core/router.hpp"
 #include "gateway/config/config.hpp"
 #include "gateway/runtime/admission_queue.hpp"
+#include "gateway/runtime/home_table.hpp"
 #include "gateway/runtime/kv_feed.hpp"
 #include "gateway/runtime/prefix_watch.hpp"
 #include "gateway/runtime/replica_outliers.hpp"
+#include "gateway/runtime/replica_runtime.hpp"
 #include "protocol/prometheus.hpp"
 
 namespace warden::gateway {
 
-// A monotonically growing total built from an engine counter that may reset (engine restart): the
-// delta since the first observation, counting a drop as a restart from zero.
-class CounterDelta {
- public:
-  void observe(double value);
-  double delta() const { return delta_; }
-  bool seen() const { return last_.has_value(); }
-
- private:
-  std::optional<double> last_;
-  double delta_ = 0;
-};
-
 // What identifies replica `index` of `config` across a reload: its URL, and its rank in data-parallel
 // mode.
 std::string replica_identity(const ModelConfig& config, int index);
-
-struct ReplicaRuntime {
-  core::ReplicaMetrics metrics;  // what the Router reads (healthy, running, waiting, kv, capacity)
-  int consecutive_failures = 0;
-  bool scraped = false;  // at least one successful scrape
-  std::string last_error;
-  CounterDelta prefix_hits;  // the GPU cache's hits and those loaded through a KV connector
-  CounterDelta prefix_queries;
-  CounterDelta preemptions;        // requests the engine preempted for KV blocks: a replica thrashing
-  core::PrefillRate prefill_rate;  // fills metrics.prefill_tokens_per_second (cost-aware spill)
-  core::OutlierState outlier;      // ejection after failed requests or a stall (core/outlier.hpp)
-  core::ProgressWatch progress;    // running requests against the engine's token counters
-  core::Time stall_allowance{};    // how long the counters may stand still (its prefill backlog, at a scrape)
-  // First tokens of the warden's own requests there: the progress of an engine without token counters.
-  std::uint64_t first_tokens = 0;
-  // GiB of host memory the engine offloads KV to (vllm:cache_config_info kv_offloading_size; 0 = none):
-  // shown even when its size in tokens (metrics.offload_capacity_tokens) is not reported.
-  double offload_gib = 0;
-  // What its engine's KV cache events say its prefix cache holds (metrics.kv while they are exact).
-  KvFeed kv;
-
-  // Prefix-cache hit rate since the warden started (nullopt before any query was counted).
-  std::optional<double> prefix_hit_rate() const;
-};
 
 class ModelRuntime {
  public:
@@ -79,8 +43,10 @@ class ModelRuntime {
   ModelRuntime& operator=(const ModelRuntime&) = delete;
 
   const ModelConfig& config() const { return config_; }
-  // Routes with the routing in force; the routing itself changes only through set_routing().
-  core::Router& router() { return router_; }
+  // The Router, to read (its routing, homes, counters); it changes only through the runtime's operations.
+  const core::Router& router() const { return router_; }
+  // The conversation homes, as the stores and the other wardens restore, learn and share them.
+  HomeTable homes() { return HomeTable(router_); }
   // The one way a model's routing changes (the file at start or reload, a stored change, the admin API):
   // the Router takes it, the admission queue's bounds follow, and the requests it holds are routed again
   // under the new rules. False (nothing changed) for a policy the core does not know.
@@ -99,7 +65,7 @@ class ModelRuntime {
   // does not go back to the replica that failed). Counted: its replica counts it in flight until finish();
   // uncounted (it generates nothing): nothing is counted or remembered.
   core::Decision route(const core::RequestFacts& facts, std::optional<int> avoid, bool counted,
-                       core::Rng& rng);
+                       core::Rng& rng, core::Time now = std::chrono::steady_clock::now().time_since_epoch());
   // A request routed by `decision` has its first token (or ended without one): its prefill is done.
   void first_token(const core::Decision& decision);
   // A counted request on `replica` ended (however it ended): room may have freed for the held requests.
@@ -108,14 +74,15 @@ class ModelRuntime {
   void abandon(const core::Decision& decision) { router_.abandon(decision); }
   // The engine's reply to a routed request of `facts` ended, with its final text or not.
   void answered(const core::RequestFacts& facts, bool final_text) { router_.answered(facts, final_text); }
-  std::vector<ReplicaRuntime>& replicas() { return replicas_; }
+  // What the warden knows of each replica, to read: it changes through the operations below.
   const std::vector<ReplicaRuntime>& replicas() const { return replicas_; }
   // One entry per replica, as core::Router::route() wants them: an ejected replica reads as unhealthy,
   // unless so few are left that every replica answering its scrapes takes requests (core::panic()).
   const std::vector<core::ReplicaMetrics>& metrics(
       core::Time now = std::chrono::steady_clock::now().time_since_epoch());
 
-  // Outlier ejection of the replicas with the rules in force (configured at start and at every reload).
+  // Outlier ejection of the replicas with the rules in force (configured at start and at every reload): a
+  // class of its own, with its own door.
   ReplicaOutliers& outliers() { return outliers_; }
   const ReplicaOutliers& outliers() const { return outliers_; }
 
@@ -131,6 +98,18 @@ class ModelRuntime {
   bool url_failed(const UpstreamUrl& url, const std::string& why);
   // The same for one replica only (a proxied request could not reach it).
   bool replica_failed(int replica, const std::string& why);
+  // The engine behind `replicas` (launched by the warden) is up, or down for `why`: up, each takes
+  // requests again with what its old engine failed forgotten; down, none until its engine is up again
+  // or a scrape succeeds.
+  void engine(const std::vector<int>& replicas, bool up, const std::string& why);
+  // Every replica takes no request until its first successful scrape (an engine starting, a model added
+  // by a reload); `why` is its last error meanwhile.
+  void unscraped(const std::string& why);
+  // The other wardens' load on `replica` (gateway/shared/, every second).
+  void set_peer_load(int replica, std::uint32_t in_flight, std::uint32_t conversations,
+                     std::uint64_t held_tokens, std::uint32_t wardens);
+  // `replica`'s KV cache events, as the subscriber feeds them (nullptr out of range).
+  KvFeed* kv_feed(int replica);
   // A request of the thread its decision names (core::Decision::thread_key, thread_anew) goes to `replica`
   // (KvFeed::sent).
   void sent(int replica, const core::Decision& decision) {
@@ -161,14 +140,14 @@ class ModelRuntime {
   const PrefixWatch& prefix_watch() const { return prefix_watch_; }
 
  private:
-  void apply_rank(ReplicaRuntime& r, const protocol::VllmRank& rank, std::uint64_t backlog, core::Time now);
+  void apply_rank(int replica, const protocol::VllmRank& rank, std::uint64_t backlog, core::Time now);
 
   ModelConfig config_;
   int unhealthy_after_;
   std::vector<core::ReplicaRemap> remaps_;  // every relay() that changed the list, oldest first
   core::Router router_;
   std::vector<ReplicaRuntime> replicas_;
-  ReplicaOutliers outliers_{replicas_};
+  ReplicaOutliers outliers_;
   std::vector<core::ReplicaMetrics> metrics_;
   std::vector<std::pair<std::string, std::int64_t>> max_model_len_;  // per URL text
   PrefixWatch prefix_watch_;

@@ -48,7 +48,7 @@ void ReplicaGuard::judge_progress(ModelRuntime& m) {
 }
 
 void ReplicaGuard::ejected(ModelRuntime& m, int replica, core::Time now) {
-  const core::OutlierState& o = m.replicas()[static_cast<std::size_t>(replica)].outlier;
+  const core::OutlierState& o = m.outliers().state(replica);
   const std::string_view reason = core::outlier_reason_name(o.reason());
   const auto backoff = std::chrono::duration_cast<std::chrono::milliseconds>(o.until() - now);
   spdlog::warn(

@@ -57,7 +57,7 @@ SharedHomes::SharedHomes(asio::any_io_executor io, const SharedStateConfig& conf
 
 void SharedHomes::start() {
   for (auto& m : models_) {
-    m->router().track_session_changes(true);
+    m->homes().track_session_changes(true);
   }
   spdlog::info("shared state: redis {} prefix '{}' as warden {}", state_->config().redis.text,
                state_->config().prefix, state_->warden_id());
@@ -74,7 +74,7 @@ void SharedHomes::stop() {
 }
 
 RedisCommand SharedHomes::load_command(ModelRuntime& m) {
-  const auto view = m.router().view(Clock::now().time_since_epoch());
+  const auto view = m.view(Clock::now().time_since_epoch());
   std::vector<ReplicaLoad> load(m.replicas().size());
   for (std::size_t i = 0; i < load.size(); ++i) {
     load[i].in_flight = i < view.counters.size() ? view.counters[i].in_flight : 0;
@@ -105,11 +105,8 @@ void SharedHomes::take_peer_loads(ModelRuntime& m, const RedisReply* fields) {
     }
   }
   for (std::size_t i = 0; i < sum.size(); ++i) {
-    core::ReplicaMetrics& r = m.replicas()[i].metrics;
-    r.peer_in_flight = sum[i].in_flight;
-    r.peer_active_conversations = sum[i].active_conversations;
-    r.peer_held_tokens = sum[i].held_tokens;
-    r.peer_wardens = peers;
+    m.set_peer_load(static_cast<int>(i), sum[i].in_flight, sum[i].active_conversations, sum[i].held_tokens,
+                    peers);
   }
   if (!forget.empty()) {
     RedisCommand hdel{"HDEL", load_key(state_->config().prefix, m.config().name)};
@@ -207,8 +204,7 @@ asio::awaitable<void> SharedHomes::lookup(ModelRuntime& m, const core::RequestFa
   const RedisReply& home = reply.elements[0];
   const auto replica = home.type == RedisReply::Type::string ? parse_home(home.text) : std::nullopt;
   if (replica && *replica < m.replicas().size()) {
-    m.router().learn_home(facts.session->hash, *replica, facts.prompt_tokens,
-                          Clock::now().time_since_epoch());
+    m.homes().learn_home(facts.session->hash, *replica, facts.prompt_tokens, Clock::now().time_since_epoch());
   }
 }
 
@@ -259,7 +255,7 @@ asio::awaitable<bool> SharedHomes::placement(ModelRuntime& m, const core::Reques
   if (!claim) {
     state_->send({{"SET", key, std::to_string(*winner), "PX", ttl}});  // put the earlier re-home back
   }
-  m.router().adopt_home(facts.session->hash, *winner, facts.prompt_tokens, Clock::now().time_since_epoch());
+  m.homes().adopt_home(facts.session->hash, *winner, facts.prompt_tokens, Clock::now().time_since_epoch());
   co_return true;
 }
 
@@ -275,7 +271,7 @@ void SharedHomes::adopt(ModelRuntime& m, std::span<const core::SessionRecord> mi
     const core::SessionRecord& r = mine[i];
     if (theirs && *theirs != r.entry.home && *theirs < m.replicas().size() &&
         m.router().home_of(r.key, now) == r.entry.home) {
-      m.router().adopt_home(r.key, *theirs, r.entry.prompt_tokens, now);
+      m.homes().adopt_home(r.key, *theirs, r.entry.prompt_tokens, now);
     }
   }
 }
@@ -292,7 +288,7 @@ void SharedHomes::take_elsewhere(ModelRuntime& m, const RedisReply* entries,
   for (const RedisReply& e : entries->elements) {
     const auto entry = e.type == RedisReply::Type::string ? parse_elsewhere(e.text) : std::nullopt;
     if (entry && !std::binary_search(routed.begin(), routed.end(), entry->session_hash)) {
-      m.router().seen_elsewhere(entry->session_hash, entry->home, entry->computed_at, now);
+      m.homes().seen_elsewhere(entry->session_hash, entry->home, entry->computed_at, now);
     }
   }
 }

@@ -124,12 +124,12 @@ std::optional<std::vector<StoredHome>> DurableState::restore_homes(ModelRuntime&
   const std::string& name = m.config().name;
   restore_routing(m);
   auto stored = routing_db_->load_homes(name);
-  m.router().track_session_changes(true);
+  m.homes().track_session_changes(true);
   if (!stored) {
     spdlog::warn("conversation homes of model {} could not be read back: {}", name, stored.error());
     return std::nullopt;
   }
-  m.router().import_sessions(homes_to_restore(*stored, m.config().replica_count(), now), now.steady);
+  m.homes().import_sessions(homes_to_restore(*stored, m.config().replica_count(), now), now.steady);
   std::vector<StoredHome> live;
   for (const auto& r : m.router().export_sessions(now.steady)) {
     live.push_back(now.to_stored(r));

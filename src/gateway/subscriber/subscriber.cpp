@@ -64,7 +64,7 @@ void Subscriber::sync() {
     const KvEventsConfig& k = c.kv_events;
     const bool on = k.enabled && static_cast<int>(k.endpoints.size()) == c.replica_count();
     for (int i = 0; i < static_cast<int>(m->replicas().size()); ++i) {
-      KvFeed& feed = m->replicas()[static_cast<std::size_t>(i)].kv;
+      KvFeed& feed = *m->kv_feed(i);
       if (!on) {
         feed.stop_listening();
         continue;
@@ -127,7 +127,7 @@ void Subscriber::apply(KvInboxItem& item) {
   if (!m || t->second.replica >= static_cast<int>(m->replicas().size())) {
     return;
   }
-  KvFeed& feed = m->replicas()[static_cast<std::size_t>(t->second.replica)].kv;
+  KvFeed& feed = *m->kv_feed(t->second.replica);
   const std::string& model = t->second.model;
   const int replica = t->second.replica;
   std::visit(

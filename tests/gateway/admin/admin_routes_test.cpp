@@ -202,8 +202,6 @@ TEST(AdminRoutes, ARefusalDeepInAHandlerEndsItWithTheRefusalsReply) {
 TEST(AdminRoutes, TheSessionsReadIsABoundedPage) {
   FakeGateway g(kModels);
   warden::core::SplitMixRng rng;
-  auto& router = g.model().router();
-  const auto metrics = g.model().metrics(warden::core::Time{0});
   constexpr std::uint64_t sessions = 250;
   for (std::uint64_t s = 1; s <= sessions; ++s) {
     for (std::uint64_t t = 0; t <= 32; ++t) {
@@ -212,9 +210,9 @@ TEST(AdminRoutes, TheSessionsReadIsABoundedPage) {
       f.thread.session = s;
       f.prompt_tokens = 100;
       const auto now = std::chrono::seconds(s);
-      const auto d = router.route(f, metrics, now, rng);
+      const auto d = g.model().route(f, std::nullopt, true, rng, now);
       ASSERT_TRUE(d.ok());
-      router.finish(*d.replica);
+      g.model().finish(static_cast<int>(*d.replica));
     }
   }
   const auto too_many = answer_admin(g, request(http::verb::get, "/api/models/m/sessions?limit=10000"));

@@ -227,7 +227,7 @@ TEST(ModelRuntime, AStalledEngineIsEjectedAndProbedOnlyOnceItMovesAgain) {
   scrape_tokens(m, c, 2, 500, 20);
   EXPECT_EQ(m.outliers().eject_stalled(std::chrono::seconds(20)), std::vector<int>{0});
   EXPECT_TRUE(m.outliers().eject_stalled(std::chrono::seconds(21)).empty());  // once
-  EXPECT_EQ(m.replicas()[0].outlier.reason(), warden::core::OutlierReason::no_progress);
+  EXPECT_EQ(m.outliers().state(0).reason(), warden::core::OutlierReason::no_progress);
   scrape_tokens(m, c, 2, 500, 30);
   EXPECT_FALSE(m.outliers().routable(0, std::chrono::seconds(30)));  // backoff over, still stalled
   scrape_tokens(m, c, 2, 530, 31);
@@ -245,7 +245,7 @@ TEST(ModelRuntime, NoMoreThanTheBoundIsEjectedAndTooFewLeftRoutesToAll) {
   using std::chrono::seconds;
   EXPECT_TRUE(m.outliers().request_failed(0, warden::core::OutlierReason::first_byte, seconds(1)));
   EXPECT_FALSE(m.outliers().request_failed(1, warden::core::OutlierReason::first_byte, seconds(2)));
-  EXPECT_FALSE(m.replicas()[1].outlier.ejected());
+  EXPECT_FALSE(m.outliers().state(1).ejected());
   EXPECT_FALSE(m.metrics(seconds(3))[0].healthy);
   EXPECT_TRUE(m.metrics(seconds(3))[1].healthy);
   ASSERT_TRUE(m.replica_failed(1, "connection refused"));  // unhealthy by its scrapes
@@ -263,7 +263,7 @@ warden::core::Decision send(ModelRuntime& m, int replica, std::uint32_t prompt_t
   f.pin = static_cast<warden::core::ReplicaIndex>(replica);
   f.prompt_tokens = prompt_tokens;
   warden::core::SplitMixRng rng;
-  return m.router().route(f, m.metrics(now), now, rng);
+  return m.route(f, std::nullopt, true, rng, now);
 }
 
 }  // namespace
@@ -284,7 +284,7 @@ TEST(ModelRuntime, ALongPrefillIsNotAStall) {
   scrape_tokens(m, c, 1, 100, 50);
   EXPECT_EQ(m.outliers().eject_stalled(seconds(50)),
             std::vector<int>{0});  // 3 x its prefill time: a stall after all
-  m.router().first_token(long_prompt);
+  m.first_token(long_prompt);
 }
 
 // Twenty pinned prompts of 60,000 tokens on a replica that wedges (it reports them running, its counters
@@ -370,7 +370,7 @@ TEST(AdminJson, ModelCardHasEveryFieldOfTheRoutingCard) {
   warden::core::RequestFacts facts;
   facts.session = warden::core::SessionKey{42};
   const auto t = std::chrono::seconds(100);
-  auto d = m.router().route(facts, m.metrics(), t, rng);
+  auto d = m.route(facts, std::nullopt, true, rng, t);
   ASSERT_TRUE(d.ok());
   auto card = model_card(m, t, 1795944011);
   EXPECT_EQ(card.at("name").as_string(), "m");
@@ -415,12 +415,11 @@ TEST(AdminJson, ModelCardHasTheWorkingSetAgainstTheCaches) {
     warden::core::RequestFacts facts;
     facts.session = warden::core::SessionKey{session};
     facts.prompt_tokens = 30'000;
-    const auto d = m.router().route(facts, m.metrics(), t, rng);
+    const auto d = m.route(facts, std::nullopt, true, rng, t);
     ASSERT_TRUE(d.ok());
-    m.router().finish(*d.replica);
+    m.finish(static_cast<int>(*d.replica));
   }
-  m.replicas()[1].metrics.peer_active_conversations = 1;  // another warden's conversation there
-  m.replicas()[1].metrics.peer_held_tokens = 20'000;
+  m.set_peer_load(1, 0, 1, 20'000, 0);  // another warden's conversation there
 
   auto card = model_card(m, t, 1795944011, {5, 2});
   const auto& ws = card.at("working_set").as_object();
@@ -437,7 +436,7 @@ TEST(AdminJson, ModelCardHasTheWorkingSetAgainstTheCaches) {
   EXPECT_EQ(card.at("routing").at("admission").at("queued").to_number<int>(), 5);
   EXPECT_EQ(card.at("routing").at("admission").at("queued_task_starts").to_number<int>(), 2);
 
-  m.replicas()[0].metrics.healthy = false;  // its cache is out of reach; its conversations still count
+  m.engine({0}, false, "exited");  // its cache is out of reach; its conversations still count
   card = model_card(m, t, 1795944011);
   EXPECT_EQ(card.at("working_set").at("gpu_capacity_tokens").to_number<int>(), 40'000);
   EXPECT_EQ(card.at("working_set").at("host_capacity_tokens").to_number<int>(), 0);
@@ -491,7 +490,7 @@ TEST(AdminJson, StatsAndModelsShapes) {
 TEST(ModelRuntime, TheAdmissionQueueFollowsTheRouting) {
   Config c = config_of(kUrls);
   ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
-  warden::core::RoutingConfig routing = m.router().routing_config();
+  warden::core::RoutingConfig routing = m.routing();
   routing.admission.max_queue = 1;
   ASSERT_TRUE(m.set_routing(routing));
   const auto now = AdmissionQueue::Clock::now();
