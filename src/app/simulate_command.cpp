@@ -296,13 +296,17 @@ void print_admission(const whatif::Outcome& outcome) {
 // Policy `ceiling` (every request after a task's first one finds its prefix cached): each other policy's
 // tasks/h as a share of it, level by level.
 void print_ceiling(const std::vector<report::Row>& rows) {
+  const auto is_ceiling = [](const report::Row& r) {
+    const whatif::SimulatePolicy* p = whatif::find_policy(r.policy);
+    return p != nullptr && p->settings.ceiling;
+  };
   for (const report::Row& c : rows) {
-    if (c.policy != "ceiling" || !c.tasks_per_hour || *c.tasks_per_hour <= 0) {
+    if (!is_ceiling(c) || !c.tasks_per_hour || *c.tasks_per_hour <= 0) {
       continue;
     }
     fmt::print("ceiling {:>3} agents: {:.0f} tasks/h;", c.sessions, *c.tasks_per_hour);
     for (const report::Row& r : rows) {
-      if (r.policy != "ceiling" && r.sessions == c.sessions && r.tasks_per_hour) {
+      if (!is_ceiling(r) && r.sessions == c.sessions && r.tasks_per_hour) {
         fmt::print(" {} {:.0f} ({:.0f} %)", r.policy, *r.tasks_per_hour,
                    100.0 * *r.tasks_per_hour / *c.tasks_per_hour);
       }

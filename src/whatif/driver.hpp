@@ -46,6 +46,7 @@
 #include "engine/config.hpp"
 #include "report/row.hpp"
 #include "report/timeline.hpp"
+#include "whatif/policies.hpp"
 #include "workload/workload.hpp"
 
 namespace warden::whatif {
@@ -123,11 +124,6 @@ Result<void> validate(const SimulationConfig& config);
 
 // The engine configuration every replica runs: `engine` with the workload's `replies`.
 engine::EngineConfig engine_config(const SimulationConfig& config);
-
-// Policy names simulate accepts: vllm-lb (vLLM's balancer model), warden-lb (the warden with affinity off,
-// core's vllm-lb), admission (core's affinity with admission and cost-aware spill), tasks, ceiling,
-// priority, tasks-priority, task-slots, and core's affinity, round-robin, session-hash, chwbl.
-std::vector<std::string> simulate_policy_names();
 
 // What else happened in one level (for tests, docs and the trace).
 struct LevelStats {
