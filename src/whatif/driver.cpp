@@ -77,19 +77,14 @@ class Driver {
         clients_(config) {}
 
   Result<Outcome> run() {
-    const SimulatePolicy* previous = nullptr;
-    for (const std::string& name : config_.policies) {
-      const SimulatePolicy& policy = *find_policy(name);
-      const bool by_priority = policy.settings.by_priority;
-      // Engines are carried over (warm_start) only while their scheduling policy stays the same.
-      if (previous == nullptr || !config_.warm_start || by_priority != previous->settings.by_priority) {
-        fleet_.make(by_priority);
+    for (std::size_t p = 0; p < config_.policies.size(); ++p) {
+      if (p == 0 || !config_.warm_start) {
+        fleet_.make();
         senses_.reset(fleet_, now_);
       }
-      if (auto ok = run_policy(policy); !ok) {
+      if (auto ok = run_policy(*find_policy(config_.policies[p])); !ok) {
         return ok.error();
       }
-      previous = &policy;
     }
     outcome_.model_seconds = now_;
     outcome_.engine_steps = fleet_.steps();
@@ -331,7 +326,6 @@ class Driver {
     spec.max_tokens = static_cast<int>(clients_.workload().config().max_output);
     spec.arrival_time = now_;
     spec.assume_cached_tokens = f.assume_cached;
-    spec.priority = f.priority;
     if (!policy.vllm_model && f.decision.thread_key != 0) {
       spec.session_id = protocol::kv::session_id_of(f.decision.thread_key);  // as the gateway sends it
       senses_.sent(replica, f.decision.thread_key, f.decision.thread_anew);
@@ -342,7 +336,7 @@ class Driver {
     if (auto added = fleet_.add(replica, std::move(spec)); !added) {
       // Refused like a 400 from vLLM (e.g. prompt longer than max_model_len): the turn fails.
       f.failed = true;
-      warden_.finish(f, now_);
+      warden_.finish(f);
       reply(id);
       return;
     }
@@ -375,7 +369,7 @@ class Driver {
         warden_.first_token(f, e.usage.cached_tokens);
       }
       if (e.finished) {
-        warden_.finish(f, now_);
+        warden_.finish(f);
         reply(e.request);
       }
     }
@@ -397,7 +391,7 @@ class Driver {
     for (const engine::RequestId id : lost) {
       if (const auto it = flights_.find(id); it != flights_.end()) {
         it->second.failed = true;
-        warden_.finish(it->second, now_);
+        warden_.finish(it->second);
         reply(id);
       }
     }
@@ -511,10 +505,6 @@ Result<void> validate(const SimulationConfig& config) {
   if (!(a.low_water > 0) || !(a.high_water >= a.low_water) || !std::isfinite(a.high_water) ||
       a.max_wait < core::Time{0}) {
     return std::string("admission: water marks need 0 < low <= high, max wait >= 0");
-  }
-  const core::TaskSlotsConfig& t = config.task_slots;
-  if (!(t.fill >= 0) || !std::isfinite(t.fill) || t.quiet < core::Time{0} || t.max_wait < core::Time{0}) {
-    return std::string("task slots: fill >= 0, quiet and max wait >= 0");
   }
   if (config.carry_over && config.workload.agentic.enabled) {
     return std::string("carry-over: the agentic workload runs new agents at each level");

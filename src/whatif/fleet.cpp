@@ -4,12 +4,9 @@
 
 namespace warden::whatif {
 
-void Fleet::make(bool by_priority) {
+void Fleet::make() {
   engine::EngineConfig engine = engine_config(config_);
   engine.kv_events = config_.kv_events;
-  if (by_priority) {
-    engine.scheduling_policy = engine::SchedulingPolicy::priority;
-  }
   engines_.clear();
   engine_config_ = engine;
   generation_.assign(config_.replicas, 0);

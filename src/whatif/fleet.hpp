@@ -19,8 +19,8 @@ class Fleet {
  public:
   explicit Fleet(const SimulationConfig& config) : config_(config) {}
 
-  // New engines with empty caches (scheduling by vLLM's priority when `by_priority`).
-  void make(bool by_priority);
+  // New engines with empty caches.
+  void make();
 
   [[nodiscard]] std::size_t size() const { return engines_.size(); }
   [[nodiscard]] const engine::Engine& engine(std::uint32_t replica) const { return engines_[replica]; }

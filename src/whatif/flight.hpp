@@ -45,7 +45,6 @@ struct Flight {
   std::optional<bool> expected_cached_ok;
   bool awaiting_first = false;  // routed by the Router, no first token yet (its prefill is in the backlog)
   bool task_start = false;      // is_task_start() of its conversation when sent
-  std::int64_t priority = 0;    // vLLM's request priority (priority policies)
   // Policy `ceiling`: the prompt tokens the engine counts as cached, and the prompt as sent.
   std::uint32_t assume_cached = 0;
   engine::Tokens sent;

@@ -11,24 +11,25 @@ namespace warden::whatif {
 namespace {
 
 // vllm-lb: vLLM's balancer model. warden-lb: the warden with affinity off (core's vllm-lb, as `serve` runs
-// it). ceiling: routes as vLLM's balancer does, with every prefix after a task's first request cached (load
-// balance is all that is left to routing). The rest: core's affinity with one rule of admission each, and
-// core's baselines.
-constexpr std::array<SimulatePolicy, 12> kPolicies{{
-    {"vllm-lb", "vllm-lb", {.vllm_model = true}},
-    {"warden-lb", "vllm-lb", {}},
-    {"admission", "affinity", {.affinity = true, .admission = true}},
-    {"tasks", "affinity", {.affinity = true, .admission = true, .hold_task_starts = true}},
-    {"ceiling", "vllm-lb", {.vllm_model = true, .ceiling = true}},
-    {"priority", "affinity", {.affinity = true, .by_priority = true}},
-    {"tasks-priority",
+// it). affinity: the warden. admission and tasks: the warden with one rule of admission each. ceiling: routes
+// as vLLM's balancer does, with every prefix after a task's first request cached (load balance is all that
+// is left to routing). The rest: core's baselines.
+constexpr std::array<SimulatePolicy, 9> kPolicies{{
+    {"vllm-lb", "vllm-lb", {.vllm_model = true}, ""},
+    {"warden-lb", "vllm-lb", {}, ""},
+    {"affinity", "affinity", {.affinity = true, .task_admission = true}, ""},
+    {"admission", "affinity", {.affinity = true, .admission = true}, ""},
+    {"tasks",
      "affinity",
-     {.affinity = true, .admission = true, .hold_task_starts = true, .by_priority = true}},
-    {"task-slots", "affinity", {.affinity = true, .task_slots = true}},
-    {"affinity", "affinity", {.affinity = true, .task_admission = true}},
-    {"round-robin", "round-robin", {}},
-    {"session-hash", "session-hash", {}},
-    {"chwbl", "chwbl", {}},
+     {.affinity = true, .admission = true, .hold_task_starts = true},
+     "admission that also holds task starts"},
+    {"ceiling",
+     "vllm-lb",
+     {.vllm_model = true, .ceiling = true},
+     "vllm-lb with every prefix after a task's first request cached"},
+    {"round-robin", "round-robin", {}, ""},
+    {"session-hash", "session-hash", {}, ""},
+    {"chwbl", "chwbl", {}, ""},
 }};
 
 }  // namespace
@@ -41,6 +42,18 @@ const SimulatePolicy* find_policy(std::string_view name) {
   const auto it = std::find_if(kPolicies.begin(), kPolicies.end(),
                                [&](const SimulatePolicy& p) { return p.name == name; });
   return it == kPolicies.end() ? nullptr : &*it;
+}
+
+std::string simulate_policies_help() {
+  std::string help;
+  for (const SimulatePolicy& p : kPolicies) {
+    help += help.empty() ? "" : ", ";
+    help += p.name;
+    if (!p.about.empty()) {
+      help += " (" + std::string(p.about) + ")";
+    }
+  }
+  return help;
 }
 
 std::vector<std::string> simulate_policy_names() {

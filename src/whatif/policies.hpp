@@ -21,14 +21,13 @@ struct PolicySettings {
   bool task_admission = false;    // keeps the routing's task admission (the others measure without it)
   bool admission = false;         // working-set admission and cost-aware spill, with its resident window
   bool hold_task_starts = false;  // admission holds a task's first request too, until its home has room
-  bool by_priority = false;       // engines schedule by vLLM's priority; requests carry their task's start
-  bool task_slots = false;        // the tasks under way counted per replica (core::TaskSlots)
 };
 
 struct SimulatePolicy {
   std::string_view name;
   std::string_view core;  // the registry name of the policy its Routers run (core/policy.hpp)
   PolicySettings settings;
+  std::string_view about;  // for `simulate --help`, when the name does not say it
 };
 
 // Every row, in the order `simulate` lists them.
@@ -39,6 +38,9 @@ const SimulatePolicy* find_policy(std::string_view name);
 
 // Policy names simulate accepts, in the table's order.
 std::vector<std::string> simulate_policy_names();
+
+// The names with what each is, for `--policies`' help.
+std::string simulate_policies_help();
 
 // The routing a policy's Routers run: the run's, with the row's policy, affinity and admission, and the
 // engine's max_num_seqs.

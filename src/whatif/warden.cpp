@@ -24,11 +24,6 @@ base::Result<void> Warden::start(const SimulatePolicy& policy, double now) {
   policy_ = &policy;
   balancer_.emplace(config_.replicas, config_.vllm_api_servers, config_.routing.vllm_balancer);
   publish(now);
-  task_starts_.clear();
-  slots_.reset();
-  if (policy.settings.task_slots) {
-    slots_.emplace(config_.task_slots);
-  }
   const core::RoutingConfig routing = policy_routing(policy, config_);
   const core::SessionTableConfig sessions = policy_sessions(policy, config_);
   // One Router per warden (SimulationConfig::wardens): no shared state between them.
@@ -63,9 +58,6 @@ std::uint32_t Warden::pick_warden() {
 base::Result<Warden::Arrival> Warden::arrive(std::uint64_t id, Flight& f, double now, LevelStats& stats) {
   const PolicySettings& s = policy_->settings;
   f.arrived = now;
-  if (s.by_priority) {
-    f.priority = task_priority(f, now);
-  }
   if (f.failed) {
     return Arrival::failed;
   }
@@ -73,14 +65,10 @@ base::Result<Warden::Arrival> Warden::arrive(std::uint64_t id, Flight& f, double
     route_vllm(f, now, stats);
     return Arrival::dispatch;
   }
-  if (slots_ && f.task_start) {
-    slots_->task_starting(f.thread_session, to_time(now));
-  }
-  // First come, first served: a new conversation (policy task-slots: a task start) does not overtake the
+  // First come, first served: a new conversation (policy tasks: a task start too) does not overtake the
   // held ones.
   const bool queues =
-      slots_ ? f.task_start
-             : (s.hold_task_starts && f.task_start) || !router(f).home_of(f.session_hash, to_time(now));
+      (s.hold_task_starts && f.task_start) || !router(f).home_of(f.session_hash, to_time(now));
   if (held_.waits_behind(queues)) {
     hold(id, f, now, stats);
     return f.failed ? Arrival::failed : Arrival::held;
@@ -94,19 +82,6 @@ base::Result<Warden::Arrival> Warden::arrive(std::uint64_t id, Flight& f, double
     return f.failed ? Arrival::failed : Arrival::held;
   }
   return Arrival::dispatch;
-}
-
-// vLLM's `priority` as the warden would set it: when its task started, in milliseconds (earlier first),
-// the task being the last task start seen on the request's session (subagents share their session's).
-std::int64_t Warden::task_priority(const Flight& f, double now) {
-  if (config_.task_priority == SimulationConfig::TaskPriority::stage) {
-    return f.task_start ? 1 : 0;
-  }
-  const auto it = task_starts_.try_emplace(f.session_hash, now).first;
-  if (f.task_start) {
-    it->second = now;
-  }
-  return std::llround(it->second * 1000.0);
 }
 
 void Warden::route_vllm(Flight& f, double now, LevelStats& stats) {
@@ -139,10 +114,6 @@ base::Result<bool> Warden::route_request(Flight& f, core::Time waited, double no
   const core::Time at = to_time(now);
   core::RequestFacts facts = request_facts(f);
   facts.queued_for = waited;
-  if (slots_ && f.task_start && facts.queued_for < slots_->config().max_wait) {
-    facts.task_room =
-        slots_->room(router(f).snapshot(senses_.metrics(), at).replicas, f.prompt_tokens_estimate, at);
-  }
   std::optional<core::Snapshot> seen;
   if (hooks_.on_decision) {
     seen = router(f).snapshot(senses_.metrics(), at);
@@ -157,9 +128,6 @@ base::Result<bool> Warden::route_request(Flight& f, core::Time waited, double no
   }
   f.replica = *d.replica;
   f.decision = d;
-  if (slots_) {
-    slots_->routed(f.thread_session, f.replica, f.task_start, f.prompt_tokens_estimate, at);
-  }
   f.awaiting_first = true;
   f.route = std::string(core::route_name(d.route));
   ++stats.routes[static_cast<std::size_t>(d.route)];
@@ -185,15 +153,10 @@ void Warden::trace(const core::Decision& decision, double now, const LevelStats&
 }
 
 // The hold queue's rules (core::HoldQueue) under the policy's routing, as the gateway configures them,
-// with this run's max_queue (the Routers of the policies without admission have none) and, under policy
-// task-slots, the longer of the slots' bound and the Router's: at the shorter one the other rule may
-// still hold the head.
+// with this run's max_queue (the Routers of the policies without admission have none).
 core::HoldRules Warden::hold_rules() const {
   core::HoldRules rules = core::hold_rules(routers_.front().routing_config());
   rules.max_queue = config_.routing.admission.max_queue;
-  if (slots_) {
-    rules.longest = std::max(slots_->config().max_wait, rules.longest);
-  }
   return rules;
 }
 
@@ -254,10 +217,7 @@ void Warden::router_first_token(Flight& f) {
   }
 }
 
-void Warden::finish(Flight& f, double now) {
-  if (slots_) {
-    slots_->finished(f.thread_session, to_time(now));
-  }
+void Warden::finish(Flight& f) {
   if (policy_->settings.vllm_model) {
     balancer_->finish(f.api_server, f.replica);
   } else {

@@ -7,13 +7,11 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 #include "base/result.hpp"
 #include "core/hold_queue.hpp"
 #include "core/router.hpp"
-#include "core/task_slots.hpp"
 #include "core/vllm_balancer.hpp"
 #include "whatif/flight.hpp"
 #include "whatif/policies.hpp"
@@ -53,8 +51,8 @@ class Warden {
 
   // The request's first token, with the prompt tokens its engine served from cache.
   void first_token(Flight& f, std::uint32_t cached);
-  // The request ended on its replica (finished, refused or lost) at `now`.
-  void finish(Flight& f, double now);
+  // The request ended on its replica (finished, refused or lost).
+  void finish(Flight& f);
   // Its reply reached the client: a subagent's final text ends its thread in the Router.
   void answered(const Flight& f, bool final_text);
   // The level's agents stopped mid-task: their tasks are not under way.
@@ -70,7 +68,6 @@ class Warden {
              std::optional<core::Snapshot> seen);
   void hold(std::uint64_t id, Flight& f, double now, LevelStats& stats);
   core::HoldRules hold_rules() const;
-  std::int64_t task_priority(const Flight& f, double now);
   void router_first_token(Flight& f);
   core::Router& router(const Flight& f) { return routers_[f.warden]; }
 
@@ -87,11 +84,6 @@ class Warden {
   // The requests admission holds (by request id, since their arrival in model seconds), as the gateway
   // keeps them.
   core::HoldQueue<std::uint64_t, double> held_;
-  // Policies with by_priority: the start of each session's current task (model seconds).
-  std::unordered_map<std::uint64_t, double> task_starts_;
-  // Policy with task_slots: the tasks under way per replica (core/task_slots.hpp), as the gateway would
-  // count them from the requests it sees.
-  std::optional<core::TaskSlots> slots_;
 };
 
 }  // namespace warden::whatif
