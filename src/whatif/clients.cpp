@@ -19,6 +19,8 @@ namespace {
 // second policy pass replays exactly the same ones (the reference's "same random seed").
 constexpr std::uint64_t kLevelStride = 1'000'000;
 
+constexpr std::uint64_t kJitterStream = 0x7417E7;
+
 // The first request of an agent task (core::RequestFacts::task_start): the main thread, and no tool result
 // in the user messages since its last assistant turn (a compaction request at a task's start is one too).
 bool is_task_start(const workload::Conversation& conv) {
@@ -52,10 +54,11 @@ std::uint64_t first_message_digest(const workload::Conversation& conv) {
 }  // namespace
 
 Clients::Clients(const SimulationConfig& config)
-    : config_(config), workload_(config.workload), jitter_rng_(base::splitmix64(config.seed ^ 0x7417E7)) {}
+    : config_(config), workload_(config.workload), jitter_rng_(level_seed(config.seed, kJitterStream, 0)) {}
 
 std::uint64_t Clients::start_loop(std::size_t sessions, std::size_t level_index, double now, bool ceiling) {
   ceiling_ = ceiling;
+  jitter_rng_ = core::SplitMixRng(level_seed(config_.seed, kJitterStream, level_index));
   if (level_index > 0 && config_.carry_over && loop_) {
     const std::uint64_t carried = loop_->sessions_started();
     if (loop_->grow(sessions, now)) {

@@ -65,45 +65,34 @@ struct Level {
   std::uint64_t preempt_start = 0;
 };
 
-// The run's clock and its events: the parts (fleet, senses, warden, clients) do what happens, the driver
-// says when, and keeps each level's figures.
+// One policy's experiment over every level: the clock and its events. The parts (fleet, senses, warden,
+// clients) do what happens, the driver says when, and keeps each level's figures. All but the fleet and
+// what the warden knows of it (carried from the policy before with warm_start) are its own, from the seed.
 class Driver {
  public:
-  Driver(const SimulationConfig& config, const Hooks& hooks)
+  Driver(const SimulationConfig& config, const Hooks& hooks, Fleet& fleet, Senses& senses, double now)
       : config_(config),
-        fleet_(config),
-        senses_(config, hooks),
-        warden_(config, hooks, fleet_, senses_),
-        clients_(config) {}
+        fleet_(fleet),
+        senses_(senses),
+        warden_(config, hooks, fleet, senses),
+        clients_(config),
+        now_(now) {}
 
-  Result<Outcome> run() {
-    for (std::size_t p = 0; p < config_.policies.size(); ++p) {
-      if (p == 0 || !config_.warm_start) {
-        fleet_.make();
-        senses_.reset(fleet_, now_);
-      }
-      if (auto ok = run_policy(*find_policy(config_.policies[p])); !ok) {
-        return ok.error();
-      }
-    }
-    outcome_.model_seconds = now_;
-    outcome_.engine_steps = fleet_.steps();
-    return std::move(outcome_);
-  }
-
- private:
-  Result<void> run_policy(const SimulatePolicy& policy) {
+  // Runs the policy's levels, their rows and stats added to `outcome`: the model time it ended at.
+  Result<double> run(const SimulatePolicy& policy, Outcome& outcome) {
+    outcome_ = &outcome;
     if (auto ok = warden_.start(policy, now_); !ok) {
-      return ok;
+      return ok.error();
     }
     for (std::size_t i = 0; i < config_.levels.size(); ++i) {
       if (auto ok = run_level(config_.levels[i], i); !ok) {
-        return ok;
+        return ok.error();
       }
     }
-    return {};
+    return now_;
   }
 
+ private:
   Result<void> run_level(int sessions, std::size_t level_index) {
     Level level = begin_level(sessions, level_index);
     while (level.open || (!level.carried_on && !flights_.empty())) {
@@ -124,6 +113,7 @@ class Driver {
   Level begin_level(int sessions, std::size_t level_index) {
     const std::string policy(warden_.policy().name);
     Level level;
+    warden_.start_level(level_index);
     level.carried_sessions = clients_.start_loop(static_cast<std::size_t>(sessions), level_index, now_,
                                                  warden_.policy().settings.ceiling);
     level.carried_on = config_.carry_over && level_index + 1 < config_.levels.size();
@@ -236,8 +226,8 @@ class Driver {
     }
     stats_.preemptions = fleet_.preemptions() - level.preempt_start;
     stats_.sessions_started = clients_.sessions_started() - level.carried_sessions;
-    outcome_.rows.push_back(recorder_->row());
-    outcome_.levels.push_back(stats_);
+    outcome_->rows.push_back(recorder_->row());
+    outcome_->levels.push_back(stats_);
   }
 
   void push(double time, Timed::Kind kind, std::uint64_t id) { queue_.push(Timed{time, seq_++, kind, id}); }
@@ -249,7 +239,7 @@ class Driver {
   void send_ready() {
     for (Flight& f : clients_.send_ready(now_)) {
       f.warden = warden_.pick_warden();
-      const std::uint64_t id = next_request_id_++;
+      const std::uint64_t id = fleet_.next_request_id();
       const double arrives = f.started + config_.client_rtt / 2;
       flights_.emplace(id, std::move(f));
       if (window_open()) {
@@ -452,21 +442,20 @@ class Driver {
   }
 
   const SimulationConfig& config_;
-  Fleet fleet_;
-  Senses senses_;
+  Fleet& fleet_;
+  Senses& senses_;
   Warden warden_;
   Clients clients_;
   double now_ = 0;
   std::priority_queue<Timed, std::vector<Timed>, std::greater<>> queue_;
   std::uint64_t seq_ = 0;
-  std::uint64_t next_request_id_ = 1;
   Flights flights_;
   std::optional<report::LevelRecorder> recorder_;
   LevelStats stats_;
   std::uint64_t interval_tasks_ = 0;     // tasks finished in the timeline interval under way
   std::uint64_t interval_requests_ = 0;  // requests ended in it
   std::string error_;                    // an error raised inside an engine step, reported by the level loop
-  Outcome outcome_;
+  Outcome* outcome_ = nullptr;
 };
 
 }  // namespace
@@ -537,8 +526,28 @@ Result<Outcome> simulate(const SimulationConfig& config, const Hooks& hooks) {
   if (auto ok = validate(config); !ok) {
     return ok.error();
   }
-  Driver driver(config, hooks);
-  return driver.run();
+  // Each policy is its own experiment: new engines at time 0 (unless warm_start carries the policy
+  // before's, and its clock), and a Driver of its own.
+  Fleet fleet(config);
+  Senses senses(config, hooks);
+  Outcome outcome;
+  double now = 0;
+  for (std::size_t p = 0; p < config.policies.size(); ++p) {
+    if (p == 0 || !config.warm_start) {
+      fleet.make();
+      now = 0;
+      senses.reset(fleet, now);
+    }
+    Driver driver(config, hooks, fleet, senses, now);
+    const auto end = driver.run(*find_policy(config.policies[p]), outcome);
+    if (!end) {
+      return end.error();
+    }
+    outcome.model_seconds += *end - now;
+    now = *end;
+  }
+  outcome.engine_steps = fleet.steps();
+  return outcome;
 }
 
 }  // namespace warden::whatif

@@ -4,7 +4,9 @@
 // One run = for each policy, every level in turn (like `bench`): a closed loop of `sessions` sessions
 // runs for `duration` model seconds (the measuring window), then the loop stops handing out turns and
 // the driver drains what is in flight before the next level starts. Engines carry their caches from
-// level to level, and from one policy to the next when `warm_start` is set (the reference method).
+// level to level, and from one policy to the next when `warm_start` is set (the reference method). Else
+// each policy is its own experiment: new engines at time 0, and its rows the same whatever ran before it;
+// every level reseeds the random streams from the seed and its index.
 //
 // Per request: the slot's conversation is rendered to tokens with the engine's chat template (as the sim
 // server does), it reaches the warden rtt/2 after the client sent it and is routed there:

@@ -12,6 +12,7 @@ void Fleet::make() {
   generation_.assign(config_.replicas, 0);
   pending_.assign(config_.replicas, false);
   steps_under_way_.assign(config_.replicas, {});
+  next_request_id_ = 1;
   for (std::uint32_t r = 0; r < config_.replicas; ++r) {
     // One seed for every rank: a prompt gets the same reply wherever it runs, so both policies of a
     // comparison replay the same conversations.

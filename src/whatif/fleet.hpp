@@ -55,6 +55,8 @@ class Fleet {
   [[nodiscard]] std::uint64_t preemptions() const;
   [[nodiscard]] int busy() const;
   [[nodiscard]] std::uint64_t steps() const { return steps_; }
+  // Request ids are the engines': unique while they run.
+  std::uint64_t next_request_id() { return next_request_id_++; }
 
  private:
   const SimulationConfig& config_;
@@ -64,6 +66,7 @@ class Fleet {
   std::vector<std::uint32_t> generation_;  // per replica: engines restarted so far
   std::vector<Step> steps_under_way_;
   std::uint64_t steps_ = 0;
+  std::uint64_t next_request_id_ = 1;
 };
 
 }  // namespace warden::whatif

@@ -9,6 +9,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/splitmix.hpp"
 #include "core/types.hpp"
 #include "engine/tokenizer.hpp"
 #include "protocol/request.hpp"
@@ -19,6 +20,12 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 inline core::Time to_time(double seconds) {
   return core::Time(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
+}
+
+// The seed of one of the run's random streams (`stream` names it) at a level: every level of every policy
+// draws from the same streams whatever ran before it. Level 0's is splitmix64(seed ^ stream).
+inline std::uint64_t level_seed(std::uint64_t seed, std::uint64_t stream, std::size_t level) {
+  return base::splitmix64((seed ^ stream) + level * 0x9E3779B97F4A7C15ULL);
 }
 
 struct Flight {

@@ -12,13 +12,20 @@
 
 namespace warden::whatif {
 
+namespace {
+
+constexpr std::uint64_t kRoutingStream = 0x5157A7E;
+constexpr std::uint64_t kWardenStream = 0x3A7D3;
+
+}  // namespace
+
 Warden::Warden(const SimulationConfig& config, const Hooks& hooks, const Fleet& fleet, const Senses& senses)
     : config_(config),
       hooks_(hooks),
       fleet_(fleet),
       senses_(senses),
-      rng_(base::splitmix64(config.seed ^ 0x5157A7E)),
-      warden_rng_(base::splitmix64(config.seed ^ 0x3A7D3)) {}
+      rng_(level_seed(config.seed, kRoutingStream, 0)),
+      warden_rng_(level_seed(config.seed, kWardenStream, 0)) {}
 
 base::Result<void> Warden::start(const SimulatePolicy& policy, double now) {
   policy_ = &policy;
@@ -37,6 +44,11 @@ base::Result<void> Warden::start(const SimulatePolicy& policy, double now) {
   }
   held_ = core::HoldQueue<std::uint64_t, double>(hold_rules());
   return {};
+}
+
+void Warden::start_level(std::size_t level) {
+  rng_ = core::SplitMixRng(level_seed(config_.seed, kRoutingStream, level));
+  warden_rng_ = core::SplitMixRng(level_seed(config_.seed, kWardenStream, level));
 }
 
 void Warden::publish(double now) {

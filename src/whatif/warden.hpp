@@ -31,6 +31,8 @@ class Warden {
   // The policy's balancer or Routers, new, at `now`.
   base::Result<void> start(const SimulatePolicy& policy, double now);
   [[nodiscard]] const SimulatePolicy& policy() const { return *policy_; }
+  // A level begins: its random streams from the seed.
+  void start_level(std::size_t level);
 
   // vLLM's coordinator publishes the engines' loads to its API servers (policy vllm-lb).
   void publish(double now);
