@@ -49,11 +49,6 @@ struct SimulateOptions {
   std::string think_time = "0";
   std::string think_jitter = "0";
   std::string timeline = "0";
-  std::string task_priority = "start";
-  std::uint32_t task_tokens = core::TaskSlotsConfig{}.task_tokens;
-  double task_fill = core::TaskSlotsConfig{}.fill;
-  std::string task_quiet = "5s";
-  std::string task_max_wait = "300s";
   double resident_gaps = 2.0;
   std::string min_resident = "3s";
   std::uint32_t vllm_api_servers = 0;
@@ -132,41 +127,15 @@ base::Result<engine::EngineConfig> engine_from(const SimulateOptions& o, engine:
   return config;
 }
 
-core::Time to_time(double seconds) {
-  return core::Time(static_cast<std::int64_t>(std::llround(seconds * 1e9)));
-}
-
-// The knobs of policy `task-slots`.
-base::Result<void> task_slots_from(const SimulateOptions& o, whatif::SimulationConfig& c) {
-  const auto quiet = base::parse_seconds(o.task_quiet);
-  const auto wait = base::parse_seconds(o.task_max_wait);
-  if (!quiet || !wait) {
-    return std::string("--task-quiet and --task-max-wait are durations: 5s, 300s");
-  }
-  c.task_slots.task_tokens = o.task_tokens;
-  c.task_slots.fill = o.task_fill;
-  c.task_slots.quiet = to_time(*quiet);
-  c.task_slots.max_wait = to_time(*wait);
-  return {};
-}
-
 // The knobs of policy `admission` that are the what-if driver's own (the routing's are RoutingFlags').
 base::Result<void> admission_from(const SimulateOptions& o, whatif::SimulationConfig& c) {
   const auto min_resident = base::parse_seconds(o.min_resident);
   if (!min_resident) {
     return std::string("--min-resident is a duration: 3s, 500ms");
   }
-  if (o.task_priority != "start" && o.task_priority != "stage") {
-    return std::string("--task-priority is start or stage");
-  }
-  c.task_priority = o.task_priority == "stage" ? whatif::SimulationConfig::TaskPriority::stage
-                                               : whatif::SimulationConfig::TaskPriority::start;
   c.admission_gap_factor = o.resident_gaps;
   c.admission_min_window = *min_resident;
-  if (auto routing = apply_routing_options(o.routing, c.routing); !routing) {
-    return routing;
-  }
-  return task_slots_from(o, c);
+  return apply_routing_options(o.routing, c.routing);
 }
 
 // Levels and durations from their command-line spelling.
@@ -296,13 +265,17 @@ void print_admission(const whatif::Outcome& outcome) {
 // Policy `ceiling` (every request after a task's first one finds its prefix cached): each other policy's
 // tasks/h as a share of it, level by level.
 void print_ceiling(const std::vector<report::Row>& rows) {
+  const auto is_ceiling = [](const report::Row& r) {
+    const whatif::SimulatePolicy* p = whatif::find_policy(r.policy);
+    return p != nullptr && p->settings.ceiling;
+  };
   for (const report::Row& c : rows) {
-    if (c.policy != "ceiling" || !c.tasks_per_hour || *c.tasks_per_hour <= 0) {
+    if (!is_ceiling(c) || !c.tasks_per_hour || *c.tasks_per_hour <= 0) {
       continue;
     }
     fmt::print("ceiling {:>3} agents: {:.0f} tasks/h;", c.sessions, *c.tasks_per_hour);
     for (const report::Row& r : rows) {
-      if (r.policy != "ceiling" && r.sessions == c.sessions && r.tasks_per_hour) {
+      if (!is_ceiling(r) && r.sessions == c.sessions && r.tasks_per_hour) {
         fmt::print(" {} {:.0f} ({:.0f} %)", r.policy, *r.tasks_per_hour,
                    100.0 * *r.tasks_per_hour / *c.tasks_per_hour);
       }
@@ -427,25 +400,6 @@ int run_simulate(const SimulateOptions& o) {
 
 // The what-if driver's own knobs of the policies (the routing's are add_routing_options').
 void add_policy_options(CLI::App& cmd, SimulateOptions& o) {
-  cmd.add_option("--task-priority", o.task_priority,
-                 "Policies priority, tasks-priority: a request's priority is its task's start (older tasks "
-                 "first) or its stage (tasks under way before task starts)")
-      ->capture_default_str();
-  cmd.add_option(
-         "--task-tokens", o.task_tokens,
-         "Policy task-slots: KV tokens one task under way holds (slots = capacity / this; 0 = the mean "
-         "largest prompt of ended tasks)")
-      ->capture_default_str();
-  cmd.add_option("--task-fill", o.task_fill,
-                 "Policy task-slots: > 0 counts slots in tokens: a task start fits while the largest prompts "
-                 "of the tasks under way plus its own stay within this x KV capacity")
-      ->capture_default_str();
-  cmd.add_option("--task-quiet", o.task_quiet,
-                 "Policy task-slots: a session with nothing in flight this long has no task under way")
-      ->capture_default_str();
-  cmd.add_option("--task-max-wait", o.task_max_wait,
-                 "Policy task-slots: a held task start is placed as usual after this wait")
-      ->capture_default_str();
   cmd.add_option(
          "--resident-gaps", o.resident_gaps,
          "Policy admission: a conversation stays resident this many typical turn gaps after its last turn")
@@ -489,11 +443,7 @@ void add_simulate_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--duration", o->duration, "Model time per level (180, 180s, 3m)")->capture_default_str();
   cmd->add_option("--policies", o->policies,
-                  "Policies to run one after the other: vllm-lb, warden-lb, affinity, admission, tasks "
-                  "(admission that also holds task starts), ceiling (vllm-lb with every prefix after a "
-                  "task's first request cached), priority (affinity, with vLLM's request priority = "
-                  "the task's start, engines scheduling by priority), tasks-priority (tasks with it), "
-                  "round-robin, session-hash, chwbl");
+                  "Policies to run one after the other: " + whatif::simulate_policies_help());
   cmd->add_option("--compare", o->compare,
                   "A,B: the reference method (A over all levels, then B, warm caches)");
   cmd->add_option("--seed", o->seed, "Seed of the prompts and of routing ties")->capture_default_str();

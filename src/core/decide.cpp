@@ -7,7 +7,6 @@
 #include "core/pick.hpp"
 #include "core/rebalance.hpp"
 #include "core/task_admission.hpp"
-#include "core/task_slots.hpp"
 
 namespace warden::core {
 
@@ -134,16 +133,6 @@ Decision spill_by_count(const Snapshot& snapshot, ReplicaIndex home, Rng& rng) {
   return Decision{home, Route::sticky, NoReplicaReason::none};
 }
 
-// A task start while tasks are counted (core/task_slots.hpp): held while no replica has a free slot, else
-// placed among those that have one (its home has none, or it has no home).
-Decision decide_task_slot(const Snapshot& snapshot, const RequestFacts& facts, TaskSlotRule slot, Rng& rng) {
-  if (slot == TaskSlotRule::hold) {
-    return none(Route::queued, NoReplicaReason::none);
-  }
-  const Snapshot only = only_replicas(snapshot, *facts.task_room);
-  return facts.home ? place(only, Route::rehomed, rng) : place_new(only, facts, rng);
-}
-
 }  // namespace
 
 double placement_score(const ReplicaState& replica, std::uint32_t max_num_seqs) {
@@ -232,9 +221,6 @@ Decision decide(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng) {
   }
   if (snapshot.replicas.empty()) {
     return none(facts.home ? Route::failover : Route::new_conversation, NoReplicaReason::no_replicas);
-  }
-  if (const TaskSlotRule slot = task_slot_rule(snapshot, facts); slot != TaskSlotRule::as_usual) {
-    return decide_task_slot(snapshot, facts, slot, rng);
   }
   if (!facts.home) {
     return place_new(snapshot, facts, rng);

@@ -247,9 +247,6 @@ struct RequestFacts {
   bool task_start = false;
   /// Its session has an agent task under way (core/tasks_under_way.hpp; the Router fills this in itself).
   bool task_under_way = false;
-  /// Replicas with a free task slot (core/task_slots.hpp), when whole tasks are held to what the caches
-  /// hold: a task start goes only to one of them, and is held while there is none. nullopt = not counted.
-  std::optional<ReplicaSet> task_room;
   /// How long this request has already waited in the model's admission queue (0 on its first routing).
   Time queued_for{0};
   /// Tokens the home is expected to have cached for this conversation: its previous prompt there (the

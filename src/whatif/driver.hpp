@@ -4,28 +4,21 @@
 // One run = for each policy, every level in turn (like `bench`): a closed loop of `sessions` sessions
 // runs for `duration` model seconds (the measuring window), then the loop stops handing out turns and
 // the driver drains what is in flight before the next level starts. Engines carry their caches from
-// level to level, and from one policy to the next when `warm_start` is set (the reference method).
+// level to level, and from one policy to the next when `warm_start` is set (the reference method). Else
+// each policy is its own experiment: new engines at time 0, and its rows the same whatever ran before it;
+// every level reseeds the random streams from the seed and its index.
 //
 // Per request: the slot's conversation is rendered to tokens with the engine's chat template (as the sim
 // server does), it reaches the warden rtt/2 after the client sent it and is routed there:
-// - policy `vllm-lb`: vLLM's own balancer (VllmBalancer: api-server instances with 100 ms stale views,
-//   scoring as `vllm_balancer` says: current vLLM by default, or its older legacy score);
-// - policy `admission`: core's `affinity` with working-set admission and cost-aware spill. Requests the
-//   Router answers `queued` wait in the gateway's hold queue (core::HoldQueue, whose rules apply: a new
-//   conversation also queues behind held ones) and are routed again, with queued_for = their wait, when a
-//   request finishes, at a scrape and at the head's deadline; beyond max_queue a request fails as the
-//   gateway's 503 would;
-// - any other policy of core's registry (`affinity`, `round-robin`, `session-hash`, `chwbl`, and
-//   `warden-lb` = core's `vllm-lb`, i.e. the warden with affinity off as `serve` runs it): core::Router,
-//   the same object `serve` uses, fed the engines' metrics as last scraped (every scrape_interval) and its
-//   own live in-flight counts;
-// - policies `priority` and `tasks-priority`: `affinity` and `tasks`, with every engine scheduling by
-//   priority (vLLM's --scheduling-policy priority) and each request carrying vLLM's `priority`: when its
-//   session's current task started at the warden, in milliseconds (a task start request starts it), so
-//   the requests of tasks under way go before those of newer tasks and are preempted last;
-// - policy `task-slots`: `affinity` with the tasks under way counted per replica (core::TaskSlots, from
-//   the requests alone): a task start goes to a replica with a free slot and waits in the queue while none
-//   has one (retried at each finish and scrape, up to the slots' max_wait).
+// - vLLM's own balancer (VllmBalancer: api-server instances with 100 ms stale views, scoring as
+//   `vllm_balancer` says: current vLLM by default, or its older legacy score) for policies `vllm-lb` and
+//   `ceiling`;
+// - else core::Router, the same object `serve` uses, running the row's core policy (whatif/policies.hpp),
+//   fed the engines' metrics as last scraped (every scrape_interval) and its own live in-flight counts.
+//   Requests the Router answers `queued` (policies `admission`, `tasks`, and affinity's task admission)
+//   wait in the gateway's hold queue (core::HoldQueue, whose rules apply: a new conversation also queues
+//   behind held ones) and are routed again, with queued_for = their wait, when a request finishes, at a
+//   scrape and at the head's deadline; beyond max_queue a request fails as the gateway's 503 would.
 // The engine emits tokens; the first one reaches the client rtt/2 later (TTFB = that minus send time); the
 // last one completes the turn and the reply, detokenized, is appended to the history by the workload.
 #pragma once
@@ -40,12 +33,12 @@
 #include "base/result.hpp"
 #include "core/router.hpp"
 #include "core/session_table.hpp"
-#include "core/task_slots.hpp"
 #include "core/types.hpp"
 #include "core/vllm_balancer.hpp"
 #include "engine/config.hpp"
 #include "report/row.hpp"
 #include "report/timeline.hpp"
+#include "whatif/policies.hpp"
 #include "workload/workload.hpp"
 
 namespace warden::whatif {
@@ -93,14 +86,6 @@ struct SimulationConfig {
   double admission_gap_factor = 2.0;
   double admission_min_window = 3.0;  // seconds
   core::SessionTableConfig sessions{};
-  // Policies `priority` and `tasks-priority`: what a request's vLLM priority is. start: when its session's
-  // current task started (ms; older tasks first, among tasks under way too); stage: 0 for a request of a
-  // task under way, 1 for a task's first request (tasks under way first, arrival order within each).
-  enum class TaskPriority { start, stage };
-  TaskPriority task_priority = TaskPriority::start;
-  // Policy `task-slots` (core's affinity, whole tasks held to what the caches hold): slots per replica,
-  // when a task ends, and the bound on a task start's wait (its `enabled` is implied by the policy).
-  core::TaskSlotsConfig task_slots{};
   // The warden listens to every engine's KV cache events (whatif/kv_sense.hpp): what each replica holds of
   // a request's thread is known, not estimated. Off: today's estimate from the warden's own traffic.
   bool kv_events = false;
@@ -123,11 +108,6 @@ Result<void> validate(const SimulationConfig& config);
 
 // The engine configuration every replica runs: `engine` with the workload's `replies`.
 engine::EngineConfig engine_config(const SimulationConfig& config);
-
-// Policy names simulate accepts: vllm-lb (vLLM's balancer model), warden-lb (the warden with affinity off,
-// core's vllm-lb), admission (core's affinity with admission and cost-aware spill), tasks, ceiling,
-// priority, tasks-priority, task-slots, and core's affinity, round-robin, session-hash, chwbl.
-std::vector<std::string> simulate_policy_names();
 
 // What else happened in one level (for tests, docs and the trace).
 struct LevelStats {

@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <limits>
 #include <map>
 #include <string>
 
@@ -142,66 +141,6 @@ TEST(WhatifAgentic, HeldTaskStartsAreReleasedAndNothingFails) {
   ASSERT_TRUE(o->rows.at(0).tasks_per_hour);
   EXPECT_GT(*o->rows.at(0).tasks_per_hour, 0);
   EXPECT_EQ(o->rows.at(0).errors, 0);
-}
-
-// Policy task-slots: with one slot per replica 6 agents on 2 replicas wait for slots, are placed when one
-// frees (nothing fails, tasks end); with more slots than agents no task start waits.
-TEST(WhatifAgentic, TaskStartsWaitForASlotOnlyWhileNoneIsFree) {
-  SimulationConfig c = agentic_config();
-  c.levels = {6};
-  c.policies = {"task-slots"};
-  c.task_slots.task_tokens = 1'000'000;  // one slot per replica
-  const auto one = simulate(c);
-  ASSERT_TRUE(one) << one.error();
-  EXPECT_GT(one->levels.at(0).held, 0U);
-  EXPECT_EQ(one->levels.at(0).refused, 0U);
-  EXPECT_EQ(one->rows.at(0).errors, 0);
-  ASSERT_TRUE(one->rows.at(0).tasks_per_hour);
-  EXPECT_GT(*one->rows.at(0).tasks_per_hour, 0);
-  c.task_slots.task_tokens = 1;  // a slot per token of KV: never full
-  const auto many = simulate(c);
-  ASSERT_TRUE(many) << many.error();
-  EXPECT_EQ(many->levels.at(0).held, 0U);
-  EXPECT_EQ(many->rows.at(0).errors, 0);
-}
-
-TEST(WhatifAgentic, RejectsBadTaskSlots) {
-  SimulationConfig c = agentic_config();
-  c.policies = {"task-slots"};
-  EXPECT_TRUE(validate(c));
-  c.task_slots.fill = -1;
-  EXPECT_FALSE(validate(c));
-  c.task_slots.fill = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_FALSE(validate(c));
-  c.task_slots.fill = 0;
-  c.task_slots.quiet = std::chrono::seconds(-1);
-  EXPECT_FALSE(validate(c));
-}
-
-// Past the caches (6 agents on 2 replicas) the engines' order changes when requests carry their task's
-// start as vLLM's priority: same placement rule, other scheduling, nothing refused by the engines.
-TEST(WhatifAgentic, TaskPriorityReschedulesTheEnginesAndNothingFails) {
-  SimulationConfig c = agentic_config();
-  c.routing.task_admission.enabled = false;  // tasks past the caches, as the engines see them
-  c.levels = {6};
-  c.policies = {"affinity", "priority", "tasks-priority"};
-  const auto o = simulate(c);
-  ASSERT_TRUE(o) << o.error();
-  ASSERT_EQ(o->rows.size(), 3U);
-  for (const report::Row& r : o->rows) {
-    EXPECT_EQ(r.errors, 0) << r.policy;
-    ASSERT_TRUE(r.tasks_per_hour) << r.policy;
-    EXPECT_GT(*r.tasks_per_hour, 0) << r.policy;
-  }
-  EXPECT_GT(o->levels.at(0).preemptions + o->levels.at(1).preemptions, 0U);  // the engines were short of KV
-  const report::Report fcfs{{o->rows[0]}, {}};
-  const report::Report by_task{{o->rows[1]}, {}};
-  EXPECT_NE(report::to_json(fcfs), report::to_json(by_task));
-  // Carried engines are remade where the scheduling policy changes: the same run, warm.
-  c.warm_start = true;
-  const auto warm = simulate(c);
-  ASSERT_TRUE(warm) << warm.error();
-  EXPECT_EQ(warm->rows.at(1).errors, 0);
 }
 
 // A subagent is a thread of its own, as the gateway keys it: placed (route new) apart from its main thread

@@ -44,6 +44,8 @@ const std::vector<KnownGap>& known_gaps() {
   static const std::vector<KnownGap> gaps{
       {16, "TTFB p50 (s)", "off", 2.5},
       {16, "TTFB p50 (s)", "on", 6.5},
+      // The other half of the same contradiction: the p95 comes out low (x1.505 at seed 1).
+      {16, "TTFB p95 (s)", "off", 1.6},
       {32, "output tokens/min", "off", 1.75},
       {32, "output tokens/min", "on", 1.9},
       // Current vLLM's balancer (the default) sends follow-ups back to a warm rank more often than the
@@ -63,15 +65,18 @@ std::set<std::string> failed_cells(const std::vector<report::Row>& rows) {
   return failed;
 }
 
-// The legacy balancer (4 * waiting + running, older vLLM) keeps the fit it was made with: only the
-// structural misses fail.
+// The legacy balancer (4 * waiting + running, older vLLM) keeps the fit it was made with: the structural
+// misses fail, and at 8 sessions its TTFB p95 and hits (each level on its own draws since policies and
+// levels stopped sharing random streams).
 TEST(WhatifCalibration, LegacyBalancerKeepsItsFit) {
   SimulationConfig config = reference_setup();
   config.routing.vllm_balancer = core::VllmBalancerModel::legacy;
   const auto outcome = simulate(config);
   ASSERT_TRUE(outcome) << outcome.error();
   EXPECT_EQ(failed_cells(outcome->rows),
-            (std::set<std::string>{"16 TTFB p50 (s) off", "16 TTFB p50 (s) on", "32 output tokens/min on"}));
+            (std::set<std::string>{"16 TTFB p50 (s) off", "16 TTFB p50 (s) on", "16 TTFB p95 (s) off",
+                                   "32 output tokens/min on", "8 TTFB p95 (s) off", "8 TTFB p95 (s) winner",
+                                   "8 prefix hits (%) off"}));
 }
 
 // Older vLLM admitted a waiting request when its first chunk fitted. Past the caches that preempts ten
@@ -95,10 +100,11 @@ TEST(WhatifCalibration, FirstChunkAdmissionThrashesForNothing) {
     const double out_then = *older->rows[i].output_tokens_per_min;
     EXPECT_NEAR(out_then / out_now, 1.0, 0.03) << now.policy << now.sessions;
   }
-  EXPECT_EQ(failed_cells(older->rows),
-            (std::set<std::string>{"8 prefix hits (%) off", "16 TTFB p50 (s) off", "16 TTFB p50 (s) on",
-                                   "16 TTFB p95 (s) off", "16 TTFB p95 (s) on", "32 output tokens/min off",
-                                   "32 output tokens/min on"}));
+  EXPECT_EQ(
+      failed_cells(older->rows),
+      (std::set<std::string>{"4 output tokens/min on", "4 output tokens/min winner", "16 TTFB p50 (s) on",
+                             "16 TTFB p50 (s) winner", "16 TTFB p95 (s) off", "16 TTFB p95 (s) on",
+                             "32 output tokens/min off", "32 output tokens/min on"}));
 }
 
 // The overloaded rows' TTFB against the headroom rows' band (reported, not judged): with affinity both
