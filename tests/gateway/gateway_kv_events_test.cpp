@@ -223,9 +223,11 @@ TEST(GatewayKvEvents, EventsFromASimMakeTheReplicaThatServedExact) {
       c.post("/v1/chat/completions", chat_body(prompt, 4, false), {{"X-Warden-Session", "conversation-1"}});
   ASSERT_EQ(r.status, 200u) << r.body;
   const int replica = std::stoi(r.header("x-warden-replica"));
-  ASSERT_TRUE(wait_until([&] { return live(w.port, replica); }))
-      << boost::json::serialize(kv_of(w.port, replica));
-  EXPECT_GT(kv_num(w.port, replica, "resident_tokens"), 0);
+  // The request's stores are published at the end of its engine step, and may reach the warden after its
+  // answer: wait for them.
+  ASSERT_TRUE(wait_until([&] {
+    return live(w.port, replica) && kv_num(w.port, replica, "resident_tokens") > 0;
+  })) << boost::json::serialize(kv_of(w.port, replica));
   EXPECT_EQ(kv_num(w.port, replica, "threads"), 1);  // the engine named the thread the warden sent
   EXPECT_TRUE(kv_of(w.port, replica).at("complete").as_bool());
   EXPECT_FALSE(kv_of(w.port, replica).at("cache_use").is_null());
@@ -254,7 +256,9 @@ TEST(GatewayKvEvents, EnginesTheWardenLaunchesPublishWhereItListens) {
   const auto r = c.post("/v1/chat/completions", chat_body(prompt, 4, false), {{"X-Warden-Session", "s"}});
   ASSERT_EQ(r.status, 200u) << r.body;
   const int replica = std::stoi(r.header("x-warden-replica"));
-  ASSERT_TRUE(wait_until([&] { return live(w.port, replica); }))
-      << boost::json::serialize(kv_of(w.port, replica));
-  EXPECT_GT(kv_num(w.port, replica, "resident_tokens"), 0);
+  // The request's stores are published at the end of its engine step, and may reach the warden after its
+  // answer: wait for them.
+  ASSERT_TRUE(wait_until([&] {
+    return live(w.port, replica) && kv_num(w.port, replica, "resident_tokens") > 0;
+  })) << boost::json::serialize(kv_of(w.port, replica));
 }
