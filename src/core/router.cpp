@@ -267,6 +267,10 @@ void Router::answered(const RequestFacts& request, bool final_text) {
   }
 }
 
+void Router::left_unanswered(const RequestFacts& request) {
+  tasks_.left_unanswered(conversation_facts(request, std::nullopt));
+}
+
 void Router::first_token(const Decision& decision) {
   drop_prefill(decision);
 }

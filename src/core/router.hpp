@@ -112,6 +112,18 @@ class Router {
   /// of it later counts it again). A main thread's final text only waits for its person: nothing changes.
   void answered(const RequestFacts& facts, bool final_text);
 
+  /// The client of a routed request of `facts` left before any answer (no first byte): the agent task it
+  /// started, if none of that task's requests was ever answered, is no task under way
+  /// (TasksUnderWay::left_unanswered). Call it besides finish(), never for a request abandon() took back.
+  void left_unanswered(const RequestFacts& facts);
+
+  /// Tasks under way of `tenant` (RequestFacts::tenant): its share used, for the hold queue's turn.
+  [[nodiscard]] std::uint32_t tasks_of_tenant(std::uint64_t tenant) const { return tasks_.of_tenant(tenant); }
+  /// The class of work and tenant of `session`'s task under way, if it has one.
+  [[nodiscard]] std::optional<TasksUnderWay::TaskOwner> task_owner(std::uint64_t session) const {
+    return tasks_.owner(session);
+  }
+
   /// The request of `decision` got its first token (or ended without one): its prefill_tokens leave the
   /// replica's prefill backlog. Call at most once per routed request, before or with finish().
   void first_token(const Decision& decision);

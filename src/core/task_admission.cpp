@@ -49,7 +49,11 @@ TaskAdmissionRule admit_new_task(const Snapshot& snapshot, const RequestFacts& f
   }
   const bool any_room = std::any_of(snapshot.replicas.begin(), snapshot.replicas.end(),
                                     [&](const auto& r) { return r.healthy && has_task_room(snapshot, r); });
-  return any_room ? TaskAdmissionRule::with_room : TaskAdmissionRule::hold;
+  if (any_room) {
+    return TaskAdmissionRule::with_room;
+  }
+  // A person waits for an interactive task: it goes now, and the headless ones held wait the longer.
+  return facts.work_class == WorkClass::interactive ? TaskAdmissionRule::as_usual : TaskAdmissionRule::hold;
 }
 
 bool starts_next_task(const RequestFacts& facts) {
@@ -76,7 +80,7 @@ NextTaskRule next_task_rule(const Snapshot& snapshot, const RequestFacts& facts,
       return NextTaskRule::elsewhere;
     }
   }
-  return NextTaskRule::hold;
+  return facts.work_class == WorkClass::interactive ? NextTaskRule::as_usual : NextTaskRule::hold;
 }
 
 Time longest_hold(const RoutingConfig& routing) {

@@ -6,7 +6,8 @@
 // host's total cache — applied by the warden: a new task waits while no replica keeps one more task's
 // context warm, and is placed among those that do; a session's next task waits while its home's tasks
 // under way and its own context overflow the home (or moves to a replica they fit). A task under way is
-// never held. Pure, over the Snapshot.
+// never held, nor is an interactive task's start (RequestFacts::work_class: a person waits for it; it goes
+// where there is room, or over it, and the headless tasks held wait the longer). Pure, over the Snapshot.
 
 #include "core/types.hpp"
 
@@ -28,7 +29,7 @@ namespace warden::core {
 enum class TaskAdmissionRule : std::uint8_t {
   as_usual,   ///< not a new task, admission off, no task measured yet, or its wait bound reached
   with_room,  ///< place it only on a replica that has_task_room()
-  hold,       ///< no healthy replica has room: route `queued`
+  hold,       ///< no healthy replica has room, and the task is headless: route `queued`
 };
 
 /// The size a task is taken to reach on `replica`: the measured one (Snapshot::task_tokens), or before any
@@ -58,7 +59,7 @@ enum class TaskAdmissionRule : std::uint8_t {
 enum class NextTaskRule : std::uint8_t {
   as_usual,   ///< not a session's next task, task admission off, its wait bound reached, or room at home
   elsewhere,  ///< place it among the other healthy replicas with has_next_task_room()
-  hold,       ///< no healthy replica has room: route `queued`
+  hold,       ///< no healthy replica has room, and the task is headless: route `queued`
 };
 
 [[nodiscard]] NextTaskRule next_task_rule(const Snapshot& snapshot, const RequestFacts& facts,

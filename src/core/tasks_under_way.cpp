@@ -36,6 +36,9 @@ void TasksUnderWay::remove(const Task& task) {
 
 void TasksUnderWay::end(std::unordered_map<std::uint64_t, Task>::iterator it) {
   remove(it->second);
+  if (const auto t = per_tenant_.find(it->second.tenant); t != per_tenant_.end() && --t->second == 0) {
+    per_tenant_.erase(t);
+  }
   tasks_.erase(it);
 }
 
@@ -48,7 +51,10 @@ void TasksUnderWay::routed(const RequestFacts& facts, const Decision& decision, 
   const auto it = tasks_.find(key);
   if (it == tasks_.end()) {
     if (main_thread) {
-      add(tasks_.emplace(key, Task{*decision.replica, now, facts.prompt_tokens}).first->second);
+      add(tasks_
+              .emplace(key, Task{*decision.replica, now, facts.prompt_tokens, facts.tenant, facts.work_class})
+              .first->second);
+      ++per_tenant_[facts.tenant];
     }
     return;
   }
@@ -66,10 +72,24 @@ void TasksUnderWay::routed(const RequestFacts& facts, const Decision& decision, 
 }
 
 void TasksUnderWay::answered(const RequestFacts& facts, bool final_text) {
-  if (!final_text || !counts(facts) || task_key(facts) != facts.session->hash) {
+  if (!counts(facts)) {
     return;
   }
-  if (const auto it = tasks_.find(facts.session->hash); it != tasks_.end()) {
+  const auto it = tasks_.find(task_key(facts));
+  if (it == tasks_.end()) {
+    return;
+  }
+  it->second.answered = true;
+  if (final_text && task_key(facts) == facts.session->hash) {
+    end(it);
+  }
+}
+
+void TasksUnderWay::left_unanswered(const RequestFacts& facts) {
+  if (!counts(facts)) {
+    return;
+  }
+  if (const auto it = tasks_.find(task_key(facts)); it != tasks_.end() && !it->second.answered) {
     end(it);
   }
 }
@@ -93,6 +113,7 @@ void TasksUnderWay::expire(Time now, Time idle) {
 }
 
 void TasksUnderWay::remap(const ReplicaRemap& remap) {
+  per_tenant_.clear();
   std::vector<Load> moved(remap.new_count);
   for (auto it = tasks_.begin(); it != tasks_.end();) {
     const auto next = std::next(it);
@@ -101,6 +122,7 @@ void TasksUnderWay::remap(const ReplicaRemap& remap) {
       task.replica = *remap.to[task.replica];
       ++moved[task.replica].tasks;
       moved[task.replica].tokens += task.tokens;
+      ++per_tenant_[task.tenant];
     } else {
       tasks_.erase(it);
     }

@@ -2,10 +2,13 @@
 // The agent tasks under way of one model, per replica, told from the requests alone: a task starts with a
 // request of its session's main thread that offers tools, lives on the replica that thread is served by,
 // and ends with the main thread's final text (a reply without tool calls), or when its session has sent
-// nothing for `idle` (an agent that stopped). Subagents belong to their session's task. Each task's main
-// thread's prompt is followed as it grows. Pure: time is a parameter.
+// nothing for `idle` (an agent that stopped), or when the client left its first request before any answer
+// (an abandoned start is no task). Subagents belong to their session's task. Each task's main thread's
+// prompt is followed as it grows, and each task counts against its tenant (RequestFacts::tenant). Pure:
+// time is a parameter.
 
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -20,6 +23,9 @@ class TasksUnderWay {
   void routed(const RequestFacts& facts, const Decision& decision, Time now);
   /// The reply to a request of `facts` ended; with `final_text` on the main thread, its task has ended.
   void answered(const RequestFacts& facts, bool final_text);
+  /// The client of a request of `facts` left before any answer: a task no request of which was ever
+  /// answered ends (its start was abandoned; the client may send it again as a new start).
+  void left_unanswered(const RequestFacts& facts);
   /// Forgets the tasks whose session sent nothing for `idle` by `now`. It walks the tasks at most every
   /// idle / 16 (a task outlives its silence by that much at most), so a request does not pay for the walk.
   void expire(Time now, Time idle);
@@ -34,9 +40,25 @@ class TasksUnderWay {
     return replica < per_replica_.size() ? per_replica_[replica].tokens : 0;
   }
   [[nodiscard]] std::size_t size() const { return tasks_.size(); }
+  /// Who a session's task under way is for (the admin API's threads): its class of work and tenant.
+  struct TaskOwner {
+    WorkClass work_class = WorkClass::headless;
+    std::uint64_t tenant = 0;
+  };
+  [[nodiscard]] std::optional<TaskOwner> owner(std::uint64_t session) const {
+    const auto it = tasks_.find(session);
+    return it == tasks_.end() ? std::nullopt
+                              : std::optional<TaskOwner>({it->second.work_class, it->second.tenant});
+  }
+  /// Tasks under way of `tenant` (RequestFacts::tenant), on every replica.
+  [[nodiscard]] std::uint32_t of_tenant(std::uint64_t tenant) const {
+    const auto it = per_tenant_.find(tenant);
+    return it == per_tenant_.end() ? 0 : it->second;
+  }
   /// Every task ends (their agents stopped: the what-if driver between levels).
   void clear() {
     tasks_.clear();
+    per_tenant_.clear();
     per_replica_.assign(per_replica_.size(), Load{});
   }
   /// A reload relaid the replicas: a task on a removed replica ends.
@@ -47,6 +69,9 @@ class TasksUnderWay {
     ReplicaIndex replica = 0;
     Time last_seen{};
     std::uint32_t tokens = 0;  // its main thread's last prompt
+    std::uint64_t tenant = 0;
+    WorkClass work_class = WorkClass::headless;
+    bool answered = false;  // a reply to one of its requests ended
   };
   struct Load {
     std::uint32_t tasks = 0;
@@ -58,7 +83,8 @@ class TasksUnderWay {
 
   std::unordered_map<std::uint64_t, Task> tasks_;  // by session key
   std::vector<Load> per_replica_;
-  Time next_walk_{};  // expire() walks the tasks from then on
+  std::unordered_map<std::uint64_t, std::uint32_t> per_tenant_;  // tasks, by tenant
+  Time next_walk_{};                                             // expire() walks the tasks from then on
 };
 
 }  // namespace warden::core

@@ -52,6 +52,10 @@ std::string_view route_name(Route route) {
   return index < route_names.size() ? route_names[index] : "unknown";
 }
 
+std::string_view work_class_name(WorkClass work_class) {
+  return work_class == WorkClass::interactive ? "interactive" : "headless";
+}
+
 std::optional<Route> parse_route(std::string_view name) {
   for (std::size_t i = 0; i < route_names.size(); ++i) {
     if (route_names[i] == name) {

@@ -106,6 +106,9 @@ struct AdmissionConfig {
   /// room the start waits, and it is released when the home has room (or at max_wait). A task under way is
   /// never held.
   bool hold_task_starts = false;
+  /// Held requests of one tenant beyond which its next one is refused (503 with Retry-After), so no tenant
+  /// fills the queue for the others; nullopt = auto, half of max_queue (hold_queue.hpp, tenant_queue()).
+  std::optional<std::uint32_t> tenant_queue;
 
   friend bool operator==(const AdmissionConfig&, const AdmissionConfig&) = default;
 };
@@ -198,6 +201,16 @@ struct SessionKey {
   friend bool operator==(const SessionKey&, const SessionKey&) = default;
 };
 
+/// Who waits for a request's answer (core/work_class.hpp): a person at the keyboard (an interactive Claude
+/// Code, a client an operator's rule names) or a fleet (`claude -p`, and by default any other client).
+/// Task admission never holds an interactive task start, and the hold queue lets interactive requests out
+/// before headless ones.
+enum class WorkClass : std::uint8_t { headless, interactive };
+inline constexpr std::size_t work_class_count = 2;
+
+/// "headless", "interactive" (logs, metrics, the admin API).
+[[nodiscard]] std::string_view work_class_name(WorkClass work_class);
+
 /// The thread a request belongs to, beyond its key (RequestFacts::session is the thread's key: the session's
 /// own for its main thread, which is what a client without threads sends).
 struct ThreadFacts {
@@ -257,6 +270,14 @@ struct RequestFacts {
   /// (from the engine's own counters; the Router fills it in). Once it reaches the home's KV capacity, LRU
   /// has evicted that turn's blocks. nullopt = unknown.
   std::optional<std::uint64_t> home_computed_since;
+  /// Who waits for its answer (core/work_class.hpp): an interactive task start is never held by task
+  /// admission, and a held interactive request goes out of the hold queue before any headless one.
+  WorkClass work_class = WorkClass::headless;
+  /// The tenant whose fair share it draws on (a digest of its API key or configured header; 0 = requests
+  /// that name none), and that tenant's weight: held requests are let in by fair share between tenants
+  /// (core/hold_queue.hpp), and one tenant may hold at most admission.tenant_queue of them.
+  std::uint64_t tenant = 0;
+  double tenant_weight = 1;
 };
 
 /// How a request was routed. Names (route_name) go into the X-Warden-Route header and logs.
