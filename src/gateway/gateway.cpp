@@ -255,6 +255,12 @@ std::vector<ModelGauges> Gateway::model_gauges() const {
     g.max_model_len = m->max_model_len();
     g.queue_length = m->queue().size();
     g.queue_task_starts = m->queue().task_starts();
+    const auto classes = m->queue().by_class();
+    for (std::size_t c = 0; c < classes.size(); ++c) {
+      g.queue_held_by_class[c] = classes[c].held;
+      g.queue_let_in_by_class[c] = classes[c].let_in;
+      g.queue_waited_s_by_class[c] = classes[c].waited_s;
+    }
     const WorkingSet ws = add_up(replica_working_sets(*m, view, false));
     g.conversations = ws.conversations;
     g.working_set_tokens = ws.held_tokens;

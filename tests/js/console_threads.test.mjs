@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { shortKey, threadsCard } from '../../src/gateway/console/web/js/threads.js';
+import { heldLabel, shortKey, threadsCard } from '../../src/gateway/console/web/js/threads.js';
 
 test('a session with its main thread and a subagent gives one row per thread', () => {
   const view = threadsCard({
@@ -43,4 +43,32 @@ test('nothing to show, or a malformed answer, gives no rows and zero labels', ()
     assert.equal(view.labels.threads, '0 subagent threads in 0 sessions');
   }
   assert.equal(shortKey(undefined), '–');
+});
+
+test('a session says the class and tenant of its task under way, and the held requests are counted by class', () => {
+  const view = threadsCard({
+    sessions: [
+      {
+        session: 'aaaaaaaa11111111',
+        class: 'interactive',
+        tenant: '5e0c9a4b1f2d3c7e',
+        threads: [{ thread: 'aaaaaaaa11111111', main: true, home: 0 }],
+      },
+      { session: 'bbbbbbbb22222222', class: null, tenant: null, threads: [{ thread: 'bbbbbbbb22222222', main: true }] },
+    ],
+    held: [
+      { class: 'headless', tenant: null, weight: 1, waited_s: 125 },
+      { class: 'interactive', tenant: 'x', weight: 1, waited_s: 3 },
+      { class: 'headless', tenant: null, weight: 1, waited_s: 40 },
+    ],
+  });
+  assert.deepEqual(
+    view.rows.map((r) => [r.session, r.work, r.tenant]),
+    [
+      ['aaaaaaaa', 'interactive', '5e0c9a4b'],
+      ['bbbbbbbb', '–', '–'],
+    ],
+  );
+  assert.equal(view.labels.held, '3 held: 1 interactive (longest 3 s), 2 headless (longest 2 min)');
+  assert.equal(heldLabel(undefined), 'Nothing held');
 });

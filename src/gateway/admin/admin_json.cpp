@@ -59,8 +59,25 @@ json::array threaded_sessions_json(ModelRuntime& model, core::Time now, std::siz
     json::object session;
     session["session"] = hex(s.session);
     session["last_seen_s_ago"] = ago(s.last_seen);
+    // The class of work and tenant of its task under way (null: none under way).
+    const auto owner = model.router().task_owner(s.session);
+    session["class"] = owner ? json::value(core::work_class_name(owner->work_class)) : json::value(nullptr);
+    session["tenant"] = owner && owner->tenant != 0 ? json::value(hex(owner->tenant)) : json::value(nullptr);
     session["threads"] = std::move(threads);
     out.push_back(std::move(session));
+  }
+  return out;
+}
+
+json::array held_requests_json(const AdmissionQueue& queue, AdmissionQueue::Clock::time_point now) {
+  json::array out;
+  for (const AdmissionQueue::HeldRequest& h : queue.held(now)) {
+    json::object r;
+    r["class"] = core::work_class_name(h.work_class);
+    r["tenant"] = h.tenant != 0 ? json::value(fmt::format("{:016x}", h.tenant)) : json::value(nullptr);
+    r["weight"] = h.weight;
+    r["waited_s"] = h.waited_s;
+    out.push_back(std::move(r));
   }
   return out;
 }
@@ -157,6 +174,7 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
   out["threads"] = view.threads;
   out["threaded_sessions"] = view.threaded_sessions;
   out["sessions"] = threaded_sessions_json(model, now, kCardSessions);
+  out["held"] = held_requests_json(model.queue(), AdmissionQueue::Clock::time_point(now));
 
   json::array replicas;
   int healthy = 0;

@@ -48,6 +48,10 @@ struct PageBudget {
 boost::json::array threaded_sessions_json(ModelRuntime& model, core::Time now, std::size_t limit,
                                           std::size_t offset = 0);
 
+// The requests a model's admission queue holds now, the oldest first: each one's class of work, tenant (a
+// digest, "" for none), the tenant's weight and its wait so far.
+boost::json::array held_requests_json(const AdmissionQueue& queue, AdmissionQueue::Clock::time_point now);
+
 // What a model's admission queue holds now: requests, and of those the first requests of agent tasks.
 struct HeldRequests {
   std::size_t requests = 0;

@@ -295,6 +295,7 @@ Reply sessions(const Call& c) {
   boost::json::object out;
   out["sessions"] = std::move(page);
   out["next_offset"] = more ? boost::json::value(*offset + *limit) : boost::json::value(nullptr);
+  out["held"] = held_requests_json((*model)->queue(), std::chrono::steady_clock::now());
   return json_response(c.req, 200, out);
 }
 

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <boost/url/parse.hpp>
+#include <cctype>
 #include <fstream>
 #include <functional>
 #include <initializer_list>
@@ -663,6 +664,102 @@ void parse_access(Validator& v, const YAML::Node& root, Config& cfg) {
   parse_browsers(v, root, cfg);
 }
 
+// A header's name as the rules compare it.
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// One entry of clients.classes: `{header: NAME, value: V, class: C}` or `{api_key: K, class: C}`.
+void parse_class_rule(Validator& v, const YAML::Node& n, const std::string& where, core::ClientRules& out) {
+  if (!v.expect_map(n, where)) {
+    return;
+  }
+  v.known_keys(n, where, {"header", "value", "api_key", "class"});
+  core::ClassRule rule;
+  if (n["header"].IsDefined() == n["api_key"].IsDefined()) {
+    v.error(n, fmt::format("{} must name either a header or an api_key", where));
+    return;
+  }
+  if (auto h = n["header"]) {
+    rule.match.header = lower(v.string(h, where + ".header").value_or(""));
+    if (auto val = n["value"]) {
+      rule.match.value = v.string(val, where + ".value", true).value_or("");
+    }
+  } else {
+    rule.match.value = v.string(n["api_key"], where + ".api_key").value_or("");
+  }
+  const auto c = n["class"] ? v.string(n["class"], where + ".class") : std::nullopt;
+  if (!c || (*c != "interactive" && *c != "headless")) {
+    v.error(n["class"] ? n["class"] : n, fmt::format("{}.class must be interactive or headless", where));
+    return;
+  }
+  rule.work_class = *c == "interactive" ? core::WorkClass::interactive : core::WorkClass::headless;
+  out.classes.push_back(std::move(rule));
+}
+
+std::optional<double> weight_of(Validator& v, const YAML::Node& n, const std::string& where) {
+  double w = 0;
+  if (!n.IsScalar() || !YAML::convert<double>::decode(n, w) || !(w > 0) || w > 1e6) {
+    v.error(n, fmt::format("{} must be a number above 0 and at most 1000000", where));
+    return std::nullopt;
+  }
+  return w;
+}
+
+// One entry of clients.tenants: `{name: N, weight: W, api_keys: [...]}`.
+void parse_tenant(Validator& v, const YAML::Node& n, const std::string& where, core::ClientRules& out) {
+  if (!v.expect_map(n, where)) {
+    return;
+  }
+  v.known_keys(n, where, {"name", "weight", "api_keys"});
+  core::TenantRule t;
+  t.name = n["name"] ? v.string(n["name"], where + ".name").value_or("") : "";
+  if (t.name.empty()) {
+    v.error(n, fmt::format("{} needs a name", where));
+  }
+  if (auto w = n["weight"]) {
+    t.weight = weight_of(v, w, where + ".weight").value_or(1);
+  }
+  string_list(v, n["api_keys"], where + ".api_keys", t.api_keys);
+  out.tenants.push_back(std::move(t));
+}
+
+// clients: how a request's class of work and tenant are told (core/work_class.hpp).
+void parse_clients(Validator& v, const YAML::Node& n, Config& cfg) {
+  if (!n || !v.expect_map(n, "clients")) {
+    return;
+  }
+  v.known_keys(n, "clients", {"tenant_header", "default_class", "default_weight", "tenants", "classes"});
+  core::ClientRules& out = cfg.clients;
+  if (auto h = n["tenant_header"]) {
+    out.tenant_header = lower(v.string(h, "clients.tenant_header").value_or(""));
+  }
+  if (auto c = n["default_class"]) {
+    const auto s = v.string(c, "clients.default_class");
+    if (s && (*s == "interactive" || *s == "headless")) {
+      out.default_class = *s == "interactive" ? core::WorkClass::interactive : core::WorkClass::headless;
+    } else if (s) {
+      v.error(c, "clients.default_class must be interactive or headless");
+    }
+  }
+  if (auto w = n["default_weight"]) {
+    out.default_weight = weight_of(v, w, "clients.default_weight").value_or(1);
+  }
+  for (const auto& [key, parse] :
+       {std::pair{"tenants", &parse_tenant}, std::pair{"classes", &parse_class_rule}}) {
+    const YAML::Node list = n[key];
+    if (list && !list.IsSequence()) {
+      v.error(list, fmt::format("clients.{} must be a list", key));
+    } else if (list) {
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        parse(v, list[i], fmt::format("clients.{}[{}]", key, i), out);
+      }
+    }
+  }
+}
+
 // A size such as 32MiB; nullopt (and an error naming `what`) when it is not one, or is 0 and must not be.
 std::optional<std::uint64_t> size_value(Validator& v, const YAML::Node& n, std::string_view what,
                                         bool allow_zero) {
@@ -866,11 +963,27 @@ void parse_root(Validator& v, const YAML::Node& root, Config& cfg) {
   if (!v.expect_map(root, "the top level")) {
     return;
   }
-  v.known_keys(
-      root, "the top level",
-      {"listen", "state_dir", "admin_token", "api_keys", "auth", "allowed_hosts", "allowed_origins",
-       "metrics", "timeouts", "outlier", "max_body_size", "max_connections", "max_inflight_body_size",
-       "shutdown_grace", "stats_retention", "state", "tls", "upstream_tls", "models"});
+  v.known_keys(root, "the top level",
+               {"listen",
+                "state_dir",
+                "admin_token",
+                "api_keys",
+                "auth",
+                "allowed_hosts",
+                "allowed_origins",
+                "metrics",
+                "timeouts",
+                "outlier",
+                "max_body_size",
+                "max_connections",
+                "max_inflight_body_size",
+                "shutdown_grace",
+                "stats_retention",
+                "state",
+                "tls",
+                "upstream_tls",
+                "clients",
+                "models"});
   parse_access(v, root, cfg);
   parse_tls(v, root, cfg);
   parse_limits(v, root, cfg);
@@ -878,6 +991,8 @@ void parse_root(Validator& v, const YAML::Node& root, Config& cfg) {
   parse_timeouts(v, root["timeouts"], cfg);
   parse_outlier(v, root["outlier"], cfg);
   parse_shared_state(v, root["state"], cfg);
+  parse_clients(v, root["clients"], cfg);
+  cfg.clients.keys_checked = !cfg.api_keys.empty();
   parse_models(v, root, cfg);
 }
 

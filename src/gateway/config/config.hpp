@@ -13,6 +13,7 @@
 #include "base/result.hpp"
 #include "core/outlier.hpp"
 #include "core/types.hpp"
+#include "core/work_class.hpp"
 #include "net/tls_context.hpp"
 #include "supervisor/launch.hpp"
 
@@ -195,6 +196,8 @@ struct LiveSettings {
   TimeoutsConfig timeouts;
   // When a replica that fails requests or stops making progress is taken out of routing (docs/config.md).
   core::OutlierConfig outlier;
+  // `clients:` classes of work and tenants (core/work_class.hpp; docs/config.md).
+  core::ClientRules clients;
 
   friend bool operator==(const LiveSettings&, const LiveSettings&) = default;
 };

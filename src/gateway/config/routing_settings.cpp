@@ -142,7 +142,21 @@ Read read_water(const json::value& v, double& out, const Reading& r) {
   return {};
 }
 
-const std::array<Member<core::AdmissionConfig>, 6> kAdmission = {{
+// "auto" (nullopt) or a count from 1.
+Read read_auto_count(const json::value& v, std::optional<std::uint32_t>& out, const Reading& r) {
+  if (v.is_string() && v.as_string() == "auto") {
+    out.reset();
+    return {};
+  }
+  const auto n = whole_number(v, 1, 1'000'000);
+  if (!n) {
+    return bad(fmt::format("{} must be \"auto\" or an integer from 1 to 1000000", r.name));
+  }
+  out = static_cast<std::uint32_t>(*n);
+  return {};
+}
+
+const std::array<Member<core::AdmissionConfig>, 7> kAdmission = {{
     {"max_queue", [](const core::AdmissionConfig& a) { return json::value(a.max_queue); },
      [](const json::value& v, core::AdmissionConfig& a, const Reading& r) {
        return read_count(v, a.max_queue, 0, r);
@@ -171,6 +185,13 @@ const std::array<Member<core::AdmissionConfig>, 6> kAdmission = {{
        return read_bool(v, a.hold_task_starts, r);
      },
      RoutingScope::stored},
+    {"tenant_queue",
+     [](const core::AdmissionConfig& a) {
+       return a.tenant_queue ? json::value(*a.tenant_queue) : json::value("auto");
+     },
+     [](const json::value& v, core::AdmissionConfig& a, const Reading& r) {
+       return read_auto_count(v, a.tenant_queue, r);
+     }},
 }};
 
 const std::array<Member<core::CostSpill>, 1> kCostSpill = {{

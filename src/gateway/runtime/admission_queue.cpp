@@ -15,8 +15,11 @@ core::Time since_epoch(AdmissionQueue::Clock::time_point t) {
 
 }  // namespace
 
-AdmissionQueue::AdmissionQueue(asio::any_io_executor ex, RouteAgain route_again)
-    : route_again_(std::move(route_again)), timer_(ex), alive_(std::make_shared<bool>(true)) {}
+AdmissionQueue::AdmissionQueue(asio::any_io_executor ex, RouteAgain route_again, TenantLoad tenant_load)
+    : route_again_(std::move(route_again)),
+      tenant_load_(std::move(tenant_load)),
+      timer_(ex),
+      alive_(std::make_shared<bool>(true)) {}
 
 AdmissionQueue::~AdmissionQueue() {
   *alive_ = false;
@@ -62,18 +65,39 @@ core::Retried AdmissionQueue::route_again(Entry& entry, core::Time waited) {
   }
   entry.decision = d;
   entry.outcome = Outcome::routed;
+  ClassFigures& c = let_in_[static_cast<std::size_t>(entry.facts.work_class)];
+  ++c.let_in;
+  c.waited_s += std::chrono::duration<double>(waited).count();
   entry.wake.notify();
   return core::Retried::went;
 }
 
 std::size_t AdmissionQueue::retry(Clock::time_point now) {
-  const std::size_t went =
-      held_.retry(since_epoch(now),
-                  [this](std::shared_ptr<Entry>& e, core::Time waited) { return route_again(*e, waited); });
+  const std::size_t went = held_.retry(
+      since_epoch(now),
+      [this](std::shared_ptr<Entry>& e, core::Time waited) { return route_again(*e, waited); },
+      [this](std::uint64_t tenant) { return tenant_load_ ? tenant_load_(tenant) : 0.0; });
   if (went > 0) {
     arm_timer();
   }
   return went;
+}
+
+std::array<AdmissionQueue::ClassFigures, core::work_class_count> AdmissionQueue::by_class() const {
+  auto out = let_in_;
+  held_.for_each([&](const std::shared_ptr<Entry>&, const core::HeldTurn& turn, core::Time) {
+    ++out[static_cast<std::size_t>(turn.work_class)].held;
+  });
+  return out;
+}
+
+std::vector<AdmissionQueue::HeldRequest> AdmissionQueue::held(Clock::time_point now) const {
+  std::vector<HeldRequest> out;
+  held_.for_each([&](const std::shared_ptr<Entry>&, const core::HeldTurn& turn, core::Time since) {
+    out.push_back({turn.work_class, turn.tenant, turn.weight,
+                   std::chrono::duration<double>(core::waited(since, since_epoch(now))).count()});
+  });
+  return out;
 }
 
 void AdmissionQueue::stop() {

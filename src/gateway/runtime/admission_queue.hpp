@@ -3,14 +3,18 @@
 // the queue's length, the head's deadline, Retry-After); this puts them to work with a timer at the head's
 // deadline and a wake-up for each waiter. The held requests are routed again whenever room may have freed
 // (a request of the model finished, a scrape of its replicas arrived, its routing changed) and when the
-// head's deadline comes. A waiter whose client leaves is cancelled and leaves the queue, so it is never
-// sent. Not thread-safe.
+// head's deadline comes, in the core's fair turn (interactive first, then by the tenants' shares of the
+// tasks under way, which `TenantLoad` counts). A waiter whose client leaves is cancelled and leaves the
+// queue, so it is never sent. It counts what it held and let in by class of work. Not thread-safe.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -27,6 +31,8 @@ class AdmissionQueue {
   using Clock = std::chrono::steady_clock;
   // Routes a held request again; its facts carry queued_for = the time it has waited so far.
   using RouteAgain = std::function<core::Decision(const core::RequestFacts&)>;
+  // A tenant's tasks under way (core::Router::tasks_of_tenant): its share used.
+  using TenantLoad = std::function<double(std::uint64_t tenant)>;
 
   enum class Outcome { waiting, routed, refused };
 
@@ -39,7 +45,7 @@ class AdmissionQueue {
     net::Notifier wake;
   };
 
-  AdmissionQueue(boost::asio::any_io_executor ex, RouteAgain route_again);
+  AdmissionQueue(boost::asio::any_io_executor ex, RouteAgain route_again, TenantLoad tenant_load = {});
   ~AdmissionQueue();
   AdmissionQueue(const AdmissionQueue&) = delete;
   AdmissionQueue& operator=(const AdmissionQueue&) = delete;
@@ -63,14 +69,33 @@ class AdmissionQueue {
   // How long a request of `facts` joining now may wait at most (for Retry-After: core::HoldQueue::max_wait).
   Clock::duration max_wait(const core::RequestFacts& facts) const { return held_.max_wait(facts); }
 
+  // One class of work's requests: held now, let in since the start, and the sum of their waits.
+  struct ClassFigures {
+    std::size_t held = 0;
+    std::uint64_t let_in = 0;
+    double waited_s = 0;
+  };
+  std::array<ClassFigures, core::work_class_count> by_class() const;
+  // One held request, as the admin API shows it.
+  struct HeldRequest {
+    core::WorkClass work_class = core::WorkClass::headless;
+    std::uint64_t tenant = 0;
+    double weight = 1;
+    double waited_s = 0;
+  };
+  // The held requests, the oldest first.
+  std::vector<HeldRequest> held(Clock::time_point now) const;
+
  private:
   core::Retried route_again(Entry& entry, core::Time waited);
   void arm_timer();
 
   RouteAgain route_again_;
-  core::HoldQueue<std::shared_ptr<Entry>> held_;  // since = Clock's time since its epoch
-  boost::asio::steady_timer timer_;               // the head's deadline
-  std::shared_ptr<bool> alive_;                   // the timer's handler may run after this is gone
+  TenantLoad tenant_load_;
+  std::array<ClassFigures, core::work_class_count> let_in_{};  // let_in and waited_s
+  core::HoldQueue<std::shared_ptr<Entry>> held_;               // since = Clock's time since its epoch
+  boost::asio::steady_timer timer_;                            // the head's deadline
+  std::shared_ptr<bool> alive_;  // the timer's handler may run after this is gone
 };
 
 }  // namespace warden::gateway

@@ -26,9 +26,12 @@ ModelRuntime::ModelRuntime(const ModelConfig& config, int unhealthy_after, boost
       replicas_(static_cast<std::size_t>(config.replica_count())),
       outliers_(replicas_.size()),
       rng_(rng),
-      queue_(std::move(io), [this](const core::RequestFacts& facts) {
-        return router_.route(facts, metrics(), std::chrono::steady_clock::now().time_since_epoch(), rng_);
-      }) {
+      queue_(
+          std::move(io),
+          [this](const core::RequestFacts& facts) {
+            return router_.route(facts, metrics(), std::chrono::steady_clock::now().time_since_epoch(), rng_);
+          },
+          [this](std::uint64_t tenant) { return router_.tasks_of_tenant(tenant); }) {
   // The configuration reader accepts registered policy names only (config.cpp); a configuration built
   // elsewhere with another name keeps its other settings under the default policy, said in the log.
   if (!set_routing(config.routing)) {

@@ -280,6 +280,33 @@ void WardenMetrics::render_working_set(std::string& o, const std::vector<ModelGa
       models, [&](const ModelGauges& m) { return known(m, m.offload_capacity_tokens); });
 }
 
+namespace {
+
+// Admission's queue by class of work: held now, let in, and their waits.
+void render_queue_classes(std::string& o, const std::vector<ModelGauges>& models) {
+  auto series = [&](std::string_view name, std::string_view type, std::string_view help, auto value) {
+    fmt::format_to(std::back_inserter(o), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+    for (const auto& m : models) {
+      for (std::size_t c = 0; c < core::work_class_count; ++c) {
+        fmt::format_to(std::back_inserter(o), "{}{{model=\"{}\",class=\"{}\"}} {}\n", name,
+                       prometheus_escape(m.model), core::work_class_name(static_cast<core::WorkClass>(c)),
+                       value(m, c));
+      }
+    }
+  };
+  series("lm_warden_queue_held", "gauge",
+         "Requests admission holds now, by class of work (interactive: a person waits; headless: a fleet).",
+         [](const ModelGauges& m, std::size_t c) { return m.queue_held_by_class[c]; });
+  series("lm_warden_queue_let_in_total", "counter",
+         "Held requests routed after their wait, by class of work.",
+         [](const ModelGauges& m, std::size_t c) { return m.queue_let_in_by_class[c]; });
+  series("lm_warden_queue_waited_seconds_total", "counter",
+         "The sum of the waits of the held requests routed, by class of work.",
+         [](const ModelGauges& m, std::size_t c) { return m.queue_waited_s_by_class[c]; });
+}
+
+}  // namespace
+
 // Admission's queue: its length now, the waits of the requests it let go, and how requests left it.
 void WardenMetrics::render_queue(std::string& o, const std::vector<ModelGauges>& models) const {
   auto header = [&](std::string_view name, std::string_view type, std::string_view help) {
@@ -299,6 +326,7 @@ void WardenMetrics::render_queue(std::string& o, const std::vector<ModelGauges>&
       "Of the requests admission holds now, the first requests of agent tasks (a task start waits "
       "while the threads under way fill the caches; a task under way is never held).",
       models, [](const ModelGauges& m) { return std::optional<std::uint64_t>(m.queue_task_starts); });
+  render_queue_classes(o, models);
   header("lm_warden_queue_wait_seconds", "histogram",
          "How long admission held a request before it was routed.");
   for (const auto& [model, h] : queue_wait_) {

@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/types.hpp"
 #include "gateway/runtime/kv_feed.hpp"
 #include "gateway/runtime/request_record.hpp"
 
@@ -56,6 +57,10 @@ struct ModelGauges {
   std::optional<std::int64_t> max_model_len;  // as the engines report it
   std::size_t queue_length = 0;               // requests admission holds now
   std::size_t queue_task_starts = 0;          // of those, the first requests of agent tasks
+  // By class of work (core::WorkClass): held now, let in since the start and the sum of their waits.
+  std::array<std::size_t, core::work_class_count> queue_held_by_class{};
+  std::array<std::uint64_t, core::work_class_count> queue_let_in_by_class{};
+  std::array<double, core::work_class_count> queue_waited_s_by_class{};
   // The model's working set (gateway/runtime/working_set.hpp, this warden's conversations) and what its
   // healthy replicas hold; the capacities are left out until the engines reported a GPU cache.
   std::uint32_t conversations = 0;

@@ -293,6 +293,61 @@ TEST(Config, RoutingTakesEverySettingOfTheTable) {
             std::string::npos);
 }
 
+// clients: the classes of work and the tenants (core/work_class.hpp), every key read and every wrong one
+// reported at its place.
+TEST(Config, ClientsNameTenantsAndClassesOfWork) {
+  const std::string model = "models: [{name: m, replicas: {urls: [http://a:1]}}]\n";
+  auto r = parse_config(
+      "api_keys: [sk-a]\n"
+      "clients:\n"
+      "  tenant_header: X-Team\n"
+      "  default_class: interactive\n"
+      "  default_weight: 0.5\n"
+      "  tenants: [{ name: platform, weight: 3, api_keys: [sk-a, sk-b] }, { name: blue }]\n"
+      "  classes:\n"
+      "    - { header: Originator, value: codex_cli_rs, class: interactive }\n"
+      "    - { api_key: sk-b, class: headless }\n" +
+          model,
+      "w.yaml");
+  ASSERT_TRUE(r.ok()) << r.error_text();
+  const warden::core::ClientRules& c = r.config->clients;
+  EXPECT_EQ(c.tenant_header, "x-team");
+  EXPECT_EQ(c.default_class, warden::core::WorkClass::interactive);
+  EXPECT_EQ(c.default_weight, 0.5);
+  ASSERT_EQ(c.tenants.size(), 2u);
+  EXPECT_EQ(c.tenants[0].name, "platform");
+  EXPECT_EQ(c.tenants[0].weight, 3);
+  EXPECT_EQ(c.tenants[0].api_keys, (std::vector<std::string>{"sk-a", "sk-b"}));
+  EXPECT_EQ(c.tenants[1].weight, 1);
+  ASSERT_EQ(c.classes.size(), 2u);
+  EXPECT_EQ(c.classes[0].match.header, "originator");
+  EXPECT_EQ(c.classes[0].match.value, "codex_cli_rs");
+  EXPECT_EQ(c.classes[0].work_class, warden::core::WorkClass::interactive);
+  EXPECT_EQ(c.classes[1].match.header, "");
+  EXPECT_EQ(c.classes[1].match.value, "sk-b");
+  EXPECT_EQ(c.classes[1].work_class, warden::core::WorkClass::headless);
+  EXPECT_TRUE(c.keys_checked) << "api_keys are set";
+  r = parse_config(model, "w.yaml");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.config->clients, warden::core::ClientRules{}) << "absent: Claude Code's word, keys unchecked";
+
+  const auto e = errors_of(
+      "clients:\n"
+      "  default_class: robot\n"
+      "  tenants: [{ weight: 0 }]\n"
+      "  classes: [{ header: a, api_key: b, class: interactive }, { header: a, class: person }]\n"
+      "  colour: 1\n" +
+      model);
+  for (const char* want : {"w.yaml:2:18: clients.default_class must be interactive or headless",
+                           "w.yaml:3:13: clients.tenants[0] needs a name",
+                           "w.yaml:3:23: clients.tenants[0].weight must be a number above 0",
+                           "w.yaml:4:13: clients.classes[0] must name either a header or an api_key",
+                           "w.yaml:4:81: clients.classes[1].class must be interactive or headless",
+                           "w.yaml:5:3: unknown key 'colour' in clients"}) {
+    EXPECT_NE(e.find(want), std::string::npos) << "missing: " << want << "\nin:\n" << e;
+  }
+}
+
 TEST(Config, AuthReadsNeedsSomethingToAuthenticateWith) {
   const std::string model = "models: [{name: m, replicas: {urls: [http://a:1]}}]\n";
   auto r = parse_config("api_keys: [k]\nauth: { reads: true }\n" + model, "w.yaml");

@@ -27,7 +27,8 @@ inline warden::core::RoutingConfig every_setting_changed() {
                  .high_water = 1.25,
                  .low_water = 0.8,
                  .only_when_waiting = true,
-                 .hold_task_starts = true};
+                 .hold_task_starts = true,
+                 .tenant_queue = 3};
   c.vllm_balancer = warden::core::VllmBalancerModel::legacy;
   c.cost_spill = {false, 750ms};
   c.rebalance = false;

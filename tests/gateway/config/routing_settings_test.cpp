@@ -193,7 +193,7 @@ TEST(RoutingSettings, TextTakesYamlBooleanWordsAndNamesTheSettingInItsMessages) 
   EXPECT_EQ(member.part, SettingError::Part::member);
   EXPECT_EQ(member.message,
             "unknown key 'size' in models[0].routing.admission; expected one of: mode, max_queue, "
-            "max_wait, high_water, low_water, when_waiting, hold_task_starts");
+            "max_wait, high_water, low_water, when_waiting, hold_task_starts, tenant_queue");
   EXPECT_EQ(error("threads", "2").part, SettingError::Part::value);
 }
 

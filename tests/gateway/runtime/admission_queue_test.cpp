@@ -129,3 +129,41 @@ TEST_F(QueueTest, StopRefusesTheWaitingAndEveryLaterRequest) {
   EXPECT_EQ(a->outcome, AdmissionQueue::Outcome::refused);
   EXPECT_EQ(queue.join(facts_of(2), now), nullptr);
 }
+
+// The fair turn through the gateway's queue: the tenant with the fewest tasks under way (as the queue's
+// TenantLoad counts them) goes first, interactive before headless, and the queue counts by class what it
+// held and let in.
+TEST(AdmissionQueueTurn, AnotherTenantsStartGoesBeforeTheFloodOfATenantWithTasksUnderWay) {
+  boost::asio::io_context ioc;
+  ScriptedRouter router;
+  AdmissionQueue queue(
+      ioc.get_executor(), [&](const core::RequestFacts& f) { return router.route(f); },
+      [](std::uint64_t tenant) { return tenant == 10 ? 3.0 : 0.0; });
+  queue.configure({.admission = {.max_queue = 8, .tenant_queue = 2}});
+  const auto now = AdmissionQueue::Clock::now();
+  const auto of = [](std::uint64_t session, std::uint64_t tenant) {
+    core::RequestFacts f = facts_of(session);
+    f.tenant = tenant;
+    return f;
+  };
+  ASSERT_NE(queue.join(of(1, 10), now), nullptr);
+  ASSERT_NE(queue.join(of(2, 10), now + 1s), nullptr);
+  EXPECT_EQ(queue.join(of(3, 10), now + 2s), nullptr) << "tenant 10 holds its cap";
+  const auto b = queue.join(of(4, 20), now + 3s);
+  ASSERT_NE(b, nullptr) << "another tenant still joins";
+  core::RequestFacts person = of(5, 10);
+  person.work_class = core::WorkClass::interactive;
+  EXPECT_EQ(queue.join(person, now + 4s), nullptr) << "the cap is the tenant's, whatever the class";
+  router.room = 1;
+  EXPECT_EQ(queue.retry(now + 5s), 1u);
+  EXPECT_EQ(router.seen, (std::vector<std::uint64_t>{4, 1})) << "20 first, then 10's oldest, held";
+  EXPECT_EQ(b->outcome, AdmissionQueue::Outcome::routed);
+  const auto classes = queue.by_class();
+  EXPECT_EQ(classes[0].held, 2u);
+  EXPECT_EQ(classes[0].let_in, 1u);
+  EXPECT_DOUBLE_EQ(classes[0].waited_s, 2.0);
+  const auto held = queue.held(now + 6s);
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_EQ(held[0].tenant, 10u);
+  EXPECT_DOUBLE_EQ(held[0].waited_s, 6.0);
+}

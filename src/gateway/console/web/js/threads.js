@@ -12,6 +12,23 @@ export function shortKey(key) {
   return typeof key === 'string' ? key.slice(0, 8) : '–';
 }
 
+// "2 held: 1 interactive (longest 3 s), 1 headless (longest 2 min)", or "Nothing held" (docs/api.md, `held`).
+export function heldLabel(held) {
+  const list = Array.isArray(held) ? held : [];
+  if (list.length === 0) {
+    return 'Nothing held';
+  }
+  const parts = [];
+  for (const cls of ['interactive', 'headless']) {
+    const of = list.filter((r) => r?.class === cls);
+    if (of.length > 0) {
+      const longest = Math.max(...of.map((r) => num(r.waited_s)));
+      parts.push(`${formatInt(of.length)} ${cls} (longest ${formatDuration(longest)})`);
+    }
+  }
+  return `${formatInt(list.length)} held: ${parts.join(', ')}`;
+}
+
 // Labels for the card's header, and one row per thread (sessions in the order given, most recent first).
 export function threadsCard(model) {
   const sessions = Array.isArray(model?.sessions) ? model.sessions : [];
@@ -21,6 +38,8 @@ export function threadsCard(model) {
     for (const t of threads) {
       rows.push({
         session: shortKey(s.session),
+        work: typeof s.class === 'string' ? s.class : '–',
+        tenant: typeof s.tenant === 'string' ? shortKey(s.tenant) : '–',
         thread: t.main ? 'main' : shortKey(t.thread),
         parent: t.main ? '' : t.parent ? (t.parent === s.session ? 'main' : shortKey(t.parent)) : '',
         home: typeof t.home === 'number' ? String(t.home) : '–',
@@ -38,8 +57,9 @@ export function threadsCard(model) {
       threads: `${formatInt(threads)} subagent thread${threads === 1 ? '' : 's'} in ${formatInt(sessionsWithThreads)} session${sessionsWithThreads === 1 ? '' : 's'}`,
       compactions: `Compactions ${formatInt(num(model?.thread_compactions))}`,
       side: `Side requests ${formatInt(num(model?.side_requests))}`,
+      held: heldLabel(model?.held),
     },
   };
 }
 
-export const threadColumns = ['Session', 'Thread', 'Started by', 'Home', 'Last seen', 'Prefix breaks', 'Compactions'];
+export const threadColumns = ['Session', 'Class', 'Tenant', 'Thread', 'Started by', 'Home', 'Last seen', 'Prefix breaks', 'Compactions'];

@@ -215,6 +215,7 @@ export function mount(main, { model: name }) {
     threads: h('li', { dataset: { label: 'threads' } }, '…'),
     compactions: h('li', { dataset: { label: 'compactions' } }, '…'),
     side: h('li', { dataset: { label: 'side-requests' } }, '…'),
+    held: h('li', { dataset: { label: 'held' } }, '…'),
   };
   const threadBody = h('tbody');
   const threads = h(
@@ -241,7 +242,7 @@ export function mount(main, { model: name }) {
     }
     threadBody.replaceChildren(
       ...(view.rows.length
-        ? view.rows.map((r) => h('tr', {}, [r.session, r.thread, r.parent, r.home, r.seen, r.breaks, r.compactions].map((text) => h('td', {}, text))))
+        ? view.rows.map((r) => h('tr', {}, [r.session, r.work, r.tenant, r.thread, r.parent, r.home, r.seen, r.breaks, r.compactions].map((text) => h('td', {}, text))))
         : [h('tr', {}, h('td', { colspan: threadColumns.length, class: 'empty' }, 'No session has run a subagent yet.'))]),
     );
   };
