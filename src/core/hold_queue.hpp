@@ -19,8 +19,9 @@
 // - Bounded: with max_queue requests waiting a new one is refused at once, and so is one whose tenant holds
 //   tenant_queue already (no tenant fills the queue for the others; requests that name no tenant, 0, are
 //   one fleet and bounded by max_queue alone); after stop() every one is.
-// - The oldest is routed again at its deadline, when it has waited the longest hold (core::longest_hold);
-//   routed that late the rules that held it admit it whatever the room.
+// - The oldest is routed again at its deadline, when it has waited the longest hold (core::longest_hold):
+//   a request that waited that long comes first in the turn, and routed that late the rules that held it
+//   admit it whatever the room.
 // - A refused request is told to retry after as long as a request like it may wait (max_wait()).
 //
 //   HoldQueue<std::uint64_t, double> queue(hold_rules(routing));
@@ -71,6 +72,7 @@ struct HeldTurn {
 
 /// The turn of one held request in a round: lower goes first (HoldQueue, "Fair").
 struct TurnKey {
+  int due = 1;            ///< 0 when it has waited the longest hold: it goes first, whatever the room
   int work_class = 0;     ///< 0 interactive, 1 headless
   double share = 0;       ///< (tenant's tasks under way + let in this round) / weight
   std::size_t round = 0;  ///< how many of its session's held requests are older (a named tenant's)
@@ -135,7 +137,7 @@ class HoldQueue {
   /// -> the tenant's tasks under way (its share used). Returns how many went.
   template <class Route, class UnderWay = NoTasksUnderWay>
   std::size_t retry(Instant now, Route&& route, UnderWay&& under_way = {}) {
-    std::vector<Asked> turn = turn_of_round(under_way);
+    std::vector<Asked> turn = turn_of_round(now, under_way);
     std::size_t went = 0;
     std::vector<bool> gone(held_.size(), false);
     for (std::size_t step = 0; step < held_.size(); ++step) {
@@ -237,7 +239,7 @@ class HoldQueue {
   }
 
   template <class UnderWay>
-  std::vector<Asked> turn_of_round(UnderWay& under_way) const {
+  std::vector<Asked> turn_of_round(Instant now, UnderWay& under_way) const {
     std::vector<Asked> turn(held_.size());
     std::vector<std::pair<std::uint64_t, double>> used;  // per tenant, in the order met
     for (std::size_t i = 0; i < held_.size(); ++i) {
@@ -251,7 +253,8 @@ class HoldQueue {
         const HeldTurn& o = held_[j].turn;
         round += t.tenant != 0 && t.session != 0 && o.session == t.session && o.tenant == t.tenant ? 1 : 0;
       }
-      turn[i].key = {.work_class = t.work_class == WorkClass::interactive ? 0 : 1,
+      turn[i].key = {.due = waited(held_[i].since, now) >= rules_.longest ? 0 : 1,
+                     .work_class = t.work_class == WorkClass::interactive ? 0 : 1,
                      .share = it->second / t.weight,
                      .round = round,
                      .arrival = held_[i].arrival};

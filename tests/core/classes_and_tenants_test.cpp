@@ -165,6 +165,21 @@ TEST(FairTurn, WithinATenantEachSessionsOldestGoesBeforeAnySessionsSecond) {
   }
 }
 
+TEST(FairTurn, ARequestAtItsDeadlineComesFirstInTheTurn) {
+  HoldQueue<int> q(rules());
+  ASSERT_TRUE(q.join(1, task_start(1, 10), Time{seconds(0)}));
+  ASSERT_TRUE(q.join(2, task_start(2, 20), Time{seconds(10)}));
+  const auto under_way = [](std::uint64_t tenant) { return tenant == 10 ? 3.0 : 0.0; };
+  Script s;
+  q.retry(Time{seconds(479)}, s, under_way);
+  EXPECT_EQ(s.asked, (std::vector<int>{2})) << "20 before 10 while neither waited the longest hold";
+  ASSERT_EQ(q.deadline(), Time{seconds(480)});
+  Script at_deadline{.room = {1}};
+  EXPECT_EQ(q.retry(Time{seconds(480)}, at_deadline, under_way), 1U);
+  EXPECT_EQ(at_deadline.asked, (std::vector<int>{1, 2}))
+      << "the oldest, at its deadline, is not held behind 2";
+}
+
 TEST(FairTurn, OneTenantOneClassIsFirstComeFirstServed) {
   HoldQueue<int> q(rules());
   for (int i = 1; i <= 5; ++i) {
