@@ -39,10 +39,13 @@ core::RequestFacts request_facts(const protocol::RequestInfo& info) {
 }
 
 void Placement::prepare(ModelRuntime& model, protocol::ApiKind api, const protocol::RequestInfo& info,
-                        std::string_view body, bool counting_only) {
+                        std::string_view body, bool counting_only, const core::ClientFacts& client) {
   model_ = &model;
   counted_ = !counting_only;
   facts_ = request_facts(info);
+  core::apply_client(client, facts_);
+  rec_.work_class = std::string(core::work_class_name(client.work_class));
+  rec_.tenant = client.tenant_name;
   const bool session = info.session_source != protocol::SessionSource::none;
   // Asked only where task admission may: a main thread's turn with tools (its last message parsed alone).
   facts_.task_start =
@@ -280,6 +283,9 @@ void Placement::answered(bool final_text) {
 
 void Placement::end() {
   drop_probe();
+  if (routed_ && awaiting_first_ && rec_.status == 499 && model_ && follow_layout()) {
+    model_->left_unanswered(facts_);
+  }
   release();
 }
 

@@ -14,6 +14,7 @@
 #include "core/outlier.hpp"
 #include "core/rng.hpp"
 #include "core/types.hpp"
+#include "core/work_class.hpp"
 #include "gateway/config/config.hpp"
 #include "gateway/runtime/model_runtime.hpp"
 #include "gateway/runtime/replica_guard.hpp"
@@ -72,8 +73,9 @@ class Placement {
   // The request, inspected once: its model, the facts it is routed by (its prompt start judged per thread
   // when it has a session and generates something) and its thread named in the record. `counting_only`:
   // it generates nothing (count_tokens), routed without being counted.
+  // `client`: its class of work and tenant (core::client_facts), in its facts and the record.
   void prepare(ModelRuntime& model, protocol::ApiKind api, const protocol::RequestInfo& info,
-               std::string_view body, bool counting_only);
+               std::string_view body, bool counting_only, const core::ClientFacts& client = {});
   const core::RequestFacts& facts() const { return facts_; }
 
   // Where attempt `attempt` goes: true with at.decision (and the record's replica and route), false with
@@ -102,7 +104,8 @@ class Placement {
   void drop_probe();
   // The engine's reply ended, with its final text or not (core::Router::answered).
   void answered(bool final_text);
-  // The request ends, however it ends: its replica released, exactly once.
+  // The request ends, however it ends: its replica released, exactly once. A task start its client left
+  // before any answer is no task under way (core::Router::left_unanswered).
   void end();
 
  private:

@@ -166,7 +166,9 @@ std::optional<net::Response> Proxy::admit(net::Request& req, Exchange& ex, Outgo
   if (auto refused = fit_output(ex, *info, ro)) {
     return ex.error_reply(req, *refused);
   }
-  ex.placement.prepare(*ex.model, ex.api, *info, req.body(), out.counting_only);
+  ex.placement.prepare(
+      *ex.model, ex.api, *info, req.body(), out.counting_only,
+      core::client_facts(ctx_.config.clients, protocol::HeaderLookup(lookup), req.body(), info->layout));
   out.layout = std::move(info->layout);
   out.rewritten = protocol::rewrite_request(ex.api, req.body(), out.layout, ro);
   const bool openai_stream = info->stream && (ex.api == protocol::ApiKind::openai_chat ||

@@ -74,6 +74,8 @@ class ModelRuntime {
   void abandon(const core::Decision& decision) { router_.abandon(decision); }
   // The engine's reply to a routed request of `facts` ended, with its final text or not.
   void answered(const core::RequestFacts& facts, bool final_text) { router_.answered(facts, final_text); }
+  // Its client left a request of `facts` before any answer (core::Router::left_unanswered).
+  void left_unanswered(const core::RequestFacts& facts) { router_.left_unanswered(facts); }
   // What the warden knows of each replica, to read: it changes through the operations below.
   const std::vector<ReplicaRuntime>& replicas() const { return replicas_; }
   // One entry per replica, as core::Router::route() wants them: an ejected replica reads as unhealthy,

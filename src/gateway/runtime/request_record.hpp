@@ -14,6 +14,8 @@ struct RequestRecord {
   std::string route;     // new|sticky|spilled|pinned|balanced|failover|queued|rehomed, "" when not routed
   std::string thread;    // "main", a subagent's id, "" (no session, or a side request: no thread)
   std::string session_source;  // where the session key came from ("header:x-claude-code-session-id", ...)
+  std::string work_class;      // "interactive" or "headless" (core/work_class.hpp); "" before it is told
+  std::string tenant;          // the tenant's name (clients: in the config file), "" for none
   int status = 0;              // HTTP status sent to the client (499 = client went away)
   bool stream = false;
   // As the engine reported them; std::nullopt = not reported. Missing cached counts as computed.

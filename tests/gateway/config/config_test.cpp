@@ -342,7 +342,7 @@ TEST(Config, ClientsNameTenantsAndClassesOfWork) {
                            "w.yaml:3:13: clients.tenants[0] needs a name",
                            "w.yaml:3:23: clients.tenants[0].weight must be a number above 0",
                            "w.yaml:4:13: clients.classes[0] must name either a header or an api_key",
-                           "w.yaml:4:81: clients.classes[1].class must be interactive or headless",
+                           "w.yaml:4:80: clients.classes[1].class must be interactive or headless",
                            "w.yaml:5:3: unknown key 'colour' in clients"}) {
     EXPECT_NE(e.find(want), std::string::npos) << "missing: " << want << "\nin:\n" << e;
   }

@@ -51,6 +51,8 @@ TEST(RequestLog, ClientValuesCannotForgeFields) {
   r.route = "sticky";
   r.thread = "agent\" replica=7 status=200 x=\"";
   r.status = 502;
+  r.work_class = "interactive";
+  r.tenant = "team a status=200";
   const std::string line = request_log_line(r);
   EXPECT_EQ(line.find('\n'), std::string::npos) << line;
   const auto f = fields_of(line);
@@ -62,6 +64,8 @@ TEST(RequestLog, ClientValuesCannotForgeFields) {
   EXPECT_EQ(f.find("model")->second, "m status=200") << line;
   EXPECT_EQ(f.find("thread")->second, "agent\" replica=7 status=200 x=\"") << line;
   EXPECT_EQ(f.count("x"), 0u) << line;
+  EXPECT_EQ(f.find("class")->second, "interactive") << line;
+  EXPECT_EQ(f.find("tenant")->second, "team a status=200") << line;
 }
 
 TEST(RequestLog, PlainTokensStayBareAndEmptyIsADash) {
