@@ -143,6 +143,11 @@ struct TaskAdmission {
   /// A held task start is placed as usual after this wait: headless agents wait for minutes anyway, and
   /// 8 minutes leave a request its first token within Claude Code's 10-minute request timeout.
   Time max_wait = std::chrono::minutes(8);
+  /// The bound of a held task start whose client's wait is kept alive (RequestFacts::kept_alive): no client
+  /// timeout bounds it, so it is the operator's choice. 30 minutes: past the caches a held start waits a
+  /// few minutes (about one task's length), and the bound only lets in over capacity a start that waited
+  /// far longer than that (docs/experiments/2026-12-07-classes-and-tenants.md).
+  Time stream_max_wait = std::chrono::minutes(30);
 
   friend bool operator==(const TaskAdmission&, const TaskAdmission&) = default;
 };
@@ -278,6 +283,10 @@ struct RequestFacts {
   /// (core/hold_queue.hpp), and one tenant may hold at most admission.tenant_queue of them.
   std::uint64_t tenant = 0;
   double tenant_weight = 1;
+  /// The client's wait is kept alive: a streaming request whose response the warden started while it is
+  /// held (status, headers, the API's keep-alive events). No client timeout bounds its hold, so task
+  /// admission holds it up to TaskAdmission::stream_max_wait instead of max_wait.
+  bool kept_alive = false;
 };
 
 /// How a request was routed. Names (route_name) go into the X-Warden-Route header and logs.
