@@ -144,10 +144,12 @@ struct TaskAdmission {
   /// 8 minutes leave a request its first token within Claude Code's 10-minute request timeout.
   Time max_wait = std::chrono::minutes(8);
   /// The bound of a held task start whose client's wait is kept alive (RequestFacts::kept_alive): no client
-  /// timeout bounds it, so it is the operator's choice. 30 minutes: past the caches a held start waits a
-  /// few minutes (about one task's length), and the bound only lets in over capacity a start that waited
-  /// far longer than that (docs/experiments/2026-12-07-classes-and-tenants.md).
-  Time stream_max_wait = std::chrono::minutes(30);
+  /// timeout bounds it, so it is the operator's choice. 8 minutes by default, max_wait's: a longer bound
+  /// bought no tasks/h on the RTX 5090 host (30 minutes: -2 % at 32 agents), and where a replica's cache
+  /// holds less than two tasks (the reference host with agents) task admission runs one task a replica and
+  /// the 8-minute cut is what fills the idle GPUs: 30 minutes cost 19-43 % of the tasks/h at 16-32 agents
+  /// (docs/experiments/2026-12-07-classes-and-tenants.md).
+  Time stream_max_wait = std::chrono::minutes(8);
 
   friend bool operator==(const TaskAdmission&, const TaskAdmission&) = default;
 };

@@ -229,7 +229,7 @@ TEST(HoldQueue, ARetryAfterIsTheBoundOfARequestLikeIt) {
 TEST(HoldQueue, TheRulesTakeTheStreamBoundOfTaskAdmission) {
   RoutingConfig r;
   EXPECT_EQ(hold_rules(r).longest, std::chrono::minutes(8));
-  EXPECT_EQ(hold_rules(r).kept_alive_longest, std::chrono::minutes(30));
+  EXPECT_EQ(hold_rules(r).kept_alive_longest, std::chrono::minutes(8)) << "by default max_wait's";
   r.task_admission.stream_max_wait = std::chrono::minutes(45);
   EXPECT_EQ(hold_rules(r).kept_alive_longest, std::chrono::minutes(45));
   r.task_admission.enabled = false;

@@ -316,6 +316,8 @@ TEST(TasksUnderWay, AReloadMovesTasksWithTheirReplicaAndEndsThoseOfARemovedOne) 
 TEST(TaskAdmission, TheLongestHoldIsTheLongerBoundOfTheRulesInForce) {
   RoutingConfig r;
   EXPECT_EQ(longest_hold(r, false), minutes(8));
+  EXPECT_EQ(longest_hold(r, true), minutes(8)) << "by default the stream bound is max_wait's";
+  r.task_admission.stream_max_wait = minutes(30);
   EXPECT_EQ(longest_hold(r, true), minutes(30)) << "a start kept alive: the stream bound";
   r.task_admission.enabled = false;
   EXPECT_EQ(longest_hold(r, false), r.admission.max_wait);
@@ -333,6 +335,7 @@ TEST(TaskAdmission, TheLongestHoldIsTheLongerBoundOfTheRulesInForce) {
 TEST(TaskAdmission, AStartKeptAliveIsHeldPastMaxWaitUpToItsStreamBound) {
   ScriptedRng rng;
   Snapshot s = under_way({2, 2, 2});
+  s.routing.task_admission.stream_max_wait = minutes(30);
   RequestFacts kept = new_task();
   kept.kept_alive = true;
   kept.queued_for = minutes(8);
@@ -353,6 +356,7 @@ TEST(TaskAdmission, AStartKeptAliveIsHeldPastMaxWaitUpToItsStreamBound) {
 TEST(TaskAdmission, ASessionsNextTaskKeptAliveIsHeldUpToItsStreamBound) {
   ScriptedRng rng;
   Snapshot s = under_way({2});
+  s.routing.task_admission.stream_max_wait = minutes(30);
   s.replicas[0].tasks_tokens = 150'000;
   RequestFacts next = new_task(1, 30'000);
   next.home = 0;
