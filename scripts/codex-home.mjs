@@ -4,7 +4,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 
-export function writeCodexHome(home, { model, contextWindow, url }) {
+// `idleTimeoutMs`: the provider's stream_idle_timeout_ms (Codex's own default otherwise).
+export function writeCodexHome(home, { model, contextWindow, url, idleTimeoutMs }) {
   const codexHome = path.join(home, '.codex');
   fs.mkdirSync(codexHome, { recursive: true });
   fs.writeFileSync(
@@ -21,7 +22,7 @@ wire_api = "responses"
 env_key = "WARDEN_API_KEY"
 request_max_retries = 0
 stream_max_retries = 0
-
+${idleTimeoutMs ? `stream_idle_timeout_ms = ${idleTimeoutMs}\n` : ''}
 [analytics]
 enabled = false
 

@@ -123,6 +123,7 @@ export async function startRecorder(target) {
           rec.replica = upRes.headers['x-warden-replica'];
           rec.route = upRes.headers['x-warden-route'];
           res.writeHead(upRes.statusCode, upRes.headers);
+          res.flushHeaders();  // as they came: a client may time out waiting for them
           const reply = [];
           upRes.on('data', (c) => {
             reply.push(c);

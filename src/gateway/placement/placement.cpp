@@ -79,6 +79,8 @@ void Placement::watch_prefix(const protocol::RequestInfo& info, std::string_view
 net::asio::awaitable<bool> Placement::place(int attempt, PlacementTry& at, bool defer_hold) {
   SharedHomes* shared = counted_ ? ctx_.shared : nullptr;
   at.held = false;
+  // Held, its wait is kept alive (place_held()): the client's own timeout no longer bounds it.
+  facts_.kept_alive = defer_hold;
   // With shared state: what the other wardens know of the conversation, before and after routing it.
   std::optional<PlacementTurnEnd> turn;  // ends after the claim (or on any way out before it)
   if (shared && attempt == 0 && shared->unknown_here(*model_, facts_)) {

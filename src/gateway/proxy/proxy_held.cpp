@@ -54,6 +54,11 @@ net::StreamReply Proxy::held_reply(std::shared_ptr<Exchange> ex, const net::Requ
 asio::awaitable<void> Proxy::held_body(std::shared_ptr<Exchange> ex, const net::Request& req,
                                        std::shared_ptr<const Outgoing> out, net::StreamWriter& w) {
   const std::string_view ping = protocol::stream_keep_alive_event(ex->api);
+  // One at once: a proxy in between may hold the header back until body bytes come.
+  if (co_await w.write(ping)) {
+    ex->record.status = 499;  // gone already: it leaves the queue as the exchange ends
+    co_return;
+  }
   Attempt at;
   // Named, not a temporary: GCC 12 destroys temporaries of a co_await expression twice.
   AdmissionQueue::KeepAlive keep_alive = [&w, ping] { return write_keep_alive(w, ping); };
