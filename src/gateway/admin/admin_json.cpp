@@ -9,9 +9,9 @@
 #include <ctime>
 
 #include "base/parse.hpp"
-#include "gateway/config/routing_settings.hpp"
 #include "gateway/runtime/warden_metrics.hpp"
 #include "gateway/runtime/working_set.hpp"
+#include "settings/routing.hpp"
 
 namespace warden::gateway {
 
@@ -226,8 +226,8 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
   out["healthy_replicas"] = healthy;
   out["working_set"] = working_set_json(add_up(replica_working_sets(model, view, true)));
 
-  // Every routing setting as the table writes it (routing_settings.hpp), then what the card derives.
-  json::object routing = routing_json(view.routing);
+  // Every routing setting as the table writes it (settings/routing.hpp), then what the card derives.
+  json::object routing = settings::routing_json(view.routing);
   routing["spill_threshold_resolved"] = view.spill_threshold;
   routing["spill_label"] = view.spill_label;
   std::uint64_t tasks = 0;

@@ -3,7 +3,7 @@
 #include "base/trim.hpp"
 #include "gateway/config/kv_endpoints.hpp"
 #include "gateway/config/origin_guard.hpp"
-#include "gateway/config/routing_settings.hpp"
+#include "settings/routing.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -296,7 +296,7 @@ class Validator {
 // A YAML value as the routing table reads it: a scalar by text_value, a map member by member.
 boost::json::value json_of(const YAML::Node& n) {
   if (n.IsScalar()) {
-    return text_value(n.Scalar());
+    return settings::text_value(n.Scalar());
   }
   if (n.IsMap()) {
     boost::json::object out;
@@ -315,16 +315,16 @@ boost::json::value json_of(const YAML::Node& n) {
   return nullptr;
 }
 
-// One setting of the routing table (routing_settings.hpp) read from the file: an error is reported at its
+// One setting of the routing table (settings/routing.hpp) read from the file: an error is reported at its
 // key or member key when the name is unknown, else at its value.
 void read_routing_setting(Validator& v, const std::string& name, const YAML::Node& key,
                           const YAML::Node& member, const YAML::Node& value, const std::string& where,
                           core::RoutingConfig& out) {
-  if (auto read = read_setting(out, name, json_of(value), where); !read) {
-    const SettingError& e = read.error();
-    v.error(e.part == SettingError::Part::key      ? key
-            : e.part == SettingError::Part::member ? member
-                                                   : value,
+  if (auto read = settings::read_setting(out, name, json_of(value), where); !read) {
+    const settings::SettingError& e = read.error();
+    v.error(e.part == settings::SettingError::Part::key      ? key
+            : e.part == settings::SettingError::Part::member ? member
+                                                             : value,
             e.message);
   }
 }
@@ -346,7 +346,7 @@ void parse_routing(Validator& v, const YAML::Node& n, const std::string& where, 
       read_routing_setting(v, key + "." + member, it->first, m->first, m->second, where, out);
     }
   }
-  if (auto checked = check_routing(out, where); !checked) {
+  if (auto checked = settings::check_routing(out, where); !checked) {
     v.error(n, checked.error());
   }
 }

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "every_routing_setting.hpp"
+#include "settings/every_routing_setting.hpp"
 
 #include <boost/json/serialize.hpp>
 #include <fstream>
@@ -256,7 +256,7 @@ std::string routing_yaml(const warden::core::RoutingConfig& c) {
   return "{ " + out + " }";
 }
 
-// The file takes every key of the routing table (gateway/config/routing_settings.cpp), as the admin API
+// The file takes every key of the routing table (settings/routing.cpp), as the admin API
 // and the stored state do, a boolean also as YAML's words, and reports a wrong one at its line and column.
 TEST(Config, RoutingTakesEverySettingOfTheTable) {
   const auto model = [](const std::string& routing) {
