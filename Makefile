@@ -59,8 +59,9 @@ test: build build-asan
 
 # Starts the demo: simulated replicas, the warden and its console (WARDENS=2: a second warden on the same
 # replicas, sharing conversation homes through a local redis-server; PRESET=rtx5090-qwen3.6-27b REPLICAS=7:
-# another engine preset and number of ranks).
-run: build
+# another engine preset and number of ranks). Builds only the binary it runs, not the tests and benchmarks.
+run: setup $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS) --target lm-warden
 	@TIME_SCALE=$(TIME_SCALE) WARDENS=$(WARDENS) ENGINE_ARGS="$(ENGINE_ARGS)" PRESET=$(PRESET) REPLICAS=$(REPLICAS) \
 	  bash scripts/run-demo.sh $(BUILD)/lm-warden
 

@@ -7,7 +7,7 @@
 #include <boost/json/serialize.hpp>
 #include <memory>
 
-#include "gateway/config/routing_settings.hpp"
+#include "settings/routing.hpp"
 
 namespace warden::app {
 
@@ -53,7 +53,7 @@ const std::array<NamedFlag, 13> kNamedFlags = {{
 
 // The default of a setting as the table writes it ("auto", "30000ms"), a boolean or a switch as on or off.
 std::string default_of(std::string_view setting) {
-  boost::json::value v = gateway::routing_json(core::RoutingConfig{});
+  boost::json::value v = settings::routing_json(core::RoutingConfig{});
   for (std::size_t start = 0; start <= setting.size();) {
     const std::size_t dot = std::min(setting.find('.', start), setting.size());
     v = v.as_object().at(setting.substr(start, dot - start));
@@ -101,11 +101,11 @@ void add_routing_options(CLI::App& cmd, RoutingFlags& flags) {
 
 base::Result<void> apply_routing_options(const RoutingFlags& flags, core::RoutingConfig& routing) {
   for (const RoutingFlags::Given& g : flags.given) {
-    if (auto read = gateway::read_setting(routing, g.setting, gateway::text_value(g.value), ""); !read) {
+    if (auto read = settings::read_setting(routing, g.setting, settings::text_value(g.value), ""); !read) {
       return base::Failure{fmt::format("{}: {}", g.flag, read.error().message)};
     }
   }
-  return gateway::check_routing(routing, "");
+  return settings::check_routing(routing, "");
 }
 
 }  // namespace warden::app

@@ -1,6 +1,6 @@
 // `simulate`'s flags that set the routing (core::RoutingConfig): the named ones (--rebalance, --max-wait,
 // ...) and `--routing KEY=VALUE` for any setting, all read through the table of routing settings
-// (gateway/config/routing_settings.hpp), as the config file's `routing:` is.
+// (settings/routing.hpp), as the config file's `routing:` is.
 #pragma once
 
 #include <string>

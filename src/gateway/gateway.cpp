@@ -93,14 +93,14 @@ Gateway::Gateway(asio::io_context& ioc, Config config)
   for (const auto& mr : models_.served()) {
     if (mr->config().launch) {
       launcher_.add_model(*mr->config().launch, launch_layout(mr->config()), self);
-      mr->unscraped("engine starting");
+      mr->replica_set().unscraped("engine starting");
     }
   }
   auto set_health = [this](const std::string& model, const std::vector<int>& replicas, bool healthy,
                            const std::string& why) {
     ModelRuntime* m = models_.find(model);
     if (m) {
-      m->engine(replicas, healthy, why);
+      m->replica_set().engine(replicas, healthy, why);
     }
     if (m && !healthy) {
       guard_.replicas_down(*m, replicas, "engine " + why);
@@ -276,14 +276,14 @@ std::vector<ReplicaGauges> Gateway::replica_gauges() {
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
   for (const auto& m : models_.served()) {
     const auto view = m->view(now);
-    for (std::size_t i = 0; i < m->replicas().size(); ++i) {
-      const auto& r = m->replicas()[i];
+    for (std::size_t i = 0; i < m->replica_set().replicas().size(); ++i) {
+      const auto& r = m->replica_set().replicas()[i];
       ReplicaGauges g;
       g.model = m->config().name;
       g.replica = static_cast<int>(i);
       g.in_flight = i < view.counters.size() ? static_cast<int>(view.counters[i].in_flight) : 0;
       g.healthy = r.metrics.healthy;
-      g.ejected = m->outliers().state(static_cast<int>(i)).ejected();
+      g.ejected = m->replica_set().outliers().state(static_cast<int>(i)).ejected();
       g.running = r.metrics.running;
       g.waiting = r.metrics.waiting;
       g.kv_used = r.metrics.kv_usage;

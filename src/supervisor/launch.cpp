@@ -441,35 +441,8 @@ class LaunchParser {
     }
   }
 
-  std::optional<LaunchSpec> parse(const YAML::Node& n) {
-    if (!n.IsMap()) {
-      error(n, fmt::format("{} must be a mapping with engine: vllm or command: [...]", where_));
-      return std::nullopt;
-    }
-    known_keys(n, where_,
-               {"engine", "command", "executable", "model", "tensor_parallel_size", "host", "args", "env",
-                "health_path", "health_timeout", "stop_grace", "log_lines", "restart"});
-    LaunchSpec spec;
-    auto engine = n["engine"];
-    auto command = n["command"];
-    if (engine && command) {
-      error(n, fmt::format("{} has both engine and command; expected exactly one of them", where_));
-    } else if (!engine && !command) {
-      error(n, fmt::format("{} needs engine: vllm or command: [program, args...]", where_));
-    }
-    if (engine) {
-      auto e = scalar(engine, "engine");
-      if (e && *e != "vllm") {
-        error(engine,
-              fmt::format("{}.engine '{}' is not known; expected vllm (or use command: [...])", where_, *e));
-      }
-      spec.kind = EngineKind::vllm;
-    }
-    if (command) {
-      spec.kind = EngineKind::command;
-      spec.command = string_list(command, "command", true);
-    }
-    // Keys that only mean something for the generated vLLM command line.
+  // The keys that only mean something for the generated vLLM command line (engine: vllm).
+  void vllm_keys(const YAML::Node& n, LaunchSpec& spec) {
     for (const char* key : {"executable", "model", "tensor_parallel_size", "host", "args"}) {
       if (n[key] && spec.kind != EngineKind::vllm) {
         error(n[key],
@@ -500,23 +473,59 @@ class LaunchParser {
         }
       }
     }
-    if (auto x = n["env"]) {
-      if (!x.IsMap()) {
-        error(x, fmt::format("{}.env must be a mapping of NAME: value", where_));
-      } else {
-        for (auto it = x.begin(); it != x.end(); ++it) {
-          auto name = it->first.IsScalar() ? it->first.Scalar() : std::string();
-          const bool valid =
-              !name.empty() && name.find('=') == std::string::npos && !(name[0] >= '0' && name[0] <= '9');
-          if (!valid) {
-            error(it->first, fmt::format("{}.env has an invalid variable name '{}'", where_, name));
-            continue;
-          }
-          if (auto v = template_string(it->second, fmt::format("{}.env.{}", where_, name), true)) {
-            spec.env.emplace_back(name, *v);
-          }
+  }
+
+  // `env:`, NAME: value pairs for the engine's environment.
+  void env(const YAML::Node& x, LaunchSpec& spec) {
+    if (!x.IsMap()) {
+      error(x, fmt::format("{}.env must be a mapping of NAME: value", where_));
+    } else {
+      for (auto it = x.begin(); it != x.end(); ++it) {
+        auto name = it->first.IsScalar() ? it->first.Scalar() : std::string();
+        const bool valid =
+            !name.empty() && name.find('=') == std::string::npos && !(name[0] >= '0' && name[0] <= '9');
+        if (!valid) {
+          error(it->first, fmt::format("{}.env has an invalid variable name '{}'", where_, name));
+          continue;
+        }
+        if (auto v = template_string(it->second, fmt::format("{}.env.{}", where_, name), true)) {
+          spec.env.emplace_back(name, *v);
         }
       }
+    }
+  }
+
+  std::optional<LaunchSpec> parse(const YAML::Node& n) {
+    if (!n.IsMap()) {
+      error(n, fmt::format("{} must be a mapping with engine: vllm or command: [...]", where_));
+      return std::nullopt;
+    }
+    known_keys(n, where_,
+               {"engine", "command", "executable", "model", "tensor_parallel_size", "host", "args", "env",
+                "health_path", "health_timeout", "stop_grace", "log_lines", "restart"});
+    LaunchSpec spec;
+    auto engine = n["engine"];
+    auto command = n["command"];
+    if (engine && command) {
+      error(n, fmt::format("{} has both engine and command; expected exactly one of them", where_));
+    } else if (!engine && !command) {
+      error(n, fmt::format("{} needs engine: vllm or command: [program, args...]", where_));
+    }
+    if (engine) {
+      auto e = scalar(engine, "engine");
+      if (e && *e != "vllm") {
+        error(engine,
+              fmt::format("{}.engine '{}' is not known; expected vllm (or use command: [...])", where_, *e));
+      }
+      spec.kind = EngineKind::vllm;
+    }
+    if (command) {
+      spec.kind = EngineKind::command;
+      spec.command = string_list(command, "command", true);
+    }
+    vllm_keys(n, spec);
+    if (auto x = n["env"]) {
+      env(x, spec);
     }
     if (auto x = n["health_path"]) {
       auto p = scalar(x, "health_path");

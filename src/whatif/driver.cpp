@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "protocol/kv_events.hpp"
+#include "settings/routing.hpp"
 #include "whatif/clients.hpp"
 #include "whatif/fleet.hpp"
 #include "whatif/flight.hpp"
@@ -490,10 +491,8 @@ Result<void> validate(const SimulationConfig& config) {
       !std::isfinite(config.think_jitter)) {
     return std::string("client rtt and think jitter must be >= 0");
   }
-  const core::AdmissionConfig& a = config.routing.admission;
-  if (!(a.low_water > 0) || !(a.high_water >= a.low_water) || !std::isfinite(a.high_water) ||
-      a.max_wait < core::Time{0}) {
-    return std::string("admission: water marks need 0 < low <= high, max wait >= 0");
+  if (auto ok = settings::check_routing(config.routing, "routing"); !ok) {
+    return ok.error();
   }
   if (config.carry_over && config.workload.agentic.enabled) {
     return std::string("carry-over: the agentic workload runs new agents at each level");

@@ -1,6 +1,6 @@
 // Every routing setting through every way it changes, on a real warden: a reload of the config file, the
 // admin API's PATCH and a restart with the state dir, each read back from the model card. The settings are
-// the table's (gateway/config/routing_settings.cpp): a setting one of these ways drops fails here.
+// the table's (settings/routing.cpp): a setting one of these ways drops fails here.
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -8,14 +8,14 @@
 #include <set>
 #include <string>
 
-#include "config/every_routing_setting.hpp"
-#include "gateway/config/routing_settings.hpp"
 #include "gateway_support.hpp"
 #include "reload_support.hpp"
+#include "settings/every_routing_setting.hpp"
+#include "settings/routing.hpp"
 
 using namespace gateway_test;
 using warden::core::RoutingConfig;
-using warden::gateway::routing_json;
+using warden::settings::routing_json;
 
 namespace {
 

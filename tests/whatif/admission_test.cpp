@@ -78,5 +78,19 @@ TEST(WhatifAdmission, RejectsCrossedWaterMarks) {
   EXPECT_FALSE(validate(c));
 }
 
+// The water marks follow the rule the config file's reader applies (settings/routing.hpp), not one of
+// simulate's own: above 0 and at most 100.
+TEST(WhatifAdmission, RejectsWaterMarksTheFileRefuses) {
+  SimulationConfig c = crowded(4);
+  c.routing.admission.high_water = 150;
+  const auto v = validate(c);
+  ASSERT_FALSE(v);
+  EXPECT_NE(v.error().find("routing.admission.high_water must be a number above 0 and at most 100"),
+            std::string::npos)
+      << v.error();
+  c.routing.admission.high_water = 100;
+  EXPECT_TRUE(validate(c));
+}
+
 }  // namespace
 }  // namespace warden::whatif

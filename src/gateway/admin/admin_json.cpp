@@ -9,9 +9,9 @@
 #include <ctime>
 
 #include "base/parse.hpp"
-#include "gateway/config/routing_settings.hpp"
 #include "gateway/runtime/warden_metrics.hpp"
 #include "gateway/runtime/working_set.hpp"
+#include "settings/routing.hpp"
 
 namespace warden::gateway {
 
@@ -151,6 +151,74 @@ json::value kv_events_json(const ReplicaRuntime& r, core::Time now) {
   return out;
 }
 
+// One replica's row of the card: what it is, its health and ejection, the Router's counters and sessions
+// on it, its engine's figures and its KV cache events.
+json::object replica_row(const ModelRuntime& model, const core::RouterView& view, int i, core::Time now) {
+  const auto idx = static_cast<std::size_t>(i);
+  const ReplicaRuntime& r = model.replica_set().replicas()[idx];
+  const core::ReplicaCounters c = idx < view.counters.size() ? view.counters[idx] : core::ReplicaCounters{};
+  const core::ReplicaSessions s = idx < view.sessions.size() ? view.sessions[idx] : core::ReplicaSessions{};
+  json::object row;
+  row["index"] = i;
+  row["url"] = model.config().replica_url(i).text;
+  row["healthy"] = r.metrics.healthy;
+  row["scraped"] = r.scraped;
+  row["last_error"] = r.last_error.empty() ? json::value(nullptr) : json::value(r.last_error);
+  row["ejected"] = model.replica_set().outliers().state(i).ejected();
+  row["ejection"] = ejection_json(model.replica_set().outliers().state(i), now);
+  row["in_flight"] = c.in_flight;
+  row["new"] = c.new_conversations;
+  row["sticky"] = c.sticky;
+  row["spilled_in"] = c.spilled_in;
+  row["client_pinned"] = c.client_pinned;
+  row["balanced"] = c.balanced;
+  row["tasks_under_way"] = idx < view.tasks_under_way.size() ? view.tasks_under_way[idx] : 0U;
+  row["failover"] = c.failover;
+  row["rehomed_in"] = c.rehomed_in;
+  row["prefill_tokens_per_second"] = r.metrics.prefill_tokens_per_second;
+  row["running"] = r.metrics.running;
+  row["waiting"] = r.metrics.waiting;
+  row["kv_used"] = r.metrics.kv_usage;
+  row["prefix_hit_rate"] = optional_number(r.prefix_hit_rate());
+  row["prefix_hits"] = r.prefix_hits.delta();
+  row["prefix_queries"] = r.prefix_queries.delta();
+  row["preemptions"] = r.preemptions.delta();
+  row["kv_capacity_tokens"] = r.metrics.kv_capacity_tokens;
+  row["offload_capacity_tokens"] = r.metrics.offload_capacity_tokens;
+  row["offload_gib"] = r.offload_gib;
+  row["active_conversations"] = s.active_conversations;
+  row["held_tokens"] = s.held_tokens;
+  // What the other wardens sharing state report for this replica (0 without shared state).
+  row["peer_active_conversations"] = r.metrics.peer_active_conversations;
+  row["peer_held_tokens"] = r.metrics.peer_held_tokens;
+  row["kv_events"] = kv_events_json(r, now);
+  return row;
+}
+
+// Every routing setting as the table writes it (settings/routing.hpp), then what the card derives: the
+// resolved threshold, the tasks under way, the queue, the counters.
+json::object routing_card(const core::RouterView& view, HeldRequests held, std::uint64_t in_flight) {
+  json::object routing = settings::routing_json(view.routing);
+  routing["spill_threshold_resolved"] = view.spill_threshold;
+  routing["spill_label"] = view.spill_label;
+  std::uint64_t tasks = 0;
+  for (const std::uint32_t n : view.tasks_under_way) {
+    tasks += n;
+  }
+  json::object& task_admission = routing["task_admission"].as_object();
+  task_admission["task_tokens"] = view.task_tokens;
+  task_admission["tasks_under_way"] = tasks;
+  routing["sticky_percent"] = optional_number(view.sticky_percent);
+  routing["in_flight"] = in_flight;
+  routing["live_sessions"] = view.live_sessions;
+  routing["unrouted"] = view.unrouted;
+  json::object& admission = routing["admission"].as_object();
+  admission["queued"] = held.requests;
+  admission["queued_task_starts"] = held.task_starts;
+  admission["held_total"] = view.queued;
+  return routing;
+}
+
 }  // namespace
 
 json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_unix, HeldRequests held) {
@@ -179,72 +247,15 @@ json::object model_card(ModelRuntime& model, core::Time now, std::int64_t since_
   json::array replicas;
   int healthy = 0;
   std::uint64_t in_flight = 0;
-  const auto& rt = model.replicas();
   for (int i = 0; i < cfg.replica_count(); ++i) {
-    const auto idx = static_cast<std::size_t>(i);
-    const ReplicaRuntime& r = rt[idx];
-    core::ReplicaCounters c = idx < view.counters.size() ? view.counters[idx] : core::ReplicaCounters{};
-    core::ReplicaSessions s = idx < view.sessions.size() ? view.sessions[idx] : core::ReplicaSessions{};
-    json::object row;
-    row["index"] = i;
-    row["url"] = cfg.replica_url(i).text;
-    row["healthy"] = r.metrics.healthy;
-    row["scraped"] = r.scraped;
-    row["last_error"] = r.last_error.empty() ? json::value(nullptr) : json::value(r.last_error);
-    row["ejected"] = model.outliers().state(i).ejected();
-    row["ejection"] = ejection_json(model.outliers().state(i), now);
-    row["in_flight"] = c.in_flight;
-    row["new"] = c.new_conversations;
-    row["sticky"] = c.sticky;
-    row["spilled_in"] = c.spilled_in;
-    row["client_pinned"] = c.client_pinned;
-    row["balanced"] = c.balanced;
-    row["tasks_under_way"] = idx < view.tasks_under_way.size() ? view.tasks_under_way[idx] : 0U;
-    row["failover"] = c.failover;
-    row["rehomed_in"] = c.rehomed_in;
-    row["prefill_tokens_per_second"] = r.metrics.prefill_tokens_per_second;
-    row["running"] = r.metrics.running;
-    row["waiting"] = r.metrics.waiting;
-    row["kv_used"] = r.metrics.kv_usage;
-    row["prefix_hit_rate"] = optional_number(r.prefix_hit_rate());
-    row["prefix_hits"] = r.prefix_hits.delta();
-    row["prefix_queries"] = r.prefix_queries.delta();
-    row["preemptions"] = r.preemptions.delta();
-    row["kv_capacity_tokens"] = r.metrics.kv_capacity_tokens;
-    row["offload_capacity_tokens"] = r.metrics.offload_capacity_tokens;
-    row["offload_gib"] = r.offload_gib;
-    row["active_conversations"] = s.active_conversations;
-    row["held_tokens"] = s.held_tokens;
-    // What the other wardens sharing state report for this replica (0 without shared state).
-    row["peer_active_conversations"] = r.metrics.peer_active_conversations;
-    row["peer_held_tokens"] = r.metrics.peer_held_tokens;
-    row["kv_events"] = kv_events_json(r, now);
+    json::object row = replica_row(model, view, i, now);
+    healthy += row["healthy"].as_bool() ? 1 : 0;
+    in_flight += row["in_flight"].to_number<std::uint64_t>();
     replicas.push_back(std::move(row));
-    healthy += r.metrics.healthy ? 1 : 0;
-    in_flight += c.in_flight;
   }
   out["healthy_replicas"] = healthy;
   out["working_set"] = working_set_json(add_up(replica_working_sets(model, view, true)));
-
-  // Every routing setting as the table writes it (routing_settings.hpp), then what the card derives.
-  json::object routing = routing_json(view.routing);
-  routing["spill_threshold_resolved"] = view.spill_threshold;
-  routing["spill_label"] = view.spill_label;
-  std::uint64_t tasks = 0;
-  for (const std::uint32_t n : view.tasks_under_way) {
-    tasks += n;
-  }
-  json::object& task_admission = routing["task_admission"].as_object();
-  task_admission["task_tokens"] = view.task_tokens;
-  task_admission["tasks_under_way"] = tasks;
-  routing["sticky_percent"] = optional_number(view.sticky_percent);
-  routing["in_flight"] = in_flight;
-  routing["live_sessions"] = view.live_sessions;
-  routing["unrouted"] = view.unrouted;
-  json::object& admission = routing["admission"].as_object();
-  admission["queued"] = held.requests;
-  admission["queued_task_starts"] = held.task_starts;
-  admission["held_total"] = view.queued;
+  json::object routing = routing_card(view, held, in_flight);
   routing["since"] = iso8601_utc(since_unix);
   routing["replicas"] = std::move(replicas);
   out["routing"] = std::move(routing);

@@ -21,11 +21,11 @@
 #include "base/result.hpp"
 #include "gateway/admin/admin_context.hpp"
 #include "gateway/admin/admin_json.hpp"
-#include "gateway/config/routing_settings.hpp"
 #include "gateway/console/assets.hpp"
 #include "gateway/proxy/http_util.hpp"
 #include "net/server.hpp"
 #include "protocol/error_body.hpp"
+#include "settings/routing.hpp"
 
 namespace warden::gateway {
 
@@ -337,10 +337,7 @@ Reply reload(const Call& c) {
 
 Reply routing(const Call& c) {
   if (c.req.method() != http::verb::patch && c.req.method() != http::verb::put) {
-    return AdminError{405,
-                      "use PATCH with {\"affinity\": bool, \"spill_threshold\": \"auto\"|N, \"rebalance\": "
-                      "bool, \"threads\": bool, \"cost_spill\": \"on\"|\"off\"|{...}, \"admission\": "
-                      "\"off\"|\"auto\"|{...}, \"task_admission\": \"off\"|\"auto\"|{...}}"};
+    return AdminError{405, "use PATCH with " + settings::routing_shape(settings::RoutingScope::admin)};
   }
   if (const auto admin = require_admin(c); !admin) {
     return admin.error();
@@ -351,14 +348,15 @@ Reply routing(const Call& c) {
   }
   ModelRuntime& m = **model;
   const auto now = std::chrono::steady_clock::now().time_since_epoch();
-  const auto routing = patch_routing(m.router().routing_config(), c.req.body(), RoutingScope::admin);
+  const auto routing =
+      settings::patch_routing(m.router().routing_config(), c.req.body(), settings::RoutingScope::admin);
   if (!routing) {
     return AdminError{400, routing.error()};
   }
   m.set_routing(*routing);  // the admin scope leaves the policy as it is: always taken
   c.ctx.routing_changed(m);
   spdlog::info("routing changed model={} {}", m.config().name,
-               boost::json::serialize(routing_json(m.router().routing_config())));
+               boost::json::serialize(settings::routing_json(m.router().routing_config())));
   return json_response(c.req, 200, card(c.ctx, m, now));
 }
 

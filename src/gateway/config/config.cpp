@@ -3,7 +3,7 @@
 #include "base/trim.hpp"
 #include "gateway/config/kv_endpoints.hpp"
 #include "gateway/config/origin_guard.hpp"
-#include "gateway/config/routing_settings.hpp"
+#include "settings/routing.hpp"
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -16,6 +16,7 @@
 #include <initializer_list>
 #include <set>
 #include <sstream>
+#include <type_traits>
 
 namespace warden::gateway {
 
@@ -183,6 +184,11 @@ bool try_integer(const YAML::Node& n, long long& out) {
   return v.has_value();
 }
 
+// A key's whole name for messages: "metrics.scrape_interval"; a key of the top level is its name alone.
+std::string joined(std::string_view where, std::string_view key) {
+  return where.empty() ? std::string(key) : fmt::format("{}.{}", where, key);
+}
+
 // Walks the YAML tree, collecting every problem with its position instead of stopping at the first.
 class Validator {
  public:
@@ -191,26 +197,37 @@ class Validator {
   void error(const YAML::Node& at, const std::string& what) { error_at(at.Mark(), what); }
   void error_at(const YAML::Mark& mark, const std::string& what) {
     if (mark.is_null()) {
-      errors_.push_back({fmt::format("{}: {}", source_, what)});
+      errors_.push_back({{-1, -1}, {fmt::format("{}: {}", source_, what)}});
     } else {
-      errors_.push_back({fmt::format("{}:{}:{}: {}", source_, mark.line + 1, mark.column + 1, what)});
+      errors_.push_back({{mark.line, mark.column},
+                         {fmt::format("{}:{}:{}: {}", source_, mark.line + 1, mark.column + 1, what)}});
     }
   }
-  std::vector<ConfigError> take_errors() { return std::move(errors_); }
-  bool failed() const { return !errors_.empty(); }
+  // Every problem in file order (those of the file as a whole first): the order the tables read the keys
+  // in is not the order they are written in.
+  std::vector<ConfigError> take_errors() {
+    std::stable_sort(errors_.begin(), errors_.end(),
+                     [](const Found& a, const Found& b) { return a.at < b.at; });
+    std::vector<ConfigError> out;
+    for (Found& f : errors_) {
+      out.push_back(std::move(f.error));
+    }
+    return out;
+  }
 
-  // Reports keys of `map` that are not in `known`.
-  void known_keys(const YAML::Node& map, std::string_view where,
-                  std::initializer_list<std::string_view> known) {
+  // Reports keys of `map` that no entry of `keys` (a section's table) names; `where` "" is the top level.
+  template <class Keys>
+  void known_keys(const YAML::Node& map, std::string_view where, const Keys& keys) {
     for (auto it = map.begin(); it != map.end(); ++it) {
       std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string("<non-scalar>");
-      if (std::find(known.begin(), known.end(), key) == known.end()) {
+      if (std::none_of(keys.begin(), keys.end(), [&](const auto& k) { return k.name == key; })) {
         std::string list;
-        for (auto k : known) {
+        for (const auto& k : keys) {
           list += list.empty() ? "" : ", ";
-          list += k;
+          list += k.name;
         }
-        error(it->first, fmt::format("unknown key '{}' in {}; expected one of: {}", key, where, list));
+        error(it->first, fmt::format("unknown key '{}' in {}; expected one of: {}", key,
+                                     where.empty() ? "the top level" : where, list));
       }
     }
   }
@@ -289,14 +306,67 @@ class Validator {
   }
 
  private:
+  struct Found {
+    std::pair<int, int> at;  // line and column, 0-based; -1 for the file as a whole
+    ConfigError error;
+  };
   std::string source_;
-  std::vector<ConfigError> errors_;
+  std::vector<Found> errors_;
 };
+
+// One key of a mapping of the file, in its section's table: its name, and how its value is read onto the
+// section's T (`name` is the key's whole name, for messages). The table is the one spelling of the
+// section's keys: the unknown-key check lists them, and nothing else names them.
+template <class T>
+struct Key {
+  std::string_view name;
+  // null: read by the section's own rule (after the keys), from the mapping as a whole.
+  void (*read)(Validator& v, const YAML::Node& n, const std::string& name, T& out) = nullptr;
+};
+
+// The keys of `map` (named `where`) read through `keys`, in the table's order: unknown ones reported.
+template <class T, std::size_t N>
+void read_keys(Validator& v, const YAML::Node& map, std::string_view where, const std::array<Key<T>, N>& keys,
+               T& out) {
+  v.known_keys(map, where, keys);
+  for (const Key<T>& k : keys) {
+    if (const YAML::Node n = map[std::string(k.name)]; n && k.read) {
+      k.read(v, n, joined(where, k.name), out);
+    }
+  }
+}
+
+// The readers of one field of T (Field a pointer to a member of T or of a base of T).
+template <class T, auto Field, std::int64_t MinMs>
+void duration_field(Validator& v, const YAML::Node& n, const std::string& name, T& out) {
+  if (auto d = v.duration(n, name, std::chrono::milliseconds(MinMs))) {
+    out.*Field = std::chrono::duration_cast<std::remove_reference_t<decltype(out.*Field)>>(*d);
+  }
+}
+
+template <class T, auto Field, long long Lo, long long Hi>
+void integer_field(Validator& v, const YAML::Node& n, const std::string& name, T& out) {
+  if (auto x = v.integer(n, name, Lo, Hi)) {
+    out.*Field = static_cast<std::remove_reference_t<decltype(out.*Field)>>(*x);
+  }
+}
+
+template <class T, auto Field>
+void bool_field(Validator& v, const YAML::Node& n, const std::string& name, T& out) {
+  out.*Field = v.boolean(n, name).value_or(out.*Field);
+}
+
+template <class T, auto Field, bool AllowEmpty>
+void string_field(Validator& v, const YAML::Node& n, const std::string& name, T& out) {
+  if (auto s = v.string(n, name, AllowEmpty)) {
+    out.*Field = *s;
+  }
+}
 
 // A YAML value as the routing table reads it: a scalar by text_value, a map member by member.
 boost::json::value json_of(const YAML::Node& n) {
   if (n.IsScalar()) {
-    return text_value(n.Scalar());
+    return settings::text_value(n.Scalar());
   }
   if (n.IsMap()) {
     boost::json::object out;
@@ -315,16 +385,16 @@ boost::json::value json_of(const YAML::Node& n) {
   return nullptr;
 }
 
-// One setting of the routing table (routing_settings.hpp) read from the file: an error is reported at its
+// One setting of the routing table (settings/routing.hpp) read from the file: an error is reported at its
 // key or member key when the name is unknown, else at its value.
 void read_routing_setting(Validator& v, const std::string& name, const YAML::Node& key,
                           const YAML::Node& member, const YAML::Node& value, const std::string& where,
                           core::RoutingConfig& out) {
-  if (auto read = read_setting(out, name, json_of(value), where); !read) {
-    const SettingError& e = read.error();
-    v.error(e.part == SettingError::Part::key      ? key
-            : e.part == SettingError::Part::member ? member
-                                                   : value,
+  if (auto read = settings::read_setting(out, name, json_of(value), where); !read) {
+    const settings::SettingError& e = read.error();
+    v.error(e.part == settings::SettingError::Part::key      ? key
+            : e.part == settings::SettingError::Part::member ? member
+                                                             : value,
             e.message);
   }
 }
@@ -346,46 +416,42 @@ void parse_routing(Validator& v, const YAML::Node& n, const std::string& where, 
       read_routing_setting(v, key + "." + member, it->first, m->first, m->second, where, out);
     }
   }
-  if (auto checked = check_routing(out, where); !checked) {
+  if (auto checked = settings::check_routing(out, where); !checked) {
     v.error(n, checked.error());
   }
 }
 
-void parse_replicas(Validator& v, const YAML::Node& n, const std::string& where, ModelConfig& m) {
-  if (!v.expect_map(n, where)) {
+// `replicas.data_parallel: {url, size}`: one server, `size` ranks pinned by header.
+const std::array<Key<ModelConfig>, 2> kDataParallel = {{
+    {"url",
+     [](Validator& v, const YAML::Node& n, const std::string& name, ModelConfig& m) {
+       if (auto u = v.url(n, name)) {
+         m.dp_url = *u;
+       }
+     }},
+    {"size",
+     [](Validator& v, const YAML::Node& n, const std::string& name, ModelConfig& m) {
+       if (auto s = v.integer(n, name, 1, 1024)) {
+         m.dp_size = static_cast<int>(*s);
+       }
+     }},
+}};
+
+void parse_data_parallel(Validator& v, const YAML::Node& dp, const std::string& w, ModelConfig& m) {
+  if (!v.expect_map(dp, w)) {
     return;
   }
-  v.known_keys(n, where, {"data_parallel", "urls"});
-  auto dp = n["data_parallel"];
-  auto urls = n["urls"];
-  if (dp && urls) {
-    v.error(n, fmt::format("{} has both data_parallel and urls; expected exactly one of them", where));
-    return;
+  read_keys(v, dp, w, kDataParallel, m);
+  m.data_parallel = true;
+  if (!dp["url"]) {
+    v.error(dp, fmt::format("{} is missing 'url' (expected http://HOST:PORT)", w));
   }
-  if (!dp && !urls) {
-    v.error(n, fmt::format("{} needs data_parallel: {{url, size}} or urls: [...]", where));
-    return;
+  if (!dp["size"]) {
+    v.error(dp, fmt::format("{} is missing 'size' (expected the engine's --data-parallel-size)", w));
   }
-  if (dp) {
-    const std::string w = where + ".data_parallel";
-    if (!v.expect_map(dp, w)) {
-      return;
-    }
-    v.known_keys(dp, w, {"url", "size"});
-    m.data_parallel = true;
-    if (!dp["url"]) {
-      v.error(dp, fmt::format("{} is missing 'url' (expected http://HOST:PORT)", w));
-    } else if (auto u = v.url(dp["url"], w + ".url")) {
-      m.dp_url = *u;
-    }
-    if (!dp["size"]) {
-      v.error(dp, fmt::format("{} is missing 'size' (expected the engine's --data-parallel-size)", w));
-    } else if (auto s = v.integer(dp["size"], w + ".size", 1, 1024)) {
-      m.dp_size = static_cast<int>(*s);
-    }
-    return;
-  }
-  const std::string w = where + ".urls";
+}
+
+void parse_urls(Validator& v, const YAML::Node& urls, const std::string& w, ModelConfig& m) {
   if (!urls.IsSequence() || urls.size() == 0) {
     v.error(urls, fmt::format("{} must be a non-empty list of http://HOST:PORT", w));
     return;
@@ -401,13 +467,25 @@ void parse_replicas(Validator& v, const YAML::Node& n, const std::string& where,
   }
 }
 
-void duration_member(Validator& v, const YAML::Node& map, std::string_view where, const char* key,
-                     std::chrono::milliseconds min, std::chrono::milliseconds& out) {
-  if (auto d = map[key]) {
-    if (auto x = v.duration(d, fmt::format("{}.{}", where, key), min)) {
-      out = *x;
-    }
+// `replicas:`, exactly one of the two layouts.
+const std::array<Key<ModelConfig>, 2> kReplicas = {{
+    {"data_parallel", &parse_data_parallel},
+    {"urls", &parse_urls},
+}};
+
+void parse_replicas(Validator& v, const YAML::Node& n, const std::string& where, ModelConfig& m) {
+  if (!v.expect_map(n, where)) {
+    return;
   }
+  v.known_keys(n, where, kReplicas);
+  const bool dp = n["data_parallel"].IsDefined();
+  if (dp == n["urls"].IsDefined()) {
+    v.error(n, dp ? fmt::format("{} has both data_parallel and urls; expected exactly one of them", where)
+                  : fmt::format("{} needs data_parallel: {{url, size}} or urls: [...]", where));
+    return;
+  }
+  const Key<ModelConfig>& layout = kReplicas[dp ? 0 : 1];
+  layout.read(v, n[std::string(layout.name)], joined(where, layout.name), m);
 }
 
 // One `kv_events` endpoint (`endpoint` or `replay_endpoint`), checked; empty on an error (reported).
@@ -444,6 +522,14 @@ void kv_rank_endpoints(Validator& v, const YAML::Node& n, const std::string& whe
   }
 }
 
+// One entry of `kv_events.endpoints` written as a mapping.
+const std::array<Key<KvEventsEndpoint>, 2> kKvEndpoint = {{
+    {"endpoint", [](Validator& v, const YAML::Node& n, const std::string& name,
+                    KvEventsEndpoint& e) { e.endpoint = kv_endpoint(v, n, name); }},
+    {"replay_endpoint", [](Validator& v, const YAML::Node& n, const std::string& name,
+                           KvEventsEndpoint& e) { e.replay_endpoint = kv_endpoint(v, n, name); }},
+}};
+
 // Servers of their own: one endpoint (or {endpoint, replay_endpoint}) per replica, in order.
 void kv_replica_endpoints(Validator& v, const YAML::Node& n, const std::string& where, ModelConfig& m) {
   const auto list = n["endpoints"];
@@ -459,13 +545,9 @@ void kv_replica_endpoints(Validator& v, const YAML::Node& n, const std::string& 
     const std::string wi = fmt::format("{}[{}]", w, i);
     KvEventsEndpoint e;
     if (list[i].IsMap()) {
-      v.known_keys(list[i], wi, {"endpoint", "replay_endpoint"});
-      e.endpoint = list[i]["endpoint"] ? kv_endpoint(v, list[i]["endpoint"], wi + ".endpoint") : "";
+      read_keys(v, list[i], wi, kKvEndpoint, e);
       if (!list[i]["endpoint"]) {
         v.error(list[i], fmt::format("{} is missing 'endpoint'", wi));
-      }
-      if (auto r = list[i]["replay_endpoint"]) {
-        e.replay_endpoint = kv_endpoint(v, r, wi + ".replay_endpoint");
       }
     } else {
       e.endpoint = kv_endpoint(v, list[i], wi);
@@ -474,23 +556,21 @@ void kv_replica_endpoints(Validator& v, const YAML::Node& n, const std::string& 
   }
 }
 
-// `kv_events:` (docs/config.md). On by itself for launched engines that are told where to publish.
-void parse_kv_events(Validator& v, const YAML::Node& n, const std::string& where, ModelConfig& m) {
-  KvEventsConfig& k = m.kv_events;
-  k.launched = m.launch && supervisor::passes_kv_events(*m.launch);
-  k.enabled = k.launched;
-  if (!n || !v.expect_map(n, where)) {
-    return;
-  }
-  v.known_keys(
-      n, where,
-      {"enabled", "endpoint", "replay_endpoint", "endpoints", "topic", "stale_after", "replay_timeout"});
-  k.enabled = n["enabled"] ? v.boolean(n["enabled"], where + ".enabled").value_or(true) : true;
-  if (auto t = n["topic"]) {
-    k.topic = v.string(t, where + ".topic", true).value_or("");
-  }
-  duration_member(v, n, where, "stale_after", std::chrono::milliseconds(100), k.stale_after);
-  duration_member(v, n, where, "replay_timeout", std::chrono::milliseconds(10), k.replay_timeout);
+// `kv_events:` (docs/config.md). The publishers' keys are read by the section's rule (kv_endpoints_of),
+// which depends on the replicas' layout.
+const std::array<Key<KvEventsConfig>, 7> kKvEvents = {{
+    {"enabled", &bool_field<KvEventsConfig, &KvEventsConfig::enabled>},
+    {"endpoint"},
+    {"replay_endpoint"},
+    {"endpoints"},
+    {"topic", &string_field<KvEventsConfig, &KvEventsConfig::topic, true>},
+    {"stale_after", &duration_field<KvEventsConfig, &KvEventsConfig::stale_after, 100>},
+    {"replay_timeout", &duration_field<KvEventsConfig, &KvEventsConfig::replay_timeout, 10>},
+}};
+
+// Where the publishers of a model's replicas are, or why they are not to be named here.
+void kv_endpoints_of(Validator& v, const YAML::Node& n, const std::string& where, ModelConfig& m) {
+  const KvEventsConfig& k = m.kv_events;
   const bool named = n["endpoint"] || n["replay_endpoint"] || n["endpoints"];
   if (m.launch) {
     if (named) {
@@ -521,88 +601,77 @@ void parse_kv_events(Validator& v, const YAML::Node& n, const std::string& where
   }
 }
 
+// On by itself for launched engines that are told where to publish; on when the block is written.
+void kv_events_default(ModelConfig& m, bool written) {
+  m.kv_events.launched = m.launch && supervisor::passes_kv_events(*m.launch);
+  m.kv_events.enabled = written || m.kv_events.launched;
+}
+
+void parse_kv_events(Validator& v, const YAML::Node& n, const std::string& where, ModelConfig& m) {
+  kv_events_default(m, true);
+  if (!v.expect_map(n, where)) {
+    m.kv_events.enabled = m.kv_events.launched;
+    return;
+  }
+  read_keys(v, n, where, kKvEvents, m.kv_events);
+  kv_endpoints_of(v, n, where, m);
+}
+
+// A model's entry, `models[i]`. Its name, replicas and kv_events are also checked by parse_model.
+const std::array<Key<ModelConfig>, 9> kModel = {{
+    {"name", &string_field<ModelConfig, &ModelConfig::name, false>},
+    {"served_model_name", &string_field<ModelConfig, &ModelConfig::served_model_name, false>},
+    {"max_num_seqs",  // the table's routing.max_num_seqs, where vLLM's flag is
+     [](Validator& v, const YAML::Node& n, const std::string& name, ModelConfig& m) {
+       read_routing_setting(v, "max_num_seqs", n, n, n, name.substr(0, name.rfind('.')), m.routing);
+     }},
+    {"routing", [](Validator& v, const YAML::Node& n, const std::string& name,
+                   ModelConfig& m) { parse_routing(v, n, name, m.routing); }},
+    {"replicas", &parse_replicas},
+    {"launch",
+     [](Validator& v, const YAML::Node& n, const std::string& name, ModelConfig& m) {
+       supervisor::LaunchParseContext ctx;
+       ctx.error = [&v](const YAML::Node& at, const std::string& what) { v.error(at, what); };
+       m.launch = supervisor::parse_launch(n, name, ctx);
+     }},
+    {"fit_max_tokens", &bool_field<ModelConfig, &ModelConfig::fit_max_tokens>},
+    {"normalize_prompt", &bool_field<ModelConfig, &ModelConfig::normalize_prompt>},
+    {"kv_events", &parse_kv_events},
+}};
+
 void parse_model(Validator& v, const YAML::Node& n, std::size_t index, Config& cfg) {
   const std::string where = fmt::format("models[{}]", index);
   if (!v.expect_map(n, where)) {
     return;
   }
-  v.known_keys(n, where,
-               {"name", "served_model_name", "max_num_seqs", "routing", "replicas", "launch",
-                "fit_max_tokens", "normalize_prompt", "kv_events"});
   ModelConfig m;
   m.line = n.Mark().line + 1;
+  read_keys(v, n, where, kModel, m);
   if (!n["name"]) {
     v.error(n, fmt::format("{} is missing 'name' (what clients put in \"model\")", where));
-  } else if (auto s = v.string(n["name"], where + ".name")) {
-    m.name = *s;
-    if (cfg.find_model(m.name)) {
-      v.error(n["name"], fmt::format("{}.name '{}' is already used by another model", where, m.name));
-    }
-  }
-  if (auto s = n["served_model_name"]) {
-    if (auto t = v.string(s, where + ".served_model_name")) {
-      m.served_model_name = *t;
-    }
+  } else if (!m.name.empty() && cfg.find_model(m.name)) {
+    v.error(n["name"], fmt::format("{}.name '{}' is already used by another model", where, m.name));
   }
   if (m.served_model_name.empty()) {
     m.served_model_name = m.name;
   }
-  if (auto s = n["max_num_seqs"]) {  // the table's routing.max_num_seqs, where vLLM's flag is
-    read_routing_setting(v, "max_num_seqs", n, s, s, where, m.routing);
-    if (auto r = n["routing"]; r && r.IsMap() && r["max_num_seqs"]) {
-      v.error(
-          r["max_num_seqs"],
-          fmt::format("{}.routing.max_num_seqs repeats {}.max_num_seqs; expected one of them", where, where));
-    }
-  }
-  if (auto r = n["routing"]) {
-    parse_routing(v, r, where + ".routing", m.routing);
-  }
-  if (auto b = n["fit_max_tokens"]) {
-    m.fit_max_tokens = v.boolean(b, where + ".fit_max_tokens").value_or(m.fit_max_tokens);
-  }
-  if (auto b = n["normalize_prompt"]) {
-    m.normalize_prompt = v.boolean(b, where + ".normalize_prompt").value_or(m.normalize_prompt);
+  if (auto r = n["routing"]; n["max_num_seqs"] && r && r.IsMap() && r["max_num_seqs"]) {
+    v.error(
+        r["max_num_seqs"],
+        fmt::format("{}.routing.max_num_seqs repeats {}.max_num_seqs; expected one of them", where, where));
   }
   if (!n["replicas"]) {
     v.error(n, fmt::format("{} is missing 'replicas' (data_parallel: {{url, size}} or urls: [...])", where));
-  } else {
-    parse_replicas(v, n["replicas"], where + ".replicas", m);
   }
-  if (auto l = n["launch"]) {
-    supervisor::LaunchParseContext ctx;
-    ctx.error = [&v](const YAML::Node& at, const std::string& what) { v.error(at, what); };
-    m.launch = supervisor::parse_launch(l, where + ".launch", ctx);
+  if (!n["kv_events"]) {
+    kv_events_default(m, false);
   }
-  parse_kv_events(v, n["kv_events"], where + ".kv_events", m);
   cfg.models.push_back(std::move(m));
-}
-
-// `auth: { reads: true }`: reading the admin API, /metrics and /v1/models needs a key too; unset, it does
-// when api_keys are set. Called after api_keys and admin_token are read, so it can check there is
-// something to authenticate with.
-void parse_auth(Validator& v, const YAML::Node& n, Config& cfg) {
-  cfg.auth.reads = !cfg.api_keys.empty();
-  if (!n || !v.expect_map(n, "auth")) {
-    return;
-  }
-  v.known_keys(n, "auth", {"reads"});
-  if (auto r = n["reads"]) {
-    if (auto b = v.boolean(r, "auth.reads")) {
-      cfg.auth.reads = *b;
-      if (*b && cfg.api_keys.empty() && cfg.admin_token.empty()) {
-        v.error(r, "auth.reads is true but neither api_keys nor admin_token is set; expected one of them");
-      }
-    }
-  }
 }
 
 // A list of strings (`[]` for none) into `out`; `check` says what is wrong with one entry, or nothing.
 void string_list(Validator& v, const YAML::Node& n, std::string_view what, std::vector<std::string>& out,
                  const std::function<std::string(const std::string&)>& check = {}) {
-  if (!n) {
-    return;
-  }
   if (!n.IsSequence()) {
     v.error(n, fmt::format("{} must be a list of strings ([] for none)", what));
     return;
@@ -619,51 +688,6 @@ void string_list(Validator& v, const YAML::Node& n, std::string_view what, std::
   }
 }
 
-// allowed_hosts and allowed_origins: the host names and web origins accepted besides the loopback and the
-// console's own (origin_guard.hpp).
-void parse_browsers(Validator& v, const YAML::Node& root, Config& cfg) {
-  string_list(v, root["allowed_hosts"], "allowed_hosts", cfg.allowed_hosts, [](const std::string& h) {
-    return !host_of(h).empty() && h.find(':') == std::string::npos
-               ? std::string()
-               : std::string("is not a host name without a port (e.g. warden.example.com)");
-  });
-  string_list(v, root["allowed_origins"], "allowed_origins", cfg.allowed_origins, [](const std::string& o) {
-    return normalize_origin(o) ? std::string()
-                               : std::string(
-                                     "is not an origin; expected scheme://host[:port] (e.g. "
-                                     "http://localhost:3000) or null");
-  });
-}
-
-// listen, state_dir, admin_token, api_keys, auth and the browsers' bounds: where the warden answers and
-// who may use it.
-void parse_access(Validator& v, const YAML::Node& root, Config& cfg) {
-  if (auto n = root["listen"]) {
-    auto s = v.string(n, "listen");
-    if (s) {
-      if (auto hp = parse_listen(*s)) {
-        cfg.listen_host = hp->first;
-        cfg.listen_port = hp->second;
-      } else {
-        v.error(n, fmt::format("listen '{}' is not HOST:PORT (e.g. 127.0.0.1:8080)", *s));
-      }
-    }
-  }
-  if (auto n = root["state_dir"]) {
-    if (auto s = v.string(n, "state_dir")) {
-      cfg.state_dir = *s;
-    }
-  }
-  if (auto n = root["admin_token"]) {
-    if (auto s = v.string(n, "admin_token", true)) {
-      cfg.admin_token = *s;
-    }
-  }
-  string_list(v, root["api_keys"], "api_keys", cfg.api_keys);
-  parse_auth(v, root["auth"], cfg);
-  parse_browsers(v, root, cfg);
-}
-
 // A header's name as the rules compare it.
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
@@ -671,32 +695,15 @@ std::string lower(std::string s) {
   return s;
 }
 
-// One entry of clients.classes: `{header: NAME, value: V, class: C}` or `{api_key: K, class: C}`.
-void parse_class_rule(Validator& v, const YAML::Node& n, const std::string& where, core::ClientRules& out) {
-  if (!v.expect_map(n, where)) {
-    return;
+std::optional<core::WorkClass> work_class(Validator& v, const YAML::Node& n, const std::string& name) {
+  const auto s = v.string(n, name);
+  if (s && (*s == "interactive" || *s == "headless")) {
+    return *s == "interactive" ? core::WorkClass::interactive : core::WorkClass::headless;
   }
-  v.known_keys(n, where, {"header", "value", "api_key", "class"});
-  core::ClassRule rule;
-  if (n["header"].IsDefined() == n["api_key"].IsDefined()) {
-    v.error(n, fmt::format("{} must name either a header or an api_key", where));
-    return;
+  if (s) {
+    v.error(n, fmt::format("{} must be interactive or headless", name));
   }
-  if (auto h = n["header"]) {
-    rule.match.header = lower(v.string(h, where + ".header").value_or(""));
-    if (auto val = n["value"]) {
-      rule.match.value = v.string(val, where + ".value", true).value_or("");
-    }
-  } else {
-    rule.match.value = v.string(n["api_key"], where + ".api_key").value_or("");
-  }
-  const auto c = n["class"] ? v.string(n["class"], where + ".class") : std::nullopt;
-  if (!c || (*c != "interactive" && *c != "headless")) {
-    v.error(n["class"] ? n["class"] : n, fmt::format("{}.class must be interactive or headless", where));
-    return;
-  }
-  rule.work_class = *c == "interactive" ? core::WorkClass::interactive : core::WorkClass::headless;
-  out.classes.push_back(std::move(rule));
+  return std::nullopt;
 }
 
 std::optional<double> weight_of(Validator& v, const YAML::Node& n, const std::string& where) {
@@ -708,57 +715,96 @@ std::optional<double> weight_of(Validator& v, const YAML::Node& n, const std::st
   return w;
 }
 
+// One entry of clients.classes: `{header: NAME, value: V, class: C}` or `{api_key: K, class: C}`.
+struct ClassEntry {
+  core::ClassRule rule;
+  bool has_class = false;
+};
+
+const std::array<Key<ClassEntry>, 4> kClassRule = {{
+    {"header", [](Validator& v, const YAML::Node& n, const std::string& name,
+                  ClassEntry& e) { e.rule.match.header = lower(v.string(n, name).value_or("")); }},
+    {"value", [](Validator& v, const YAML::Node& n, const std::string& name,
+                 ClassEntry& e) { e.rule.match.value = v.string(n, name, true).value_or(""); }},
+    {"api_key", [](Validator& v, const YAML::Node& n, const std::string& name,
+                   ClassEntry& e) { e.rule.match.value = v.string(n, name).value_or(""); }},
+    {"class",
+     [](Validator& v, const YAML::Node& n, const std::string& name, ClassEntry& e) {
+       const auto s = v.string(n, name);
+       if (s && (*s == "interactive" || *s == "headless")) {
+         e.rule.work_class = *s == "interactive" ? core::WorkClass::interactive : core::WorkClass::headless;
+         e.has_class = true;
+       }
+     }},
+}};
+
+void parse_class_rule(Validator& v, const YAML::Node& n, const std::string& where, core::ClientRules& out) {
+  if (!v.expect_map(n, where)) {
+    return;
+  }
+  v.known_keys(n, where, kClassRule);
+  if (n["header"].IsDefined() == n["api_key"].IsDefined()) {
+    v.error(n, fmt::format("{} must name either a header or an api_key", where));
+    return;
+  }
+  ClassEntry e;
+  for (const Key<ClassEntry>& k : kClassRule) {  // the value only with a header
+    if (const YAML::Node x = n[std::string(k.name)]; x && (k.name != "value" || n["header"])) {
+      k.read(v, x, joined(where, k.name), e);
+    }
+  }
+  if (!e.has_class) {
+    v.error(n["class"] ? n["class"] : n, fmt::format("{}.class must be interactive or headless", where));
+    return;
+  }
+  out.classes.push_back(std::move(e.rule));
+}
+
 // One entry of clients.tenants: `{name: N, weight: W, api_keys: [...]}`.
+const std::array<Key<core::TenantRule>, 3> kTenant = {{
+    {"name", &string_field<core::TenantRule, &core::TenantRule::name, false>},
+    {"weight", [](Validator& v, const YAML::Node& n, const std::string& name,
+                  core::TenantRule& t) { t.weight = weight_of(v, n, name).value_or(1); }},
+    {"api_keys", [](Validator& v, const YAML::Node& n, const std::string& name,
+                    core::TenantRule& t) { string_list(v, n, name, t.api_keys); }},
+}};
+
 void parse_tenant(Validator& v, const YAML::Node& n, const std::string& where, core::ClientRules& out) {
   if (!v.expect_map(n, where)) {
     return;
   }
-  v.known_keys(n, where, {"name", "weight", "api_keys"});
   core::TenantRule t;
-  t.name = n["name"] ? v.string(n["name"], where + ".name").value_or("") : "";
+  read_keys(v, n, where, kTenant, t);
   if (t.name.empty()) {
     v.error(n, fmt::format("{} needs a name", where));
   }
-  if (auto w = n["weight"]) {
-    t.weight = weight_of(v, w, where + ".weight").value_or(1);
-  }
-  string_list(v, n["api_keys"], where + ".api_keys", t.api_keys);
   out.tenants.push_back(std::move(t));
 }
 
-// clients: how a request's class of work and tenant are told (core/work_class.hpp).
-void parse_clients(Validator& v, const YAML::Node& n, Config& cfg) {
-  if (!n || !v.expect_map(n, "clients")) {
+template <void (*Parse)(Validator&, const YAML::Node&, const std::string&, core::ClientRules&)>
+void rule_list(Validator& v, const YAML::Node& n, const std::string& name, core::ClientRules& out) {
+  if (!n.IsSequence()) {
+    v.error(n, fmt::format("{} must be a list", name));
     return;
   }
-  v.known_keys(n, "clients", {"tenant_header", "default_class", "default_weight", "tenants", "classes"});
-  core::ClientRules& out = cfg.clients;
-  if (auto h = n["tenant_header"]) {
-    out.tenant_header = lower(v.string(h, "clients.tenant_header").value_or(""));
-  }
-  if (auto c = n["default_class"]) {
-    const auto s = v.string(c, "clients.default_class");
-    if (s && (*s == "interactive" || *s == "headless")) {
-      out.default_class = *s == "interactive" ? core::WorkClass::interactive : core::WorkClass::headless;
-    } else if (s) {
-      v.error(c, "clients.default_class must be interactive or headless");
-    }
-  }
-  if (auto w = n["default_weight"]) {
-    out.default_weight = weight_of(v, w, "clients.default_weight").value_or(1);
-  }
-  for (const auto& [key, parse] :
-       {std::pair{"tenants", &parse_tenant}, std::pair{"classes", &parse_class_rule}}) {
-    const YAML::Node list = n[key];
-    if (list && !list.IsSequence()) {
-      v.error(list, fmt::format("clients.{} must be a list", key));
-    } else if (list) {
-      for (std::size_t i = 0; i < list.size(); ++i) {
-        parse(v, list[i], fmt::format("clients.{}[{}]", key, i), out);
-      }
-    }
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    Parse(v, n[i], fmt::format("{}[{}]", name, i), out);
   }
 }
+
+// clients: how a request's class of work and tenant are told (core/work_class.hpp).
+const std::array<Key<core::ClientRules>, 5> kClients = {{
+    {"tenant_header", [](Validator& v, const YAML::Node& n, const std::string& name,
+                         core::ClientRules& c) { c.tenant_header = lower(v.string(n, name).value_or("")); }},
+    {"default_class",
+     [](Validator& v, const YAML::Node& n, const std::string& name, core::ClientRules& c) {
+       c.default_class = work_class(v, n, name).value_or(c.default_class);
+     }},
+    {"default_weight", [](Validator& v, const YAML::Node& n, const std::string& name,
+                          core::ClientRules& c) { c.default_weight = weight_of(v, n, name).value_or(1); }},
+    {"tenants", &rule_list<&parse_tenant>},
+    {"classes", &rule_list<&parse_class_rule>},
+}};
 
 // A size such as 32MiB; nullopt (and an error naming `what`) when it is not one, or is 0 and must not be.
 std::optional<std::uint64_t> size_value(Validator& v, const YAML::Node& n, std::string_view what,
@@ -771,189 +817,287 @@ std::optional<std::uint64_t> size_value(Validator& v, const YAML::Node& n, std::
   return b;
 }
 
-// Bounds on what clients may hold (bodies, connections) and how long shutdown and stats last.
-void parse_limits(Validator& v, const YAML::Node& root, Config& cfg) {
-  if (auto n = root["max_body_size"]) {
-    if (auto b = size_value(v, n, "max_body_size", true)) {
-      cfg.max_body_bytes = *b;
-    }
-  }
-  if (auto n = root["max_inflight_body_size"]) {
-    if (auto b = size_value(v, n, "max_inflight_body_size", false)) {
-      cfg.max_inflight_body_bytes = *b;
-    }
-  }
-  if (auto n = root["max_connections"]) {
-    const auto c = n.IsScalar() ? base::parse_integer<std::uint64_t>(n.Scalar()) : std::nullopt;
-    if (!c || *c == 0) {
-      v.error(n, "max_connections must be a positive number");
-    } else {
-      cfg.max_connections = *c;
-    }
-  }
-  if (auto n = root["shutdown_grace"]) {
-    if (auto d = v.duration(n, "shutdown_grace", std::chrono::milliseconds(0))) {
-      cfg.shutdown_grace = *d;
-    }
-  }
-  if (auto n = root["stats_retention"]) {
-    if (auto d = v.duration(n, "stats_retention", std::chrono::minutes(1))) {
-      cfg.stats_retention = std::chrono::duration_cast<std::chrono::seconds>(*d);
-    }
+template <auto Field, bool AllowZero>
+void size_field(Validator& v, const YAML::Node& n, const std::string& name, Config& cfg) {
+  if (auto b = size_value(v, n, name, AllowZero)) {
+    cfg.*Field = *b;
   }
 }
 
-// A duration member `key` of `map` into `out`, at least `min`.
-void parse_metrics(Validator& v, const YAML::Node& n, Config& cfg) {
-  if (!n || !v.expect_map(n, "metrics")) {
-    return;
-  }
-  v.known_keys(n, "metrics", {"scrape_interval", "scrape_timeout", "unhealthy_after"});
-  duration_member(v, n, "metrics", "scrape_interval", std::chrono::milliseconds(50),
-                  cfg.metrics.scrape_interval);
-  duration_member(v, n, "metrics", "scrape_timeout", std::chrono::milliseconds(10),
-                  cfg.metrics.scrape_timeout);
-  if (auto d = n["unhealthy_after"]) {
-    if (auto x = v.integer(d, "metrics.unhealthy_after", 1, 1000)) {
-      cfg.metrics.unhealthy_after = static_cast<int>(*x);
-    }
-  }
-}
+const std::array<Key<MetricsConfig>, 3> kMetrics = {{
+    {"scrape_interval", &duration_field<MetricsConfig, &MetricsConfig::scrape_interval, 50>},
+    {"scrape_timeout", &duration_field<MetricsConfig, &MetricsConfig::scrape_timeout, 10>},
+    {"unhealthy_after", &integer_field<MetricsConfig, &MetricsConfig::unhealthy_after, 1, 1000>},
+}};
 
-void parse_timeouts(Validator& v, const YAML::Node& n, Config& cfg) {
-  if (!n || !v.expect_map(n, "timeouts")) {
-    return;
-  }
-  v.known_keys(n, "timeouts", {"connect", "first_byte", "idle"});
-  const std::chrono::milliseconds min{10};
-  duration_member(v, n, "timeouts", "connect", min, cfg.timeouts.connect);
-  duration_member(v, n, "timeouts", "first_byte", min, cfg.timeouts.first_byte);
-  duration_member(v, n, "timeouts", "idle", min, cfg.timeouts.idle);
-}
+const std::array<Key<TimeoutsConfig>, 3> kTimeouts = {{
+    {"connect", &duration_field<TimeoutsConfig, &TimeoutsConfig::connect, 10>},
+    {"first_byte", &duration_field<TimeoutsConfig, &TimeoutsConfig::first_byte, 10>},
+    {"idle", &duration_field<TimeoutsConfig, &TimeoutsConfig::idle, 10>},
+}};
 
-// `outlier: { consecutive_failures: 3, base_ejection: 10s, max_ejection: 300s, stall_after: 30s,
-// max_ejection_percent: 50, panic_percent: 50 }`: when a replica is taken out of routing
-// (core/outlier.hpp); 0 turns a rule off.
-void parse_outlier(Validator& v, const YAML::Node& n, Config& cfg) {
-  if (!n || !v.expect_map(n, "outlier")) {
-    return;
-  }
-  v.known_keys(n, "outlier",
-               {"consecutive_failures", "base_ejection", "max_ejection", "stall_after",
-                "max_ejection_percent", "panic_percent"});
-  core::OutlierConfig& o = cfg.outlier;
-  auto count = [&](const char* key, std::int64_t most, int& out) {
-    if (auto d = n[key]) {
-      if (auto x = v.integer(d, fmt::format("outlier.{}", key), 0, most)) {
-        out = static_cast<int>(*x);
-      }
-    }
-  };
-  count("consecutive_failures", 1000, o.consecutive_failures);
-  count("max_ejection_percent", 100, o.max_ejection_percent);
-  count("panic_percent", 100, o.panic_percent);
-  auto member = [&](const char* key, std::chrono::milliseconds min, core::Time& out) {
-    std::chrono::milliseconds ms = std::chrono::duration_cast<std::chrono::milliseconds>(out);
-    duration_member(v, n, "outlier", key, min, ms);
-    out = ms;
-  };
-  member("base_ejection", std::chrono::milliseconds(100), o.base_ejection);
-  member("max_ejection", std::chrono::milliseconds(100), o.max_ejection);
-  member("stall_after", std::chrono::milliseconds(0), o.stall_after);
-  if (o.max_ejection < o.base_ejection) {
-    v.error(n, "outlier.max_ejection must be at least outlier.base_ejection");
-  }
-}
+// `outlier:` when a replica is taken out of routing (core/outlier.hpp); 0 turns a rule off.
+const std::array<Key<core::OutlierConfig>, 6> kOutlier = {{
+    {"consecutive_failures",
+     &integer_field<core::OutlierConfig, &core::OutlierConfig::consecutive_failures, 0, 1000>},
+    {"base_ejection", &duration_field<core::OutlierConfig, &core::OutlierConfig::base_ejection, 100>},
+    {"max_ejection", &duration_field<core::OutlierConfig, &core::OutlierConfig::max_ejection, 100>},
+    {"stall_after", &duration_field<core::OutlierConfig, &core::OutlierConfig::stall_after, 0>},
+    {"max_ejection_percent",
+     &integer_field<core::OutlierConfig, &core::OutlierConfig::max_ejection_percent, 0, 100>},
+    {"panic_percent", &integer_field<core::OutlierConfig, &core::OutlierConfig::panic_percent, 0, 100>},
+}};
+
+// `state: { redis: redis://HOST:PORT/DB, prefix: "lm-warden:", lookup_timeout: 5ms, ... }`.
+const std::array<Key<SharedStateConfig>, 5> kSharedState = {{
+    {"redis",
+     [](Validator& v, const YAML::Node& n, const std::string& name, SharedStateConfig& s) {
+       if (auto text = v.string(n, name)) {
+         if (auto url = parse_redis_url(*text)) {
+           s.redis = *url;
+         } else {
+           v.error(n, fmt::format("{} '{}' is not usable: {}; expected redis://HOST:PORT/DB", name,
+                                  without_userinfo(*text), url.error()));
+         }
+       }
+     }},
+    {"prefix", &string_field<SharedStateConfig, &SharedStateConfig::prefix, false>},
+    {"lookup_timeout", &duration_field<SharedStateConfig, &SharedStateConfig::lookup_timeout, 1>},
+    {"connect_timeout", &duration_field<SharedStateConfig, &SharedStateConfig::connect_timeout, 1>},
+    {"command_timeout", &duration_field<SharedStateConfig, &SharedStateConfig::command_timeout, 1>},
+}};
 
 // `tls:` and `upstream_tls:`: file names only (pure parsing); the files are read and checked by
 // check_tls_files() (tls_files.hpp).
+const std::array<Key<ListenerTlsConfig>, 2> kTls = {{
+    {"cert_file", &string_field<ListenerTlsConfig, &ListenerTlsConfig::cert_file, false>},
+    {"key_file", &string_field<ListenerTlsConfig, &ListenerTlsConfig::key_file, false>},
+}};
+
+const std::array<Key<UpstreamTlsConfig>, 3> kUpstreamTls = {{
+    {"ca_file", &string_field<UpstreamTlsConfig, &UpstreamTlsConfig::ca_file, false>},
+    {"cert_file", &string_field<UpstreamTlsConfig, &UpstreamTlsConfig::cert_file, false>},
+    {"key_file", &string_field<UpstreamTlsConfig, &UpstreamTlsConfig::key_file, false>},
+}};
+
+// `auth: { reads: true }`: reading the admin API, /metrics and /v1/models needs a key too. Read after
+// api_keys and admin_token (the table's order), so it can check there is something to authenticate with.
+const std::array<Key<Config>, 1> kAuth = {{
+    {"reads",
+     [](Validator& v, const YAML::Node& n, const std::string& name, Config& cfg) {
+       if (auto b = v.boolean(n, name)) {
+         cfg.auth.reads = *b;
+         if (*b && cfg.api_keys.empty() && cfg.admin_token.empty()) {
+           v.error(n,
+                   fmt::format("{} is true but neither api_keys nor admin_token is set; expected one of them",
+                               name));
+         }
+       }
+     }},
+}};
+
 std::string mark_text(const std::string& source, const YAML::Node& n) {
   const YAML::Mark m = n.Mark();
   return m.is_null() ? source : fmt::format("{}:{}:{}", source, m.line + 1, m.column + 1);
 }
 
-void tls_file(Validator& v, const YAML::Node& n, std::string_view where, std::string_view key,
-              std::string& out) {
-  if (auto f = n[std::string(key)]) {
-    if (auto text = v.string(f, fmt::format("{}.{}", where, key))) {
-      out = *text;
-    }
-  }
+// The part of the Config a section fills: a member, one that is there only when written (emplaced), or
+// the Config itself (nullptr: auth's rule reads api_keys and admin_token too).
+template <class T>
+T& part_of(T& member) {
+  return member;
+}
+template <class T>
+T& part_of(std::optional<T>& member) {
+  return member.emplace();
 }
 
-void parse_tls(Validator& v, const YAML::Node& root, Config& cfg) {
-  if (auto n = root["tls"]; n && v.expect_map(n, "tls")) {
-    v.known_keys(n, "tls", {"cert_file", "key_file"});
-    ListenerTlsConfig t;
-    tls_file(v, n, "tls", "cert_file", t.cert_file);
-    tls_file(v, n, "tls", "key_file", t.key_file);
-    if (t.cert_file.empty() || t.key_file.empty()) {
-      v.error(n, "tls needs both cert_file and key_file (PEM files)");
-    }
-    t.at = mark_text(cfg.source, n);
-    cfg.tls = std::move(t);
-  }
-  if (auto n = root["upstream_tls"]; n && v.expect_map(n, "upstream_tls")) {
-    v.known_keys(n, "upstream_tls", {"ca_file", "cert_file", "key_file"});
-    auto& t = cfg.upstream_tls;
-    tls_file(v, n, "upstream_tls", "ca_file", t.ca_file);
-    tls_file(v, n, "upstream_tls", "cert_file", t.cert_file);
-    tls_file(v, n, "upstream_tls", "key_file", t.key_file);
-    if (t.cert_file.empty() != t.key_file.empty()) {
-      v.error(n, "upstream_tls: a client certificate needs both cert_file and key_file");
-    }
-    t.at = mark_text(cfg.source, n);
-  }
-}
-
-// `state: { redis: redis://HOST:PORT/DB, prefix: "lm-warden:", lookup_timeout: 5ms, ... }`.
-void parse_shared_state(Validator& v, const YAML::Node& n, Config& cfg) {
-  if (!n || !v.expect_map(n, "state")) {
+// A section of the top level: a mapping whose keys are read through `Keys` onto the part of the Config
+// `Field` names, then checked as a whole by `Check` (none: nullptr).
+template <auto Field, auto& Keys, auto Check = nullptr>
+void section(Validator& v, const YAML::Node& n, const std::string& name, Config& cfg) {
+  if (!v.expect_map(n, name)) {
     return;
   }
-  v.known_keys(n, "state", {"redis", "prefix", "lookup_timeout", "connect_timeout", "command_timeout"});
-  SharedStateConfig s;
-  if (!n["redis"]) {
-    v.error(n, "state is missing 'redis' (expected redis://HOST:PORT/DB)");
-  } else if (auto text = v.string(n["redis"], "state.redis")) {
-    if (auto url = parse_redis_url(*text)) {
-      s.redis = *url;
+  auto& out = [&cfg]() -> auto& {
+    if constexpr (std::is_same_v<decltype(Field), std::nullptr_t>) {
+      return cfg;
     } else {
-      v.error(n["redis"], fmt::format("state.redis '{}' is not usable: {}; expected redis://HOST:PORT/DB",
-                                      without_userinfo(*text), url.error()));
+      return part_of(cfg.*Field);
     }
   }
-  if (auto p = n["prefix"]) {
-    if (auto text = v.string(p, "state.prefix")) {
-      s.prefix = *text;
-    }
+  ();
+  read_keys(v, n, name, Keys, out);
+  if constexpr (!std::is_same_v<decltype(Check), std::nullptr_t>) {
+    Check(v, n, name, cfg, out);
   }
-  const std::chrono::milliseconds min{1};
-  duration_member(v, n, "state", "lookup_timeout", min, s.lookup_timeout);
-  duration_member(v, n, "state", "connect_timeout", min, s.connect_timeout);
-  duration_member(v, n, "state", "command_timeout", min, s.command_timeout);
-  if (s.lookup_timeout > std::chrono::seconds(1)) {
-    v.error(n["lookup_timeout"], fmt::format("state.lookup_timeout is {}ms; expected at most 1s (it delays "
-                                             "a conversation's first request when Redis is slow)",
-                                             s.lookup_timeout.count()));
-  }
-  cfg.shared_state = std::move(s);
 }
 
-void parse_models(Validator& v, const YAML::Node& root, Config& cfg) {
-  auto models = root["models"];
-  if (!models) {
-    v.error(root, "missing 'models'; expected a list with at least one model");
-    return;
+void check_outlier(Validator& v, const YAML::Node& n, const std::string& name, Config&,
+                   const core::OutlierConfig& o) {
+  if (o.max_ejection < o.base_ejection) {
+    v.error(n, fmt::format("{0}.max_ejection must be at least {0}.base_ejection", name));
   }
+}
+
+void check_tls(Validator& v, const YAML::Node& n, const std::string& name, Config& cfg,
+               ListenerTlsConfig& t) {
+  if (t.cert_file.empty() || t.key_file.empty()) {
+    v.error(n, fmt::format("{} needs both cert_file and key_file (PEM files)", name));
+  }
+  t.at = mark_text(cfg.source, n);
+}
+
+void check_upstream_tls(Validator& v, const YAML::Node& n, const std::string& name, Config& cfg,
+                        UpstreamTlsConfig& t) {
+  if (t.cert_file.empty() != t.key_file.empty()) {
+    v.error(n, fmt::format("{}: a client certificate needs both cert_file and key_file", name));
+  }
+  t.at = mark_text(cfg.source, n);
+}
+
+void check_shared_state(Validator& v, const YAML::Node& n, const std::string& name, Config&,
+                        const SharedStateConfig& s) {
+  if (!n["redis"]) {
+    v.error(n, fmt::format("{} is missing 'redis' (expected redis://HOST:PORT/DB)", name));
+  }
+  if (s.lookup_timeout > std::chrono::seconds(1)) {
+    v.error(n["lookup_timeout"], fmt::format("{}.lookup_timeout is {}ms; expected at most 1s (it delays "
+                                             "a conversation's first request when Redis is slow)",
+                                             name, s.lookup_timeout.count()));
+  }
+}
+
+void read_listen(Validator& v, const YAML::Node& n, const std::string& name, Config& cfg) {
+  if (auto s = v.string(n, name)) {
+    if (auto hp = parse_listen(*s)) {
+      cfg.listen_host = hp->first;
+      cfg.listen_port = hp->second;
+    } else {
+      v.error(n, fmt::format("{} '{}' is not HOST:PORT (e.g. 127.0.0.1:8080)", name, *s));
+    }
+  }
+}
+
+std::string listen_text(const Config& c) {
+  return c.listen_host.find(':') != std::string::npos ? fmt::format("[{}]:{}", c.listen_host, c.listen_port)
+                                                      : fmt::format("{}:{}", c.listen_host, c.listen_port);
+}
+
+template <auto Field>
+bool same(const Config& a, const Config& b) {
+  return a.*Field == b.*Field;
+}
+
+void read_models(Validator& v, const YAML::Node& models, const std::string& name, Config& cfg) {
   if (!models.IsSequence() || models.size() == 0) {
-    v.error(models, "models must be a non-empty list of model entries");
+    v.error(models, fmt::format("{} must be a non-empty list of model entries", name));
     return;
   }
   for (std::size_t i = 0; i < models.size(); ++i) {
     parse_model(v, models[i], i, cfg);
   }
 }
+
+// A key of the top level: how it is read, and how a reload takes it (docs/config.md, "Reloading").
+struct TopKey {
+  std::string_view name;
+  void (*read)(Validator& v, const YAML::Node& n, const std::string& name, Config& out);
+  FileKey reload;
+};
+
+// The top level, in the order its keys are read (auth after api_keys and admin_token, models last).
+const std::array<TopKey, 20> kTop = {{
+    {"listen",
+     &read_listen,
+     {OnReload::restart, [](const Config& a, const Config& b) { return listen_text(a) == listen_text(b); },
+      &listen_text}},
+    {"state_dir",
+     &string_field<Config, &Config::state_dir, false>,
+     {OnReload::restart, &same<&Config::state_dir>, [](const Config& c) { return c.state_dir; }}},
+    {"admin_token",
+     &string_field<Config, &Config::admin_token, true>,
+     {OnReload::applied, &same<&Config::admin_token>}},
+    {"api_keys",
+     [](Validator& v, const YAML::Node& n, const std::string& name, Config& cfg) {
+       string_list(v, n, name, cfg.api_keys);
+       cfg.auth.reads = !cfg.api_keys.empty();  // unless auth.reads says otherwise
+     },
+     {OnReload::applied, &same<&Config::api_keys>}},
+    {"auth", &section<nullptr, kAuth>, {OnReload::applied, &same<&Config::auth>}},
+    {"allowed_hosts",
+     [](Validator& v, const YAML::Node& n, const std::string& name, Config& cfg) {
+       string_list(v, n, name, cfg.allowed_hosts, [](const std::string& h) {
+         return !host_of(h).empty() && h.find(':') == std::string::npos
+                    ? std::string()
+                    : std::string("is not a host name without a port (e.g. warden.example.com)");
+       });
+     },
+     {OnReload::applied, &same<&Config::allowed_hosts>}},
+    {"allowed_origins",
+     [](Validator& v, const YAML::Node& n, const std::string& name, Config& cfg) {
+       string_list(v, n, name, cfg.allowed_origins, [](const std::string& o) {
+         return normalize_origin(o) ? std::string()
+                                    : std::string(
+                                          "is not an origin; expected scheme://host[:port] (e.g. "
+                                          "http://localhost:3000) or null");
+       });
+     },
+     {OnReload::applied, &same<&Config::allowed_origins>}},
+    {"metrics",
+     &section<&Config::metrics, kMetrics>,
+     {OnReload::restart, &same<&Config::metrics>,
+      [](const Config& c) {
+        return fmt::format("scrape_interval {}ms", c.metrics.scrape_interval.count());
+      }}},
+    {"timeouts", &section<&Config::timeouts, kTimeouts>, {OnReload::applied, &same<&Config::timeouts>}},
+    {"outlier",
+     &section<&Config::outlier, kOutlier, &check_outlier>,
+     {OnReload::applied, &same<&Config::outlier>}},
+    {"max_body_size",
+     &size_field<&Config::max_body_bytes, true>,
+     {OnReload::restart, &same<&Config::max_body_bytes>,
+      [](const Config& c) { return std::to_string(c.max_body_bytes); }}},
+    {"max_connections",
+     [](Validator& v, const YAML::Node& n, const std::string& name, Config& cfg) {
+       const auto c = n.IsScalar() ? base::parse_integer<std::uint64_t>(n.Scalar()) : std::nullopt;
+       if (!c || *c == 0) {
+         v.error(n, fmt::format("{} must be a positive number", name));
+       } else {
+         cfg.max_connections = *c;
+       }
+     },
+     {OnReload::restart, &same<&Config::max_connections>,
+      [](const Config& c) { return std::to_string(c.max_connections); }}},
+    {"max_inflight_body_size",
+     &size_field<&Config::max_inflight_body_bytes, false>,
+     {OnReload::restart, &same<&Config::max_inflight_body_bytes>,
+      [](const Config& c) { return std::to_string(c.max_inflight_body_bytes); }}},
+    {"shutdown_grace",
+     &duration_field<Config, &Config::shutdown_grace, 0>,
+     {OnReload::restart, &same<&Config::shutdown_grace>,
+      [](const Config& c) { return fmt::format("{}ms", c.shutdown_grace.count()); }}},
+    {"stats_retention",
+     &duration_field<Config, &Config::stats_retention, 60'000>,
+     {OnReload::restart, &same<&Config::stats_retention>,
+      [](const Config& c) { return fmt::format("{}s", c.stats_retention.count()); }}},
+    {"state",
+     &section<&Config::shared_state, kSharedState, &check_shared_state>,
+     {OnReload::restart, &same<&Config::shared_state>,
+      [](const Config& c) {
+        return c.shared_state ? c.shared_state->redis.text + " prefix " + c.shared_state->prefix : "none";
+      }}},
+    {"tls",
+     &section<&Config::tls, kTls, &check_tls>,
+     // Turning TLS on or off, and the files read again, are named by the reload itself.
+     {OnReload::applied, [](const Config& a, const Config& b) { return !a.tls || !b.tls || a.tls == b.tls; },
+      nullptr, "tls files"}},
+    {"upstream_tls",
+     &section<&Config::upstream_tls, kUpstreamTls, &check_upstream_tls>,
+     {OnReload::applied, &same<&Config::upstream_tls>}},
+    {"clients", &section<&Config::clients, kClients>, {OnReload::applied, &same<&Config::clients>}},
+    {"models", &read_models, {OnReload::models}},
+}};
 
 void parse_root(Validator& v, const YAML::Node& root, Config& cfg) {
   if (!root || root.IsNull()) {
@@ -963,40 +1107,59 @@ void parse_root(Validator& v, const YAML::Node& root, Config& cfg) {
   if (!v.expect_map(root, "the top level")) {
     return;
   }
-  v.known_keys(root, "the top level",
-               {"listen",
-                "state_dir",
-                "admin_token",
-                "api_keys",
-                "auth",
-                "allowed_hosts",
-                "allowed_origins",
-                "metrics",
-                "timeouts",
-                "outlier",
-                "max_body_size",
-                "max_connections",
-                "max_inflight_body_size",
-                "shutdown_grace",
-                "stats_retention",
-                "state",
-                "tls",
-                "upstream_tls",
-                "clients",
-                "models"});
-  parse_access(v, root, cfg);
-  parse_tls(v, root, cfg);
-  parse_limits(v, root, cfg);
-  parse_metrics(v, root["metrics"], cfg);
-  parse_timeouts(v, root["timeouts"], cfg);
-  parse_outlier(v, root["outlier"], cfg);
-  parse_shared_state(v, root["state"], cfg);
-  parse_clients(v, root["clients"], cfg);
+  v.known_keys(root, "", kTop);
+  for (const TopKey& k : kTop) {
+    if (const YAML::Node n = root[std::string(k.name)]) {
+      k.read(v, n, std::string(k.name), cfg);
+    }
+  }
   cfg.clients.keys_checked = !cfg.api_keys.empty();
-  parse_models(v, root, cfg);
+  if (!root["models"]) {
+    v.error(root, "missing 'models'; expected a list with at least one model");
+  }
 }
 
 }  // namespace
+
+std::span<const FileKey> file_keys() {
+  static const auto keys = [] {
+    std::array<FileKey, kTop.size()> out;
+    for (std::size_t i = 0; i < kTop.size(); ++i) {
+      out[i] = kTop[i].reload;
+      out[i].name = kTop[i].name;
+    }
+    return out;
+  }();
+  return keys;
+}
+
+std::vector<FileSection> file_sections() {
+  std::vector<FileSection> out;
+  const auto add = [&out](std::string path, const auto& keys) {
+    FileSection s{std::move(path), {}};
+    for (const auto& k : keys) {
+      s.keys.emplace_back(k.name);
+    }
+    out.push_back(std::move(s));
+  };
+  add("", kTop);
+  add("auth", kAuth);
+  add("metrics", kMetrics);
+  add("timeouts", kTimeouts);
+  add("outlier", kOutlier);
+  add("state", kSharedState);
+  add("tls", kTls);
+  add("upstream_tls", kUpstreamTls);
+  add("clients", kClients);
+  add("clients.tenants[]", kTenant);
+  add("clients.classes[]", kClassRule);
+  add("models[]", kModel);
+  add("models[].replicas", kReplicas);
+  add("models[].replicas.data_parallel", kDataParallel);
+  add("models[].kv_events", kKvEvents);
+  add("models[].kv_events.endpoints[]", kKvEndpoint);
+  return out;
+}
 
 ConfigResult parse_config(std::string_view yaml_text, std::string_view source) {
   ConfigResult result;

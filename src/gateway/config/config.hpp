@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/parse.hpp"
@@ -230,6 +232,36 @@ struct Config : RestartSettings, LiveSettings {
 
   const ModelConfig* find_model(std::string_view name) const;
 };
+
+// How a reload takes a key of the file's top level (docs/config.md, "Reloading").
+enum class OnReload {
+  applied,  // for new requests and connections
+  restart,  // kept as it is in force until a restart, and named
+  models,   // compared model by model (reload_plan.hpp)
+};
+
+// A key of the file's top level as a reload sees it: one entry of the table that reads the file.
+struct FileKey {
+  OnReload on_reload = OnReload::applied;
+  // Whether two configurations agree on the key (null for models).
+  bool (*same)(const Config&, const Config&) = nullptr;
+  // A restart key's value in force, as a reload names it.
+  std::string (*in_force)(const Config&) = nullptr;
+  // What a reload calls a change of it, when not the key's name.
+  const char* what = nullptr;
+  std::string_view name;  // the key
+};
+
+// The keys of the file's top level, in the order the file is read (config.cpp's table).
+std::span<const FileKey> file_keys();
+
+// A mapping of the file and its keys, each in its table's order: "" the top level, "metrics",
+// "models[].kv_events" (docs/config.md is checked against them).
+struct FileSection {
+  std::string path;
+  std::vector<std::string> keys;
+};
+std::vector<FileSection> file_sections();
 
 struct ConfigError {
   std::string message;  // "FILE:LINE:COL: what is wrong; expected ..."

@@ -178,7 +178,7 @@ bool Placement::take_decision(int attempt, PlacementTry& at) {
   rec_.expected_cached = d.expected_cached_tokens;
   rec_.expected_exact = d.expected_exact;
   rec_.expected_block = d.expected_block;
-  probe_ = model_->outliers().take_probe(rec_.replica, steady_now());
+  probe_ = model_->replica_set().outliers().take_probe(rec_.replica, steady_now());
   decision_ = d;
   awaiting_first_ = routed_;
   return true;
@@ -317,9 +317,10 @@ void Placement::failed(int attempt, PlacementTry& at, const UpstreamUrl& url, co
   if (still_there && failure.unreachable) {
     // In DP mode every rank sits behind this one server: it is the server that failed.
     const bool dp = model_->config().data_parallel;
-    if (dp ? model_->url_failed(url, failure.why) : model_->replica_failed(rec_.replica, failure.why)) {
-      ctx_.guard.replicas_down(*model_, dp ? model_->replicas_of(url) : std::vector<int>{rec_.replica},
-                               failure.why);
+    if (dp ? model_->replica_set().failed(replicas_of(model_->config(), url), failure.why)
+           : model_->replica_set().replica_failed(rec_.replica, failure.why)) {
+      ctx_.guard.replicas_down(
+          *model_, dp ? replicas_of(model_->config(), url) : std::vector<int>{rec_.replica}, failure.why);
     }
   }
 }
@@ -333,7 +334,7 @@ void Placement::judge(std::optional<core::OutlierReason> failure) {
 
 void Placement::drop_probe() {
   if (follow_layout() && probe_ && model_) {
-    model_->outliers().probe_dropped(rec_.replica);
+    model_->replica_set().outliers().probe_dropped(rec_.replica);
   }
   probe_ = false;
 }

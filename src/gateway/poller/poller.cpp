@@ -143,10 +143,10 @@ asio::awaitable<void> Poller::poll_loop(std::shared_ptr<Upstream> up) {
       want_models = true;
       metrics_.scrape_error(up->url.text);
       for (ModelRuntime* m : up->models) {
-        if (m->url_failed(up->url, *error)) {
+        if (m->replica_set().failed(replicas_of(m->config(), up->url), *error)) {
           spdlog::warn("upstream {} marked unhealthy for model {}: {}", up->url.text, m->config().name,
                        *error);
-          guard_.replicas_down(*m, m->replicas_of(up->url), *error);
+          guard_.replicas_down(*m, replicas_of(m->config(), up->url), *error);
         }
       }
     } else {

@@ -223,7 +223,7 @@ asio::awaitable<bool> Proxy::send(Exchange& ex, const net::Request& req, const O
       model.data_parallel ? std::optional<int>(ex.record.replica) : std::nullopt;
   const net::RawRequest up =
       upstream_request(req, out.rewritten, url, endpoint, dp_rank, at.decision.thread_key);
-  ex.model->sent(ex.record.replica, at.decision);
+  ex.model->replica_set().sent(ex.record.replica, at.decision);
   const net::ClientTimeouts timeouts = client_timeouts();
   // Until its first event the request can go elsewhere: recalled if the replica is marked unhealthy.
   net::Recall recall;

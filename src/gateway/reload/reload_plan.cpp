@@ -27,47 +27,36 @@ std::string layout_text(const ModelConfig& a, const ModelConfig& b) {
   return fmt::format("replicas {} -> {}", a.replica_count(), b.replica_count());
 }
 
-std::string listen_text(const RestartSettings& c) {
-  return c.listen_host.find(':') != std::string::npos ? fmt::format("[{}]:{}", c.listen_host, c.listen_port)
-                                                      : fmt::format("{}:{}", c.listen_host, c.listen_port);
-}
-
-std::string redis_text(const RestartSettings& c) {
-  return c.shared_state ? c.shared_state->redis.text + " prefix " + c.shared_state->prefix : "none";
+// The keys of the file's top level a reload compares, each as its table entry says (config.hpp, FileKey):
+// the ones `on_reload` names whose values differ, by name (or what the entry calls a change).
+std::vector<const FileKey*> changed(const Config& running, const Config& next, OnReload on_reload) {
+  std::vector<const FileKey*> out;
+  for (const FileKey& k : file_keys()) {
+    if (k.on_reload == on_reload && !k.same(running, next)) {
+      out.push_back(&k);
+    }
+  }
+  return out;
 }
 
 // The restart-only settings the file changed, each with the value in force. The groups are compared whole
-// first: a setting without a name here is still reported ("other settings").
-void plan_restart_only(const RestartSettings& running, const RestartSettings& next, ReloadPlan& plan) {
-  if (running == next) {
+// first: a setting without a key of its own is still reported ("other settings").
+void plan_restart_only(const Config& running, const Config& next, ReloadPlan& plan) {
+  if (static_cast<const RestartSettings&>(running) == static_cast<const RestartSettings&>(next)) {
     return;
   }
   const std::size_t before = plan.restart_required.size();
-  auto keep = [&](bool same, std::string_view what, const std::string& in_force) {
-    if (!same) {
-      plan.restart_required.push_back(fmt::format("{} (in force: {})", what, in_force));
-    }
-  };
-  keep(listen_text(running) == listen_text(next), "listen", listen_text(running));
-  keep(running.state_dir == next.state_dir, "state_dir", running.state_dir);
-  keep(running.shared_state == next.shared_state, "state", redis_text(running));
-  keep(running.max_body_bytes == next.max_body_bytes, "max_body_size",
-       std::to_string(running.max_body_bytes));
-  keep(running.max_connections == next.max_connections, "max_connections",
-       std::to_string(running.max_connections));
-  keep(running.max_inflight_body_bytes == next.max_inflight_body_bytes, "max_inflight_body_size",
-       std::to_string(running.max_inflight_body_bytes));
-  keep(running.shutdown_grace == next.shutdown_grace, "shutdown_grace",
-       fmt::format("{}ms", running.shutdown_grace.count()));
-  keep(running.stats_retention == next.stats_retention, "stats_retention",
-       fmt::format("{}s", running.stats_retention.count()));
-  keep(running.metrics == next.metrics, "metrics",
-       fmt::format("scrape_interval {}ms", running.metrics.scrape_interval.count()));
-  keep(plan.restart_required.size() > before, "other settings", "the file read at start");
+  for (const FileKey* k : changed(running, next, OnReload::restart)) {
+    plan.restart_required.push_back(
+        fmt::format("{} (in force: {})", k->what ? k->what : k->name, k->in_force(running)));
+  }
+  if (plan.restart_required.size() == before) {
+    plan.restart_required.emplace_back("other settings (in force: the file read at start)");
+  }
 }
 
 // The settings a reload applies whole (LiveSettings), named for the log and the endpoint's answer.
-void plan_live(const LiveSettings& running, const LiveSettings& next, ReloadPlan& plan) {
+void plan_live(const Config& running, const Config& next, ReloadPlan& plan) {
   // The listener's certificate is read again at every reload (a renewed one under the same name); that
   // line names no change, turning TLS on or off does.
   bool named = false;
@@ -78,25 +67,16 @@ void plan_live(const LiveSettings& running, const LiveSettings& next, ReloadPlan
     plan.applied.emplace_back("tls (off)");
     named = true;
   }
-  if (running == next) {
+  if (static_cast<const LiveSettings&>(running) == static_cast<const LiveSettings&>(next)) {
     return;
   }
-  auto take = [&](bool same, std::string_view what) {
-    if (!same) {
-      plan.applied.emplace_back(what);
-      named = true;
-    }
-  };
-  take(!running.tls || !next.tls || running.tls == next.tls, "tls files");  // on and off are named above
-  take(running.upstream_tls == next.upstream_tls, "upstream_tls");
-  take(running.api_keys == next.api_keys, "api_keys");
-  take(running.admin_token == next.admin_token, "admin_token");
-  take(running.auth == next.auth, "auth");
-  take(running.allowed_hosts == next.allowed_hosts, "allowed_hosts");
-  take(running.allowed_origins == next.allowed_origins, "allowed_origins");
-  take(running.timeouts == next.timeouts, "timeouts");
-  take(running.outlier == next.outlier, "outlier");
-  take(named, "other settings");
+  for (const FileKey* k : changed(running, next, OnReload::applied)) {
+    plan.applied.emplace_back(k->what ? k->what : k->name);
+    named = true;
+  }
+  if (!named) {
+    plan.applied.emplace_back("other settings");
+  }
 }
 
 void plan_models(const Config& running, const Config& next, ReloadPlan& plan) {

@@ -27,7 +27,7 @@ void apply_routing(ModelRuntime& m, const core::RoutingConfig& was, const core::
 void add_model(ReloadContext& warden, const ModelConfig& config) {
   const Config& in_force = warden.config();
   ModelRuntime& m = warden.models().add(config, in_force.metrics.unhealthy_after, in_force.outlier);
-  m.unscraped("added by a reload, not scraped yet");
+  m.replica_set().unscraped("added by a reload, not scraped yet");
   warden.durable().restore_model(m, clocks_now());  // a stored routing change reaches its queue with it
   warden.model_added(m);
   spdlog::info("model {} added with {} replicas", config.name, config.replica_count());
@@ -75,7 +75,7 @@ ReloadPlan apply(ReloadContext& warden, Config next) {
   static_cast<LiveSettings&>(config) = static_cast<LiveSettings&&>(next);
   warden.settings_taken();
   for (const auto& m : warden.models().served()) {
-    m->outliers().configure(config.outlier);
+    m->replica_set().outliers().configure(config.outlier);
   }
   for (const auto& name : plan.models_updated) {
     ModelRuntime* m = warden.models().find(name);

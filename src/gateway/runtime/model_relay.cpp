@@ -35,10 +35,7 @@ core::ReplicaRemap ModelRuntime::relay(const ModelConfig& next) {
   if (remap.identity()) {
     return remap;
   }
-  ReplicaRuntime fresh;
-  fresh.unscraped("added by a reload, not scraped yet");
-  replicas_ = core::remap_values(remap, std::move(replicas_), fresh);
-  outliers_.remap(remap);
+  replica_set_.remap(remap);
   router_.remap_replicas(remap);
   // The context length of a URL no longer served stops counting.
   std::erase_if(max_model_len_, [&](const auto& e) {

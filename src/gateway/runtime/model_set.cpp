@@ -7,7 +7,7 @@ namespace warden::gateway {
 ModelRuntime& ModelSet::add(const ModelConfig& config, int unhealthy_after,
                             const core::OutlierConfig& outlier) {
   served_.push_back(std::make_unique<ModelRuntime>(config, unhealthy_after, io_, rng_));
-  served_.back()->outliers().configure(outlier);
+  served_.back()->replica_set().outliers().configure(outlier);
   return *served_.back();
 }
 

@@ -30,25 +30,25 @@ void ReplicaGuard::replicas_down(const ModelRuntime& m, const std::vector<int>& 
 void ReplicaGuard::outcome(ModelRuntime& m, int replica, std::optional<core::OutlierReason> failure) {
   const core::Time now = steady_now();
   if (!failure) {
-    if (m.outliers().request_succeeded(replica, now)) {
+    if (m.replica_set().outliers().request_succeeded(replica, now)) {
       spdlog::info("model {} replica {} re-admitted: its probe request succeeded", m.config().name, replica);
     }
     return;
   }
-  if (m.outliers().request_failed(replica, *failure, now)) {
+  if (m.replica_set().outliers().request_failed(replica, *failure, now)) {
     ejected(m, replica, now);
   }
 }
 
 void ReplicaGuard::judge_progress(ModelRuntime& m) {
   const core::Time now = steady_now();
-  for (int replica : m.outliers().eject_stalled(now)) {
+  for (int replica : m.replica_set().outliers().eject_stalled(now)) {
     ejected(m, replica, now);
   }
 }
 
 void ReplicaGuard::ejected(ModelRuntime& m, int replica, core::Time now) {
-  const core::OutlierState& o = m.outliers().state(replica);
+  const core::OutlierState& o = m.replica_set().outliers().state(replica);
   const std::string_view reason = core::outlier_reason_name(o.reason());
   const auto backoff = std::chrono::duration_cast<std::chrono::milliseconds>(o.until() - now);
   spdlog::warn(

@@ -1,7 +1,7 @@
 // Outlier ejection of one model's replicas (core/outlier.hpp) with the rules in force: a request's
 // failure or success on a replica, the one probe an ejected replica gets after its backoff, the progress
 // watchdog after a scrape, and the fleet bound (no more than max_ejected_percent out at once). Owns what
-// ejection knows of each replica; time is a parameter. Owned by ModelRuntime, which relays it with the
+// ejection knows of each replica; time is a parameter. Owned by ReplicaSet, which relays it with the
 // replica list and feeds it each scrape's progress.
 #pragma once
 
@@ -42,8 +42,8 @@ class ReplicaOutliers {
                         std::uint64_t backlog, double prefill_rate, core::Time now);
   // A new engine process on `replica`: what the old one failed is forgotten.
   void forget(int replica);
-  // A reload relaid the replica list (ModelRuntime::relay): each replica keeps its state, a new one starts
-  // fresh.
+  // A reload relaid the replica list (ModelRuntime::relay, ReplicaSet::remap): each replica keeps its state,
+  // a new one starts fresh.
   void remap(const core::ReplicaRemap& remap);
 
  private:

@@ -1,4 +1,4 @@
-// What the warden knows of one replica (ModelRuntime keeps one per replica, and changes it only through its
+// What the warden knows of one replica (ReplicaSet keeps one per replica, and changes it only through its
 // own operations): the figures its scrapes report, its health, its prefix-cache counters since the warden
 // started, what its KV cache events say it holds. Outlier ejection's state of it is ReplicaOutliers'.
 #pragma once

@@ -20,9 +20,9 @@ WorkingSet add_up(std::span<const ReplicaWorkingSet> replicas) {
 std::vector<ReplicaWorkingSet> replica_working_sets(const ModelRuntime& model, const core::RouterView& view,
                                                     bool peers) {
   std::vector<ReplicaWorkingSet> out;
-  out.reserve(model.replicas().size());
-  for (std::size_t i = 0; i < model.replicas().size(); ++i) {
-    const core::ReplicaMetrics& m = model.replicas()[i].metrics;
+  out.reserve(model.replica_set().replicas().size());
+  for (std::size_t i = 0; i < model.replica_set().replicas().size(); ++i) {
+    const core::ReplicaMetrics& m = model.replica_set().replicas()[i].metrics;
     const core::ReplicaSessions s = i < view.sessions.size() ? view.sessions[i] : core::ReplicaSessions{};
     ReplicaWorkingSet r;
     r.healthy = m.healthy;

@@ -75,7 +75,7 @@ void SharedHomes::stop() {
 
 RedisCommand SharedHomes::load_command(ModelRuntime& m) {
   const auto view = m.view(Clock::now().time_since_epoch());
-  std::vector<ReplicaLoad> load(m.replicas().size());
+  std::vector<ReplicaLoad> load(m.replica_set().replicas().size());
   for (std::size_t i = 0; i < load.size(); ++i) {
     load[i].in_flight = i < view.counters.size() ? view.counters[i].in_flight : 0;
     load[i].active_conversations = i < view.sessions.size() ? view.sessions[i].active_conversations : 0;
@@ -87,7 +87,7 @@ RedisCommand SharedHomes::load_command(ModelRuntime& m) {
 
 // HGETALL of the model's load hash: the other wardens' fresh loads summed into the replicas' metrics.
 void SharedHomes::take_peer_loads(ModelRuntime& m, const RedisReply* fields) {
-  std::vector<ReplicaLoad> sum(m.replicas().size());
+  std::vector<ReplicaLoad> sum(m.replica_set().replicas().size());
   std::vector<std::string> forget;
   std::uint32_t peers = 0;
   const std::int64_t now = unix_ms_now();
@@ -105,8 +105,8 @@ void SharedHomes::take_peer_loads(ModelRuntime& m, const RedisReply* fields) {
     }
   }
   for (std::size_t i = 0; i < sum.size(); ++i) {
-    m.set_peer_load(static_cast<int>(i), sum[i].in_flight, sum[i].active_conversations, sum[i].held_tokens,
-                    peers);
+    m.replica_set().set_peer_load(static_cast<int>(i), sum[i].in_flight, sum[i].active_conversations,
+                                  sum[i].held_tokens, peers);
   }
   if (!forget.empty()) {
     RedisCommand hdel{"HDEL", load_key(state_->config().prefix, m.config().name)};
@@ -203,7 +203,7 @@ asio::awaitable<void> SharedHomes::lookup(ModelRuntime& m, const core::RequestFa
   take_peer_loads(m, &reply.elements[2]);
   const RedisReply& home = reply.elements[0];
   const auto replica = home.type == RedisReply::Type::string ? parse_home(home.text) : std::nullopt;
-  if (replica && *replica < m.replicas().size()) {
+  if (replica && *replica < m.replica_set().replicas().size()) {
     m.homes().learn_home(facts.session->hash, *replica, facts.prompt_tokens, Clock::now().time_since_epoch());
   }
 }
@@ -246,7 +246,7 @@ asio::awaitable<bool> SharedHomes::placement(ModelRuntime& m, const core::Reques
   if (!winner || *winner == *d.replica) {
     co_return false;
   }
-  if (*winner >= m.replicas().size() || !m.replicas()[*winner].metrics.healthy) {
+  if (*winner >= m.replica_set().replicas().size() || !m.replica_set().replicas()[*winner].metrics.healthy) {
     if (claim) {
       state_->send({{"SET", key, value, "PX", ttl}});  // its home is gone: this placement replaces it
     }
@@ -269,7 +269,7 @@ void SharedHomes::adopt(ModelRuntime& m, std::span<const core::SessionRecord> mi
     const RedisReply& reply = (*replies)[i];
     const auto theirs = reply.type == RedisReply::Type::string ? parse_home(reply.text) : std::nullopt;
     const core::SessionRecord& r = mine[i];
-    if (theirs && *theirs != r.entry.home && *theirs < m.replicas().size() &&
+    if (theirs && *theirs != r.entry.home && *theirs < m.replica_set().replicas().size() &&
         m.router().home_of(r.key, now) == r.entry.home) {
       m.homes().adopt_home(r.key, *theirs, r.entry.prompt_tokens, now);
     }

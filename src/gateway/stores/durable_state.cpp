@@ -16,7 +16,7 @@
 #include "base/trim.hpp"
 
 #include "gateway/config/keep_unchanged.hpp"
-#include "gateway/config/routing_settings.hpp"
+#include "settings/routing.hpp"
 
 namespace warden::gateway {
 
@@ -158,8 +158,8 @@ void DurableState::restore_routing(ModelRuntime& m) {
   // Read over the file's routing: a knob the stored text does not name (stored before it was kept) is the
   // file's.
   const core::RoutingConfig& file = m.config().routing;
-  const auto at_change = patch_routing(file, change.config_routing, RoutingScope::stored);
-  const auto routing = patch_routing(file, change.routing, RoutingScope::stored);
+  const auto at_change = settings::patch_routing(file, change.config_routing, settings::RoutingScope::stored);
+  const auto routing = settings::patch_routing(file, change.routing, settings::RoutingScope::stored);
   core::RoutingConfig next = file;
   if (at_change && routing) {
     keep_unchanged(next, *routing, *at_change, file);
@@ -175,16 +175,16 @@ void DurableState::restore_routing(ModelRuntime& m) {
   if (*at_change != file) {
     save_routing(m);
   }
-  spdlog::info("routing restored model={} {}", name, boost::json::serialize(routing_json(next)));
+  spdlog::info("routing restored model={} {}", name, boost::json::serialize(settings::routing_json(next)));
 }
 
 void DurableState::save_routing(ModelRuntime& m) {
   if (!routing_db_) {
     return;
   }
-  auto saved = routing_db_->save_routing({m.config().name,
-                                          boost::json::serialize(routing_json(m.router().routing_config())),
-                                          boost::json::serialize(routing_json(m.config().routing))});
+  auto saved = routing_db_->save_routing(
+      {m.config().name, boost::json::serialize(settings::routing_json(m.router().routing_config())),
+       boost::json::serialize(settings::routing_json(m.config().routing))});
   if (!saved) {
     spdlog::warn("routing change of model {} is in force but not stored: {}", m.config().name, saved.error());
   }

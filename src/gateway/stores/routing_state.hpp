@@ -39,7 +39,7 @@ struct HomeChanges {
 
 // A model's routing as the admin API last left it, the whole core::RoutingConfig, with the config file's
 // routing at the time: a config edited since then (other values) wins over the stored change. Both in
-// their JSON spelling (gateway/config/routing_settings.hpp); a value written before every knob was kept holds
+// their JSON spelling (settings/routing.hpp); a value written before every knob was kept holds
 // only affinity and spill_threshold.
 struct StoredRouting {
   std::string model;

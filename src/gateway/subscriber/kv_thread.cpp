@@ -205,6 +205,42 @@ void on_monitor(KvThread::Source& source, Parts& parts, std::chrono::steady_cloc
 
 enum class Role : std::uint8_t { monitor, sub, dealer };
 
+// The sources made to follow `wanted`: those no longer wanted closed, new ones opened.
+void follow_wanted(zmq::context_t& ctx, const std::vector<KvSourceSpec>& wanted,
+                   std::vector<std::unique_ptr<KvThread::Source>>& sources, std::uint64_t& serial) {
+  std::erase_if(sources, [&](const auto& s) {
+    return std::find(wanted.begin(), wanted.end(), s->spec) == wanted.end();
+  });
+  for (const KvSourceSpec& spec : wanted) {
+    if (std::none_of(sources.begin(), sources.end(), [&](const auto& s) { return s->spec == spec; })) {
+      try {
+        sources.push_back(std::make_unique<KvThread::Source>(ctx, spec, ++serial));
+      } catch (const zmq::error_t& e) {
+        spdlog::error("kv events: cannot listen to {}: {}", spec.endpoint, e.what());
+      }
+    }
+  }
+}
+
+// What one round polls: every source's monitor, and unless the inbox is `full` its SUB and replay DEALER.
+void poll_items(const std::vector<std::unique_ptr<KvThread::Source>>& sources, bool full,
+                std::vector<zmq::pollitem_t>& items, std::vector<std::pair<KvThread::Source*, Role>>& roles) {
+  items.clear();
+  roles.clear();
+  for (const auto& s : sources) {
+    items.push_back({s->monitor.handle(), 0, ZMQ_POLLIN, 0});
+    roles.emplace_back(s.get(), Role::monitor);
+    if (!full) {
+      items.push_back({s->sub.handle(), 0, ZMQ_POLLIN, 0});
+      roles.emplace_back(s.get(), Role::sub);
+      if (s->dealer) {
+        items.push_back({s->dealer->handle(), 0, ZMQ_POLLIN, 0});
+        roles.emplace_back(s.get(), Role::dealer);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void KvThread::run() {
@@ -227,35 +263,11 @@ void KvThread::run() {
       }
     }
     if (wanted) {
-      std::erase_if(sources, [&](const auto& s) {
-        return std::find(wanted->begin(), wanted->end(), s->spec) == wanted->end();
-      });
-      for (const KvSourceSpec& spec : *wanted) {
-        if (std::none_of(sources.begin(), sources.end(), [&](const auto& s) { return s->spec == spec; })) {
-          try {
-            sources.push_back(std::make_unique<Source>(ctx, spec, ++serial));
-          } catch (const zmq::error_t& e) {
-            spdlog::error("kv events: cannot listen to {}: {}", spec.endpoint, e.what());
-          }
-        }
-      }
+      follow_wanted(ctx, *wanted, sources, serial);
     }
     // A full inbox: the publishers wait (in ZMQ's queues) until the I/O thread has caught up.
     const bool full = inbox_full();
-    items.clear();
-    roles.clear();
-    for (const auto& s : sources) {
-      items.push_back({s->monitor.handle(), 0, ZMQ_POLLIN, 0});
-      roles.emplace_back(s.get(), Role::monitor);
-      if (!full) {
-        items.push_back({s->sub.handle(), 0, ZMQ_POLLIN, 0});
-        roles.emplace_back(s.get(), Role::sub);
-        if (s->dealer) {
-          items.push_back({s->dealer->handle(), 0, ZMQ_POLLIN, 0});
-          roles.emplace_back(s.get(), Role::dealer);
-        }
-      }
-    }
+    poll_items(sources, full, items, roles);
     try {
       zmq::poll(items, kPollInterval);
     } catch (const zmq::error_t& e) {

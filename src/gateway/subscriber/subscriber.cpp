@@ -63,8 +63,8 @@ void Subscriber::sync() {
     const ModelConfig& c = m->config();
     const KvEventsConfig& k = c.kv_events;
     const bool on = k.enabled && static_cast<int>(k.endpoints.size()) == c.replica_count();
-    for (int i = 0; i < static_cast<int>(m->replicas().size()); ++i) {
-      KvFeed& feed = *m->kv_feed(i);
+    for (int i = 0; i < static_cast<int>(m->replica_set().replicas().size()); ++i) {
+      KvFeed& feed = *m->replica_set().kv_feed(i);
       if (!on) {
         feed.stop_listening();
         continue;
@@ -124,10 +124,10 @@ void Subscriber::apply(KvInboxItem& item) {
     return;  // a source a reload removed
   }
   ModelRuntime* m = models_.find(t->second.model);
-  if (!m || t->second.replica >= static_cast<int>(m->replicas().size())) {
+  if (!m || t->second.replica >= static_cast<int>(m->replica_set().replicas().size())) {
     return;
   }
-  KvFeed& feed = *m->kv_feed(t->second.replica);
+  KvFeed& feed = *m->replica_set().kv_feed(t->second.replica);
   const std::string& model = t->second.model;
   const int replica = t->second.replica;
   std::visit(

@@ -122,7 +122,13 @@ TEST(AdminRoutes, RoutingPatchNeedsTheTokenAndAValidBody) {
   EXPECT_EQ(card.at("routing").at("admission").at("max_queue").to_number<int>(), 5);
   EXPECT_EQ(card.at("routing").at("admission").at("queued").to_number<int>(), 2);
 
-  EXPECT_EQ(answer_admin(g, request(http::verb::get, "/api/models/m/routing")).result_int(), 405u);
+  // A wrong method is told what PATCH takes: every setting the admin scope of the table lets it change.
+  const auto get = answer_admin(g, request(http::verb::get, "/api/models/m/routing"));
+  EXPECT_EQ(get.result_int(), 405u);
+  EXPECT_EQ(body_of(get).at("error").at("message").as_string(),
+            "use PATCH with {\"affinity\": bool, \"spill_threshold\": \"auto\"|N, \"rebalance\": bool, "
+            "\"threads\": bool, \"cost_spill\": \"on\"|\"off\"|{...}, \"admission\": \"off\"|\"auto\"|{...}, "
+            "\"task_admission\": \"off\"|\"auto\"|{...}}");
 }
 
 TEST(AdminRoutes, WithoutAnAdminTokenChangesAreRefused) {

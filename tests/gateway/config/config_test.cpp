@@ -2,9 +2,10 @@
 
 #include <gtest/gtest.h>
 
-#include "every_routing_setting.hpp"
+#include "settings/every_routing_setting.hpp"
 
 #include <boost/json/serialize.hpp>
+#include <cctype>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -258,7 +259,7 @@ std::string routing_yaml(const warden::core::RoutingConfig& c) {
   return "{ " + out + " }";
 }
 
-// The file takes every key of the routing table (gateway/config/routing_settings.cpp), as the admin API
+// The file takes every key of the routing table (settings/routing.cpp), as the admin API
 // and the stored state do, a boolean also as YAML's words, and reports a wrong one at its line and column.
 TEST(Config, RoutingTakesEverySettingOfTheTable) {
   const auto model = [](const std::string& routing) {
@@ -562,4 +563,101 @@ TEST(Config, AnUnusableUrlIsQuotedWithoutItsPassword) {
   EXPECT_NE(errors_of("models: [{name: m, replicas: {urls: [\"http://127.0.0.1:70000\"]}}]\n")
                 .find("port must be 1..65535"),
             std::string::npos);
+}
+
+namespace {
+
+std::string config_doc() {
+  std::ifstream in(std::string(WARDEN_SOURCE_DIR) + "/docs/config.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Whether `name` is a word of some `code` span of `text`.
+bool named_in_code(const std::string& text, const std::string& name) {
+  for (std::size_t open = text.find('`'); open != std::string::npos;) {
+    const std::size_t close = text.find('`', open + 1);
+    if (close == std::string::npos) {
+      break;
+    }
+    const std::string span = text.substr(open + 1, close - open - 1);
+    for (std::size_t at = span.find(name); at != std::string::npos; at = span.find(name, at + 1)) {
+      const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+      const bool starts = at == 0 || !word(span[at - 1]);
+      const bool ends = at + name.size() == span.size() || !word(span[at + name.size()]);
+      if (starts && ends) {
+        return true;
+      }
+    }
+    open = text.find('`', close + 1);
+  }
+  return false;
+}
+
+}  // namespace
+
+// docs/config.md names every key the file's tables read (config.cpp), and its "Reloading" section every
+// key of the top level a reload applies or keeps until a restart: a key added to a table without its
+// documentation fails here.
+TEST(Config, DocsNameEveryKeyOfTheTables) {
+  const std::string doc = config_doc();
+  ASSERT_FALSE(doc.empty());
+  for (const FileSection& s : file_sections()) {
+    for (const std::string& key : s.keys) {
+      EXPECT_TRUE(named_in_code(doc, key)) << (s.path.empty() ? key : s.path + "." + key);
+    }
+  }
+  const std::size_t start = doc.find("## Reloading");
+  ASSERT_NE(start, std::string::npos);
+  const std::string reloading = doc.substr(start, doc.find("\n## ", start + 1) - start);
+  for (const FileKey& k : file_keys()) {
+    if (k.on_reload != OnReload::models) {
+      EXPECT_TRUE(named_in_code(reloading, std::string(k.name))) << k.name;
+    }
+  }
+}
+
+// A reload names each key of the top level it applies or keeps by the table's entry, a restart key with
+// its value in force; a change no key names is "other settings".
+TEST(Config, ReloadNamesTheTablesKeys) {
+  auto a = parse_config(kFull, "w.yaml");
+  ASSERT_TRUE(a.ok()) << a.error_text();
+  std::size_t restart = 0;
+  for (const FileKey& k : file_keys()) {
+    ASSERT_TRUE(k.on_reload == OnReload::models || k.same) << k.name;
+    EXPECT_TRUE(k.on_reload == OnReload::models || k.same(*a.config, *a.config)) << k.name;
+    if (k.on_reload == OnReload::restart) {
+      ASSERT_TRUE(k.in_force) << k.name;
+      ++restart;
+    }
+  }
+  EXPECT_EQ(restart, 9u);
+  const auto find = [](std::string_view name) {
+    for (const FileKey& k : file_keys()) {
+      if (k.name == name) {
+        return k;
+      }
+    }
+    return FileKey{};
+  };
+  EXPECT_EQ(find("shutdown_grace").in_force(*a.config), "30000ms");
+  EXPECT_EQ(find("listen").in_force(*a.config), "0.0.0.0:9090");
+  EXPECT_EQ(find("metrics").in_force(*a.config), "scrape_interval 250ms");
+  auto b = parse_config(std::string(kFull) + "clients: { default_class: interactive }\n", "w.yaml");
+  ASSERT_TRUE(b.ok()) << b.error_text();
+  EXPECT_FALSE(find("clients").same(*a.config, *b.config));
+  EXPECT_EQ(find("tls").what, std::string("tls files"));
+}
+
+// Errors come in the order the file is written, whatever order the tables read the keys in.
+TEST(Config, ErrorsInFileOrder) {
+  const std::string e = errors_of(
+      "models:\n  - name: m\n    replicas: { urls: [http://a:1] }\n"
+      "metrics: { scrape_interval: 1ms }\nlisten: nope\n");
+  const std::size_t metrics = e.find("w.yaml:4:");
+  const std::size_t listen = e.find("w.yaml:5:");
+  ASSERT_NE(metrics, std::string::npos) << e;
+  ASSERT_NE(listen, std::string::npos) << e;
+  EXPECT_LT(metrics, listen) << e;
 }

@@ -177,8 +177,8 @@ TEST_F(PlacementTest, AnUnreachableReplicaIsMarkedDownAndNoneLeftIsA503) {
     ASSERT_EQ(place(0, at), true);
     placement.failed(0, at, config.models[0].replica_url(record.replica),
                      {.why = "refused", .may_retry = true, .unreachable = true});
-    EXPECT_FALSE(model.replicas()[static_cast<std::size_t>(record.replica)].metrics.healthy);
-    EXPECT_EQ(model.replicas()[static_cast<std::size_t>(record.replica)].last_error, "refused");
+    EXPECT_FALSE(model.replica_set().replicas()[static_cast<std::size_t>(record.replica)].metrics.healthy);
+    EXPECT_EQ(model.replica_set().replicas()[static_cast<std::size_t>(record.replica)].last_error, "refused");
   }
   EXPECT_EQ(place(0, at), false);
   EXPECT_FALSE(at.retry);

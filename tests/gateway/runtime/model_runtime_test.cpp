@@ -104,7 +104,7 @@ TEST(ModelRuntime, OffloadedHitsCountAsHitsAndPreemptionsAreCounted) {
   auto s2 = scrape_for_model(rank_metrics(0, 1, 0, 0.5, 2000, 300) + extra(1000, 10), "served");
   ASSERT_TRUE(s2);
   m.apply_scrape(url, *s2);
-  const auto& r0 = m.replicas()[0];
+  const auto& r0 = m.replica_set().replicas()[0];
   ASSERT_TRUE(r0.prefix_hit_rate());
   EXPECT_DOUBLE_EQ(*r0.prefix_hit_rate(), (200.0 + 500.0) / 1000.0);
   EXPECT_DOUBLE_EQ(r0.preemptions.delta(), 3.0);
@@ -120,7 +120,7 @@ TEST(ModelRuntime, OffloadedHitsCountAsHitsAndPreemptionsAreCounted) {
   m.apply_scrape(url, *scrape_for_model(offload, "served"));
   EXPECT_EQ(r0.offload_gib, 16.0);
   EXPECT_EQ(r0.metrics.offload_capacity_tokens, 7281u * 16u);
-  EXPECT_EQ(m.metrics()[0].offload_capacity_tokens, 7281u * 16u) << "what the Router reads";
+  EXPECT_EQ(m.replica_set().metrics()[0].offload_capacity_tokens, 7281u * 16u) << "what the Router reads";
 }
 
 TEST(ModelRuntime, DataParallelScrapeFillsEachRankAndHitRateSinceStart) {
@@ -137,20 +137,20 @@ TEST(ModelRuntime, DataParallelScrapeFillsEachRankAndHitRateSinceStart) {
       rank_metrics(0, 2, 0, 0.6, 1400, 1200) + rank_metrics(1, 1, 0, 0.2, 50, 0) + other, "served");
   m.apply_scrape(url, *s2);
 
-  const auto& r0 = m.replicas()[0];
+  const auto& r0 = m.replica_set().replicas()[0];
   EXPECT_EQ(r0.metrics.running, 2u);
   EXPECT_EQ(r0.metrics.waiting, 0u);
   EXPECT_DOUBLE_EQ(r0.metrics.kv_usage, 0.6);
   EXPECT_EQ(r0.metrics.kv_capacity_tokens, 2500u * 16u);
   EXPECT_EQ(r0.metrics.scrape_generation, 2u);
   ASSERT_TRUE(r0.prefix_hit_rate());
-  EXPECT_DOUBLE_EQ(*r0.prefix_hit_rate(), 300.0 / 400.0);  // deltas, not the engine's lifetime totals
-  EXPECT_FALSE(m.replicas()[1].prefix_hit_rate());         // no query since the warden started
-  EXPECT_EQ(m.metrics().size(), 2u);
-  EXPECT_EQ(m.metrics()[1].running, 1u);
+  EXPECT_DOUBLE_EQ(*r0.prefix_hit_rate(), 300.0 / 400.0);         // deltas, not the engine's lifetime totals
+  EXPECT_FALSE(m.replica_set().replicas()[1].prefix_hit_rate());  // no query since the warden started
+  EXPECT_EQ(m.replica_set().metrics().size(), 2u);
+  EXPECT_EQ(m.replica_set().metrics()[1].running, 1u);
   // The lifetime count of computed prompt tokens (queries minus hits), for the core's eviction estimate.
   EXPECT_EQ(r0.metrics.computed(), std::optional<std::uint64_t>(200));
-  EXPECT_EQ(m.metrics()[1].computed(), std::optional<std::uint64_t>(50));
+  EXPECT_EQ(m.replica_set().metrics()[1].computed(), std::optional<std::uint64_t>(50));
   // The prefill rate: computed tokens per second over scrape intervals with requests waiting at both ends.
   EXPECT_EQ(r0.metrics.prefill_tokens_per_second, 0.0);
   using std::chrono::seconds;
@@ -161,7 +161,7 @@ TEST(ModelRuntime, DataParallelScrapeFillsEachRankAndHitRateSinceStart) {
   auto bad = scrape_for_model(rank_metrics(0, 2, 0, 0.6, 100, 1200), "served");  // more hits than queries
   ASSERT_TRUE(bad);
   m.apply_scrape(url, *bad);
-  EXPECT_FALSE(m.replicas()[0].metrics.computed());
+  EXPECT_FALSE(m.replica_set().replicas()[0].metrics.computed());
 
   // An engine that does not label series with the configured name: every series counts.
   auto unnamed = scrape_for_model("vllm:num_requests_running{engine=\"1\",model_name=\"x\"} 5\n", "served");
@@ -174,43 +174,46 @@ TEST(ModelRuntime, UnhealthyAfterConsecutiveFailuresAndRecoversOnScrape) {
   Config c = config_of(kUrls);
   ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
   const auto& u1 = c.models[0].urls[1];
-  EXPECT_FALSE(m.url_failed(u1, "connect refused"));
-  EXPECT_FALSE(m.url_failed(u1, "connect refused"));
-  EXPECT_TRUE(m.replicas()[1].metrics.healthy);
-  EXPECT_TRUE(m.url_failed(u1, "connect refused"));  // third in a row
-  EXPECT_FALSE(m.replicas()[1].metrics.healthy);
-  EXPECT_TRUE(m.replicas()[0].metrics.healthy);  // the other server is not affected
-  EXPECT_EQ(m.replicas()[1].last_error, "connect refused");
-  EXPECT_FALSE(m.url_failed(u1, "again"));  // already unhealthy: no new transition
+  EXPECT_FALSE(m.replica_set().failed(replicas_of(m.config(), u1), "connect refused"));
+  EXPECT_FALSE(m.replica_set().failed(replicas_of(m.config(), u1), "connect refused"));
+  EXPECT_TRUE(m.replica_set().replicas()[1].metrics.healthy);
+  EXPECT_TRUE(m.replica_set().failed(replicas_of(m.config(), u1), "connect refused"));  // third in a row
+  EXPECT_FALSE(m.replica_set().replicas()[1].metrics.healthy);
+  EXPECT_TRUE(m.replica_set().replicas()[0].metrics.healthy);  // the other server is not affected
+  EXPECT_EQ(m.replica_set().replicas()[1].last_error, "connect refused");
+  EXPECT_FALSE(
+      m.replica_set().failed(replicas_of(m.config(), u1), "again"));  // already unhealthy: no new transition
 
   // One engine per server: its series may carry any engine label.
   auto s = parse_vllm_metrics(rank_metrics(0, 4, 2, 0.3, 10, 5), "served");
   m.apply_scrape(u1, *s);
-  EXPECT_TRUE(m.replicas()[1].metrics.healthy);
-  EXPECT_EQ(m.replicas()[1].metrics.running, 4u);
-  EXPECT_EQ(m.replicas()[1].consecutive_failures, 0);
-  EXPECT_EQ(m.replicas()[0].metrics.running, 0u);
+  EXPECT_TRUE(m.replica_set().replicas()[1].metrics.healthy);
+  EXPECT_EQ(m.replica_set().replicas()[1].metrics.running, 4u);
+  EXPECT_EQ(m.replica_set().replicas()[1].consecutive_failures, 0);
+  EXPECT_EQ(m.replica_set().replicas()[0].metrics.running, 0u);
 }
 
 // What the routing core reads of an ejected replica: unhealthy, until its probe is out and back.
 TEST(ModelRuntime, AnEjectedReplicaReadsAsUnhealthyUntilItsProbeSucceeds) {
   Config c = config_of(kUrls);
   ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
-  m.outliers().configure(outlier_of(2, std::chrono::seconds(10)));
+  m.replica_set().outliers().configure(outlier_of(2, std::chrono::seconds(10)));
   using std::chrono::seconds;
-  EXPECT_FALSE(m.outliers().request_failed(1, warden::core::OutlierReason::first_byte, seconds(1)));
-  EXPECT_TRUE(m.outliers().request_failed(1, warden::core::OutlierReason::first_byte, seconds(2)));
-  EXPECT_FALSE(m.metrics(seconds(3))[1].healthy);
-  EXPECT_TRUE(m.metrics(seconds(3))[0].healthy);
-  EXPECT_TRUE(m.replicas()[1].metrics.healthy);           // what the scrapes say is kept apart
-  EXPECT_FALSE(m.outliers().take_probe(1, seconds(11)));  // still in its backoff (until 12 s)
-  EXPECT_TRUE(m.metrics(seconds(12))[1].healthy);
-  EXPECT_TRUE(m.outliers().take_probe(1, seconds(12)));
-  EXPECT_FALSE(m.metrics(seconds(12))[1].healthy);  // one probe at a time
-  EXPECT_TRUE(m.outliers().request_succeeded(1, seconds(13)));
-  EXPECT_TRUE(m.metrics(seconds(13))[1].healthy);
-  EXPECT_FALSE(m.outliers().request_failed(7, warden::core::OutlierReason::first_byte,
-                                           seconds(13)));  // no such replica
+  EXPECT_FALSE(
+      m.replica_set().outliers().request_failed(1, warden::core::OutlierReason::first_byte, seconds(1)));
+  EXPECT_TRUE(
+      m.replica_set().outliers().request_failed(1, warden::core::OutlierReason::first_byte, seconds(2)));
+  EXPECT_FALSE(m.replica_set().metrics(seconds(3))[1].healthy);
+  EXPECT_TRUE(m.replica_set().metrics(seconds(3))[0].healthy);
+  EXPECT_TRUE(m.replica_set().replicas()[1].metrics.healthy);           // what the scrapes say is kept apart
+  EXPECT_FALSE(m.replica_set().outliers().take_probe(1, seconds(11)));  // still in its backoff (until 12 s)
+  EXPECT_TRUE(m.replica_set().metrics(seconds(12))[1].healthy);
+  EXPECT_TRUE(m.replica_set().outliers().take_probe(1, seconds(12)));
+  EXPECT_FALSE(m.replica_set().metrics(seconds(12))[1].healthy);  // one probe at a time
+  EXPECT_TRUE(m.replica_set().outliers().request_succeeded(1, seconds(13)));
+  EXPECT_TRUE(m.replica_set().metrics(seconds(13))[1].healthy);
+  EXPECT_FALSE(m.replica_set().outliers().request_failed(7, warden::core::OutlierReason::first_byte,
+                                                         seconds(13)));  // no such replica
 }
 
 // The progress watchdog from scrapes: running requests and token counters that stand still for
@@ -220,19 +223,20 @@ TEST(ModelRuntime, AStalledEngineIsEjectedAndProbedOnlyOnceItMovesAgain) {
   ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
   warden::core::OutlierConfig o = stall_after(std::chrono::seconds(20));
   o.base_ejection = std::chrono::seconds(5);
-  m.outliers().configure(o);
+  m.replica_set().outliers().configure(o);
   scrape_tokens(m, c, 2, 500, 0);
   scrape_tokens(m, c, 2, 500, 19);
-  EXPECT_TRUE(m.outliers().eject_stalled(std::chrono::seconds(19)).empty());
+  EXPECT_TRUE(m.replica_set().outliers().eject_stalled(std::chrono::seconds(19)).empty());
   scrape_tokens(m, c, 2, 500, 20);
-  EXPECT_EQ(m.outliers().eject_stalled(std::chrono::seconds(20)), std::vector<int>{0});
-  EXPECT_TRUE(m.outliers().eject_stalled(std::chrono::seconds(21)).empty());  // once
-  EXPECT_EQ(m.outliers().state(0).reason(), warden::core::OutlierReason::no_progress);
+  EXPECT_EQ(m.replica_set().outliers().eject_stalled(std::chrono::seconds(20)), std::vector<int>{0});
+  EXPECT_TRUE(m.replica_set().outliers().eject_stalled(std::chrono::seconds(21)).empty());  // once
+  EXPECT_EQ(m.replica_set().outliers().state(0).reason(), warden::core::OutlierReason::no_progress);
   scrape_tokens(m, c, 2, 500, 30);
-  EXPECT_FALSE(m.outliers().routable(0, std::chrono::seconds(30)));  // backoff over, still stalled
+  EXPECT_FALSE(
+      m.replica_set().outliers().routable(0, std::chrono::seconds(30)));  // backoff over, still stalled
   scrape_tokens(m, c, 2, 530, 31);
-  EXPECT_TRUE(m.outliers().routable(0, std::chrono::seconds(31)));
-  EXPECT_TRUE(m.outliers().take_probe(0, std::chrono::seconds(31)));
+  EXPECT_TRUE(m.replica_set().outliers().routable(0, std::chrono::seconds(31)));
+  EXPECT_TRUE(m.replica_set().outliers().take_probe(0, std::chrono::seconds(31)));
 }
 
 // The fleet bound: with max_ejection_percent 50 one of two replicas may be out, the other's failures are
@@ -241,16 +245,18 @@ TEST(ModelRuntime, AStalledEngineIsEjectedAndProbedOnlyOnceItMovesAgain) {
 TEST(ModelRuntime, NoMoreThanTheBoundIsEjectedAndTooFewLeftRoutesToAll) {
   Config c = config_of(kUrls);
   ModelRuntime m(c.models[0], 1, io.get_executor(), rng);
-  m.outliers().configure(outlier_of(1, std::chrono::seconds(60)));
+  m.replica_set().outliers().configure(outlier_of(1, std::chrono::seconds(60)));
   using std::chrono::seconds;
-  EXPECT_TRUE(m.outliers().request_failed(0, warden::core::OutlierReason::first_byte, seconds(1)));
-  EXPECT_FALSE(m.outliers().request_failed(1, warden::core::OutlierReason::first_byte, seconds(2)));
-  EXPECT_FALSE(m.outliers().state(1).ejected());
-  EXPECT_FALSE(m.metrics(seconds(3))[0].healthy);
-  EXPECT_TRUE(m.metrics(seconds(3))[1].healthy);
-  ASSERT_TRUE(m.replica_failed(1, "connection refused"));  // unhealthy by its scrapes
-  EXPECT_TRUE(m.metrics(seconds(4))[0].healthy);           // panic: the ejected one, not none
-  EXPECT_FALSE(m.metrics(seconds(4))[1].healthy);
+  EXPECT_TRUE(
+      m.replica_set().outliers().request_failed(0, warden::core::OutlierReason::first_byte, seconds(1)));
+  EXPECT_FALSE(
+      m.replica_set().outliers().request_failed(1, warden::core::OutlierReason::first_byte, seconds(2)));
+  EXPECT_FALSE(m.replica_set().outliers().state(1).ejected());
+  EXPECT_FALSE(m.replica_set().metrics(seconds(3))[0].healthy);
+  EXPECT_TRUE(m.replica_set().metrics(seconds(3))[1].healthy);
+  ASSERT_TRUE(m.replica_set().replica_failed(1, "connection refused"));  // unhealthy by its scrapes
+  EXPECT_TRUE(m.replica_set().metrics(seconds(4))[0].healthy);           // panic: the ejected one, not none
+  EXPECT_FALSE(m.replica_set().metrics(seconds(4))[1].healthy);
 }
 
 namespace {
@@ -273,16 +279,16 @@ warden::core::Decision send(ModelRuntime& m, int replica, std::uint32_t prompt_t
 TEST(ModelRuntime, ALongPrefillIsNotAStall) {
   Config c = config_of(kUrls);
   ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
-  m.outliers().configure(stall_after(std::chrono::seconds(20)));
+  m.replica_set().outliers().configure(stall_after(std::chrono::seconds(20)));
   using std::chrono::seconds;
   const auto long_prompt = send(m, 0, 5'000, seconds(0));
   scrape_tokens(m, c, 1, 100, 0);
   scrape_tokens(m, c, 1, 100, 30);
-  EXPECT_TRUE(m.outliers().eject_stalled(seconds(30)).empty());
+  EXPECT_TRUE(m.replica_set().outliers().eject_stalled(seconds(30)).empty());
   scrape_tokens(m, c, 1, 100, 49);
-  EXPECT_TRUE(m.outliers().eject_stalled(seconds(49)).empty());
+  EXPECT_TRUE(m.replica_set().outliers().eject_stalled(seconds(49)).empty());
   scrape_tokens(m, c, 1, 100, 50);
-  EXPECT_EQ(m.outliers().eject_stalled(seconds(50)),
+  EXPECT_EQ(m.replica_set().outliers().eject_stalled(seconds(50)),
             std::vector<int>{0});  // 3 x its prefill time: a stall after all
   m.first_token(long_prompt);
 }
@@ -292,16 +298,16 @@ TEST(ModelRuntime, ALongPrefillIsNotAStall) {
 TEST(ModelRuntime, PinnedLongPromptsNeverHoldTheWatchdogPastThreeStallAfters) {
   Config c = config_of(kUrls);
   ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
-  m.outliers().configure(stall_after(std::chrono::seconds(20)));
+  m.replica_set().outliers().configure(stall_after(std::chrono::seconds(20)));
   using std::chrono::seconds;
   for (int i = 0; i < 20; ++i) {
     (void)send(m, 0, 60'000, seconds(0));
   }
   scrape_tokens(m, c, 20, 100, 0);
   scrape_tokens(m, c, 20, 100, 59);
-  EXPECT_TRUE(m.outliers().eject_stalled(seconds(59)).empty());
+  EXPECT_TRUE(m.replica_set().outliers().eject_stalled(seconds(59)).empty());
   scrape_tokens(m, c, 20, 100, 60);
-  EXPECT_EQ(m.outliers().eject_stalled(seconds(60)), std::vector<int>{0});
+  EXPECT_EQ(m.replica_set().outliers().eject_stalled(seconds(60)), std::vector<int>{0});
 }
 
 // An engine that hangs while it reports `running 0`: the warden's own request there, still without its
@@ -309,15 +315,15 @@ TEST(ModelRuntime, PinnedLongPromptsNeverHoldTheWatchdogPastThreeStallAfters) {
 TEST(ModelRuntime, AHangReportedAsNothingRunningIsAStall) {
   Config c = config_of(kUrls);
   ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
-  m.outliers().configure(stall_after(std::chrono::seconds(20)));
+  m.replica_set().outliers().configure(stall_after(std::chrono::seconds(20)));
   using std::chrono::seconds;
   scrape_tokens(m, c, 0, 100, 0);
   send(m, 0, 100, seconds(1));
   scrape_tokens(m, c, 0, 100, 1);
   scrape_tokens(m, c, 0, 100, 21);
-  EXPECT_TRUE(m.outliers().eject_stalled(seconds(21)).empty());  // 20 s + 0.6 s of prefill
+  EXPECT_TRUE(m.replica_set().outliers().eject_stalled(seconds(21)).empty());  // 20 s + 0.6 s of prefill
   scrape_tokens(m, c, 0, 100, 22);
-  EXPECT_EQ(m.outliers().eject_stalled(seconds(22)), std::vector<int>{0});
+  EXPECT_EQ(m.replica_set().outliers().eject_stalled(seconds(22)), std::vector<int>{0});
 }
 
 // The same hang on an engine that exports no token counters: the warden's own requests there are its
@@ -326,7 +332,7 @@ TEST(ModelRuntime, AHangReportedAsNothingRunningIsAStall) {
 TEST(ModelRuntime, AHangWithoutTokenCountersIsAStall) {
   Config c = config_of(kUrls);
   ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
-  m.outliers().configure(stall_after(std::chrono::seconds(20)));
+  m.replica_set().outliers().configure(stall_after(std::chrono::seconds(20)));
   using std::chrono::seconds;
   const auto scrape = [&](int at) {
     m.apply_scrape(c.models[0].urls[0],
@@ -340,10 +346,10 @@ TEST(ModelRuntime, AHangWithoutTokenCountersIsAStall) {
   send(m, 0, 100, seconds(16));
   scrape(16);
   scrape(36);
-  EXPECT_TRUE(m.outliers().eject_stalled(seconds(36)).empty())
+  EXPECT_TRUE(m.replica_set().outliers().eject_stalled(seconds(36)).empty())
       << "20 s since the last first token, + prefill";
   scrape(37);
-  EXPECT_EQ(m.outliers().eject_stalled(seconds(37)), std::vector<int>{0});
+  EXPECT_EQ(m.replica_set().outliers().eject_stalled(seconds(37)), std::vector<int>{0});
 }
 
 TEST(ModelRuntime, HostileMetricValuesAreClamped) {
@@ -357,10 +363,10 @@ TEST(ModelRuntime, HostileMetricValuesAreClamped) {
       "served");
   ASSERT_TRUE(s);
   m.apply_scrape(c.models[0].dp_url, *s);
-  EXPECT_EQ(m.replicas()[0].metrics.running, 0u);
-  EXPECT_EQ(m.replicas()[0].metrics.waiting, 0u);
-  EXPECT_DOUBLE_EQ(m.replicas()[0].metrics.kv_usage, 1.0);
-  EXPECT_EQ(m.replicas()[1].metrics.running, 0u);
+  EXPECT_EQ(m.replica_set().replicas()[0].metrics.running, 0u);
+  EXPECT_EQ(m.replica_set().replicas()[0].metrics.waiting, 0u);
+  EXPECT_DOUBLE_EQ(m.replica_set().replicas()[0].metrics.kv_usage, 1.0);
+  EXPECT_EQ(m.replica_set().replicas()[1].metrics.running, 0u);
 }
 
 TEST(AdminJson, ModelCardHasEveryFieldOfTheRoutingCard) {
@@ -419,7 +425,7 @@ TEST(AdminJson, ModelCardHasTheWorkingSetAgainstTheCaches) {
     ASSERT_TRUE(d.ok());
     m.finish(static_cast<int>(*d.replica));
   }
-  m.set_peer_load(1, 0, 1, 20'000, 0);  // another warden's conversation there
+  m.replica_set().set_peer_load(1, 0, 1, 20'000, 0);  // another warden's conversation there
 
   auto card = model_card(m, t, 1795944011, {5, 2});
   const auto& ws = card.at("working_set").as_object();
@@ -436,7 +442,7 @@ TEST(AdminJson, ModelCardHasTheWorkingSetAgainstTheCaches) {
   EXPECT_EQ(card.at("routing").at("admission").at("queued").to_number<int>(), 5);
   EXPECT_EQ(card.at("routing").at("admission").at("queued_task_starts").to_number<int>(), 2);
 
-  m.engine({0}, false, "exited");  // its cache is out of reach; its conversations still count
+  m.replica_set().engine({0}, false, "exited");  // its cache is out of reach; its conversations still count
   card = model_card(m, t, 1795944011);
   EXPECT_EQ(card.at("working_set").at("gpu_capacity_tokens").to_number<int>(), 40'000);
   EXPECT_EQ(card.at("working_set").at("host_capacity_tokens").to_number<int>(), 0);
@@ -447,9 +453,9 @@ TEST(AdminJson, ModelCardHasTheWorkingSetAgainstTheCaches) {
 TEST(AdminJson, AnEjectedReplicaShowsItsEjection) {
   Config c = config_of(kDp);
   ModelRuntime m(c.models[0], 3, io.get_executor(), rng);
-  m.outliers().configure(outlier_of(1, std::chrono::seconds(30)));
+  m.replica_set().outliers().configure(outlier_of(1, std::chrono::seconds(30)));
   const auto t = std::chrono::seconds(100);
-  ASSERT_TRUE(m.outliers().request_failed(1, warden::core::OutlierReason::stream_stall, t));
+  ASSERT_TRUE(m.replica_set().outliers().request_failed(1, warden::core::OutlierReason::stream_stall, t));
   const auto before = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();

@@ -1,4 +1,4 @@
-// A routing configuration with every setting of the table (gateway/config/routing_settings.cpp) away from
+// A routing configuration with every setting of the table (settings/routing.cpp) away from
 // its default (the unit test of the table checks that each one is), and the settings' leaves: the
 // every-setting integration test (gateway_settings_test.cpp) sends it through the config file, the admin
 // API and a restart.
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "core/types.hpp"
-#include "gateway/config/routing_settings.hpp"
+#include "settings/routing.hpp"
 
 namespace routing_test {
 
@@ -50,7 +50,7 @@ inline std::map<std::string, boost::json::value> setting_leaves(const warden::co
       }
     }
   };
-  walk(walk, warden::gateway::routing_json(c), "");
+  walk(walk, warden::settings::routing_json(c), "");
   return out;
 }
 

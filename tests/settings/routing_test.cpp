@@ -1,4 +1,4 @@
-#include "gateway/config/routing_settings.hpp"
+#include "settings/routing.hpp"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 
 #include "every_routing_setting.hpp"
 
-using namespace warden::gateway;
+using namespace warden::settings;
 using warden::core::RoutingConfig;
 
 namespace {
@@ -208,4 +208,40 @@ TEST(RoutingSettings, LowWaterAboveHighWaterIsRefused) {
   EXPECT_EQ(check_routing(c, "models[0].routing").error(),
             "models[0].routing.admission.low_water must not exceed models[0].routing.admission.high_water");
   EXPECT_FALSE(error_of(R"({"admission": {"low_water": 1.1}})", RoutingScope::stored).empty());
+}
+
+// A configuration made in code (simulate's, a test's) is held to the rules the readers apply: a value an
+// entry would refuse is refused by check_routing too, named after `where`.
+TEST(RoutingSettings, CheckRefusesWhatAnEntryRefuses) {
+  EXPECT_TRUE(check_routing(unusual(), "routing").has_value());
+  RoutingConfig c;
+  c.admission.high_water = 150;
+  c.admission.low_water = 0.5;
+  EXPECT_EQ(check_routing(c, "routing").error(),
+            "routing.admission.high_water must be a number above 0 and at most 100 (a fraction of the KV "
+            "capacity)");
+  c = RoutingConfig{};
+  c.admission.low_water = 0;
+  EXPECT_NE(check_routing(c, "routing").error().find("routing.admission.low_water must be a number above 0"),
+            std::string::npos);
+  c = RoutingConfig{};
+  c.policy = "nearest";
+  EXPECT_NE(check_routing(c, "").error().find("policy 'nearest' is not a routing policy"), std::string::npos);
+  c = RoutingConfig{};
+  c.admission.max_wait = warden::core::Time{0};
+  EXPECT_NE(check_routing(c, "").error().find("admission.max_wait must be a duration"), std::string::npos);
+}
+
+// The admin API's help for a wrong method names what PATCH takes: every setting of the admin scope, in the
+// table's order, and none of the stored scope's.
+TEST(RoutingSettings, ShapeNamesWhatEachScopeTakes) {
+  EXPECT_EQ(
+      routing_shape(RoutingScope::admin),
+      "{\"affinity\": bool, \"spill_threshold\": \"auto\"|N, \"rebalance\": bool, \"threads\": bool, "
+      "\"cost_spill\": \"on\"|\"off\"|{...}, \"admission\": \"off\"|\"auto\"|{...}, \"task_admission\": "
+      "\"off\"|\"auto\"|{...}}");
+  const std::string stored = routing_shape(RoutingScope::stored);
+  for (const auto& [key, value] : routing_json(RoutingConfig{})) {
+    EXPECT_NE(stored.find("\"" + std::string(key) + "\": "), std::string::npos) << key;
+  }
 }

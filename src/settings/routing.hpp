@@ -1,5 +1,5 @@
 // The table of a model's routing settings (core::RoutingConfig): one entry per setting, in
-// routing_settings.cpp, with its name, its JSON value and how that value is read. Every reader goes
+// routing.cpp, with its name, its JSON value and how that value is read. Every reader goes
 // through it, so they accept the same keys with the same messages: the config file's `routing:`
 // (config.cpp, each YAML value converted by text_value), the admin API's PATCH, the routing state database
 // (which stores the whole configuration in it), the admin API's model card, and simulate's `--routing`.
@@ -13,7 +13,7 @@
 #include "base/result.hpp"
 #include "core/types.hpp"
 
-namespace warden::gateway {
+namespace warden::settings {
 
 // Who writes the settings: the admin API may change the ones an operator tunes at runtime; the stored form
 // carries every one (those the config file and the engines fix too: policy, max_num_seqs, vllm_balancer);
@@ -24,6 +24,9 @@ enum class RoutingScope { admin, stored, text };
 // Every setting of `config`, in the table's order: booleans, numbers, words ("auto", a policy's name),
 // durations in milliseconds ("2000ms"), and the switches as {"mode": word, member: value...}.
 boost::json::object routing_json(const core::RoutingConfig& config);
+
+// The settings a writer in `scope` may send, each with how its value is written: {"affinity": bool, ...}.
+std::string routing_shape(RoutingScope scope);
 
 // `config` with the members of `patch` applied; members left out keep their value. An unknown member, a
 // member outside `scope`, a bad value or an empty patch is an error fit for the client.
@@ -52,7 +55,9 @@ struct SettingError {
 base::Result<void, SettingError> read_setting(core::RoutingConfig& config, std::string_view name,
                                               const boost::json::value& value, std::string_view where);
 
-// What holds between settings once all are read: low_water does not exceed high_water.
+// What holds of a whole configuration, however it was made (a file, flags, a struct filled in code): each
+// value is one its entry reads (the water marks above 0 and at most 100, a known policy, ...), and what
+// holds between settings: low_water does not exceed high_water. The one spelling of these rules.
 base::Result<void> check_routing(const core::RoutingConfig& config, std::string_view where);
 
-}  // namespace warden::gateway
+}  // namespace warden::settings

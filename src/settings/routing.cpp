@@ -1,4 +1,4 @@
-#include "gateway/config/routing_settings.hpp"
+#include "settings/routing.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -17,7 +17,7 @@
 #include "base/parse.hpp"
 #include "core/policy.hpp"
 
-namespace warden::gateway {
+namespace warden::settings {
 
 namespace json = boost::json;
 using core::RoutingConfig;
@@ -49,6 +49,7 @@ struct Member {
   json::value (*write)(const T&);
   Read (*read)(const json::value&, T&, const Reading&);
   RoutingScope scope = RoutingScope::admin;  // admin: in every scope; stored: in all but the admin API's
+  const char* shape = nullptr;  // how its value is written, for a reader's help ("bool", "\"auto\"|N")
 };
 
 bool in_scope(RoutingScope member, RoutingScope reading) {
@@ -330,47 +331,54 @@ Read read_policy(const json::value& v, std::string& out, const Reading& r) {
 // The table: every setting of core::RoutingConfig, once.
 const std::array<Member<RoutingConfig>, 10> kRouting = {{
     {"affinity", [](const RoutingConfig& c) { return json::value(c.affinity); },
-     [](const json::value& v, RoutingConfig& c, const Reading& r) { return read_bool(v, c.affinity, r); }},
+     [](const json::value& v, RoutingConfig& c, const Reading& r) { return read_bool(v, c.affinity, r); },
+     RoutingScope::admin, "bool"},
     {"spill_threshold",
      [](const RoutingConfig& c) {
        return c.spill_threshold.fixed ? json::value(*c.spill_threshold.fixed) : json::value("auto");
      },
      [](const json::value& v, RoutingConfig& c, const Reading& r) {
        return read_spill_threshold(v, c.spill_threshold, r);
-     }},
+     },
+     RoutingScope::admin, "\"auto\"|N"},
     {"rebalance", [](const RoutingConfig& c) { return json::value(c.rebalance); },
-     [](const json::value& v, RoutingConfig& c, const Reading& r) { return read_bool(v, c.rebalance, r); }},
+     [](const json::value& v, RoutingConfig& c, const Reading& r) { return read_bool(v, c.rebalance, r); },
+     RoutingScope::admin, "bool"},
     {"threads", [](const RoutingConfig& c) { return json::value(c.threads); },
-     [](const json::value& v, RoutingConfig& c, const Reading& r) { return read_bool(v, c.threads, r); }},
+     [](const json::value& v, RoutingConfig& c, const Reading& r) { return read_bool(v, c.threads, r); },
+     RoutingScope::admin, "bool"},
     {"cost_spill",
      [](const RoutingConfig& c) {
        return json::value(write_switch(c.cost_spill, c.cost_spill.enabled, "on", kCostSpill));
      },
      [](const json::value& v, RoutingConfig& c, const Reading& r) {
        return read_switch(v, c.cost_spill, c.cost_spill.enabled, "on", kCostSpill, r);
-     }},
+     },
+     RoutingScope::admin, "\"on\"|\"off\"|{...}"},
     {"admission",
      [](const RoutingConfig& c) {
        return json::value(write_switch(c.admission, c.admission.enabled, "auto", kAdmission));
      },
      [](const json::value& v, RoutingConfig& c, const Reading& r) {
        return read_switch(v, c.admission, c.admission.enabled, "auto", kAdmission, r);
-     }},
+     },
+     RoutingScope::admin, "\"off\"|\"auto\"|{...}"},
     {"task_admission",
      [](const RoutingConfig& c) {
        return json::value(write_switch(c.task_admission, c.task_admission.enabled, "auto", kTaskAdmission));
      },
      [](const json::value& v, RoutingConfig& c, const Reading& r) {
        return read_switch(v, c.task_admission, c.task_admission.enabled, "auto", kTaskAdmission, r);
-     }},
+     },
+     RoutingScope::admin, "\"off\"|\"auto\"|{...}"},
     {"policy", [](const RoutingConfig& c) { return json::value(c.policy); },
      [](const json::value& v, RoutingConfig& c, const Reading& r) { return read_policy(v, c.policy, r); },
-     RoutingScope::stored},
+     RoutingScope::stored, "\"NAME\""},
     {"max_num_seqs", [](const RoutingConfig& c) { return json::value(c.max_num_seqs); },
      [](const json::value& v, RoutingConfig& c, const Reading& r) {
        return read_count(v, c.max_num_seqs, 1, r);
      },
-     RoutingScope::stored},
+     RoutingScope::stored, "N"},
     {"vllm_balancer",
      [](const RoutingConfig& c) { return json::value(core::vllm_balancer_model_name(c.vllm_balancer)); },
      [](const json::value& v, RoutingConfig& c, const Reading& r) -> Read {
@@ -381,7 +389,7 @@ const std::array<Member<RoutingConfig>, 10> kRouting = {{
        c.vllm_balancer = *model;
        return {};
      },
-     RoutingScope::stored},
+     RoutingScope::stored, "\"current\"|\"legacy\""},
 }};
 
 // A field of core::RoutingConfig without its entry does not compile: each reader, the stored form and the
@@ -392,7 +400,26 @@ static_assert(boost::pfr::tuple_size_v<RoutingConfig> == std::tuple_size_v<declt
 const char* const kBodyExample =
     "the body must be a JSON object such as {\"affinity\": false} or {\"spill_threshold\": 4}";
 
+// What holds between settings once each is read: low_water does not exceed high_water.
+base::Result<void> check_between(const RoutingConfig& config, std::string_view where) {
+  if (config.admission.low_water > config.admission.high_water) {
+    return base::Failure{fmt::format("{} must not exceed {}", joined(where, "admission.low_water"),
+                                     joined(where, "admission.high_water"))};
+  }
+  return {};
+}
+
 }  // namespace
+
+std::string routing_shape(RoutingScope scope) {
+  std::string out;
+  for (const Member<RoutingConfig>& m : kRouting) {
+    if (in_scope(m.scope, scope)) {
+      out += fmt::format("{}\"{}\": {}", out.empty() ? "" : ", ", m.name, m.shape);
+    }
+  }
+  return "{" + out + "}";
+}
 
 json::object routing_json(const RoutingConfig& config) {
   json::object out;
@@ -410,7 +437,7 @@ base::Result<RoutingConfig> patch_routing(RoutingConfig config, const json::valu
   if (Read read = read_members(patch.as_object(), config, kRouting, {scope, ""}, "", Part::key); !read) {
     return base::Failure{read.error().message};
   }
-  if (auto checked = check_routing(config, ""); !checked) {
+  if (auto checked = check_between(config, ""); !checked) {
     return base::Failure{checked.error()};
   }
   return config;
@@ -465,11 +492,14 @@ base::Result<void, SettingError> read_setting(RoutingConfig& config, std::string
 }
 
 base::Result<void> check_routing(const RoutingConfig& config, std::string_view where) {
-  if (config.admission.low_water > config.admission.high_water) {
-    return base::Failure{fmt::format("{} must not exceed {}", joined(where, "admission.low_water"),
-                                     joined(where, "admission.high_water"))};
+  // Every value as its entry reads it: the table's own JSON of `config`, read back.
+  RoutingConfig read_back;
+  if (Read read = read_members(routing_json(config), read_back, kRouting,
+                               {RoutingScope::stored, std::string(where)}, "", Part::key);
+      !read) {
+    return base::Failure{read.error().message};
   }
-  return {};
+  return check_between(config, where);
 }
 
-}  // namespace warden::gateway
+}  // namespace warden::settings
