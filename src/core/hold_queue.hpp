@@ -19,9 +19,11 @@
 // - Bounded: with max_queue requests waiting a new one is refused at once, and so is one whose tenant holds
 //   tenant_queue already (no tenant fills the queue for the others; requests that name no tenant, 0, are
 //   one fleet and bounded by max_queue alone); after stop() every one is.
-// - The oldest is routed again at its deadline, when it has waited the longest hold (core::longest_hold):
-//   a request that waited that long comes first in the turn, and routed that late the rules that held it
-//   admit it whatever the room.
+// - Each held request is routed again at its deadline, when it has waited its longest hold
+//   (core::longest_hold: a request whose client's wait is kept alive, RequestFacts::kept_alive, by task
+//   admission's stream_max_wait, any other by its max_wait): a request that waited that long comes first in
+//   the turn, and routed that late the rules that held it admit it whatever the room. The queue's deadline
+//   is the earliest of its requests'.
 // - A refused request is told to retry after as long as a request like it may wait (max_wait()).
 //
 //   HoldQueue<std::uint64_t, double> queue(hold_rules(routing));
@@ -47,7 +49,8 @@ namespace warden::core {
 /// The bounds and the order of one model's hold queue, from its routing (hold_rules()).
 struct HoldRules {
   std::size_t max_queue = AdmissionConfig{}.max_queue;         ///< held requests beyond which one is refused
-  Time longest = AdmissionConfig{}.max_wait;                   ///< the head's deadline after it joined
+  Time longest = AdmissionConfig{}.max_wait;                   ///< a request's deadline after it joined
+  Time kept_alive_longest = AdmissionConfig{}.max_wait;        ///< the same for a request kept alive
   Time admission_wait = AdmissionConfig{}.max_wait;            ///< the bound of a request that starts no task
   bool every_request = false;                                  ///< a round asks every held request
   std::size_t tenant_queue = AdmissionConfig{}.max_queue / 2;  ///< held requests of one tenant at most
@@ -55,8 +58,9 @@ struct HoldRules {
   friend bool operator==(const HoldRules&, const HoldRules&) = default;
 };
 
-/// admission.max_queue and tenant_queue, the longest hold (core::longest_hold), admission's own max_wait,
-/// and a round of every held request when admission holds task starts.
+/// admission.max_queue and tenant_queue, the longest holds (core::longest_hold) of a request kept alive and
+/// of any other, admission's own max_wait, and a round of every held request when admission holds task
+/// starts.
 [[nodiscard]] HoldRules hold_rules(const RoutingConfig& routing);
 
 /// admission.tenant_queue, or auto: half of max_queue (at least 1).
@@ -72,7 +76,7 @@ struct HeldTurn {
 
 /// The turn of one held request in a round: lower goes first (HoldQueue, "Fair").
 struct TurnKey {
-  int due = 1;            ///< 0 when it has waited the longest hold: it goes first, whatever the room
+  int due = 1;            ///< 0 when it has waited its longest hold: it goes first, whatever the room
   int work_class = 0;     ///< 0 interactive, 1 headless
   double share = 0;       ///< (tenant's tasks under way + let in this round) / weight
   std::size_t round = 0;  ///< how many of its session's held requests are older (a named tenant's)
@@ -125,7 +129,8 @@ class HoldQueue {
         (facts.tenant != 0 && held_of(facts.tenant) >= rules_.tenant_queue)) {
       return false;
     }
-    held_.push_back(Held{std::move(item), now, starts_new_task(facts), turn_of(facts), next_arrival_++});
+    held_.push_back(Held{std::move(item), now, starts_new_task(facts), facts.kept_alive, turn_of(facts),
+                         next_arrival_++});
     return true;
   }
 
@@ -159,29 +164,35 @@ class HoldQueue {
     return went;
   }
 
-  /// When the oldest has waited the longest hold; none while nothing waits.
+  /// The earliest time a held request has waited its longest hold (each by its own: longest_of()); none
+  /// while nothing waits.
   [[nodiscard]] std::optional<Instant> deadline() const {
-    if (held_.empty()) {
-      return std::nullopt;
+    std::optional<Instant> first;
+    for (const Held& h : held_) {
+      const Instant at = due_at(h);
+      if (!first || at < *first) {
+        first = at;
+      }
     }
-    return later(held_.front().since, rules_.longest);
+    return first;
   }
 
   /// The longest a request of `facts` joining now may wait (a refusal's Retry-After): the first request of
-  /// a new agent task the longest hold, any other at most admission's own bound.
+  /// a new agent task its longest hold (kept alive or not), any other at most admission's own bound.
   [[nodiscard]] Time max_wait(const RequestFacts& facts) const {
-    return starts_new_task(facts) ? rules_.longest : std::min(rules_.admission_wait, rules_.longest);
+    const Time longest = longest_of(facts.kept_alive);
+    return starts_new_task(facts) ? longest : std::min(rules_.admission_wait, longest);
   }
 
-  /// Takes `item` out (its client left); true when it was the oldest (the deadline moved).
+  /// Takes `item` out (its client left); true when the queue's deadline moved.
   bool leave(const Item& item) {
     const auto it = std::find_if(held_.begin(), held_.end(), [&](const Held& h) { return h.item == item; });
     if (it == held_.end()) {
       return false;
     }
-    const bool head = it == held_.begin();
+    const std::optional<Instant> before = deadline();
     held_.erase(it);
-    return head;
+    return deadline() != before;
   }
 
   /// Refuses every held request (returned, the oldest first) and every later one (shutdown).
@@ -221,6 +232,7 @@ class HoldQueue {
     Item item;
     Instant since;
     bool task_start = false;
+    bool kept_alive = false;
     HeldTurn turn;
     std::size_t arrival = 0;
   };
@@ -229,6 +241,12 @@ class HoldQueue {
     TurnKey key;
     bool asked = false;
   };
+
+  // The longest hold of a request kept alive or not.
+  [[nodiscard]] Time longest_of(bool kept_alive) const {
+    return kept_alive ? rules_.kept_alive_longest : rules_.longest;
+  }
+  [[nodiscard]] Instant due_at(const Held& h) const { return later(h.since, longest_of(h.kept_alive)); }
 
   static HeldTurn turn_of(const RequestFacts& facts) {
     return {.work_class = facts.work_class,
@@ -253,7 +271,7 @@ class HoldQueue {
         const HeldTurn& o = held_[j].turn;
         round += t.tenant != 0 && t.session != 0 && o.session == t.session && o.tenant == t.tenant ? 1 : 0;
       }
-      turn[i].key = {.due = waited(held_[i].since, now) >= rules_.longest ? 0 : 1,
+      turn[i].key = {.due = waited(held_[i].since, now) >= longest_of(held_[i].kept_alive) ? 0 : 1,
                      .work_class = t.work_class == WorkClass::interactive ? 0 : 1,
                      .share = it->second / t.weight,
                      .round = round,

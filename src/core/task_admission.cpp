@@ -44,7 +44,7 @@ bool has_task_room(const Snapshot& snapshot, const ReplicaState& replica) {
 
 TaskAdmissionRule admit_new_task(const Snapshot& snapshot, const RequestFacts& facts) {
   const TaskAdmission& rule = snapshot.routing.task_admission;
-  if (!rule.enabled || facts.queued_for >= rule.max_wait || !starts_new_task(facts)) {
+  if (!rule.enabled || facts.queued_for >= task_max_wait(rule, facts) || !starts_new_task(facts)) {
     return TaskAdmissionRule::as_usual;
   }
   const bool any_room = std::any_of(snapshot.replicas.begin(), snapshot.replicas.end(),
@@ -70,7 +70,7 @@ bool has_next_task_room(const ReplicaState& replica, std::uint32_t prompt_tokens
 
 NextTaskRule next_task_rule(const Snapshot& snapshot, const RequestFacts& facts, ReplicaIndex home) {
   const TaskAdmission& rule = snapshot.routing.task_admission;
-  if (!rule.enabled || facts.queued_for >= rule.max_wait || !starts_next_task(facts) ||
+  if (!rule.enabled || facts.queued_for >= task_max_wait(rule, facts) || !starts_next_task(facts) ||
       has_next_task_room(snapshot.replicas[home], facts.prompt_tokens)) {
     return NextTaskRule::as_usual;
   }
@@ -83,9 +83,17 @@ NextTaskRule next_task_rule(const Snapshot& snapshot, const RequestFacts& facts,
   return facts.work_class == WorkClass::interactive ? NextTaskRule::as_usual : NextTaskRule::hold;
 }
 
-Time longest_hold(const RoutingConfig& routing) {
+Time task_max_wait(const TaskAdmission& rule, bool kept_alive) {
+  return kept_alive ? rule.stream_max_wait : rule.max_wait;
+}
+
+Time task_max_wait(const TaskAdmission& rule, const RequestFacts& facts) {
+  return task_max_wait(rule, facts.kept_alive);
+}
+
+Time longest_hold(const RoutingConfig& routing, bool kept_alive) {
   return routing.task_admission.enabled
-             ? std::max(routing.admission.max_wait, routing.task_admission.max_wait)
+             ? std::max(routing.admission.max_wait, task_max_wait(routing.task_admission, kept_alive))
              : routing.admission.max_wait;
 }
 

@@ -65,10 +65,16 @@ enum class NextTaskRule : std::uint8_t {
 [[nodiscard]] NextTaskRule next_task_rule(const Snapshot& snapshot, const RequestFacts& facts,
                                           ReplicaIndex home);
 
-/// The longest a request is held under `routing`: admission's max_wait, or task admission's when it is on
-/// and longer (a held request's wait bound is the one of the rule that holds it; a queue wakes its head at
-/// the longest, having routed it again at every finish and scrape before).
-[[nodiscard]] Time longest_hold(const RoutingConfig& routing);
+/// The wait bound of a held task start: TaskAdmission::stream_max_wait when its client's wait is kept alive
+/// (RequestFacts::kept_alive: no client timeout bounds it), max_wait otherwise.
+[[nodiscard]] Time task_max_wait(const TaskAdmission& rule, bool kept_alive);
+[[nodiscard]] Time task_max_wait(const TaskAdmission& rule, const RequestFacts& facts);
+
+/// The longest a request whose wait is kept alive or not (`kept_alive`) is held under `routing`:
+/// admission's max_wait, or task admission's bound for it when task admission is on and that is longer (a
+/// held request's wait bound is the one of the rule that holds it; a queue wakes each held request at its
+/// longest, having routed it again at every finish and scrape before).
+[[nodiscard]] Time longest_hold(const RoutingConfig& routing, bool kept_alive);
 
 /// The Router's measure of a task's size: a running mean over the last prompt of each task that ended
 /// (about the last 16 weigh in).

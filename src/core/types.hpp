@@ -143,6 +143,13 @@ struct TaskAdmission {
   /// A held task start is placed as usual after this wait: headless agents wait for minutes anyway, and
   /// 8 minutes leave a request its first token within Claude Code's 10-minute request timeout.
   Time max_wait = std::chrono::minutes(8);
+  /// The bound of a held task start whose client's wait is kept alive (RequestFacts::kept_alive): no client
+  /// timeout bounds it, so it is the operator's choice. 8 minutes by default, max_wait's: a longer bound
+  /// bought no tasks/h on the RTX 5090 host (30 minutes: -2 % at 32 agents), and where a replica's cache
+  /// holds less than two tasks (the reference host with agents) task admission runs one task a replica and
+  /// the 8-minute cut is what fills the idle GPUs: 30 minutes cost 19-43 % of the tasks/h at 16-32 agents
+  /// (docs/experiments/2026-12-07-classes-and-tenants.md).
+  Time stream_max_wait = std::chrono::minutes(8);
 
   friend bool operator==(const TaskAdmission&, const TaskAdmission&) = default;
 };
@@ -278,6 +285,10 @@ struct RequestFacts {
   /// (core/hold_queue.hpp), and one tenant may hold at most admission.tenant_queue of them.
   std::uint64_t tenant = 0;
   double tenant_weight = 1;
+  /// The client's wait is kept alive: a streaming request whose response the warden started while it is
+  /// held (status, headers, the API's keep-alive events). No client timeout bounds its hold, so task
+  /// admission holds it up to TaskAdmission::stream_max_wait instead of max_wait.
+  bool kept_alive = false;
 };
 
 /// How a request was routed. Names (route_name) go into the X-Warden-Route header and logs.

@@ -1,7 +1,7 @@
 // The hold queue's rules through scripted inputs: first come first served (a round stops at the first
 // request still held, or asks every one under hold_task_starts), a request that could be held waits behind
-// the held ones, the bound on its length, the head's deadline at the longest hold, each request's wait,
-// Retry-After by the rule that holds it, leaving, stopping.
+// the held ones, the bound on its length, each request's deadline at its longest hold (kept alive or not),
+// each request's wait, Retry-After by the rule that holds it, leaving, stopping.
 #include "core/hold_queue.hpp"
 
 #include <gtest/gtest.h>
@@ -41,11 +41,25 @@ RequestFacts task_start(std::uint64_t session) {
   return f;
 }
 
+// The first request of a new agent task whose client's wait the warden keeps alive.
+RequestFacts kept_alive_start(std::uint64_t session) {
+  RequestFacts f = task_start(session);
+  f.kept_alive = true;
+  return f;
+}
+
 HoldRules rules(std::size_t max_queue = 3, bool every_request = false) {
   return {.max_queue = max_queue,
           .longest = seconds(60),
           .admission_wait = seconds(30),
           .every_request = every_request};
+}
+
+// rules() with the bound of a request kept alive.
+HoldRules rules_kept_alive(Time longest) {
+  HoldRules r = rules();
+  r.kept_alive_longest = longest;
+  return r;
 }
 
 HoldQueue<int> queue_of(std::initializer_list<int> ids, HoldRules r = rules()) {
@@ -147,6 +161,42 @@ TEST(HoldQueue, TheHeadsDeadlineIsItsJoiningPlusTheLongestHold) {
   EXPECT_EQ(q.deadline(), Time{seconds(30)}) << "a shorter wait applies to those waiting";
 }
 
+// A request whose client's wait is kept alive has a bound of its own: the queue's deadline is the earliest
+// of its requests' (joining plus each one's longest hold), not its oldest one's.
+TEST(HoldQueue, EachRequestsDeadlineIsItsJoiningPlusItsOwnLongestHold) {
+  HoldRules r = rules_kept_alive(seconds(300));
+  HoldQueue<int> q(r);
+  ASSERT_TRUE(q.join(1, kept_alive_start(1), Time{seconds(0)}));
+  EXPECT_EQ(q.deadline(), Time{seconds(300)});
+  ASSERT_TRUE(q.join(2, task_start(2), Time{seconds(20)}));
+  EXPECT_EQ(q.deadline(), Time{seconds(80)}) << "the younger one's bound is the shorter";
+  ASSERT_TRUE(q.join(3, task_start(3), Time{seconds(30)}));
+  EXPECT_FALSE(q.leave(1)) << "the oldest left, the earliest deadline stays";
+  EXPECT_TRUE(q.leave(2));
+  EXPECT_EQ(q.deadline(), Time{seconds(90)});
+  r.kept_alive_longest = seconds(10);
+  q.configure(r);
+  ASSERT_TRUE(q.join(4, kept_alive_start(4), Time{seconds(40)}));
+  EXPECT_EQ(q.deadline(), Time{seconds(50)});
+}
+
+// Past its own bound a request comes first in the turn; a request kept alive that waited longer but within
+// its bound does not.
+TEST(HoldQueue, ARequestDueByItsOwnBoundGoesFirstInTurn) {
+  HoldQueue<int> q(rules_kept_alive(seconds(300)));
+  ASSERT_TRUE(q.join(1, kept_alive_start(1), Time{seconds(0)}));
+  ASSERT_TRUE(q.join(2, task_start(2), Time{seconds(5)}));
+  Script s;
+  q.retry(Time{seconds(30)}, s);
+  EXPECT_EQ(s.asked, (std::vector<int>{1})) << "nobody due: the order of arrival";
+  s = Script{};
+  q.retry(Time{seconds(65)}, s);
+  EXPECT_EQ(s.asked, (std::vector<int>{2})) << "2 waited its 60 s; 1, kept alive, is held up to 300 s";
+  s = Script{.room = {1, 2}};
+  q.retry(Time{seconds(300)}, s);
+  EXPECT_EQ(s.asked, (std::vector<int>{1, 2})) << "both due: the oldest first";
+}
+
 TEST(HoldQueue, ModelSecondsRoundTheWaitToTheNanosecond) {
   HoldQueue<int, double> q(rules());
   ASSERT_TRUE(q.join(1, facts_of(1), 0.1));
@@ -165,6 +215,25 @@ TEST(HoldQueue, ARequestsLongestWaitIsTheOneOfTheRuleThatHoldsIt) {
   EXPECT_EQ(q.max_wait(facts_of(2)), seconds(30)) << "any other: admission's bound";
   const HoldQueue<int> short_longest({.max_queue = 3, .longest = seconds(10), .admission_wait = seconds(30)});
   EXPECT_EQ(short_longest.max_wait(facts_of(2)), seconds(10)) << "never beyond the head's deadline";
+}
+
+TEST(HoldQueue, ARetryAfterIsTheBoundOfARequestLikeIt) {
+  const HoldQueue<int> q(rules_kept_alive(seconds(1800)));
+  EXPECT_EQ(q.max_wait(kept_alive_start(1)), seconds(1800)) << "a new task kept alive: its stream bound";
+  EXPECT_EQ(q.max_wait(task_start(2)), seconds(60)) << "one not kept alive: the longest hold";
+  RequestFacts conversation = facts_of(3);
+  conversation.kept_alive = true;
+  EXPECT_EQ(q.max_wait(conversation), seconds(30)) << "a new conversation: admission's bound";
+}
+
+TEST(HoldQueue, TheRulesTakeTheStreamBoundOfTaskAdmission) {
+  RoutingConfig r;
+  EXPECT_EQ(hold_rules(r).longest, std::chrono::minutes(8));
+  EXPECT_EQ(hold_rules(r).kept_alive_longest, std::chrono::minutes(8)) << "by default max_wait's";
+  r.task_admission.stream_max_wait = std::chrono::minutes(45);
+  EXPECT_EQ(hold_rules(r).kept_alive_longest, std::chrono::minutes(45));
+  r.task_admission.enabled = false;
+  EXPECT_EQ(hold_rules(r).kept_alive_longest, r.admission.max_wait) << "no task admission: admission's";
 }
 
 TEST(HoldQueue, CountsTheTaskStartsItHolds) {

@@ -315,12 +315,57 @@ TEST(TasksUnderWay, AReloadMovesTasksWithTheirReplicaAndEndsThoseOfARemovedOne) 
 
 TEST(TaskAdmission, TheLongestHoldIsTheLongerBoundOfTheRulesInForce) {
   RoutingConfig r;
-  EXPECT_EQ(longest_hold(r), minutes(8));
+  EXPECT_EQ(longest_hold(r, false), minutes(8));
+  EXPECT_EQ(longest_hold(r, true), minutes(8)) << "by default the stream bound is max_wait's";
+  r.task_admission.stream_max_wait = minutes(30);
+  EXPECT_EQ(longest_hold(r, true), minutes(30)) << "a start kept alive: the stream bound";
   r.task_admission.enabled = false;
-  EXPECT_EQ(longest_hold(r), r.admission.max_wait);
+  EXPECT_EQ(longest_hold(r, false), r.admission.max_wait);
+  EXPECT_EQ(longest_hold(r, true), r.admission.max_wait);
   r.task_admission.enabled = true;
   r.admission.max_wait = minutes(20);
-  EXPECT_EQ(longest_hold(r), minutes(20));
+  EXPECT_EQ(longest_hold(r, false), minutes(20));
+  EXPECT_EQ(longest_hold(r, true), minutes(30));
+  r.task_admission.stream_max_wait = minutes(5);
+  EXPECT_EQ(longest_hold(r, true), minutes(20)) << "the longer of the rules in force";
+}
+
+// A streaming request whose response the warden keeps alive while it is held has no client timeout to
+// beat: its start is held past max_wait, up to the operator's stream_max_wait.
+TEST(TaskAdmission, AStartKeptAliveIsHeldPastMaxWaitUpToItsStreamBound) {
+  ScriptedRng rng;
+  Snapshot s = under_way({2, 2, 2});
+  s.routing.task_admission.stream_max_wait = minutes(30);
+  RequestFacts kept = new_task();
+  kept.kept_alive = true;
+  kept.queued_for = minutes(8);
+  EXPECT_EQ(task_max_wait(s.routing.task_admission, kept), minutes(30));
+  EXPECT_TRUE(decide(s, kept, rng).queued()) << "8 min is the bound of a client that gives up at 10";
+  kept.queued_for = minutes(29);
+  EXPECT_TRUE(decide(s, kept, rng).queued());
+  kept.queued_for = minutes(30);
+  EXPECT_TRUE(decide(s, kept, rng).ok()) << "placed as usual at its stream bound";
+  RequestFacts plain = new_task();
+  plain.queued_for = minutes(8);
+  EXPECT_TRUE(decide(s, plain, rng).ok()) << "not kept alive: max_wait";
+  s.routing.task_admission.stream_max_wait = minutes(2);
+  kept.queued_for = minutes(2);
+  EXPECT_TRUE(decide(s, kept, rng).ok()) << "the operator's bound, shorter or longer";
+}
+
+TEST(TaskAdmission, ASessionsNextTaskKeptAliveIsHeldUpToItsStreamBound) {
+  ScriptedRng rng;
+  Snapshot s = under_way({2});
+  s.routing.task_admission.stream_max_wait = minutes(30);
+  s.replicas[0].tasks_tokens = 150'000;
+  RequestFacts next = new_task(1, 30'000);
+  next.home = 0;
+  next.task_start = true;
+  next.kept_alive = true;
+  next.queued_for = minutes(8);
+  EXPECT_TRUE(decide(s, next, rng).queued());
+  next.queued_for = minutes(30);
+  EXPECT_EQ(decide(s, next, rng), routed(0, Route::sticky));
 }
 
 }  // namespace

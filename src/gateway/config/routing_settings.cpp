@@ -201,10 +201,14 @@ const std::array<Member<core::CostSpill>, 1> kCostSpill = {{
      }},
 }};
 
-const std::array<Member<core::TaskAdmission>, 1> kTaskAdmission = {{
+const std::array<Member<core::TaskAdmission>, 2> kTaskAdmission = {{
     {"max_wait", [](const core::TaskAdmission& t) { return duration_json(t.max_wait); },
      [](const json::value& v, core::TaskAdmission& t, const Reading& r) {
        return read_duration(v, t.max_wait, std::chrono::milliseconds(1), r, "8m");
+     }},
+    {"stream_max_wait", [](const core::TaskAdmission& t) { return duration_json(t.stream_max_wait); },
+     [](const json::value& v, core::TaskAdmission& t, const Reading& r) {
+       return read_duration(v, t.stream_max_wait, std::chrono::milliseconds(1), r, "30m");
      }},
 }};
 

@@ -64,6 +64,11 @@ TEST(RoutingSettings, APatchChangesOnlyWhatItNames) {
   want.task_admission.enabled = false;
   want.task_admission.max_wait = std::chrono::minutes(2);
   EXPECT_EQ(patched(base, R"({"task_admission": {"mode": "off", "max_wait": "2m"}})"), want);
+  want.task_admission.stream_max_wait = std::chrono::minutes(45);
+  EXPECT_EQ(
+      patched(base, R"({"task_admission": {"mode": "off", "max_wait": "2m", "stream_max_wait": "45m"}})"),
+      want)
+      << "the bound of a held start whose stream the warden keeps alive";
   want = base;
   want.rebalance = true;
   EXPECT_EQ(patched(base, R"({"rebalance": true})"), want);
