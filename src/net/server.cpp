@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -53,6 +55,32 @@ constexpr std::size_t kMaxPipelinedBytes = 64u << 10;
 // Read sizes: one system call for a typical request header, a few for a 200 KB agent prompt.
 constexpr std::size_t kHeaderReadBytes = 4u << 10;
 constexpr std::size_t kBodyReadBytes = 256u << 10;
+// Request bodies this large hand their memory back to the system when they go (give_back).
+constexpr std::size_t kGiveBackBytes = 1u << 20;
+
+// Frees `body`, a large one's pages first handed back to the system (the page-aligned inside of its buffer,
+// as malloc_trim() does with free memory). serve keeps blocks of up to 64 MiB on the heap and the heap while
+// busy (app/serve_command.cpp: page faults on every agent request otherwise); a large body's memory freed
+// there stayed the process's, reused only by blocks that fit in it: bodies that came and went, with bodies
+// of other sizes after them, held memory that the in-flight budget no longer counted.
+void give_back(std::string& body) noexcept {
+  if (body.capacity() >= kGiveBackBytes) {
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto at = reinterpret_cast<std::uintptr_t>(body.data());
+    const std::uintptr_t begin = (at + page - 1) & ~(page - 1);
+    const std::uintptr_t end = (at + body.capacity()) & ~(page - 1);
+    if (end > begin) {
+      ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+    }
+  }
+  std::string().swap(body);
+}
+
+// A request's body goes with give_back() however the request ends.
+struct BodyGoesBack {
+  std::string& body;
+  ~BodyGoesBack() { give_back(body); }
+};
 
 std::string openai_error(std::string_view message, std::string_view type, unsigned code) {
   return protocol::openai_error_body(
@@ -485,6 +513,7 @@ asio::awaitable<void> Server::Connection::run() {
       co_return;
     }
     Request req = parser.release();
+    const BodyGoesBack body_goes_back{req.body()};
     if (buffer_.size() == 0) {
       buffer_.shrink_to_fit();  // an idle keep-alive connection should hold no read buffer
     }
@@ -587,37 +616,41 @@ asio::awaitable<boost::system::error_code> Server::Connection::read_body(Parser&
   co_return ec;
 }
 
-// Before the parser takes the buffered bytes of a chunked body: its buffer grows here, drawn on the
-// budget first (a Content-Length body reserved its whole size from the header), so the memory a body
-// holds is its share. False: the growth would take the bodies in flight over the budget.
+// Before the parser takes the buffered bytes of a chunked body: they draw on the budget as they arrive (a
+// Content-Length body reserved its whole size from the header). False: they would take the bodies in flight
+// over the budget. Past its first read the body's buffer is its whole allowance at once, as a Content-Length
+// body's is its size: address space, which takes memory only as bytes are written into it, so the body holds
+// what it drew. (Grown by doubling, each copy left the old buffer behind, freed but still the process's,
+// where the budget no longer counted it: 20 bodies of 30 MiB held 409 MiB against a budget of 256 MiB.)
 bool Server::Connection::grow_body(Parser& parser) {
-  std::string& body = parser.get().body();
-  const std::size_t needed = body.size() + buffer_.size();
-  if (!body_on_budget_ || needed <= body.capacity()) {
+  if (!body_on_budget_) {
     return true;
   }
-  // Doubling keeps the copies few; near the budget's end, exactly what is needed. (The copy holds both
-  // buffers for a moment: one at a time on the one I/O thread, at most max_body_size over the budget.)
-  const std::size_t ample = std::max(needed, std::min(body.capacity() * 2, body_limit_));
-  if (!draw_body(ample) && !draw_body(needed)) {
+  std::string& body = parser.get().body();
+  const std::size_t needed = body.size() + buffer_.size();  // at most a few framing bytes more than arrive
+  if (!draw_body(std::min(needed, body_limit_))) {
     return false;
   }
-  // A fresh buffer of exactly the share: reserve() on the old one may double it past the share.
-  std::string grown;
-  grown.reserve(body_reserved_);
-  grown.append(body);
-  body.swap(grown);
+  if (needed <= body.capacity()) {
+    return true;
+  }
+  try {
+    // A body that came in one read (most do) gets exactly its size.
+    body.reserve(body.empty() ? needed : std::max(needed, body_limit_));
+  } catch (const std::bad_alloc&) {
+    return false;  // no address space left (a strict overcommit policy): refused as over the budget
+  }
   return true;
 }
 
 // A request refused while its body was read: its bytes and its share of the budget go at once, not after
 // the lingering close that follows (a client still sending would hold them for linger_timeout).
 void Server::Connection::drop_body(Parser& parser) {
-  std::string().swap(parser.get().body());
+  give_back(parser.get().body());
   end_request();
 }
 
-// Takes `bytes` of a chunked body's buffer into its share of the in-flight budget. False: they would take
+// Takes a chunked body's first `bytes` into its share of the in-flight budget. False: they would take
 // the bodies in flight over it.
 bool Server::Connection::draw_body(std::size_t bytes) {
   if (!body_on_budget_ || bytes <= body_reserved_) {

@@ -105,22 +105,6 @@ TEST(GatewayReliability, AStreamCutOffAfterItsFirstByteIsVisiblyBroken) {
   EXPECT_EQ(metric_value(w.port, R"(lm_warden_stream_breaks_total{model="a",cause="engine"})"), 1);
 }
 
-namespace {
-
-// VmRSS of a process in KiB (0 if unknown).
-long rss_kib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.starts_with("VmRSS:")) {
-      return std::stol(line.substr(6));
-    }
-  }
-  return 0;
-}
-
-}  // namespace
-
 // SIGTERM with 8 streams in flight: no new connection is accepted, /health on an open connection says
 // draining, every stream finishes whole, and the warden exits well within its grace period.
 TEST(GatewayReliability, SigtermDrainsTheStreamsInFlight) {
@@ -196,8 +180,8 @@ TEST(GatewayReliability, MemoryReturnsAfterABurst) {
     Client c(w.port);
     c.post("/v1/chat/completions", chat_body("warm up", 2, false));
   }
-  ASSERT_TRUE(wait_until([&] { return rss_kib(w.proc->pid()) > 0; }, 5s));
-  const long idle = rss_kib(w.proc->pid());
+  ASSERT_TRUE(wait_until([&] { return proc_status_kib(w.proc->pid(), "VmRSS") > 0; }, 5s));
+  const long idle = proc_status_kib(w.proc->pid(), "VmRSS");
   std::string body = chat_body("burst", 2, false, "no-such-model");
   body.insert(body.size() - 1, std::string(30'000'000, ' '));
   std::vector<std::thread> clients;
@@ -214,6 +198,7 @@ TEST(GatewayReliability, MemoryReturnsAfterABurst) {
     t.join();
   }
   EXPECT_EQ(answered.load(), 16);
-  const bool returned = wait_until([&] { return rss_kib(w.proc->pid()) <= 2 * idle; }, 10s);
-  EXPECT_TRUE(returned) << "idle " << idle << " KiB, now " << rss_kib(w.proc->pid()) << " KiB";
+  const bool returned = wait_until([&] { return proc_status_kib(w.proc->pid(), "VmRSS") <= 2 * idle; }, 10s);
+  EXPECT_TRUE(returned) << "idle " << idle << " KiB, now " << proc_status_kib(w.proc->pid(), "VmRSS")
+                        << " KiB";
 }

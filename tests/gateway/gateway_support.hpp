@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -225,6 +226,18 @@ inline double metric_value(int port, const std::string& series) {
   const std::string text = c.get("/metrics", {{"Authorization", "Bearer secret"}}).body;
   const auto at = text.find(series + " ");
   return at == std::string::npos ? 0 : std::stod(text.substr(at + series.size() + 1));
+}
+
+// A field of a process's /proc/PID/status in KiB ("VmRSS", "VmHWM"); 0 if unknown.
+inline long proc_status_kib(pid_t pid, std::string_view field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with(field) && line.size() > field.size() && line[field.size()] == ':') {
+      return std::stol(line.substr(field.size() + 1));
+    }
+  }
+  return 0;
 }
 
 // vllm:num_requests_running of one rank as the sim reports it.
