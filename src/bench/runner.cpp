@@ -23,6 +23,7 @@
 #include <memory>
 
 #include "bench/metrics.hpp"
+#include "bench/placement_fields.hpp"
 #include "bench/stream.hpp"
 #include "net/client.hpp"
 #include "protocol/prometheus.hpp"
@@ -39,22 +40,6 @@ namespace http = boost::beast::http;
 using namespace asio::experimental::awaitable_operators;
 using Clock = std::chrono::steady_clock;
 
-// The warden's `x-warden-expected-cached: TOKENS; block=N[; exact]`: the tokens and the block size.
-std::optional<std::pair<std::uint64_t, std::uint64_t>> parse_expected(std::string_view value) {
-  std::uint64_t tokens = 0;
-  std::uint64_t block = 0;
-  const char* end = value.data() + value.size();
-  auto [p, ec] = std::from_chars(value.data(), end, tokens);
-  constexpr std::string_view block_key = "; block=";
-  if (ec != std::errc{} ||
-      std::string_view(p, static_cast<std::size_t>(end - p)).substr(0, block_key.size()) != block_key) {
-    return std::nullopt;
-  }
-  if (std::from_chars(p + block_key.size(), end, block).ec != std::errc{}) {
-    return std::nullopt;
-  }
-  return std::pair{tokens, block};
-}
 constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 // Errors logged in full per level; after that they are only counted (the Errors column).
@@ -138,6 +123,9 @@ class Runner {
   };
   asio::awaitable<Exchanged> exchange(std::size_t target, const workload::HttpRequestSpec& spec,
                                       StreamReader& reader, report::RequestRecord& rec);
+  // A 200's stream read into `reader`; a held stream's placement comment into `placed`.
+  asio::awaitable<void> read_stream(net::UpstreamResponse& up, StreamReader& reader,
+                                    report::RequestRecord& rec, PlacementFields& placed, Exchanged& x);
   asio::awaitable<void> sleep_model(asio::steady_timer& t, double model_seconds);
   void print_progress(const Level& level, double end, bool final_line);
 
@@ -254,45 +242,26 @@ asio::awaitable<Runner::Exchanged> Runner::exchange(std::size_t target, const wo
       x.problem = r.error().message();
     } else {
       net::UpstreamResponse& up = *r;
-      if (auto route = up.header().find("x-warden-route"); route != up.header().end()) {
-        rec.route = std::string(route->value());
-      }
-      if (auto expected = up.header().find("x-warden-expected-cached"); expected != up.header().end()) {
-        if (const auto e = parse_expected(expected->value())) {
-          x.expected_cached = e->first;
-          x.expected_block = e->second;
-        }
-      }
-      if (auto replica = up.header().find("x-warden-replica"); replica != up.header().end()) {
-        int v = 0;
-        const std::string_view text = replica->value();
-        if (auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v); ec == std::errc{}) {
-          rec.replica = v;
+      PlacementFields placed;
+      for (const char* name : {"x-warden-route", "x-warden-replica", "x-warden-expected-cached"}) {
+        if (auto f = up.header().find(name); f != up.header().end()) {
+          placed.take(name, f->value());
         }
       }
       if (const unsigned status = up.status(); status != 200) {
         auto body = co_await up.read_all(64 << 10);
         x.problem = fmt::format("HTTP {}: {}", status, body ? body->substr(0, 200) : std::string());
       } else {
-        while (true) {
-          auto piece = co_await up.next();
-          if (!piece) {
-            x.cancelled = piece.error() == asio::error::operation_aborted;
-            x.problem = piece.error().message();
-            break;
-          }
-          if (piece->done) {
-            x.ok = reader.finish();
-            if (!x.ok) {
-              x.problem = reader.error_text();
-            }
-            break;
-          }
-          if (reader.feed(piece->data)) {
-            rec.ttfb = now() - rec.started_at;
-          }
-        }
+        co_await read_stream(up, reader, rec, placed, x);
       }
+      if (placed.route) {
+        rec.route = *placed.route;
+      }
+      if (placed.replica) {
+        rec.replica = *placed.replica;
+      }
+      x.expected_cached = placed.expected_cached;
+      x.expected_block = placed.expected_block;
     }
   } catch (const boost::system::system_error& e) {
     x.cancelled = e.code() == asio::error::operation_aborted;
@@ -301,6 +270,39 @@ asio::awaitable<Runner::Exchanged> Runner::exchange(std::size_t target, const wo
     x.problem = e.what();
   }
   co_return x;
+}
+
+asio::awaitable<void> Runner::read_stream(net::UpstreamResponse& up, StreamReader& reader,
+                                          report::RequestRecord& rec, PlacementFields& placed, Exchanged& x) {
+  // A held stream: where it went comes as comment lines before its first event.
+  std::optional<PlacementComment> held;
+  if (placed.route == "queued") {
+    held.emplace();
+  }
+  while (true) {
+    auto piece = co_await up.next();
+    if (!piece) {
+      x.cancelled = piece.error() == asio::error::operation_aborted;
+      x.problem = piece.error().message();
+      co_return;
+    }
+    if (piece->done) {
+      x.ok = reader.finish();
+      if (!x.ok) {
+        x.problem = reader.error_text();
+      }
+      co_return;
+    }
+    if (held && held->feed(piece->data)) {
+      if (held->found()) {
+        placed = held->fields();
+      }
+      held.reset();
+    }
+    if (reader.feed(piece->data)) {
+      rec.ttfb = now() - rec.started_at;
+    }
+  }
 }
 
 asio::awaitable<void> Runner::turn(Level& level, std::size_t slot) {

@@ -2,6 +2,8 @@
 
 #include "protocol/utf8.hpp"
 
+#include <boost/json/parse.hpp>
+
 #include <cstdint>
 #include <string>
 
@@ -149,6 +151,23 @@ std::string_view describe(Errc e) noexcept {
       return "ok";
   }
   return "error";
+}
+
+std::optional<std::string> error_message(std::string_view body) {
+  boost::system::error_code ec;
+  const boost::json::value v = boost::json::parse(body, ec);
+  const boost::json::object* o = ec ? nullptr : v.if_object();
+  if (!o) {
+    return std::nullopt;
+  }
+  if (const auto* e = o->if_contains("error"); e && e->is_object()) {
+    o = &e->get_object();
+  }
+  const auto* m = o->if_contains("message");
+  if (!m || !m->is_string()) {
+    return std::nullopt;
+  }
+  return std::string(m->get_string());
 }
 
 }  // namespace warden::protocol

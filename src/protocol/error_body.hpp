@@ -8,6 +8,7 @@
 #include "protocol/api.hpp"
 #include "protocol/error.hpp"
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -57,6 +58,10 @@ inline std::string format_error(ApiKind api, int status, std::string_view messag
                                 std::string_view code = {}) {
   return format_error(error_format_for(api), status, message, code);
 }
+
+/// The message of an error body in any of the shapes engines and APIs answer with: `error.message`
+/// (OpenAI, Anthropic, vLLM) or a top-level `message` (vLLM's older ErrorResponse); nullopt otherwise.
+std::optional<std::string> error_message(std::string_view body);
 
 /// `s` as a JSON string literal with quotes: escapes '"', '\\' and control characters, and replaces
 /// bytes that are not valid UTF-8 with U+FFFD, so the result is always valid JSON.

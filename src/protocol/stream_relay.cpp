@@ -58,17 +58,28 @@ bool StreamRelay::after_write() {
   return fed || !drop_usage_chunk_;
 }
 
-std::string stream_error_event(ApiKind api, std::string_view message, bool mid_event) {
+std::string stream_error_event(ApiKind api, std::string_view message, bool mid_event, int status,
+                               std::string_view code) {
   std::string out = mid_event ? "\n\n" : "";
   if (error_format_for(api) == ErrorFormat::anthropic) {
     out += "event: error\ndata: ";
-    out += format_error(ErrorFormat::anthropic, 502, message);
+    out += format_error(ErrorFormat::anthropic, status, message);
   } else {
     out += "data: ";
-    out += format_error(ErrorFormat::openai, 502, message, "upstream_error");
+    out += format_error(ErrorFormat::openai, status, message, code);
   }
   out += "\n\n";
   return out;
+}
+
+std::string_view stream_keep_alive_event(ApiKind api) {
+  if (error_format_for(api) == ErrorFormat::anthropic) {
+    return "event: ping\ndata: {\"type\": \"ping\"}\n\n";
+  }
+  // The Responses API's own keep-alive (its clients, Codex among them, time out on events, not bytes);
+  // a chat completion's client would take any `data:` line for a chunk.
+  return api == ApiKind::openai_responses ? "event: keepalive\ndata: {\"type\":\"keepalive\"}\n\n"
+                                          : ": keep-alive\n\n";
 }
 
 }  // namespace warden::protocol

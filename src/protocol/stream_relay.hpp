@@ -68,7 +68,15 @@ class StreamRelay {
 
 /// The event that tells a client its stream broke off, in the API's own format: Anthropic's
 /// `event: error` with an api_error, or for OpenAI an error object in a `data:` line (as vLLM and OpenAI
-/// send one). `mid_event`: the bytes sent so far end inside an event, which is closed first.
-std::string stream_error_event(ApiKind api, std::string_view message, bool mid_event = false);
+/// send one). `mid_event`: the bytes sent so far end inside an event, which is closed first. `status` and
+/// `code`: the error the client would have been answered with before its stream started (Anthropic's
+/// error type and OpenAI's type follow the status; OpenAI's code is `code`).
+std::string stream_error_event(ApiKind api, std::string_view message, bool mid_event = false,
+                               int status = 502, std::string_view code = "upstream_error");
+
+/// What keeps a started stream alive while its first event waits (a held request): the API's own,
+/// Anthropic's `event: ping`, the Responses API's `event: keepalive` (OpenAI sends it on long requests), and
+/// for chat and completions an SSE comment line (which every SSE client ignores).
+std::string_view stream_keep_alive_event(ApiKind api);
 
 }  // namespace warden::protocol

@@ -41,3 +41,19 @@ TEST(ErrorBody, MessagesAreAlwaysValidJson) {
 
 }  // namespace
 }  // namespace warden::protocol
+
+// A held stream turns an engine's error answer into an error event: its message, whatever the shape.
+TEST(ErrorBody, TheMessageOfAnErrorBodyInEachShape) {
+  EXPECT_EQ(warden::protocol::error_message(
+                R"({"error":{"message":"too long","type":"BadRequestError","code":400}})"),
+            "too long");
+  EXPECT_EQ(
+      warden::protocol::error_message(R"({"type":"error","error":{"type":"api_error","message":"busy"}})"),
+      "busy");
+  EXPECT_EQ(
+      warden::protocol::error_message(R"({"object":"error","message":"old vLLM","type":"BadRequestError"})"),
+      "old vLLM");
+  EXPECT_EQ(warden::protocol::error_message(R"({"error":{"message":7}})"), std::nullopt);
+  EXPECT_EQ(warden::protocol::error_message("Internal Server Error"), std::nullopt);
+  EXPECT_EQ(warden::protocol::error_message("[1,2]"), std::nullopt);
+}

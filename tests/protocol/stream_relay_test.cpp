@@ -223,4 +223,24 @@ TEST(StreamRelayTest, ErrorEventInEachApisFormat) {
   EXPECT_TRUE(relay.between_events());
 }
 
+// A held stream's error carries the status it would have been answered with, and its keep-alive is the
+// API's own: an event Anthropic's SDKs skip, a comment every SSE parser ignores.
+TEST(StreamRelayTest, HeldStreamEventsInEachApisFormat) {
+  EXPECT_NE(stream_error_event(ApiKind::anthropic_messages, "draining", false, 503, "draining")
+                .find(R"("type":"overloaded_error")"),
+            std::string::npos);
+  const std::string openai = stream_error_event(ApiKind::openai_chat, "full", false, 503, "queue_full");
+  EXPECT_NE(openai.find(R"("type":"server_error")"), std::string::npos) << openai;
+  EXPECT_NE(openai.find(R"("code":"queue_full")"), std::string::npos) << openai;
+  for (const ApiKind api : {ApiKind::anthropic_messages, ApiKind::openai_chat, ApiKind::openai_responses}) {
+    SseParser parser;
+    std::vector<std::string> events;
+    ASSERT_TRUE(parser.feed(std::string(stream_keep_alive_event(api)) + content,
+                            [&](const SseEvent& ev) { events.emplace_back(ev.event); }));
+    const bool own_event = api != ApiKind::openai_chat;
+    ASSERT_EQ(events.size(), own_event ? 2u : 1u) << "a comment is no event";
+    EXPECT_EQ(events.front(), api == ApiKind::anthropic_messages ? "ping" : own_event ? "keepalive" : "");
+  }
+}
+
 }  // namespace warden::protocol

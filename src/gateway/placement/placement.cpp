@@ -15,6 +15,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+constexpr const char* kShuttingDown = "The server is shutting down; retry on another instance";
+
 core::Time steady_now() {
   return Clock::now().time_since_epoch();
 }
@@ -74,8 +76,9 @@ void Placement::watch_prefix(const protocol::RequestInfo& info, std::string_view
   }
 }
 
-net::asio::awaitable<bool> Placement::place(int attempt, PlacementTry& at) {
+net::asio::awaitable<bool> Placement::place(int attempt, PlacementTry& at, bool defer_hold) {
   SharedHomes* shared = counted_ ? ctx_.shared : nullptr;
+  at.held = false;
   // With shared state: what the other wardens know of the conversation, before and after routing it.
   std::optional<PlacementTurnEnd> turn;  // ends after the claim (or on any way out before it)
   if (shared && attempt == 0 && shared->unknown_here(*model_, facts_)) {
@@ -85,12 +88,36 @@ net::asio::awaitable<bool> Placement::place(int attempt, PlacementTry& at) {
   }
   if (!route(attempt, at)) {
     turn.reset();  // a held request does not keep the next placement waiting
-    if (!at.decision.queued() || !co_await hold(at)) {
+    if (!at.decision.queued()) {
+      co_return false;
+    }
+    if (defer_hold) {
+      at.held = join_queue(at);  // the caller waits (place_held()); refused: at.failure
+      co_return false;
+    }
+    if (!co_await hold(at)) {
       co_return false;
     }
   }
-  if (shared &&
-      co_await shared->placement(*model_, facts_, attempt, at.decision, turn ? turn->get() : nullptr)) {
+  // Named, not temporaries: GCC 12 destroys temporaries of a co_await expression twice.
+  PlacementTurn* const placing = turn ? turn->get() : nullptr;
+  const bool settled = co_await settle(attempt, at, placing);
+  co_return settled;
+}
+
+net::asio::awaitable<bool> Placement::place_held(PlacementTry& at, std::chrono::steady_clock::duration every,
+                                                 AdmissionQueue::KeepAlive keep_alive) {
+  at.held = false;
+  if (!co_await wait_in_queue(at, every, std::move(keep_alive))) {
+    co_return false;
+  }
+  const bool settled = co_await settle(0, at, nullptr);
+  co_return settled;
+}
+
+net::asio::awaitable<bool> Placement::settle(int attempt, PlacementTry& at, PlacementTurn* turn) {
+  SharedHomes* shared = counted_ ? ctx_.shared : nullptr;
+  if (shared && co_await shared->placement(*model_, facts_, attempt, at.decision, turn)) {
     if (follow_layout()) {
       model_->abandon(decision_);  // another warden placed it first: sent to its home instead
     }
@@ -98,7 +125,6 @@ net::asio::awaitable<bool> Placement::place(int attempt, PlacementTry& at) {
       co_return false;
     }
   }
-  turn.reset();
   if (!follow_layout()) {
     // A reload removed its replica while it was being placed: routed again, as after a refused connect.
     at.retry = attempt == 0 && !facts_.pin;
@@ -156,32 +182,54 @@ bool Placement::take_decision(int attempt, PlacementTry& at) {
   return true;
 }
 
-net::asio::awaitable<bool> Placement::hold(PlacementTry& at) {
+bool Placement::refuse_hold(PlacementTry& at, const char* reason, std::string message) {
+  ctx_.metrics.queue_rejected(rec_.model, reason);
+  // 503 with Retry-After: by then a request joining the queue would have gone at the latest.
+  at.failure = {503, std::move(message), reason == std::string_view("full") ? "queue_full" : reason,
+                std::max<std::int64_t>(
+                    1, std::chrono::ceil<std::chrono::seconds>(model_->queue().max_wait(facts_)).count())};
+  at.retry = false;
+  return false;
+}
+
+bool Placement::join_queue(PlacementTry& at) {
   AdmissionQueue& queue = model_->queue();
   rec_.route = std::string(core::route_name(core::Route::queued));
-  // 503 with Retry-After: by then a request joining the queue would have gone at the latest.
-  auto refuse = [&](const char* reason, std::string message) {
-    ctx_.metrics.queue_rejected(rec_.model, reason);
-    at.failure = {
-        503, std::move(message), reason == std::string_view("full") ? "queue_full" : reason,
-        std::max<std::int64_t>(1, std::chrono::ceil<std::chrono::seconds>(queue.max_wait(facts_)).count())};
-    at.retry = false;
-    return false;
-  };
-  const char* shutting_down = "The server is shutting down; retry on another instance";
-  const auto since = Clock::now();
-  const auto entry = queue.join(facts_, since);
-  if (!entry) {
-    co_return queue.stopped()
-        ? refuse("draining", shutting_down)
-        : refuse("full",
-                 fmt::format("too many requests of '{}' are waiting for room on its replicas; retry later",
-                             rec_.model));
+  held_since_ = Clock::now();
+  held_ = queue.join(facts_, held_since_);
+  if (held_) {
+    return true;
   }
+  return queue.stopped()
+             ? refuse_hold(at, "draining", kShuttingDown)
+             : refuse_hold(
+                   at, "full",
+                   fmt::format("too many requests of '{}' are waiting for room on its replicas; retry later",
+                               rec_.model));
+}
+
+net::asio::awaitable<bool> Placement::hold(PlacementTry& at) {
+  if (!join_queue(at)) {
+    co_return false;
+  }
+  const AdmissionQueue::KeepAlive none;  // named: see place()
+  const bool went = co_await wait_in_queue(at, std::chrono::steady_clock::duration{}, none);
+  co_return went;
+}
+
+net::asio::awaitable<bool> Placement::wait_in_queue(PlacementTry& at,
+                                                    std::chrono::steady_clock::duration every,
+                                                    AdmissionQueue::KeepAlive keep_alive) {
+  AdmissionQueue& queue = model_->queue();
+  const auto entry = std::exchange(held_, nullptr);
   try {
-    co_await queue.wait(entry);
+    if (keep_alive) {
+      co_await queue.wait(entry, every, std::move(keep_alive));
+    } else {
+      co_await queue.wait(entry);
+    }
   } catch (const boost::system::system_error&) {
-    rec_.queued_s = std::chrono::duration<double>(Clock::now() - since).count();
+    rec_.queued_s = std::chrono::duration<double>(Clock::now() - held_since_).count();
     rec_.status = 499;  // the client went away while it waited
     ctx_.metrics.queue_abandoned(rec_.model);
     if (entry->outcome == AdmissionQueue::Outcome::routed && entry->decision.ok()) {
@@ -189,13 +237,26 @@ net::asio::awaitable<bool> Placement::hold(PlacementTry& at) {
     }
     throw;
   }
-  rec_.queued_s = std::chrono::duration<double>(Clock::now() - since).count();
+  rec_.queued_s = std::chrono::duration<double>(Clock::now() - held_since_).count();
   if (entry->outcome == AdmissionQueue::Outcome::refused) {
-    co_return refuse("draining", shutting_down);
+    co_return refuse_hold(at, "draining", kShuttingDown);
   }
   ctx_.metrics.queue_admitted(rec_.model, *rec_.queued_s);
   at.decision = entry->decision;
   co_return take_decision(0, at);
+}
+
+void Placement::leave_queue() {
+  const auto entry = std::exchange(held_, nullptr);
+  if (!entry || !model_) {
+    return;
+  }
+  ctx_.metrics.queue_abandoned(rec_.model);
+  if (entry->outcome == AdmissionQueue::Outcome::routed && entry->decision.ok()) {
+    model_->abandon(entry->decision);  // routed before its wait began: never sent
+  } else {
+    model_->queue().leave(entry);
+  }
 }
 
 bool Placement::follow_layout() {
@@ -282,6 +343,7 @@ void Placement::answered(bool final_text) {
 }
 
 void Placement::end() {
+  leave_queue();  // held, and its wait never began (its client left first)
   drop_probe();
   if (routed_ && awaiting_first_ && rec_.status == 499 && model_ && follow_layout()) {
     model_->left_unanswered(facts_);

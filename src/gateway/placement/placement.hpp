@@ -6,7 +6,9 @@
 // placement says and tells it how that went. Runs on the gateway's I/O thread.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,6 +42,7 @@ struct PlacementTry {
   core::Decision decision;  // where this attempt went
   Refusal failure;          // the last failure, for the client if no retry is possible
   bool retry = false;       // after a failure: another replica may be tried
+  bool held = false;        // place(..., defer_hold): admission holds it, and the caller waits (place_held())
 };
 
 // What became of an attempt the proxy sent, as the placement needs it (the proxy reads it from the
@@ -81,7 +84,14 @@ class Placement {
   // Where attempt `attempt` goes: true with at.decision (and the record's replica and route), false with
   // at.failure and at.retry. A first routing that admission holds waits in the model's queue (hold());
   // with shared state the other wardens' home for the conversation may win.
-  net::asio::awaitable<bool> place(int attempt, PlacementTry& at);
+  // `defer_hold`: a first routing admission holds returns false with at.held, and the caller keeps the
+  // client's wait alive while place_held() waits (a stream whose response it starts meanwhile).
+  net::asio::awaitable<bool> place(int attempt, PlacementTry& at, bool defer_hold = false);
+  // The wait place() left to the caller: held in the model's queue with `keep_alive` called each
+  // `every` (false: the client is gone, which ends the wait as a client that left), then placed as by
+  // place() (false: refused, at.failure says why).
+  net::asio::awaitable<bool> place_held(PlacementTry& at, std::chrono::steady_clock::duration every,
+                                        AdmissionQueue::KeepAlive keep_alive);
   // One routing over the model's replicas as they are (for a retry, without the replica that failed).
   // False with at.decision.queued(): admission holds the request (hold() waits for its turn).
   bool route(int attempt, PlacementTry& at);
@@ -110,9 +120,19 @@ class Placement {
 
  private:
   bool take_decision(int attempt, PlacementTry& at);
+  // After routing (and any hold): the other wardens' placement with shared state, the replica layout.
+  net::asio::awaitable<bool> settle(int attempt, PlacementTry& at, PlacementTurn* turn);
   // Its prompt start, judged per thread (PrefixWatch): sets facts_.thread's start and side.
   void watch_prefix(const protocol::RequestInfo& info, std::string_view body);
   void release();
+  // hold() in two steps: joined the model's queue (false: refused, at.failure), then the wait (with
+  // `keep_alive` each `every` when it is set).
+  bool join_queue(PlacementTry& at);
+  net::asio::awaitable<bool> wait_in_queue(PlacementTry& at, std::chrono::steady_clock::duration every,
+                                           AdmissionQueue::KeepAlive keep_alive);
+  bool refuse_hold(PlacementTry& at, const char* reason, std::string message);
+  // A request that joined the queue and never waited leaves it (routed meanwhile: the decision abandoned).
+  void leave_queue();
 
   PlacementContext ctx_;
   RequestRecord& rec_;
@@ -125,6 +145,8 @@ class Placement {
   bool probe_ = false;            // the one request an ejected replica gets after its backoff
   std::uint64_t layout_ = 0;      // the model's replica list rec_.replica indexes (ModelRuntime::layout())
   bool replica_removed_ = false;  // a reload removed rec_.replica (the old index, kept for the log)
+  std::shared_ptr<AdmissionQueue::Entry> held_;  // joined the queue, its wait not begun (join_queue())
+  std::chrono::steady_clock::time_point held_since_;
 };
 
 }  // namespace warden::gateway

@@ -87,11 +87,15 @@ http::response_header<> client_header(const net::Request& req, const RequestReco
   head.result(from.result());
   head.version(req.version());
   copy_response_headers(from, head);
+  set_placement_headers(rec, head);
+  return head;
+}
+
+void set_placement_headers(const RequestRecord& rec, http::response_header<>& head) {
   head.set("x-warden-replica", std::to_string(rec.replica));
   head.set("x-warden-route", rec.route);
   set_queued_header(rec, head);
   set_expected_header(rec, head);
-  return head;
 }
 
 void throw_if_client_left(RequestRecord& rec, const boost::system::error_code& ec) {

@@ -88,6 +88,9 @@ struct Attempt : PlacementTry {
 // The client's header: the engine's, minus hop-by-hop fields, plus the warden's own.
 net::http::response_header<> client_header(const net::Request& req, const RequestRecord& rec,
                                            const net::http::response_header<>& from);
+// The warden's own fields of an answer's header: x-warden-replica, x-warden-route, and x-warden-queued and
+// x-warden-expected-cached when there is something to say.
+void set_placement_headers(const RequestRecord& rec, net::http::response_header<>& head);
 // An upstream operation ended because net::Server cancelled the handler: the client went away. The
 // request ends here (logged and counted 499), not as a failure of the replica.
 void throw_if_client_left(RequestRecord& rec, const boost::system::error_code& ec);

@@ -95,11 +95,16 @@ asio::awaitable<net::Reply> Proxy::handle(net::Request& req) {
   if (auto refused = admit(req, *ex, out)) {
     co_return std::move(*refused);
   }
+  // A stream (that generates something) admission holds is answered at once and kept alive (held_reply()).
+  const bool keep_held_alive = ex->record.stream && !out.counting_only;
   Attempt at;
   for (int attempt = 0;; ++attempt) {
-    const bool answered = co_await forward(*ex, req, out, attempt, at);
+    const bool answered = co_await forward(*ex, req, out, attempt, at, keep_held_alive && attempt == 0);
     if (answered) {
       break;
+    }
+    if (at.held) {
+      co_return held_reply(ex, req, std::move(out));
     }
     if (!at.retry) {
       co_return ex->error_reply(req, at.failure);
@@ -197,10 +202,18 @@ std::optional<Refusal> Proxy::fit_output(const Exchange& ex, const protocol::Req
 }
 
 asio::awaitable<bool> Proxy::forward(Exchange& ex, const net::Request& req, const Outgoing& out, int attempt,
-                                     Attempt& at) {
-  if (!co_await ex.placement.place(attempt, at)) {
+                                     Attempt& at, bool defer_hold) {
+  // Named results, not `co_return co_await`: GCC 12 resumed this frame after its end with that form.
+  const bool placed = co_await ex.placement.place(attempt, at, defer_hold);
+  if (!placed) {
     co_return false;
   }
+  const bool sent = co_await send(ex, req, out, attempt, at);
+  co_return sent;
+}
+
+asio::awaitable<bool> Proxy::send(Exchange& ex, const net::Request& req, const Outgoing& out, int attempt,
+                                  Attempt& at) {
   const ModelConfig& model = ex.model->config();
   // A copy: a reload may change the model's replica list while the request is out.
   const UpstreamUrl url = model.replica_url(ex.record.replica);

@@ -46,8 +46,21 @@ class Proxy {
   std::optional<net::Response> admit(net::Request& req, Exchange& ex, Outgoing& out);
   std::optional<Refusal> fit_output(const Exchange& ex, const protocol::RequestInfo& info,
                                     protocol::RewriteOptions& ro);
+  // Placed (`defer_hold`: a stream admission holds returns false with at.held, for held_reply()), then
+  // sent.
   net::asio::awaitable<bool> forward(Exchange& ex, const net::Request& req, const Outgoing& out, int attempt,
-                                     Attempt& at);
+                                     Attempt& at, bool defer_hold = false);
+  // One placed attempt sent: true with the engine's answer in `at` (its first event for a stream).
+  net::asio::awaitable<bool> send(Exchange& ex, const net::Request& req, const Outgoing& out, int attempt,
+                                  Attempt& at);
+  // A stream admission holds (proxy_held.cpp): its response starts now (200, text/event-stream) and the
+  // API's keep-alive event goes out while it waits, so no client or proxy in between times out; placed,
+  // the engine's events follow, and a failure reaches the client as an error event.
+  net::StreamReply held_reply(std::shared_ptr<Exchange> ex, const net::Request& req, Outgoing out);
+  net::asio::awaitable<void> held_body(std::shared_ptr<Exchange> ex, const net::Request& req,
+                                       std::shared_ptr<const Outgoing> out, net::StreamWriter& w);
+  static net::asio::awaitable<void> held_without_stream(Exchange& ex, Attempt& at, net::StreamWriter& w);
+  static net::asio::awaitable<void> held_failed(Exchange& ex, const Refusal& why, net::StreamWriter& w);
   // A stream's first event awaited (true: at.first), its client header prepared meanwhile.
   net::asio::awaitable<bool> first_event(Exchange& ex, const net::Request& req, int attempt, Attempt& at,
                                          const UpstreamUrl& url, net::UpstreamResponse& r,

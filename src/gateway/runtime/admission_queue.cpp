@@ -1,6 +1,9 @@
 #include "gateway/runtime/admission_queue.hpp"
 
 #include <boost/asio/error.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/multiple_exceptions.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
 
 namespace warden::gateway {
@@ -49,10 +52,42 @@ asio::awaitable<void> AdmissionQueue::wait(std::shared_ptr<Entry> entry) {
       co_await entry->wake.wait();
     }
   } catch (const boost::system::system_error&) {
-    if (held_.leave(entry)) {
-      arm_timer();
-    }
+    leave(entry);
     throw;
+  }
+}
+
+asio::awaitable<void> AdmissionQueue::wait(std::shared_ptr<Entry> entry, Clock::duration every,
+                                           KeepAlive keep_alive) {
+  using namespace asio::experimental::awaitable_operators;
+  asio::steady_timer tick(timer_.get_executor());
+  bool kept = true;
+  try {
+    // The outcome is the truth: a wake-up lost to the tick is found by the next look.
+    while (entry->outcome == Outcome::waiting) {
+      tick.expires_after(every);
+      const auto woke = co_await (entry->wake.wait() || tick.async_wait(asio::use_awaitable));
+      if (woke.index() == 1 && entry->outcome == Outcome::waiting && !(kept = co_await keep_alive())) {
+        break;
+      }
+    }
+  } catch (const boost::system::system_error&) {
+    leave(entry);
+    throw;
+  } catch (const asio::multiple_exceptions&) {
+    // Both the wake-up and the tick were cancelled (the client left): one cancellation.
+    leave(entry);
+    throw boost::system::system_error(asio::error::operation_aborted);
+  }
+  if (!kept) {
+    leave(entry);
+    throw boost::system::system_error(asio::error::operation_aborted);
+  }
+}
+
+void AdmissionQueue::leave(const std::shared_ptr<Entry>& entry) {
+  if (held_.leave(entry)) {
+    arm_timer();
   }
 }
 

@@ -57,6 +57,15 @@ class AdmissionQueue {
   // Returns once `entry` was routed or refused. Cancelled (its client left), it leaves the queue and the
   // cancellation propagates (operation_aborted).
   boost::asio::awaitable<void> wait(std::shared_ptr<Entry> entry);
+  // Returns false when keep_alive() is false: the client's wait can no longer be kept alive.
+  using KeepAlive = std::function<boost::asio::awaitable<bool>()>;
+  // The same wait, calling `keep_alive` each `every` while it lasts (a held stream's keep-alive event).
+  // When it fails (the client is gone), the entry leaves the queue and operation_aborted is thrown, as
+  // for a cancelled wait.
+  boost::asio::awaitable<void> wait(std::shared_ptr<Entry> entry, Clock::duration every,
+                                    KeepAlive keep_alive);
+  // Takes `entry` out without a wait (its client left before waiting began).
+  void leave(const std::shared_ptr<Entry>& entry);
   // Routes the waiting requests again (a round of core::HoldQueue::retry); returns how many went.
   std::size_t retry(Clock::time_point now);
   // Ends every wait as refused, and refuses new requests from now on (shutdown).
