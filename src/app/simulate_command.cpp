@@ -5,6 +5,7 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -52,6 +53,12 @@ struct SimulateOptions {
   double resident_gaps = 2.0;
   std::string min_resident = "3s";
   std::uint32_t vllm_api_servers = 0;
+  std::optional<std::size_t> interactive;
+  std::string interactive_think_time = "60s";
+  std::string tenants;
+  bool fair_shares = true;
+  bool classes = true;
+  bool keep_alive = true;
   std::string out;
   std::string svg;
   std::string timeline_svg;
@@ -169,6 +176,27 @@ base::Result<void> timing_from(const SimulateOptions& o, whatif::SimulationConfi
   return admission_from(o, c);
 }
 
+// Interactive sessions, tenants, and the warden's keeping held streams alive.
+base::Result<void> clients_from(const SimulateOptions& o, whatif::SimulationConfig& c) {
+  c.workload.agentic.interactive = o.interactive.value_or(0);
+  const auto think = base::parse_seconds(o.interactive_think_time);
+  if (!think) {
+    return std::string("--interactive-think-time is a duration: 60s, 2m");
+  }
+  c.workload.agentic.interactive_think_time = *think;
+  for (const auto& piece : split(o.tenants)) {
+    const auto n = base::parse_integer<std::uint32_t>(piece);
+    if (!n) {
+      return "--tenants needs comma-separated shares of the agents, got '" + o.tenants + "'";
+    }
+    c.tenants.push_back(*n);
+  }
+  c.fair_shares = o.fair_shares;
+  c.classes = o.classes;
+  c.keep_alive = o.keep_alive;
+  return {};
+}
+
 // --compare A,B is the reference method: A over every level, then B on warm engines.
 base::Result<void> policies_from(const SimulateOptions& o, whatif::SimulationConfig& c) {
   const std::vector<std::string> compare = split(o.compare);
@@ -238,6 +266,9 @@ base::Result<whatif::SimulationConfig> simulation_from(const SimulateOptions& o)
   if (auto ok = timing_from(o, c); !ok) {
     return base::Failure{ok.error()};
   }
+  if (auto ok = clients_from(o, c); !ok) {
+    return base::Failure{ok.error()};
+  }
   if (auto ok = policies_from(o, c); !ok) {
     return base::Failure{ok.error()};
   }
@@ -260,6 +291,79 @@ void print_admission(const whatif::Outcome& outcome) {
         "size {:.0f} tokens\n",
         l.policy, l.sessions, l.held, l.requests, mean, l.max_held, l.refused, l.task_tokens);
   }
+}
+
+// One group's figures in a level (whatif::GroupStats): tasks/h, tasks/h per agent, and the task starts'
+// waits at the warden.
+struct GroupFigures {
+  double tasks_per_hour = 0;
+  double per_agent = 0;
+  std::size_t starts = 0;
+  std::size_t held = 0;
+  double wait_p50 = 0;
+  double wait_p95 = 0;
+  double ttfb_p50 = 0;
+  double ttfb_p95 = 0;
+};
+
+GroupFigures figures_of(const whatif::LevelStats& l, const whatif::GroupStats& g) {
+  GroupFigures f;
+  const double hours = (l.end - l.begin) / 3600.0;
+  f.tasks_per_hour = hours > 0 ? static_cast<double>(g.tasks) / hours : 0.0;
+  f.per_agent = g.agents > 0 ? f.tasks_per_hour / g.agents : 0.0;
+  f.starts = g.start_waits.size();
+  f.held = static_cast<std::size_t>(
+      std::count_if(g.start_waits.begin(), g.start_waits.end(), [](double w) { return w > 0; }));
+  f.wait_p50 = report::percentile(g.start_waits, 50).value_or(0.0);
+  f.wait_p95 = report::percentile(g.start_waits, 95).value_or(0.0);
+  f.ttfb_p50 = report::percentile(g.start_ttfbs, 50).value_or(0.0);
+  f.ttfb_p95 = report::percentile(g.start_ttfbs, 95).value_or(0.0);
+  return f;
+}
+
+// Per level with groups (interactive sessions, tenants): each group's tasks/h, per agent, and how long its
+// task starts waited at the warden.
+void print_groups(const whatif::Outcome& outcome) {
+  report::Grid grid{{"policy", "sessions", "group", "agents", "tasks/h", "tasks/h/agent", "starts", "held",
+                     "start wait p50 s", "start wait p95 s", "start ttfb p50 s", "start ttfb p95 s"}};
+  for (const whatif::LevelStats& l : outcome.levels) {
+    for (const whatif::GroupStats& g : l.groups) {
+      const GroupFigures f = figures_of(l, g);
+      grid.push_back({l.policy, std::to_string(l.sessions), g.name, std::to_string(g.agents),
+                      fmt::format("{:.0f}", f.tasks_per_hour), fmt::format("{:.2f}", f.per_agent),
+                      std::to_string(f.starts), std::to_string(f.held), fmt::format("{:.1f}", f.wait_p50),
+                      fmt::format("{:.1f}", f.wait_p95), fmt::format("{:.1f}", f.ttfb_p50),
+                      fmt::format("{:.1f}", f.ttfb_p95)});
+    }
+  }
+  if (grid.size() > 1) {
+    fmt::print(
+        "\nBy class of work and tenant (task starts sent in the window: their wait held at the warden, "
+        "their TTFB):\n\n{}",
+        report::grid_terminal(grid));
+  }
+}
+
+boost::json::array groups_json(const whatif::Outcome& outcome) {
+  boost::json::array out;
+  for (const whatif::LevelStats& l : outcome.levels) {
+    for (const whatif::GroupStats& g : l.groups) {
+      const GroupFigures f = figures_of(l, g);
+      out.push_back(boost::json::object{{"policy", l.policy},
+                                        {"sessions", l.sessions},
+                                        {"group", g.name},
+                                        {"agents", g.agents},
+                                        {"tasks_per_hour", f.tasks_per_hour},
+                                        {"tasks_per_agent_hour", f.per_agent},
+                                        {"task_starts", f.starts},
+                                        {"held", f.held},
+                                        {"start_wait_p50", f.wait_p50},
+                                        {"start_wait_p95", f.wait_p95},
+                                        {"start_ttfb_p50", f.ttfb_p50},
+                                        {"start_ttfb_p95", f.ttfb_p95}});
+    }
+  }
+  return out;
 }
 
 // Policy `ceiling` (every request after a task's first one finds its prefix cached): each other policy's
@@ -340,6 +444,15 @@ report::Report report_of(const whatif::SimulationConfig& c, const whatif::Outcom
   }
   rep.meta["policies"] = std::move(policies);
   rep.meta["model_seconds"] = outcome.model_seconds;
+  if (boost::json::array groups = groups_json(outcome); !groups.empty()) {
+    rep.meta["groups"] = std::move(groups);
+    rep.meta["interactive"] = c.workload.agentic.interactive;
+    rep.meta["fair_shares"] = c.fair_shares;
+    rep.meta["classes"] = c.classes;
+  }
+  if (!c.keep_alive) {
+    rep.meta["keep_alive"] = false;
+  }
   rep.timeline = timeline_of(outcome);
   return rep;
 }
@@ -386,6 +499,7 @@ int run_simulate(const SimulateOptions& o) {
   }
   print_outcome(o, *c, outcome->rows);
   print_admission(*outcome);
+  print_groups(*outcome);
   if (const auto points = timeline_of(*outcome); !points.empty()) {
     fmt::print("\nTimeline (every {}s of each level's window):\n\n{}", c->timeline,
                report::timeline_terminal(points));
@@ -406,6 +520,54 @@ void add_policy_options(CLI::App& cmd, SimulateOptions& o) {
       ->capture_default_str();
   cmd.add_option("--min-resident", o.min_resident, "Policy admission: ... but at least this long")
       ->capture_default_str();
+}
+
+// An on/off flag over `value` (its default the value's).
+void add_switch(CLI::App& cmd, const std::string& name, bool& value, const std::string& help,
+                const std::string& group) {
+  cmd.add_option_function<std::string>(
+         name,
+         [&value, name](const std::string& v) {
+           if (v != "on" && v != "off") {
+             throw CLI::ValidationError(name, "on or off");
+           }
+           value = v == "on";
+         },
+         help)
+      ->default_str(value ? "on" : "off")
+      ->group(group);
+}
+
+// Who the agents are: interactive sessions beside the headless ones, tenants, and whether the warden keeps
+// their held streams alive.
+void add_clients_options(CLI::App& cmd, SimulateOptions& o) {
+  const char* group = "Classes of work and tenants (--workload agentic)";
+  cmd.add_option("--interactive", o.interactive,
+                 "Interactive sessions beside each level's headless agents: a person reads between tasks, "
+                 "class interactive (default 0)")
+      ->group(group);
+  cmd.add_option("--interactive-think-time", o.interactive_think_time,
+                 "Mean time the person of an interactive session reads before the next task (uniform "
+                 "x0.5-1.5)")
+      ->capture_default_str()
+      ->group(group);
+  cmd.add_option("--tenants", o.tenants,
+                 "The headless agents split between tenants in these proportions, each tenant's agents "
+                 "sending its own key (20,6: 20 and 6 of 26 agents; default none)")
+      ->group(group);
+  add_switch(cmd, "--fair-shares", o.fair_shares,
+             "With --tenants: the agents send their tenant's key, held starts go by fair share (on), or send "
+             "none, one fleet first come first served (off; the figures still per tenant)",
+             group);
+  add_switch(
+      cmd, "--classes", o.classes,
+      "With --interactive: the interactive sessions' requests say class interactive (on), or headless, "
+      "held like the rest as before classes of work (off; the figures still apart)",
+      group);
+  add_switch(cmd, "--keep-alive", o.keep_alive,
+             "The warden keeps the agents' held streams alive, so a held task start waits up to "
+             "task_admission.stream_max_wait (on), or up to task_admission.max_wait, 8 min, as before (off)",
+             group);
 }
 
 // One flag per engine parameter (--max-num-seqs, ...), over the preset's value.
@@ -469,6 +631,7 @@ void add_simulate_command(CLI::App& app) {
       ->capture_default_str();
   add_routing_options(*cmd, o->routing);
   add_policy_options(*cmd, *o);
+  add_clients_options(*cmd, *o);
   cmd->add_option("--vllm-api-servers", o->vllm_api_servers,
                   "vLLM API server processes (0 = one per replica)")
       ->capture_default_str();

@@ -1,7 +1,9 @@
 #include "whatif/clients.hpp"
 
 #include <algorithm>
+#include <numeric>
 
+#include <fmt/core.h>
 #include <xxhash.h>
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
@@ -68,9 +70,80 @@ std::uint64_t Clients::start_loop(std::size_t sessions, std::size_t level_index,
     }
   }
   loop_ = workload::make_loop(workload_, sessions, now, level_index * kLevelStride);
+  make_groups(sessions);
   prompts_.assign(loop_->slots(), IncrementalPrompt{});
   sequences_.assign(ceiling_ ? loop_->slots() : 0, engine::Tokens{});
   return 0;
+}
+
+std::vector<std::size_t> split_between_tenants(std::size_t agents, const std::vector<std::uint32_t>& shares) {
+  const double total = std::accumulate(shares.begin(), shares.end(), 0.0);
+  std::vector<std::size_t> counts(shares.size(), 0);
+  if (shares.empty() || total <= 0) {
+    return std::vector<std::size_t>(agents, 0);
+  }
+  // Largest remainder: each tenant its whole part, the rest one each by the largest fractions.
+  std::vector<std::pair<double, std::size_t>> rest;
+  std::size_t given = 0;
+  for (std::size_t t = 0; t < shares.size(); ++t) {
+    const double exact = static_cast<double>(agents) * shares[t] / total;
+    counts[t] = static_cast<std::size_t>(exact);
+    given += counts[t];
+    rest.emplace_back(-(exact - static_cast<double>(counts[t])), t);
+  }
+  std::sort(rest.begin(), rest.end());
+  for (std::size_t i = 0; given < agents; ++i, ++given) {
+    ++counts[rest[i % rest.size()].second];
+  }
+  // Interleaved: each agent goes to the tenant furthest behind its count, the first of equals.
+  std::vector<std::size_t> out;
+  std::vector<std::size_t> taken(shares.size(), 0);
+  for (std::size_t a = 0; a < agents; ++a) {
+    std::size_t best = shares.size();
+    for (std::size_t t = 0; t < shares.size(); ++t) {
+      if (taken[t] >= counts[t]) {
+        continue;
+      }
+      const auto behind = [&](std::size_t i) {
+        return (static_cast<double>(taken[i]) + 0.5) / static_cast<double>(counts[i]);
+      };
+      if (best == shares.size() || behind(t) < behind(best)) {
+        best = t;
+      }
+    }
+    ++taken[best];
+    out.push_back(best);
+  }
+  return out;
+}
+
+// The level's groups: each tenant's headless agents (or the headless ones as one), then the interactive
+// sessions; none when the agents are headless of no tenant alone (the figures are the level's row).
+void Clients::make_groups(std::size_t agents) {
+  groups_.clear();
+  group_of_agent_.clear();
+  const workload::AgenticConfig& a = config_.workload.agentic;
+  if (!a.enabled || (a.interactive == 0 && config_.tenants.empty())) {
+    return;
+  }
+  if (config_.tenants.empty()) {
+    groups_.push_back(GroupStats{.name = "headless", .agents = static_cast<std::uint32_t>(agents)});
+    group_of_agent_.assign(agents, 0);
+  } else {
+    for (std::size_t t = 0; t < config_.tenants.size(); ++t) {
+      groups_.push_back(GroupStats{.name = fmt::format("tenant {}", t + 1), .tenant = t + 1});
+    }
+    group_of_agent_ = split_between_tenants(agents, config_.tenants);
+    for (const std::size_t g : group_of_agent_) {
+      ++groups_[g].agents;
+    }
+  }
+  if (a.interactive > 0) {
+    group_of_agent_.insert(group_of_agent_.end(), a.interactive, groups_.size());
+    groups_.push_back(GroupStats{.name = "interactive",
+                                 .work_class = core::WorkClass::interactive,
+                                 .agents = static_cast<std::uint32_t>(a.interactive)});
+  }
 }
 
 std::vector<Flight> Clients::send_ready(double now) {
@@ -100,6 +173,12 @@ Flight Clients::request(std::size_t slot, double now) {
   f.first_message = first_message_digest(conv);
   f.start = prompt_start_digest(conv);
   f.task_start = is_task_start(conv);
+  const std::size_t agent = loop_->session_of(slot);
+  f.work_class = loop_->interactive(agent) ? core::WorkClass::interactive : core::WorkClass::headless;
+  if (agent < group_of_agent_.size()) {
+    f.group = group_of_agent_[agent];
+    f.tenant = groups_[f.group].tenant;
+  }
   if (ceiling_ && !f.task_start) {
     // What the thread's previous request left in a cache that kept everything.
     f.assume_cached = common_prefix(sequences_[slot], f.prompt);

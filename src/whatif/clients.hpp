@@ -21,6 +21,7 @@
 namespace warden::whatif {
 
 struct SimulationConfig;
+struct GroupStats;
 
 class Clients {
  public:
@@ -41,6 +42,9 @@ class Clients {
   // Sessions in flight or thinking now.
   [[nodiscard]] std::uint32_t live_sessions() const;
   [[nodiscard]] const workload::Workload& workload() const { return workload_; }
+  // The level's groups of agents (LevelStats::groups), with no figures yet: the tenants' headless agents
+  // and the interactive sessions; none for the chat workload, nor for headless agents of no tenant alone.
+  [[nodiscard]] const std::vector<GroupStats>& groups() const { return groups_; }
 
  private:
   // The keys the gateway derives from a conversation's session and agent ids.
@@ -49,6 +53,7 @@ class Clients {
     std::uint64_t session = 0;
   };
   Flight request(std::size_t slot, double now);
+  void make_groups(std::size_t agents);
   ThreadKeys thread_keys(const workload::Conversation& conv);
   protocol::PromptStart prompt_start_digest(const workload::Conversation& conv);
 
@@ -62,6 +67,12 @@ class Clients {
   std::vector<engine::Tokens> sequences_;
   std::unordered_map<std::string, ThreadKeys> thread_keys_;
   std::map<std::pair<const char*, const char*>, protocol::PromptStart> start_digests_;
+  std::vector<GroupStats> groups_;
+  std::vector<std::size_t> group_of_agent_;  // by the loop's session (agent) index
 };
+
+// `agents` headless agents split between tenants in the proportions of `shares` (largest remainder), each
+// tenant's agents spread over the agents' order (agent a -> tenant index).
+std::vector<std::size_t> split_between_tenants(std::size_t agents, const std::vector<std::uint32_t>& shares);
 
 }  // namespace warden::whatif

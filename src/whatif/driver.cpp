@@ -125,6 +125,7 @@ class Driver {
     stats_.begin = now_;
     stats_.min_live_sessions = std::numeric_limits<std::uint32_t>::max();
     stats_.requests_per_replica.assign(config_.replicas, 0);
+    stats_.groups = clients_.groups();
     level.preempt_start = fleet_.preemptions();
     recorder_->begin(now_);
     level.start = fleet_.prefix();
@@ -242,6 +243,7 @@ class Driver {
       f.warden = warden_.pick_warden();
       const std::uint64_t id = fleet_.next_request_id();
       const double arrives = f.started + config_.client_rtt / 2;
+      f.in_window = window_open();
       flights_.emplace(id, std::move(f));
       if (window_open()) {
         ++stats_.requests;
@@ -311,6 +313,9 @@ class Driver {
     const std::uint32_t replica = f.replica;
     const PolicySettings& policy = warden_.policy().settings;
     ++stats_.requests_per_replica[replica];
+    if (f.task_start && f.in_window && f.group < stats_.groups.size()) {
+      stats_.groups[f.group].start_waits.push_back(now_ - f.arrived);  // held at the warden (0: not)
+    }
     engine::RequestSpec spec;
     spec.id = id;
     spec.prompt = std::move(f.prompt);
@@ -358,6 +363,9 @@ class Driver {
       if (e.first_token) {
         f.ttfb = now_ + config_.client_rtt / 2 - f.started;
         warden_.first_token(f, e.usage.cached_tokens);
+        if (f.task_start && f.in_window && f.group < stats_.groups.size()) {
+          stats_.groups[f.group].start_ttfbs.push_back(*f.ttfb);
+        }
       }
       if (e.finished) {
         warden_.finish(f);
@@ -409,6 +417,9 @@ class Driver {
       if (end->task_finished) {
         rec.task_started_at = end->task_started_at;
         ++interval_tasks_;
+        if (window_open() && f.group < stats_.groups.size()) {
+          ++stats_.groups[f.group].tasks;
+        }
       }
     }
     ++interval_requests_;
@@ -499,6 +510,14 @@ Result<void> validate(const SimulationConfig& config) {
   }
   if (config.carry_over && !std::is_sorted(config.levels.begin(), config.levels.end())) {
     return std::string("carry-over: levels must not shrink (sessions are carried to the next level)");
+  }
+  if ((!config.tenants.empty() || config.workload.agentic.interactive > 0) &&
+      !config.workload.agentic.enabled) {
+    return std::string("tenants and interactive sessions: the agentic workload's agents only");
+  }
+  if (config.tenants.size() > 64 ||
+      std::any_of(config.tenants.begin(), config.tenants.end(), [](std::uint32_t n) { return n == 0; })) {
+    return std::string("tenants: at most 64, each a share of at least 1");
   }
   if (!(config.timeline >= 0) || !std::isfinite(config.timeline)) {
     return std::string("the timeline interval must be 0 (none) or a positive duration");

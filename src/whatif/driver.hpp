@@ -102,12 +102,40 @@ struct SimulationConfig {
   std::optional<Restart> restart;
   std::uint32_t vllm_api_servers = 0;  // vLLM API server processes; 0 = one per replica (vLLM's default)
   double vllm_publish_interval = 0.1;  // vLLM coordinator's stats publish period
+  // Every agent streams (Claude Code and Codex always do), and the warden keeps a held stream alive (its
+  // response started, keep-alive events while it waits): task admission holds a start up to
+  // task_admission.stream_max_wait (core::RequestFacts::kept_alive). Off: up to max_wait (8 minutes, for
+  // a client that gives up after 10 without an answer), as before the warden kept held streams alive.
+  bool keep_alive = true;
+  // Agentic workload: the level's headless agents split between tenants in these proportions (empty: none
+  // named, one fleet), each tenant's agents sending its own key; LevelStats::groups keeps each tenant's
+  // figures. fair_shares off: they send none (the warden sees one fleet, first come first served), the
+  // figures still kept per tenant.
+  std::vector<std::uint32_t> tenants;
+  bool fair_shares = true;
+  // The interactive sessions' requests say their class (AgenticConfig::interactive). Off: they say
+  // headless, as every client did before classes of work (held like the rest), the figures still apart.
+  bool classes = true;
 };
 
 Result<void> validate(const SimulationConfig& config);
 
 // The engine configuration every replica runs: `engine` with the workload's `replies`.
 engine::EngineConfig engine_config(const SimulationConfig& config);
+
+// One group of a level's agents (SimulationConfig::tenants, AgenticConfig::interactive): a tenant's
+// headless agents, or the interactive sessions, and what they got.
+struct GroupStats {
+  std::string name;  // "headless", "interactive", "tenant 1", ...
+  core::WorkClass work_class = core::WorkClass::headless;
+  std::uint64_t tenant = 0;  // the key its agents send (0: none)
+  std::uint32_t agents = 0;
+  std::uint64_t tasks = 0;  // tasks whose final reply reached the client inside the window
+  // Each task start sent inside the window: the seconds it was held at the warden (0: not held), and its
+  // TTFB (from its send to its first token at the client: the hold, the engine's queue and the prefill).
+  std::vector<double> start_waits;
+  std::vector<double> start_ttfbs;
+};
 
 // What else happened in one level (for tests, docs and the trace).
 struct LevelStats {
@@ -132,6 +160,8 @@ struct LevelStats {
   std::vector<std::uint32_t> requests_per_replica;
   std::vector<report::TimelinePoint> timeline;  // with SimulationConfig::timeline > 0
   double task_tokens = 0;  // agentic, Router policies: an agent task's measured size at the level's end
+  // Agentic workload with interactive sessions or tenants: each group's figures (else empty).
+  std::vector<GroupStats> groups;
 };
 
 struct Outcome {

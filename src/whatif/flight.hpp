@@ -52,6 +52,11 @@ struct Flight {
   std::optional<bool> expected_cached_ok;
   bool awaiting_first = false;  // routed by the Router, no first token yet (its prefill is in the backlog)
   bool task_start = false;      // is_task_start() of its conversation when sent
+  bool in_window = false;       // sent inside the level's measuring window
+  // Its agent's group (LevelStats::groups; 0 without groups), class of work and tenant (0: none named).
+  std::size_t group = 0;
+  core::WorkClass work_class = core::WorkClass::headless;
+  std::uint64_t tenant = 0;
   // Policy `ceiling`: the prompt tokens the engine counts as cached, and the prompt as sent.
   std::uint32_t assume_cached = 0;
   engine::Tokens sent;

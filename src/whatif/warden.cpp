@@ -78,9 +78,11 @@ base::Result<Warden::Arrival> Warden::arrive(std::uint64_t id, Flight& f, double
     return Arrival::dispatch;
   }
   // First come, first served: a new conversation (policy tasks: a task start too) does not overtake the
-  // held ones.
+  // held ones; an interactive request is never held behind headless ones (the queue's turn would let it
+  // out first anyway).
   const bool queues =
-      (s.hold_task_starts && f.task_start) || !router(f).home_of(f.session_hash, to_time(now));
+      work_class(f) != core::WorkClass::interactive &&
+      ((s.hold_task_starts && f.task_start) || !router(f).home_of(f.session_hash, to_time(now)));
   if (held_.waits_behind(queues)) {
     hold(id, f, now, stats);
     return f.failed ? Arrival::failed : Arrival::held;
@@ -106,6 +108,11 @@ void Warden::route_vllm(Flight& f, double now, LevelStats& stats) {
         std::nullopt);
 }
 
+// The class of work a request says (SimulationConfig::classes).
+core::WorkClass Warden::work_class(const Flight& f) const {
+  return config_.classes ? f.work_class : core::WorkClass::headless;
+}
+
 // What the gateway knows of a request when it routes it.
 core::RequestFacts Warden::request_facts(const Flight& f) const {
   core::RequestFacts facts;
@@ -117,6 +124,10 @@ core::RequestFacts Warden::request_facts(const Flight& f) const {
   facts.prompt_tokens = f.prompt_tokens_estimate;
   facts.offers_tools = config_.workload.agentic.enabled;  // every agentic request offers its tools
   facts.task_start = f.task_start;
+  facts.work_class = work_class(f);
+  facts.tenant = config_.fair_shares ? f.tenant : 0;
+  // Every agent streams: held, its response is started and kept alive (SimulationConfig::keep_alive).
+  facts.kept_alive = config_.keep_alive;
   return facts;
 }
 
@@ -186,27 +197,39 @@ void Warden::hold(std::uint64_t id, Flight& f, double now, LevelStats& stats) {
 base::Result<void> Warden::retry_held(double now, Flights& flights, LevelStats& stats,
                                       const std::function<void(std::uint64_t)>& dispatch) {
   std::optional<std::string> failed;
-  held_.retry(now, [&](std::uint64_t id, core::Time waited) {
-    Flight& f = flights.at(id);
-    auto routed = route_request(f, waited, now, stats);
-    if (!routed) {
-      failed = routed.error();
-      return core::Retried::stop;
+  // A tenant's share used: its tasks under way at every warden, as the gateway's Router counts them.
+  const auto under_way = [this](std::uint64_t tenant) {
+    double tasks = 0;
+    for (const core::Router& r : routers_) {
+      tasks += r.tasks_of_tenant(tenant);
     }
-    if (!*routed) {
-      return core::Retried::held;
-    }
-    stats.held_seconds += now - f.arrived;
-    dispatch(id);
-    return core::Retried::went;
-  });
+    return tasks;
+  };
+  held_.retry(
+      now,
+      [&](std::uint64_t id, core::Time waited) {
+        Flight& f = flights.at(id);
+        auto routed = route_request(f, waited, now, stats);
+        if (!routed) {
+          failed = routed.error();
+          return core::Retried::stop;
+        }
+        if (!*routed) {
+          return core::Retried::held;
+        }
+        stats.held_seconds += now - f.arrived;
+        dispatch(id);
+        return core::Retried::went;
+      },
+      under_way);
   if (failed) {
     return *failed;
   }
   return {};
 }
 
-// A nanosecond late, so that the wait the Router sees is never rounded below the bound.
+// A nanosecond late, so that the wait the Router sees is never rounded below the bound. The queue's
+// deadline is its earliest request's (each held up to its own bound: core::HoldQueue::deadline).
 double Warden::head_deadline(double now) const {
   const std::optional<double> at = held_.deadline();
   return at ? std::max(now, *at + 1e-9) : kInf;

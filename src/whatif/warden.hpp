@@ -48,7 +48,7 @@ class Warden {
   base::Result<void> retry_held(double now, Flights& flights, LevelStats& stats,
                                 const std::function<void(std::uint64_t)>& dispatch);
   [[nodiscard]] bool holding() const { return !held_.empty(); }
-  // When the head of the held requests reaches its deadline (kInf: none held).
+  // When the first of the held requests reaches its deadline (kInf: none held).
   [[nodiscard]] double head_deadline(double now) const;
 
   // The request's first token, with the prompt tokens its engine served from cache.
@@ -65,6 +65,7 @@ class Warden {
  private:
   void route_vllm(Flight& f, double now, LevelStats& stats);
   core::RequestFacts request_facts(const Flight& f) const;
+  core::WorkClass work_class(const Flight& f) const;
   base::Result<bool> route_request(Flight& f, core::Time waited, double now, LevelStats& stats);
   void trace(const core::Decision& decision, double now, const LevelStats& stats,
              std::optional<core::Snapshot> seen);

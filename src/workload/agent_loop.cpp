@@ -79,13 +79,15 @@ AgentLoop::AgentLoop(const Workload& workload, std::size_t agents, double now,
     : workload_(workload),
       config_(workload.config().agentic),
       width_(1 + workload.config().agentic.max_subagents),
+      headless_(agents),
       first_session_index_(first_session_index),
       next_session_index_(first_session_index) {
-  agents_.resize(agents);
-  threads_.resize(agents * width_);
+  const std::size_t all = agents + config_.interactive;
+  agents_.resize(all);
+  threads_.resize(all * width_);
   const double stagger = workload.config().stagger;
-  for (std::size_t a = 0; a < agents; ++a) {
-    start_session(a, now + stagger * static_cast<double>(a) / static_cast<double>(agents));
+  for (std::size_t a = 0; a < all; ++a) {
+    start_session(a, now + stagger * static_cast<double>(a) / static_cast<double>(all));
   }
 }
 
@@ -326,8 +328,9 @@ void AgentLoop::complete_main(std::size_t agent, std::string reply, double now, 
   ++tasks_finished_;
   m.conversation.messages.push_back(Message{Role::assistant, std::move(reply), {}, {}});
   ++a.task;
+  // The user reads the reply, uniform in [0.5, 1.5) x think: a person at the keyboard the longer.
   const double think =
-      config_.think_time * (0.5 + unit(m.rng));  // the user reads the reply, uniform in [0.5, 1.5) x think
+      (interactive(agent) ? config_.interactive_think_time : config_.think_time) * (0.5 + unit(m.rng));
   if (a.task < config_.tasks) {
     start_task(agent, now + think);
     return;

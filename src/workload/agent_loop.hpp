@@ -29,7 +29,8 @@ namespace warden::workload {
 
 class AgentLoop : public Loop {
  public:
-  // `agents` agents, each with 1 + max_subagents slots (slot = agent x width + thread; thread 0 = main).
+  // `agents` headless agents and the workload's interactive ones after them (AgenticConfig::interactive),
+  // each with 1 + max_subagents slots (slot = agent x width + thread; thread 0 = main).
   AgentLoop(const Workload& workload, std::size_t agents, double now, std::uint64_t first_session_index);
 
   std::vector<std::size_t> take_ready(double now) override;
@@ -41,6 +42,9 @@ class AgentLoop : public Loop {
   // think time), once none of the old session's requests is in flight.
   TurnEnd fail(std::size_t slot, double now, double retry_delay) override;
   void stop() override { stopped_ = true; }
+
+  std::size_t session_of(std::size_t slot) const override { return slot / width_; }
+  bool interactive(std::size_t session) const override { return session >= headless_; }
 
   std::size_t slots() const override { return agents_.size() * width_; }
   std::size_t sessions() const override { return agents_.size(); }
@@ -106,6 +110,7 @@ class AgentLoop : public Loop {
   const Workload& workload_;
   const AgenticConfig& config_;
   std::size_t width_;
+  std::size_t headless_;  // agents 0 .. headless_ - 1; the interactive ones after them
   std::vector<Agent> agents_;
   std::vector<Thread> threads_;
   std::uint64_t first_session_index_;

@@ -54,6 +54,14 @@ class Loop {
     return false;
   }
 
+  // The session (agent) a slot belongs to: 0 .. sessions() - 1.
+  virtual std::size_t session_of(std::size_t slot) const { return slot; }
+  // Whether that session is an interactive one (AgenticConfig::interactive): a person reads between tasks.
+  virtual bool interactive(std::size_t session) const {
+    (void)session;
+    return false;
+  }
+
   virtual std::size_t slots() const = 0;     // conversations that may be in flight at once
   virtual std::size_t sessions() const = 0;  // concurrency level: sessions (agents) held open
   virtual std::size_t in_flight_count() const = 0;

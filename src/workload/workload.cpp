@@ -172,13 +172,16 @@ Result<void> validate_agentic(const AgenticConfig& a, std::size_t prefix_tokens)
   }
   const auto seconds = [](double v) { return v >= 0.0 && std::isfinite(v); };
   if (!(a.rounds_mean >= 1.0) || !(a.subagent_rounds_mean >= 1.0) || !seconds(a.tool_time) ||
-      !seconds(a.tool_time_max) || !seconds(a.think_time) || a.rounds_mean > 1000 ||
-      a.subagent_rounds_mean > 1000) {
+      !seconds(a.tool_time_max) || !seconds(a.think_time) || !seconds(a.interactive_think_time) ||
+      a.rounds_mean > 1000 || a.subagent_rounds_mean > 1000) {
     return std::string("agentic: round means within [1, 1000], times finite and >= 0");
   }
   if (a.result_tokens < 1 || a.result_tokens_max < a.result_tokens || a.task_tokens < 1 ||
       a.summary_tokens < 1 || a.report_tokens < 1) {
     return std::string("agentic: token sizes must be at least 1 (result max >= result median)");
+  }
+  if (a.interactive > 10000) {
+    return std::string("agentic: at most 10000 interactive sessions");
   }
   if (a.agent_threads && a.session_keys == 0) {
     return std::string("agentic: agent threads need shared session keys (session keys > 0)");

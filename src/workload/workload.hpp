@@ -49,6 +49,11 @@ struct AgenticConfig {
   // With session_keys: each agent's main thread also names itself with its own X-Claude-Code-Agent-Id,
   // as a subagent of the shared session does (a new id for each of its sessions).
   bool agent_threads = false;
+  // Interactive sessions beside the headless agents: a loop of N agents holds N headless ones and these
+  // (the last agents of the loop), each a person at the keyboard who reads interactive_think_time seconds
+  // between tasks (uniform x0.5-1.5) instead of think_time. Their tasks are the agents' own.
+  std::size_t interactive = 0;
+  double interactive_think_time = 60.0;
 };
 
 // Every size of the workload. Token sizes are measured with the engine's tokenizer (engine/tokenizer.hpp),

@@ -276,6 +276,42 @@ TEST(AgentLoop, TasksStartWithAPromptAndEndWithTextAfterThinkTime) {
   EXPECT_GT(loop.sessions_started(), 2U);
 }
 
+// Interactive sessions run after the loop's headless agents, each a person who reads the interactive
+// think time between tasks; the headless agents' own think time is unchanged.
+TEST(AgentLoop, InteractiveSessionsComeAfterTheHeadlessAgentsAndTheirPersonReadsLonger) {
+  WorkloadConfig c = agentic();
+  c.agentic.interactive = 1;
+  c.agentic.interactive_think_time = 100.0;
+  const Workload w(c);
+  AgentLoop loop(w, 2, 0.0, 0);
+  ASSERT_EQ(loop.sessions(), 3U);
+  ASSERT_EQ(loop.slots(), 9U);
+  EXPECT_FALSE(loop.interactive(0));
+  EXPECT_FALSE(loop.interactive(1));
+  EXPECT_TRUE(loop.interactive(2));
+  EXPECT_EQ(loop.session_of(7), 2U);
+  const auto sent = run(w, loop, 1200);
+  std::map<std::size_t, std::size_t> gaps;  // main slot -> think gaps seen
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    const Sent& s = sent[i];
+    if (!s.end.task_finished || s.end.session_finished) {
+      continue;
+    }
+    for (std::size_t j = i + 1; j < sent.size(); ++j) {
+      if (sent[j].slot == s.slot) {
+        const double gap = sent[j].at - s.ended;
+        const double think = s.slot == 6 ? 100.0 : 10.0;
+        EXPECT_GE(gap, 0.5 * think) << "slot " << s.slot;
+        EXPECT_LT(gap, 1.5 * think) << "slot " << s.slot;
+        ++gaps[s.slot];
+        break;
+      }
+    }
+  }
+  EXPECT_GT(gaps[0], 0U);
+  EXPECT_GT(gaps[6], 0U);
+}
+
 // A fleet that shares session ids (AgenticConfig::session_keys): agent a's sessions all send key a mod K,
 // its subagents too; each session still starts afresh (its own history, a new session index). By default
 // every session sends its own id. With agent_threads each agent's main thread also names itself, one id per
