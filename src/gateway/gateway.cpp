@@ -261,6 +261,9 @@ std::vector<ModelGauges> Gateway::model_gauges() const {
       g.queue_let_in_by_class[c] = classes[c].let_in;
       g.queue_waited_s_by_class[c] = classes[c].waited_s;
     }
+    for (const auto& [tenant, held] : m->queue().held_by_tenant()) {
+      g.queue_held_by_tenant.emplace_back(tenant != 0 ? fmt::format("{:016x}", tenant) : "none", held);
+    }
     const WorkingSet ws = add_up(replica_working_sets(*m, view, false));
     g.conversations = ws.conversations;
     g.working_set_tokens = ws.held_tokens;

@@ -34,6 +34,7 @@ TEST(GatewayHeldStream, AHeldAnthropicStreamStartsAtOnceGetsPingsAndThenItsAnswe
   ASSERT_TRUE(b.read_until("event: ping", 15s)) << b.received();
   EXPECT_EQ(queued_now(s.w.port), 1);
   EXPECT_EQ(sim_requests(s.sim->port()), 1) << "the held request is not at the engine";
+  EXPECT_EQ(metric_value(s.w.port, R"(lm_warden_queue_held_by_tenant{model="m",tenant="none"})"), 1);
 
   Client c(s.w.port);
   const auto again = c.post("/v1/chat/completions", chat_body("short", 4, false), session("a"));
@@ -46,6 +47,8 @@ TEST(GatewayHeldStream, AHeldAnthropicStreamStartsAtOnceGetsPingsAndThenItsAnswe
   EXPECT_NE(body.find(": x-warden-queued: "), std::string::npos) << body;
   EXPECT_LT(body.find("event: ping"), body.find("event: message_start")) << body;
   EXPECT_EQ(queued_now(s.w.port), 0);
+  EXPECT_EQ(metric_value(s.w.port, R"(lm_warden_queue_held_by_tenant{model="m",tenant="none"})"), 0)
+      << "no series for a tenant holding nothing";
   EXPECT_EQ(metric_value(s.w.port, R"(lm_warden_queue_admitted_total{model="m"})"), 1);
   EXPECT_TRUE(wait_until([&] {
     return metric_value(s.w.port,

@@ -1,5 +1,7 @@
 #include "gateway/runtime/admission_queue.hpp"
 
+#include <algorithm>
+
 #include <boost/asio/error.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/multiple_exceptions.hpp>
@@ -131,6 +133,19 @@ std::vector<AdmissionQueue::HeldRequest> AdmissionQueue::held(Clock::time_point 
   held_.for_each([&](const std::shared_ptr<Entry>&, const core::HeldTurn& turn, core::Time since) {
     out.push_back({turn.work_class, turn.tenant, turn.weight,
                    std::chrono::duration<double>(core::waited(since, since_epoch(now))).count()});
+  });
+  return out;
+}
+
+std::vector<std::pair<std::uint64_t, std::size_t>> AdmissionQueue::held_by_tenant() const {
+  std::vector<std::pair<std::uint64_t, std::size_t>> out;
+  held_.for_each([&](const std::shared_ptr<Entry>&, const core::HeldTurn& turn, core::Time) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& t) { return t.first == turn.tenant; });
+    if (it == out.end()) {
+      out.emplace_back(turn.tenant, 1);
+    } else {
+      ++it->second;
+    }
   });
   return out;
 }

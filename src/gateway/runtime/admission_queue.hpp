@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -94,6 +95,8 @@ class AdmissionQueue {
   };
   // The held requests, the oldest first.
   std::vector<HeldRequest> held(Clock::time_point now) const;
+  // How many requests each tenant holds now (0: those naming none), in the order the tenants were met.
+  std::vector<std::pair<std::uint64_t, std::size_t>> held_by_tenant() const;
 
  private:
   core::Retried route_again(Entry& entry, core::Time waited);

@@ -282,7 +282,7 @@ void WardenMetrics::render_working_set(std::string& o, const std::vector<ModelGa
 
 namespace {
 
-// Admission's queue by class of work: held now, let in, and their waits.
+// Admission's queue by class of work (held now, let in, and their waits) and by tenant (held now).
 void render_queue_classes(std::string& o, const std::vector<ModelGauges>& models) {
   auto series = [&](std::string_view name, std::string_view type, std::string_view help, auto value) {
     fmt::format_to(std::back_inserter(o), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
@@ -303,6 +303,15 @@ void render_queue_classes(std::string& o, const std::vector<ModelGauges>& models
   series("lm_warden_queue_waited_seconds_total", "counter",
          "The sum of the waits of the held requests routed, by class of work.",
          [](const ModelGauges& m, std::size_t c) { return m.queue_waited_s_by_class[c]; });
+  constexpr std::string_view by_tenant = "lm_warden_queue_held_by_tenant";
+  fmt::format_to(std::back_inserter(o), "# HELP {} {}\n# TYPE {} gauge\n", by_tenant,
+                 "Requests admission holds now, by tenant (only tenants holding any).", by_tenant);
+  for (const auto& m : models) {
+    for (const auto& [tenant, held] : m.queue_held_by_tenant) {
+      fmt::format_to(std::back_inserter(o), "{}{{model=\"{}\",tenant=\"{}\"}} {}\n", by_tenant,
+                     prometheus_escape(m.model), prometheus_escape(tenant), held);
+    }
+  }
 }
 
 }  // namespace

@@ -61,6 +61,9 @@ struct ModelGauges {
   std::array<std::size_t, core::work_class_count> queue_held_by_class{};
   std::array<std::uint64_t, core::work_class_count> queue_let_in_by_class{};
   std::array<double, core::work_class_count> queue_waited_s_by_class{};
+  // Held now by tenant (its id as the admin API writes it, `none` for requests that name none), only those
+  // holding any: at most admission.max_queue series a model.
+  std::vector<std::pair<std::string, std::size_t>> queue_held_by_tenant;
   // The model's working set (gateway/runtime/working_set.hpp, this warden's conversations) and what its
   // healthy replicas hold; the capacities are left out until the engines reported a GPU cache.
   std::uint32_t conversations = 0;
