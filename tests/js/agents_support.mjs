@@ -11,7 +11,7 @@ import path from 'node:path';
 import { claudeEnv } from '../../scripts/claude-env.mjs';
 
 import {
-  Child, freePort, MODEL, sourceDir, tempDir, waitFor, warden, writeConfig,
+  ADMIN_TOKEN, Child, freePort, MODEL, SERVED_NAME, sourceDir, tempDir, waitFor, warden, writeConfig,
 } from './console_support.mjs';
 
 export const MAX_MODEL_LEN = Number(process.env.WARDEN_AGENTS_MAX_MODEL_LEN ?? 32768);
@@ -245,4 +245,38 @@ export function useWarden(simArgs = [], maxModelLen = MAX_MODEL_LEN) {
   });
   after(() => tearDown(w.serve, w.dir, w.recorders));
   return w;
+}
+
+// The model's card from the admin API (null while it does not answer).
+export async function modelCard(base) {
+  const r = await fetch(`${base}/api/models/${encodeURIComponent(MODEL)}`);
+  return r.ok ? r.json() : null;
+}
+
+// `lm-warden serve` launching one rank of the sim that answers requests offering tools with tool calls
+// (`--tool-rounds 1`), in `dir`: `top`, more top-level lines; `routing`, the model's routing. Resolves
+// {serve, base} once the rank is healthy and its KV capacity scraped (what task admission needs).
+export async function startOneReplica(dir, { top = '', routing }) {
+  const file = path.join(dir, 'warden.yaml');
+  fs.writeFileSync(
+    file,
+    `listen: 127.0.0.1:0
+state_dir: ${JSON.stringify(path.join(dir, 'state'))}
+admin_token: ${ADMIN_TOKEN}
+${top}
+metrics: { scrape_interval: 200ms }
+models:
+  - name: ${MODEL}
+    served_model_name: ${SERVED_NAME}
+    routing: ${routing}
+    replicas: { data_parallel: { url: http://127.0.0.1:${await freePort()}, size: 1 } }
+${launchYaml(['--tool-rounds', '1'])}`,
+  );
+  const serve = new Child('serve', warden(), ['serve', '--config', file]);
+  const base = `http://127.0.0.1:${await serve.port()}`;
+  await waitFor(async () => {
+    const m = await modelCard(base);
+    return m?.healthy_replicas === 1 && m.routing.replicas[0].kv_capacity_tokens > 0;
+  }, { timeoutMs: 40000, intervalMs: 200, what: 'the launched sim to be healthy and scraped' });
+  return { serve, base };
 }

@@ -14,37 +14,13 @@ import path from 'node:path';
 import { writeCodexHome } from '../../scripts/codex-home.mjs';
 
 import {
-  CODEX, MAX_MODEL_LEN, claudeTurn, describeRun, launchYaml, mainRequests, run, skip, startRecorder, tearDown,
+  CODEX, MAX_MODEL_LEN, claudeTurn, describeRun, mainRequests, modelCard as card, run, skip, startOneReplica,
+  startRecorder, tearDown,
 } from './agents_support.mjs';
-import {
-  ADMIN_TOKEN, Child, MODEL, SERVED_NAME, freePort, tempDir, waitFor, warden,
-} from './console_support.mjs';
+import { ADMIN_TOKEN, MODEL, tempDir, waitFor } from './console_support.mjs';
 
 const HELD_FOR_MS = 12000;  // three of Claude Code's request timeouts, nearly two of Codex's idle timeouts
 const ADMIN = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
-
-async function writeHeldConfig(dir) {
-  const file = path.join(dir, 'warden.yaml');
-  fs.writeFileSync(
-    file,
-    `listen: 127.0.0.1:0
-state_dir: ${JSON.stringify(path.join(dir, 'state'))}
-admin_token: ${ADMIN_TOKEN}
-metrics: { scrape_interval: 200ms }
-models:
-  - name: ${MODEL}
-    served_model_name: ${SERVED_NAME}
-    routing: { task_admission: { mode: auto, max_wait: 3s, stream_max_wait: 2m } }
-    replicas: { data_parallel: { url: http://127.0.0.1:${await freePort()}, size: 1 } }
-${launchYaml(['--tool-rounds', '1'])}`,
-  );
-  return file;
-}
-
-async function card(base) {
-  const r = await fetch(`${base}/api/models/${encodeURIComponent(MODEL)}`);
-  return r.ok ? r.json() : null;
-}
 
 async function setTaskAdmission(base, mode) {
   const r = await fetch(`${base}/api/models/${encodeURIComponent(MODEL)}/routing`, {
@@ -103,12 +79,9 @@ describe('agents held past their request timeouts', { skip, timeout: 420000 }, (
   const w = { dir: null, serve: null, base: null, recorders: [] };
   before(async () => {
     w.dir = tempDir();
-    w.serve = new Child('serve', warden(), ['serve', '--config', await writeHeldConfig(w.dir)]);
-    w.base = `http://127.0.0.1:${await w.serve.port()}`;
-    await waitFor(async () => {
-      const m = await card(w.base);
-      return m?.healthy_replicas === 1 && m.routing.replicas[0].kv_capacity_tokens > 0;
-    }, { timeoutMs: 40000, intervalMs: 200, what: 'the launched sim to be healthy and scraped' });
+    ({ serve: w.serve, base: w.base } = await startOneReplica(w.dir, {
+      routing: '{ task_admission: { mode: auto, max_wait: 3s, stream_max_wait: 2m } }',
+    }));
     await startBlockingTask(w.base, 1);
     await startBlockingTask(w.base, 2);
     const m = await card(w.base);

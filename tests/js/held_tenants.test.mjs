@@ -5,13 +5,9 @@
 // goes before every older start of the attacker's, by its tenant's fair share.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
 
-import { launchYaml, skip, tearDown } from './agents_support.mjs';
-import {
-  Child, MODEL, SERVED_NAME, freePort, tempDir, waitFor, warden,
-} from './console_support.mjs';
+import { modelCard as card, skip, startOneReplica, tearDown } from './agents_support.mjs';
+import { MODEL, tempDir, waitFor } from './console_support.mjs';
 
 const ATTACKER = 'attacker-key';
 const VICTIM = 'victim-key';
@@ -20,30 +16,6 @@ const BASH = [{
   description: 'Run a command',
   input_schema: { type: 'object', properties: { command: { type: 'string' } }, required: ['command'] },
 }];
-
-async function writeConfig(dir) {
-  const file = path.join(dir, 'warden.yaml');
-  fs.writeFileSync(
-    file,
-    `listen: 127.0.0.1:0
-state_dir: ${JSON.stringify(path.join(dir, 'state'))}
-api_keys: [${ATTACKER}, ${VICTIM}]
-auth: { reads: false }
-metrics: { scrape_interval: 200ms }
-models:
-  - name: ${MODEL}
-    served_model_name: ${SERVED_NAME}
-    routing: { admission: { mode: off, max_queue: 8 }, task_admission: { mode: auto, max_wait: 2m, stream_max_wait: 2m } }
-    replicas: { data_parallel: { url: http://127.0.0.1:${await freePort()}, size: 1 } }
-${launchYaml(['--tool-rounds', '1'])}`,
-  );
-  return file;
-}
-
-async function card(base) {
-  const r = await fetch(`${base}/api/models/${encodeURIComponent(MODEL)}`);
-  return r.ok ? r.json() : null;
-}
 
 function taskStart(key, session, n, { stream = false, messages } = {}) {
   return {
@@ -95,12 +67,10 @@ describe('one tenant flooding held task starts', { skip, timeout: 240000 }, () =
   const open = [];  // held streams, aborted at the end
   before(async () => {
     w.dir = tempDir();
-    w.serve = new Child('serve', warden(), ['serve', '--config', await writeConfig(w.dir)]);
-    w.base = `http://127.0.0.1:${await w.serve.port()}`;
-    await waitFor(async () => {
-      const m = await card(w.base);
-      return m?.healthy_replicas === 1 && m.routing.replicas[0].kv_capacity_tokens > 0;
-    }, { timeoutMs: 40000, intervalMs: 200, what: 'the launched sim to be healthy and scraped' });
+    ({ serve: w.serve, base: w.base } = await startOneReplica(w.dir, {
+      top: `api_keys: [${ATTACKER}, ${VICTIM}]\nauth: { reads: false }`,
+      routing: '{ admission: { mode: off, max_queue: 8 }, task_admission: { mode: auto, max_wait: 2m, stream_max_wait: 2m } }',
+    }));
   });
   after(async () => {
     for (const c of open) {
