@@ -233,10 +233,7 @@ net::asio::awaitable<bool> Placement::wait_in_queue(PlacementTry& at,
   } catch (const boost::system::system_error&) {
     rec_.queued_s = std::chrono::duration<double>(Clock::now() - held_since_).count();
     rec_.status = 499;  // the client went away while it waited
-    ctx_.metrics.queue_abandoned(rec_.model);
-    if (entry->outcome == AdmissionQueue::Outcome::routed && entry->decision.ok()) {
-      model_->abandon(entry->decision);  // routed the moment the client left: never sent
-    }
+    drop_held(entry);
     throw;
   }
   rec_.queued_s = std::chrono::duration<double>(Clock::now() - held_since_).count();
@@ -249,15 +246,17 @@ net::asio::awaitable<bool> Placement::wait_in_queue(PlacementTry& at,
 }
 
 void Placement::leave_queue() {
-  const auto entry = std::exchange(held_, nullptr);
-  if (!entry || !model_) {
-    return;
+  if (const auto entry = std::exchange(held_, nullptr); entry && model_) {
+    drop_held(entry);
   }
+}
+
+void Placement::drop_held(const std::shared_ptr<AdmissionQueue::Entry>& entry) {
   ctx_.metrics.queue_abandoned(rec_.model);
   if (entry->outcome == AdmissionQueue::Outcome::routed && entry->decision.ok()) {
-    model_->abandon(entry->decision);  // routed before its wait began: never sent
+    model_->abandon(entry->decision);  // routed as its client left: never sent
   } else {
-    model_->queue().leave(entry);
+    model_->queue().leave(entry);  // still in the queue (a wait that ended took it out already)
   }
 }
 

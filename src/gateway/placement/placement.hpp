@@ -133,6 +133,9 @@ class Placement {
   bool refuse_hold(PlacementTry& at, const char* reason, std::string message);
   // A request that joined the queue and never waited leaves it (routed meanwhile: the decision abandoned).
   void leave_queue();
+  // A held request its client left: counted abandoned, out of the queue, its decision (if it was routed
+  // meanwhile) abandoned.
+  void drop_held(const std::shared_ptr<AdmissionQueue::Entry>& entry);
 
   PlacementContext ctx_;
   RequestRecord& rec_;
