@@ -115,7 +115,7 @@ void Router::commit(const RequestFacts& facts, const Decision& decision,
   if (!facts.session || facts.thread.side) {
     return;  // a side request belongs to no thread: it moves, places and remembers nothing
   }
-  threads_.served(facts, chosen, sessions_, now);
+  threads_.served(facts, chosen, sessions_, now, decision.thread_key, witness_holds(facts, chosen, metrics));
   const std::uint64_t key = facts.session->hash;
   switch (decision.route) {
     case Route::spilled:

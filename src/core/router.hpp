@@ -189,7 +189,11 @@ class Router {
   // thread, or of its start for a new one, into the snapshot; the home's exact figure, or a home found in
   // the events, into the facts; and the decision's expected cached tokens.
   void note_residency(const RequestFacts& facts, std::span<const ReplicaMetrics> metrics);
+  std::uint64_t remember_start(const RequestFacts& facts, std::uint64_t told);
   void use_residency(RequestFacts& facts) const;
+  // Whether the chosen replica's witness of the request's start (StartHomes) still holds the start there.
+  [[nodiscard]] bool witness_holds(const RequestFacts& facts, ReplicaIndex chosen,
+                                   std::span<const ReplicaMetrics> metrics) const;
   void expect(const RequestFacts& facts, Decision& decision) const;
   void look_up_home(RequestFacts& facts, std::span<const ReplicaMetrics> metrics, Time now) const;
 
@@ -211,6 +215,10 @@ class Router {
   SharedIds shared_ids_;
   // Per replica, for the request being routed: its events show the thread itself (not only its start).
   std::vector<std::uint8_t> holds_thread_;
+  // Per replica, for the request being routed: what its thread's spills stored there hold of its prompt.
+  std::vector<std::uint64_t> spilled_tokens_;
+  // For the request being routed: the length of its start as the events tell it (0 = not known).
+  std::uint64_t start_tokens_ = 0;
 };
 
 }  // namespace warden::core

@@ -63,6 +63,9 @@ std::optional<std::uint64_t> start_on(const KvIndex& kv, const StartHomes::Threa
 // The request does not continue its thread's previous prompt: the prompt shrank to half of it or less (a
 // compaction, or a client that reuses the key for another conversation). Its stores part from the
 // thread's chain where the prompts part, not where the template renders a reply otherwise.
+// The key a spilled request of `thread` names its stores by (Decision::thread_key).
+std::uint64_t spill_key(std::uint64_t thread) { return base::splitmix64(thread ^ spill_salt); }
+
 bool began_anew(const RequestFacts& facts) {
   constexpr std::uint32_t min_previous = 1024;  // below that a shrink is noise, not a new beginning
   return facts.home && facts.home_cached_tokens >= min_previous &&
@@ -73,6 +76,8 @@ bool began_anew(const RequestFacts& facts) {
 
 void Router::note_residency(const RequestFacts& facts, std::span<const ReplicaMetrics> metrics) {
   holds_thread_.assign(snapshot_.replicas.size(), 0);
+  spilled_tokens_.assign(snapshot_.replicas.size(), 0);
+  start_tokens_ = 0;
   for (ReplicaState& r : snapshot_.replicas) {
     r.cached_for_request.reset();
   }
@@ -83,7 +88,7 @@ void Router::note_residency(const RequestFacts& facts, std::span<const ReplicaMe
   }
   const std::uint64_t thread = facts.session->hash;
   const StartHomes::Threads starts = threads_.start_threads(facts);
-  const std::uint64_t start = start_length(metrics, thread, starts);
+  const std::uint64_t start = remember_start(facts, start_length(metrics, thread, starts));
   const bool anew = began_anew(facts);
   for (std::size_t i = 0; i < snapshot_.replicas.size() && i < metrics.size(); ++i) {
     const KvIndex* kv = metrics[i].kv;
@@ -97,10 +102,36 @@ void Router::note_residency(const RequestFacts& facts, std::span<const ReplicaMe
     const std::optional<std::uint64_t> own =
         kv->knows(thread) && !anew ? kv->thread_tokens(thread) : std::nullopt;
     holds_thread_[i] = own.value_or(0) > shared.value_or(0) ? 1 : 0;
+    spilled_tokens_[i] = anew ? 0 : kv->thread_tokens(spill_key(thread)).value_or(0);
     if (own || shared) {
       snapshot_.replicas[i].cached_for_request = clamp_tokens(std::max(own.value_or(0), shared.value_or(0)));
     }
   }
+}
+
+// The start's length as the events tell it now, kept by the start's digest: the threads that told it
+// (where one branched off another) may be gone from every index while the start stays resident.
+std::uint64_t Router::remember_start(const RequestFacts& facts, std::uint64_t told) {
+  if (told > 0) {
+    threads_.set_start_length(facts, told);
+  }
+  start_tokens_ = told > 0 ? told : threads_.start_length(facts);
+  return start_tokens_;
+}
+
+bool Router::witness_holds(const RequestFacts& facts, ReplicaIndex chosen,
+                           std::span<const ReplicaMetrics> metrics) const {
+  const std::uint64_t witness = threads_.start_witness(facts, chosen);
+  if (witness == 0 || chosen >= metrics.size() || metrics[chosen].kv == nullptr) {
+    return false;
+  }
+  const KvIndex& kv = *metrics[chosen].kv;
+  const std::uint64_t block = kv.block_size();
+  if (block == 0) {
+    return false;
+  }
+  const std::uint64_t start = std::max(start_tokens_, block) / block * block;
+  return kv.leading_tokens(witness, start) >= start;
 }
 
 void Router::use_residency(RequestFacts& facts) const {
@@ -158,7 +189,7 @@ void Router::expect(const RequestFacts& facts, Decision& decision) const {
   decision.thread_anew = began_anew(facts);
   if (decision.route == Route::spilled && decision.thread_key != 0) {
     // A spill moves the request, not the thread: what it stores there is not the thread's to follow.
-    decision.thread_key = base::splitmix64(decision.thread_key ^ spill_salt);
+    decision.thread_key = spill_key(decision.thread_key);
   }
   const ReplicaIndex chosen = *decision.replica;
   // The prefill the replica's backlog counts stays the estimate's (cost_spill.hpp): only a turn on its
@@ -168,7 +199,9 @@ void Router::expect(const RequestFacts& facts, Decision& decision) const {
     decision.expected_block = snapshot_.replicas[chosen].block_size;
   }
   if (chosen < snapshot_.replicas.size() && snapshot_.replicas[chosen].cached_for_request) {
-    decision.expected_cached_tokens = *snapshot_.replicas[chosen].cached_for_request;
+    // What the thread's earlier spills stored there counts too: the prompt extends theirs.
+    decision.expected_cached_tokens = static_cast<std::uint32_t>(
+        std::max<std::uint64_t>(*snapshot_.replicas[chosen].cached_for_request, spilled_tokens_[chosen]));
     decision.expected_exact = true;
   } else {
     decision.expected_cached_tokens = facts.home == decision.replica ? facts.home_cached_tokens : 0;

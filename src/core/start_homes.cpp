@@ -7,7 +7,8 @@ namespace warden::core {
 
 StartHomes::StartHomes(std::size_t max_entries) : max_entries_(std::max<std::size_t>(1, max_entries)) {}
 
-void StartHomes::served(std::uint64_t start, ReplicaIndex replica, Time now, std::uint64_t thread) {
+void StartHomes::served(std::uint64_t start, ReplicaIndex replica, Time now, std::uint64_t thread,
+                        bool keep) {
   if (start == 0 || replica >= replica_set_size) {
     return;
   }
@@ -22,13 +23,37 @@ void StartHomes::served(std::uint64_t start, ReplicaIndex replica, Time now, std
   }
   for (std::size_t i = 0; i < threads_kept; ++i) {
     if (s.threads[i] != 0 && s.on[i] == replica) {
-      s.threads[i] = thread;  // the replica's latest
+      s.threads[i] = keep ? s.threads[i] : thread;  // the replica's latest, unless its witness holds
       return;
     }
   }
   s.threads[s.next] = thread;
   s.on[s.next] = replica;
   s.next = static_cast<std::uint8_t>((s.next + 1) % threads_kept);
+}
+
+std::uint64_t StartHomes::witness(std::uint64_t start, ReplicaIndex replica) const {
+  const auto it = last_.find(start);
+  if (it == last_.end()) {
+    return 0;
+  }
+  for (std::size_t i = 0; i < threads_kept; ++i) {
+    if (it->second.threads[i] != 0 && it->second.on[i] == replica) {
+      return it->second.threads[i];
+    }
+  }
+  return 0;
+}
+
+void StartHomes::set_length(std::uint64_t start, std::uint64_t tokens) {
+  if (const auto it = last_.find(start); it != last_.end()) {
+    it->second.tokens = tokens;
+  }
+}
+
+std::uint64_t StartHomes::length(std::uint64_t start) const {
+  const auto it = last_.find(start);
+  return it == last_.end() ? 0 : it->second.tokens;
 }
 
 StartHomes::Threads StartHomes::threads(std::uint64_t start) const {

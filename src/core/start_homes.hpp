@@ -21,8 +21,16 @@ class StartHomes {
   explicit StartHomes(std::size_t max_entries = 4096);
 
   /// A request of `thread` starting with `start` was just sent to `replica`. A zero digest (no start) is
-  /// ignored.
-  void served(std::uint64_t start, ReplicaIndex replica, Time now, std::uint64_t thread = 0);
+  /// ignored. `thread` becomes the replica's witness of the start (threads()) unless `keep` says the one it
+  /// has is still good.
+  void served(std::uint64_t start, ReplicaIndex replica, Time now, std::uint64_t thread = 0,
+              bool keep = false);
+  /// The thread noted for `start` on `replica` (0 = none).
+  [[nodiscard]] std::uint64_t witness(std::uint64_t start, ReplicaIndex replica) const;
+  /// The start's length in tokens once a replica's events told it (0 = not yet): it outlives the threads
+  /// that told it.
+  void set_length(std::uint64_t start, std::uint64_t tokens);
+  [[nodiscard]] std::uint64_t length(std::uint64_t start) const;
   /// The replicas that served `start` (empty if none, or unknown).
   [[nodiscard]] ReplicaSet find(std::uint64_t start) const;
   /// The last thread that started with `start` on each of up to `threads_kept` replicas (0 = none): with KV
@@ -40,6 +48,7 @@ class StartHomes {
     Threads threads{};  // a ring, newest at `next - 1`; one per replica, on `on[i]`
     std::array<ReplicaIndex, threads_kept> on{};
     std::uint8_t next = 0;
+    std::uint64_t tokens = 0;  // set_length()
   };
   void shed();
 

@@ -45,11 +45,24 @@ class ThreadHomes {
                                                       Time now) const;
 
   /// A request of the thread (not a side request) was sent to `replica`: the thread and its start are
-  /// noted; threads the index forgot to make room leave `sessions` too.
-  void served(const RequestFacts& facts, ReplicaIndex replica, SessionTable& sessions, Time now);
-  /// The last threads that started as `facts` does (StartHomes::threads).
+  /// noted; threads the index forgot to make room leave `sessions` too. `stores_key`: the key its stores
+  /// are named by in the engine (Decision::thread_key), the replica's witness of the start unless
+  /// `keep_witness` (StartHomes::served).
+  void served(const RequestFacts& facts, ReplicaIndex replica, SessionTable& sessions, Time now,
+              std::uint64_t stores_key, bool keep_witness);
+  /// The witnesses of the start `facts` begins with, one per replica (StartHomes::threads).
   [[nodiscard]] StartHomes::Threads start_threads(const RequestFacts& facts) const {
     return starts_.threads(facts.thread.start);
+  }
+  [[nodiscard]] std::uint64_t start_witness(const RequestFacts& facts, ReplicaIndex replica) const {
+    return starts_.witness(facts.thread.start, replica);
+  }
+  /// The length of the start `facts` begins with, once events told it (StartHomes::length).
+  void set_start_length(const RequestFacts& facts, std::uint64_t tokens) {
+    starts_.set_length(facts.thread.start, tokens);
+  }
+  [[nodiscard]] std::uint64_t start_length(const RequestFacts& facts) const {
+    return starts_.length(facts.thread.start);
   }
 
   /// Up to `limit` sessions with threads, most recently seen first, after the first `offset`.

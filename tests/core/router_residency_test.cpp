@@ -177,6 +177,78 @@ TEST_F(RouterResidency, AHomeHoldingTheStartIsNotLeftForAReplicaHoldingOnlyTheSt
   EXPECT_EQ(d2.expected_cached_tokens, 30 * bs);
 }
 
+TEST_F(RouterResidency, ANewThreadFindsTheStartAfterTheThreadsThatBranchedOffItAreGone) {
+  constexpr std::uint64_t start = 0xABC;
+  const auto pinned = [&](std::uint64_t key, std::int64_t t) {
+    RequestFacts f = turn(key, 1000, start);
+    f.pin = 3;
+    return route(f, t);
+  };
+  pinned(1, 0);
+  store(3, run(100, 40), std::nullopt, 1);  // the first thread stored the start (30 blocks) and its own
+  pinned(2, 1);
+  store(3, run(200, 20), 129, 2);  // short threads (subagents) branch off it after the start
+  pinned(3, 2);
+  store(3, run(300, 10), 129, 3);
+  // Their own blocks are evicted: their chains are gone from the index; the start stays resident.
+  index_[3].removed(run(200, 20), KvTier::gpu, std::nullopt);
+  index_[3].removed(run(300, 10), KvTier::gpu, std::nullopt);
+  const Decision d = pinned(4, 3);
+  EXPECT_TRUE(d.expected_exact);
+  EXPECT_EQ(d.expected_cached_tokens, 30 * bs);  // through the thread that stored it, and its length kept
+}
+
+TEST_F(RouterResidency, AStartsLengthIsKeptWhenTheThreadsThatToldItAreGone) {
+  constexpr std::uint64_t start = 0xABC;
+  const auto pinned = [&](std::uint64_t key, std::int64_t t) {
+    RequestFacts f = turn(key, 1000, start);
+    f.pin = 3;
+    return route(f, t);
+  };
+  pinned(1, 0);
+  store(3, run(100, 40), std::nullopt, 1);
+  pinned(2, 1);
+  store(3, run(200, 20), 129, 2);  // where it branched tells the start: 30 blocks
+  EXPECT_EQ(pinned(3, 2).expected_cached_tokens, 30 * bs);
+  // Everything is evicted, and a new thread stores the start again from the prompt's start: no thread
+  // has branched off it yet.
+  index_[3].removed(run(100, 40), KvTier::gpu, std::nullopt);
+  index_[3].removed(run(200, 20), KvTier::gpu, std::nullopt);
+  pinned(4, 3);
+  store(3, run(100, 35), std::nullopt, 4);
+  const Decision d = pinned(5, 4);
+  EXPECT_EQ(d.expected_cached_tokens, 30 * bs);
+}
+
+TEST_F(RouterResidency, ASpilledRequestExpectsWhatItsThreadsEarlierSpillOnThatReplicaStored) {
+  RoutingConfig routing = router_.routing_config();
+  routing.max_num_seqs = 32;  // a spill threshold of 8 in flight
+  ASSERT_TRUE(router_.set_routing(routing));
+  const Decision first = route(turn(1, 1000));
+  ASSERT_TRUE(first.ok());
+  const ReplicaIndex home = *first.replica;
+  store(home, run(100, 60), std::nullopt, 1);
+  // The home over the spill threshold (8 in flight), two others busy: the spills go to the fourth.
+  const auto load = [&](ReplicaIndex replica, int n) {
+    for (int i = 0; i < n; ++i) {
+      RequestFacts pin = turn(1000 + replica * 100 + i, 100);
+      pin.pin = replica;
+      ASSERT_TRUE(router_.route(pin, metrics_, seconds(1), rng_).ok());
+    }
+  };
+  load(home, 9);
+  load(static_cast<ReplicaIndex>((home + 1) % 4), 3);
+  load(static_cast<ReplicaIndex>((home + 2) % 4), 3);
+  const Decision spill = route(turn(1, 1400), 2);
+  ASSERT_EQ(spill.route, Route::spilled);
+  EXPECT_EQ(spill.expected_cached_tokens, 0U);
+  store(*spill.replica, run(500, 80), std::nullopt, spill.thread_key);  // under the spill's own key
+  const Decision again = route(turn(1, 1500), 3);
+  ASSERT_EQ(again.route, Route::spilled);
+  ASSERT_EQ(again.replica, spill.replica);
+  EXPECT_EQ(again.expected_cached_tokens, 80 * bs);
+}
+
 TEST_F(RouterResidency, TheBaselinesIgnoreTheEvents) {
   RoutingConfig routing = router_.routing_config();
   routing.policy = "session-hash";
