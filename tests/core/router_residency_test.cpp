@@ -46,6 +46,12 @@ class RouterResidency : public ::testing::Test {
     }
     return d;
   }
+  // A request of `key` beginning with `start`, pinned to `replica`.
+  Decision pinned(std::uint64_t key, std::uint64_t start, ReplicaIndex replica, std::int64_t t) {
+    RequestFacts f = turn(key, 1000, start);
+    f.pin = replica;
+    return route(f, t);
+  }
   void store(std::size_t replica, const std::vector<std::uint64_t>& hashes,
              std::optional<std::uint64_t> parent, std::uint64_t thread) {
     index_[replica].stored(KvStore{hashes, parent, bs, KvTier::gpu, std::nullopt, true, thread});
@@ -97,19 +103,14 @@ TEST_F(RouterResidency, AThreadNoTableKnowsGoesWhereTheEventsShowIt) {
 
 TEST_F(RouterResidency, ANewThreadExpectsTheStartItSharesWithThreadsOfTheSameStart) {
   constexpr std::uint64_t start = 0xABC;
-  const auto pinned = [&](std::uint64_t key, ReplicaIndex replica, std::int64_t t) {
-    RequestFacts f = turn(key, 1000, start);
-    f.pin = replica;
-    return route(f, t);
-  };
-  pinned(1, 3, 0);
+  pinned(1, start, 3, 0);
   store(3, run(100, 40), std::nullopt, 1);  // the first conversation: system prompt and its message
-  pinned(2, 3, 1);
+  pinned(2, start, 3, 1);
   store(3, run(200, 20), 129, 2);  // the second branches from it after 30 blocks (the shared start)
-  const Decision c = pinned(3, 3, 2);
+  const Decision c = pinned(3, start, 3, 2);
   EXPECT_TRUE(c.expected_exact);
   EXPECT_EQ(c.expected_cached_tokens, 30 * bs);
-  const Decision d = pinned(4, 1, 3);  // nothing of that start on replica 1
+  const Decision d = pinned(4, start, 1, 3);  // nothing of that start on replica 1
   EXPECT_TRUE(d.expected_exact);
   EXPECT_EQ(d.expected_cached_tokens, 0U);
 }
@@ -179,44 +180,34 @@ TEST_F(RouterResidency, AHomeHoldingTheStartIsNotLeftForAReplicaHoldingOnlyTheSt
 
 TEST_F(RouterResidency, ANewThreadFindsTheStartAfterTheThreadsThatBranchedOffItAreGone) {
   constexpr std::uint64_t start = 0xABC;
-  const auto pinned = [&](std::uint64_t key, std::int64_t t) {
-    RequestFacts f = turn(key, 1000, start);
-    f.pin = 3;
-    return route(f, t);
-  };
-  pinned(1, 0);
+  pinned(1, start, 3, 0);
   store(3, run(100, 40), std::nullopt, 1);  // the first thread stored the start (30 blocks) and its own
-  pinned(2, 1);
+  pinned(2, start, 3, 1);
   store(3, run(200, 20), 129, 2);  // short threads (subagents) branch off it after the start
-  pinned(3, 2);
+  pinned(3, start, 3, 2);
   store(3, run(300, 10), 129, 3);
   // Their own blocks are evicted: their chains are gone from the index; the start stays resident.
   index_[3].removed(run(200, 20), KvTier::gpu, std::nullopt);
   index_[3].removed(run(300, 10), KvTier::gpu, std::nullopt);
-  const Decision d = pinned(4, 3);
+  const Decision d = pinned(4, start, 3, 3);
   EXPECT_TRUE(d.expected_exact);
   EXPECT_EQ(d.expected_cached_tokens, 30 * bs);  // through the thread that stored it, and its length kept
 }
 
 TEST_F(RouterResidency, AStartsLengthIsKeptWhenTheThreadsThatToldItAreGone) {
   constexpr std::uint64_t start = 0xABC;
-  const auto pinned = [&](std::uint64_t key, std::int64_t t) {
-    RequestFacts f = turn(key, 1000, start);
-    f.pin = 3;
-    return route(f, t);
-  };
-  pinned(1, 0);
+  pinned(1, start, 3, 0);
   store(3, run(100, 40), std::nullopt, 1);
-  pinned(2, 1);
+  pinned(2, start, 3, 1);
   store(3, run(200, 20), 129, 2);  // where it branched tells the start: 30 blocks
-  EXPECT_EQ(pinned(3, 2).expected_cached_tokens, 30 * bs);
+  EXPECT_EQ(pinned(3, start, 3, 2).expected_cached_tokens, 30 * bs);
   // Everything is evicted, and a new thread stores the start again from the prompt's start: no thread
   // has branched off it yet.
   index_[3].removed(run(100, 40), KvTier::gpu, std::nullopt);
   index_[3].removed(run(200, 20), KvTier::gpu, std::nullopt);
-  pinned(4, 3);
+  pinned(4, start, 3, 3);
   store(3, run(100, 35), std::nullopt, 4);
-  const Decision d = pinned(5, 4);
+  const Decision d = pinned(5, start, 3, 4);
   EXPECT_EQ(d.expected_cached_tokens, 30 * bs);
 }
 
