@@ -50,8 +50,10 @@ export function launchYaml(extra = [], maxModelLen = MAX_MODEL_LEN) {
 }
 
 // Starts `lm-warden serve` launching the 4-rank sim in `dir`; resolves {serve, base} once all 4 are healthy.
-export async function startServe(dir, simArgs = [], maxModelLen = MAX_MODEL_LEN) {
-  const config = writeConfig(dir, `http://127.0.0.1:${await freePort()}`, '', launchYaml(simArgs, maxModelLen));
+// `modelMore`: more lines of the model's entry (e.g. its `kv_events`).
+export async function startServe(dir, simArgs = [], maxModelLen = MAX_MODEL_LEN, modelMore = '') {
+  const launch = launchYaml(simArgs, maxModelLen) + modelMore;
+  const config = writeConfig(dir, `http://127.0.0.1:${await freePort()}`, '', launch);
   const serve = new Child('serve', warden(), ['serve', '--config', config]);
   const base = `http://127.0.0.1:${await serve.port()}`;
   await waitFor(
