@@ -215,8 +215,10 @@ class Router {
   SharedIds shared_ids_;
   // Per replica, for the request being routed: its events show the thread itself (not only its start).
   std::vector<std::uint8_t> holds_thread_;
-  // Per replica, for the request being routed: what its thread's spills stored there hold of its prompt.
-  std::vector<std::uint64_t> spilled_tokens_;
+  // Per replica, for the request being routed: what the events say it will find there (its chain, its
+  // start by the length they told, what its spills stored), and whether they can say.
+  std::vector<std::uint64_t> expected_tokens_;
+  std::vector<std::uint8_t> expectable_;
   // For the request being routed: the length of its start as the events tell it (0 = not known).
   std::uint64_t start_tokens_ = 0;
 };
