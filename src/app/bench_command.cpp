@@ -26,6 +26,7 @@ struct BenchArgs {
   AgenticFlags agentic;
   std::uint64_t seed = 1;
   bool no_billing_header = false;
+  std::string tenants;
   std::vector<std::string> urls;
   std::vector<std::string> wardens;
   std::string stayed_by;
@@ -90,7 +91,17 @@ bool finish_options(BenchArgs& a) {
   w.think_time = a.think_time.value_or(w.think_time);
   w.stagger = a.stagger.value_or(w.stagger);
   w.agentic.context_window = a.context_window.value_or(w.agentic.context_window);
-  apply_agentic_options(a.agentic, w.agentic);
+  if (auto ok = apply_agentic_options(a.agentic, w.agentic); !ok) {
+    return fail(ok.error());
+  }
+  auto tenants = parse_tenant_shares(a.tenants);
+  if (!tenants) {
+    return fail(tenants.error());
+  }
+  a.options.tenants = *tenants;
+  if (!a.options.tenants.empty() && a.options.tenant_header.empty()) {
+    return fail("--tenants needs --tenant-header NAME: the header the warden's clients.tenant_header reads");
+  }
   w.seed = a.seed;
   // Anthropic requests carry Claude Code's billing line as the real client sends it (render_openai has none).
   w.billing_header = !a.no_billing_header;
@@ -172,6 +183,14 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag(
       "--no-billing-header", args->no_billing_header,
       "Leave out Claude Code's per-conversation billing line (first system block of --api anthropic)");
+  cmd->add_option("--tenants", args->tenants,
+                  "Workload agentic: the headless agents split between tenants in these proportions (20,6: "
+                  "20 and 6 of 26 agents), each agent sending its tenant's name in --tenant-header")
+      ->group("Classes of work and tenants (--workload agentic)");
+  cmd->add_option("--tenant-header", o.tenant_header,
+                  "With --tenants: the header naming each agent's tenant (tenant-1, tenant-2, ...), as the "
+                  "warden's clients.tenant_header")
+      ->group("Classes of work and tenants (--workload agentic)");
   cmd->add_option("--drain-timeout", o.drain_timeout,
                   "Model seconds in-flight turns may take to finish after a level before they are cancelled")
       ->capture_default_str();

@@ -22,6 +22,7 @@
 #include "base/parse.hpp"
 #include "base/result.hpp"
 #include "engine/presets.hpp"
+#include "report/groups.hpp"
 #include "report/report.hpp"
 #include "report/svg.hpp"
 #include "whatif/calibration.hpp"
@@ -53,8 +54,6 @@ struct SimulateOptions {
   double resident_gaps = 2.0;
   std::string min_resident = "3s";
   std::uint32_t vllm_api_servers = 0;
-  std::optional<std::size_t> interactive;
-  std::string interactive_think_time = "60s";
   std::string tenants;
   bool fair_shares = true;
   bool classes = true;
@@ -178,19 +177,11 @@ base::Result<void> timing_from(const SimulateOptions& o, whatif::SimulationConfi
 
 // Interactive sessions, tenants, and the warden's keeping held streams alive.
 base::Result<void> clients_from(const SimulateOptions& o, whatif::SimulationConfig& c) {
-  c.workload.agentic.interactive = o.interactive.value_or(0);
-  const auto think = base::parse_seconds(o.interactive_think_time);
-  if (!think) {
-    return std::string("--interactive-think-time is a duration: 60s, 2m");
+  auto tenants = parse_tenant_shares(o.tenants);
+  if (!tenants) {
+    return base::Failure{tenants.error()};
   }
-  c.workload.agentic.interactive_think_time = *think;
-  for (const auto& piece : split(o.tenants)) {
-    const auto n = base::parse_integer<std::uint32_t>(piece);
-    if (!n) {
-      return "--tenants needs comma-separated shares of the agents, got '" + o.tenants + "'";
-    }
-    c.tenants.push_back(*n);
-  }
+  c.tenants = *tenants;
   c.fair_shares = o.fair_shares;
   c.classes = o.classes;
   c.keep_alive = o.keep_alive;
@@ -262,7 +253,9 @@ base::Result<whatif::SimulationConfig> simulation_from(const SimulateOptions& o)
   c.workload.max_output = o.max_output.value_or(c.workload.max_output);
   // Agents compact their history as it nears the window of the model they talk to.
   c.workload.agentic.context_window = c.engine.max_model_len;
-  apply_agentic_options(o.agentic, c.workload.agentic);
+  if (auto ok = apply_agentic_options(o.agentic, c.workload.agentic); !ok) {
+    return base::Failure{ok.error()};
+  }
   if (auto ok = timing_from(o, c); !ok) {
     return base::Failure{ok.error()};
   }
@@ -295,46 +288,21 @@ void print_admission(const whatif::Outcome& outcome) {
 
 // One group's figures in a level (whatif::GroupStats): tasks/h, tasks/h per agent, and the task starts'
 // waits at the warden.
-struct GroupFigures {
-  double tasks_per_hour = 0;
-  double per_agent = 0;
-  std::size_t starts = 0;
-  std::size_t held = 0;
-  double wait_p50 = 0;
-  double wait_p95 = 0;
-  double ttfb_p50 = 0;
-  double ttfb_p95 = 0;
-};
-
-GroupFigures figures_of(const whatif::LevelStats& l, const whatif::GroupStats& g) {
-  GroupFigures f;
-  const double hours = (l.end - l.begin) / 3600.0;
-  f.tasks_per_hour = hours > 0 ? static_cast<double>(g.tasks) / hours : 0.0;
-  f.per_agent = g.agents > 0 ? f.tasks_per_hour / g.agents : 0.0;
-  f.starts = g.start_waits.size();
-  f.held = static_cast<std::size_t>(
-      std::count_if(g.start_waits.begin(), g.start_waits.end(), [](double w) { return w > 0; }));
-  f.wait_p50 = report::percentile(g.start_waits, 50).value_or(0.0);
-  f.wait_p95 = report::percentile(g.start_waits, 95).value_or(0.0);
-  f.ttfb_p50 = report::percentile(g.start_ttfbs, 50).value_or(0.0);
-  f.ttfb_p95 = report::percentile(g.start_ttfbs, 95).value_or(0.0);
-  return f;
+report::GroupRow figures_of(const whatif::LevelStats& l, const whatif::GroupStats& g) {
+  return report::group_row(report::AgentGroup{g.name, g.agents}, g.tasks, l.end - l.begin, g.start_waits,
+                           g.start_ttfbs);
 }
 
 // Per level with groups (interactive sessions, tenants): each group's tasks/h, per agent, and how long its
 // task starts waited at the warden.
 void print_groups(const whatif::Outcome& outcome) {
-  report::Grid grid{{"policy", "sessions", "group", "agents", "tasks/h", "tasks/h/agent", "starts", "held",
-                     "start wait p50 s", "start wait p95 s", "start ttfb p50 s", "start ttfb p95 s"}};
+  report::Grid grid = report::group_grid_header();
   for (const whatif::LevelStats& l : outcome.levels) {
+    std::vector<report::GroupRow> rows;
     for (const whatif::GroupStats& g : l.groups) {
-      const GroupFigures f = figures_of(l, g);
-      grid.push_back({l.policy, std::to_string(l.sessions), g.name, std::to_string(g.agents),
-                      fmt::format("{:.0f}", f.tasks_per_hour), fmt::format("{:.2f}", f.per_agent),
-                      std::to_string(f.starts), std::to_string(f.held), fmt::format("{:.1f}", f.wait_p50),
-                      fmt::format("{:.1f}", f.wait_p95), fmt::format("{:.1f}", f.ttfb_p50),
-                      fmt::format("{:.1f}", f.ttfb_p95)});
+      rows.push_back(figures_of(l, g));
     }
+    report::append_group_grid(grid, l.policy, l.sessions, rows);
   }
   if (grid.size() > 1) {
     fmt::print(
@@ -348,19 +316,7 @@ boost::json::array groups_json(const whatif::Outcome& outcome) {
   boost::json::array out;
   for (const whatif::LevelStats& l : outcome.levels) {
     for (const whatif::GroupStats& g : l.groups) {
-      const GroupFigures f = figures_of(l, g);
-      out.push_back(boost::json::object{{"policy", l.policy},
-                                        {"sessions", l.sessions},
-                                        {"group", g.name},
-                                        {"agents", g.agents},
-                                        {"tasks_per_hour", f.tasks_per_hour},
-                                        {"tasks_per_agent_hour", f.per_agent},
-                                        {"task_starts", f.starts},
-                                        {"held", f.held},
-                                        {"start_wait_p50", f.wait_p50},
-                                        {"start_wait_p95", f.wait_p95},
-                                        {"start_ttfb_p50", f.ttfb_p50},
-                                        {"start_ttfb_p95", f.ttfb_p95}});
+      out.push_back(report::group_json(l.policy, l.sessions, figures_of(l, g)));
     }
   }
   return out;
@@ -542,15 +498,6 @@ void add_switch(CLI::App& cmd, const std::string& name, bool& value, const std::
 // their held streams alive.
 void add_clients_options(CLI::App& cmd, SimulateOptions& o) {
   const char* group = "Classes of work and tenants (--workload agentic)";
-  cmd.add_option("--interactive", o.interactive,
-                 "Interactive sessions beside each level's headless agents: a person reads between tasks, "
-                 "class interactive (default 0)")
-      ->group(group);
-  cmd.add_option("--interactive-think-time", o.interactive_think_time,
-                 "Mean time the person of an interactive session reads before the next task (uniform "
-                 "x0.5-1.5)")
-      ->capture_default_str()
-      ->group(group);
   cmd.add_option("--tenants", o.tenants,
                  "The headless agents split between tenants in these proportions, each tenant's agents "
                  "sending its own key (20,6: 20 and 6 of 26 agents; default none)")

@@ -46,6 +46,10 @@ struct BenchOptions {
   double retry_delay = 1.0;             // model seconds before a failed session's replacement starts
   double log_interval = 10.0;           // wall seconds between progress lines when stderr is not a terminal
   workload::WorkloadConfig workload;
+  // --tenants: the headless agents split between tenants in these proportions, each sending
+  // `tenant_header: tenant-N` (the warden's clients.tenant_header names it).
+  std::vector<std::uint32_t> tenants;
+  std::string tenant_header;
   std::string version;  // of lm-warden, recorded in the report's meta
 };
 

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "base/parse.hpp"
+
 namespace warden::bench {
 
 namespace {
@@ -18,6 +20,10 @@ void PlacementFields::take(std::string_view name, std::string_view value) {
     if (auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
         ec == std::errc{} && p == value.data() + value.size()) {
       replica = v;
+    }
+  } else if (name == "x-warden-queued") {
+    if (const auto seconds = base::parse_seconds(value)) {
+      queued = *seconds;
     }
   } else if (name == "x-warden-expected-cached") {
     std::uint64_t tokens = 0;

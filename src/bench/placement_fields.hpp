@@ -14,6 +14,7 @@ struct PlacementFields {
   std::optional<int> replica;
   std::optional<std::uint64_t> expected_cached;  // x-warden-expected-cached: TOKENS; block=N[; exact]
   std::uint64_t expected_block = 0;
+  std::optional<double> queued;  // x-warden-queued: seconds the warden held it
 
   // One field by its name (lower case); any other name, or a value that does not parse, is ignored.
   void take(std::string_view name, std::string_view value);

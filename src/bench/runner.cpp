@@ -14,6 +14,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <csignal>
@@ -68,6 +69,9 @@ struct Level {
   std::size_t active = 0;                                          // turn coroutines still running
   std::size_t errors_logged = 0;
   std::vector<std::size_t> sent;  // requests sent to each target
+  // Its groups of agents (--interactive, --tenants; none without) and each agent's group.
+  std::vector<report::AgentGroup> groups;
+  std::vector<std::size_t> group_of_agent;
 };
 
 class Runner {
@@ -112,6 +116,9 @@ class Runner {
   asio::awaitable<void> sample(Level& level);
   asio::awaitable<void> progress(Level& level, double end);
   asio::awaitable<void> turn(Level& level, std::size_t slot);
+  void assign_groups(Level& level, std::size_t headless) const;
+  void mark_group(const Level& level, std::size_t slot, workload::HttpRequestSpec& spec,
+                  report::RequestRecord& rec) const;
   // What came of one request sent to a target: a whole reply read into `reader` (ok), or why not.
   struct Exchanged {
     bool ok = false;
@@ -243,7 +250,8 @@ asio::awaitable<Runner::Exchanged> Runner::exchange(std::size_t target, const wo
     } else {
       net::UpstreamResponse& up = *r;
       PlacementFields placed;
-      for (const char* name : {"x-warden-route", "x-warden-replica", "x-warden-expected-cached"}) {
+      for (const char* name :
+           {"x-warden-route", "x-warden-replica", "x-warden-expected-cached", "x-warden-queued"}) {
         if (auto f = up.header().find(name); f != up.header().end()) {
           placed.take(name, f->value());
         }
@@ -262,6 +270,9 @@ asio::awaitable<Runner::Exchanged> Runner::exchange(std::size_t target, const wo
       }
       x.expected_cached = placed.expected_cached;
       x.expected_block = placed.expected_block;
+      if (placed.queued) {
+        rec.queued = *placed.queued * options_.time_scale;  // the warden's wall seconds, in model time
+      }
     }
   } catch (const boost::system::system_error& e) {
     x.cancelled = e.code() == asio::error::operation_aborted;
@@ -305,16 +316,53 @@ asio::awaitable<void> Runner::read_stream(net::UpstreamResponse& up, StreamReade
   }
 }
 
+// The level's groups of agents: each tenant's headless agents (or the headless ones as one), then the
+// interactive sessions (the loop's last agents); none without --tenants or --interactive.
+void Runner::assign_groups(Level& level, std::size_t headless) const {
+  const std::size_t interactive = workload_.agentic() ? workload_.config().agentic.interactive : 0;
+  if (interactive == 0 && options_.tenants.empty()) {
+    return;
+  }
+  if (options_.tenants.empty()) {
+    level.groups.push_back({"headless", headless});
+    level.group_of_agent.assign(headless, 0);
+  } else {
+    level.group_of_agent = workload::split_between_tenants(headless, options_.tenants);
+    for (std::size_t t = 0; t < options_.tenants.size(); ++t) {
+      const auto n = std::count(level.group_of_agent.begin(), level.group_of_agent.end(), t);
+      level.groups.push_back({fmt::format("tenant {}", t + 1), static_cast<std::size_t>(n)});
+    }
+  }
+  if (interactive > 0) {
+    level.group_of_agent.insert(level.group_of_agent.end(), interactive, level.groups.size());
+    level.groups.push_back({"interactive", interactive});
+  }
+}
+
+// The request's group in the record, and its tenant's header.
+void Runner::mark_group(const Level& level, std::size_t slot, workload::HttpRequestSpec& spec,
+                        report::RequestRecord& rec) const {
+  const std::size_t agent = level.loop->session_of(slot);
+  if (agent >= level.group_of_agent.size()) {
+    return;
+  }
+  rec.group = level.group_of_agent[agent];
+  if (*rec.group < options_.tenants.size()) {
+    spec.headers.emplace_back(options_.tenant_header, fmt::format("tenant-{}", *rec.group + 1));
+  }
+}
+
 asio::awaitable<void> Runner::turn(Level& level, std::size_t slot) {
   ++level.active;
   const workload::Conversation& conversation = level.loop->conversation(slot);
-  const workload::HttpRequestSpec spec =
-      api_ == protocol::ApiKind::anthropic_messages
-          ? workload::render_anthropic(workload_, conversation, options_.model)
-          : workload::render_openai(workload_, conversation, options_.model);
+  workload::HttpRequestSpec spec = api_ == protocol::ApiKind::anthropic_messages
+                                       ? workload::render_anthropic(workload_, conversation, options_.model)
+                                       : workload::render_openai(workload_, conversation, options_.model);
   report::RequestRecord rec;
   rec.turn = conversation.turn;
   rec.session_index = conversation.session_index;
+  rec.task_start = workload_.agentic() && workload::is_task_start(conversation);
+  mark_group(level, slot, spec, rec);
   rec.started_at = now();
   const std::size_t target = target_for(conversation.session_index, conversation.turn, targets_.size());
   if (targets_.size() > 1) {
@@ -444,6 +492,7 @@ asio::awaitable<std::uint64_t> Runner::run_level(const std::string& policy, int 
   const auto ex = co_await asio::this_coro::executor;
   const std::optional<MetricsSample> before = co_await scrape();
   Level level(workload_, policy, sessions, now(), first_index, stayed_by_for(options_), targets_.size(), ex);
+  assign_groups(level, static_cast<std::size_t>(sessions));
   current_ = &level;
   const double begin = now();
   level.recorder.begin(begin);
@@ -469,6 +518,13 @@ asio::awaitable<std::uint64_t> Runner::run_level(const std::string& policy, int 
   co_await drain(level);
   current_ = nullptr;
   outcome_.rows.push_back(level.recorder.row());
+  if (!level.groups.empty()) {
+    const auto rows = report::group_rows(level.recorder.records(), level.groups, begin, window_end);
+    report::append_group_grid(outcome_.groups, policy, sessions, rows);
+    for (const report::GroupRow& row : rows) {
+      outcome_.groups_json.push_back(report::group_json(policy, sessions, row));
+    }
+  }
   if (options_.records) {
     std::ofstream f(*options_.records, std::ios::app);
     f << report::records_jsonl(level.policy, sessions, level.recorder.records());
@@ -677,6 +733,12 @@ int run_bench_command(const BenchOptions& options) {
           ? report::comparison_terminal(outcome.rows, options.compare[0], options.compare[1])
           : report::to_terminal(outcome.rows);
   fmt::print("{}", table);
+  if (outcome.groups.size() > 1) {
+    fmt::print(
+        "\nBy class of work and tenant (task starts sent in the window: their wait held at the warden, "
+        "their TTFB):\n\n{}",
+        report::grid_terminal(outcome.groups));
+  }
   if (baseline) {
     print_beside_baseline(*baseline, outcome.rows, options);
   }
@@ -687,6 +749,9 @@ int run_bench_command(const BenchOptions& options) {
   }
   if (options.out) {
     report::Report r{outcome.rows, report_meta(options, outcome.interrupted)};
+    if (!outcome.groups_json.empty()) {
+      r.meta["groups"] = outcome.groups_json;
+    }
     const std::optional<std::string> text = report::render_for_path(*options.out, r);
     if (!text || !write_file(*options.out, *text)) {
       fmt::print(stderr, "lm-warden bench: cannot write {}\n", *options.out);

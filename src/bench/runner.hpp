@@ -5,15 +5,21 @@
 #include <cstdio>
 #include <vector>
 
+#include <boost/json.hpp>
 #include "bench/options.hpp"
+
+#include "report/groups.hpp"
 #include "report/report.hpp"
 
 namespace warden::bench {
 
 struct BenchOutcome {
   std::vector<report::Row> rows;  // one per (pass, level) measured, the interrupted level included
-  bool interrupted = false;       // Ctrl-C (SIGINT/SIGTERM) stopped the run early
-  bool failed = false;            // setup failure (bad URL, admin API refused), see `error`
+  // By group of agents (--interactive, --tenants), each level's: the table (with its header) and the JSON.
+  report::Grid groups = report::group_grid_header();
+  boost::json::array groups_json;
+  bool interrupted = false;  // Ctrl-C (SIGINT/SIGTERM) stopped the run early
+  bool failed = false;       // setup failure (bad URL, admin API refused), see `error`
   std::string error;
 };
 

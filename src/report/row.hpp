@@ -63,6 +63,12 @@ struct RequestRecord {
   // The cached tokens the warden expected on the replica it chose came within one cache block of what the
   // engine reported (cached_tokens); none when either is unknown.
   std::optional<bool> expected_cached_ok;
+  // Agentic workload: the first request of an agent task (workload::is_task_start), how long the warden
+  // held it (x-warden-queued, model seconds; none when it was not held), and its agent's group (bench
+  // --interactive, --tenants; none without groups).
+  bool task_start = false;
+  std::optional<double> queued;
+  std::optional<std::size_t> group;
 };
 
 // One JSON object per line for every record of a level (for analysis beyond the table):

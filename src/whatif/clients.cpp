@@ -23,21 +23,6 @@ constexpr std::uint64_t kLevelStride = 1'000'000;
 
 constexpr std::uint64_t kJitterStream = 0x7417E7;
 
-// The first request of an agent task (core::RequestFacts::task_start): the main thread, and no tool result
-// in the user messages since its last assistant turn (a compaction request at a task's start is one too).
-bool is_task_start(const workload::Conversation& conv) {
-  if (!conv.agent_id.empty()) {
-    return false;
-  }
-  for (auto it = conv.messages.rbegin(); it != conv.messages.rend() && it->role == workload::Role::user;
-       ++it) {
-    if (!it->results.empty()) {
-      return false;
-    }
-  }
-  return !conv.messages.empty();
-}
-
 std::uint32_t common_prefix(const engine::Tokens& a, const engine::Tokens& b) {
   const auto end = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
   return static_cast<std::uint32_t>(end.first - a.begin());
@@ -76,47 +61,6 @@ std::uint64_t Clients::start_loop(std::size_t sessions, std::size_t level_index,
   return 0;
 }
 
-std::vector<std::size_t> split_between_tenants(std::size_t agents, const std::vector<std::uint32_t>& shares) {
-  const double total = std::accumulate(shares.begin(), shares.end(), 0.0);
-  std::vector<std::size_t> counts(shares.size(), 0);
-  if (shares.empty() || total <= 0) {
-    return std::vector<std::size_t>(agents, 0);
-  }
-  // Largest remainder: each tenant its whole part, the rest one each by the largest fractions.
-  std::vector<std::pair<double, std::size_t>> rest;
-  std::size_t given = 0;
-  for (std::size_t t = 0; t < shares.size(); ++t) {
-    const double exact = static_cast<double>(agents) * shares[t] / total;
-    counts[t] = static_cast<std::size_t>(exact);
-    given += counts[t];
-    rest.emplace_back(-(exact - static_cast<double>(counts[t])), t);
-  }
-  std::sort(rest.begin(), rest.end());
-  for (std::size_t i = 0; given < agents; ++i, ++given) {
-    ++counts[rest[i % rest.size()].second];
-  }
-  // Interleaved: each agent goes to the tenant furthest behind its count, the first of equals.
-  std::vector<std::size_t> out;
-  std::vector<std::size_t> taken(shares.size(), 0);
-  for (std::size_t a = 0; a < agents; ++a) {
-    std::size_t best = shares.size();
-    for (std::size_t t = 0; t < shares.size(); ++t) {
-      if (taken[t] >= counts[t]) {
-        continue;
-      }
-      const auto behind = [&](std::size_t i) {
-        return (static_cast<double>(taken[i]) + 0.5) / static_cast<double>(counts[i]);
-      };
-      if (best == shares.size() || behind(t) < behind(best)) {
-        best = t;
-      }
-    }
-    ++taken[best];
-    out.push_back(best);
-  }
-  return out;
-}
-
 // The level's groups: each tenant's headless agents (or the headless ones as one), then the interactive
 // sessions; none when the agents are headless of no tenant alone (the figures are the level's row).
 void Clients::make_groups(std::size_t agents) {
@@ -133,7 +77,7 @@ void Clients::make_groups(std::size_t agents) {
     for (std::size_t t = 0; t < config_.tenants.size(); ++t) {
       groups_.push_back(GroupStats{.name = fmt::format("tenant {}", t + 1), .tenant = t + 1});
     }
-    group_of_agent_ = split_between_tenants(agents, config_.tenants);
+    group_of_agent_ = workload::split_between_tenants(agents, config_.tenants);
     for (const std::size_t g : group_of_agent_) {
       ++groups_[g].agents;
     }
@@ -172,7 +116,7 @@ Flight Clients::request(std::size_t slot, double now) {
   f.thread_session = keys.session;
   f.first_message = first_message_digest(conv);
   f.start = prompt_start_digest(conv);
-  f.task_start = is_task_start(conv);
+  f.task_start = workload::is_task_start(conv);
   const std::size_t agent = loop_->session_of(slot);
   f.work_class = loop_->interactive(agent) ? core::WorkClass::interactive : core::WorkClass::headless;
   if (agent < group_of_agent_.size()) {

@@ -71,8 +71,4 @@ class Clients {
   std::vector<std::size_t> group_of_agent_;  // by the loop's session (agent) index
 };
 
-// `agents` headless agents split between tenants in the proportions of `shares` (largest remainder), each
-// tenant's agents spread over the agents' order (agent a -> tenant index).
-std::vector<std::size_t> split_between_tenants(std::size_t agents, const std::vector<std::uint32_t>& shares);
-
 }  // namespace warden::whatif

@@ -114,6 +114,7 @@ void AgentLoop::start_session(std::size_t agent, double ready_at) {
   Thread& m = main_of(agent);
   m.conversation.session_index = a.session_index;
   m.conversation.session_id = session_id(workload_.config().seed, a.session_index);
+  m.conversation.interactive = interactive(agent);
   if (config_.session_keys > 0) {
     // A shared key: its own index space, apart from the sessions' (a level's sessions start at its first
     // index, so each level has its own keys).
@@ -255,6 +256,7 @@ void AgentLoop::start_subagent(std::size_t agent, std::size_t type, double now) 
     Conversation& c = t.conversation;
     c.session_index = a.session_index;
     c.session_id = main_of(agent).conversation.session_id;
+    c.interactive = main_of(agent).conversation.interactive;
     c.agent_id = agent_id(workload_.config().seed, a.session_index, a.serial);
     c.prefix = Prefix::subagent;
     c.subagent_type = type;

@@ -6,7 +6,11 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <utility>
+#include <vector>
 
 #include "engine/tokenizer.hpp"
 #include "workload/text.hpp"
@@ -246,14 +250,32 @@ std::string billing_line(std::uint64_t seed, std::uint64_t session_index) {
                      rng.below(0x1000));
 }
 
-std::string billing_line(std::uint64_t seed, std::uint64_t session_index, std::string_view agent_id) {
-  if (agent_id.empty()) {
-    return billing_line(seed, session_index);
+std::string billing_line(std::uint64_t seed, std::uint64_t session_index, std::string_view agent_id,
+                         bool interactive) {
+  std::string line = agent_id.empty() ? billing_line(seed, session_index) : std::string();
+  if (!agent_id.empty()) {
+    SplitMix64 rng(
+        stream_seed(seed, kSubagentBillingTag, session_index, XXH3_64bits(agent_id.data(), agent_id.size())));
+    line = fmt::format("x-anthropic-billing-header: cc_version=2.1.332.{:03x}; cc_entrypoint=sdk-cli;",
+                       rng.below(0x1000));
   }
-  SplitMix64 rng(
-      stream_seed(seed, kSubagentBillingTag, session_index, XXH3_64bits(agent_id.data(), agent_id.size())));
-  return fmt::format("x-anthropic-billing-header: cc_version=2.1.332.{:03x}; cc_entrypoint=sdk-cli;",
-                     rng.below(0x1000));
+  if (interactive) {
+    constexpr std::string_view headless = "cc_entrypoint=sdk-cli;";
+    line.replace(line.find(headless), headless.size(), "cc_entrypoint=cli;");
+  }
+  return line;
+}
+
+bool is_task_start(const Conversation& conv) {
+  if (!conv.agent_id.empty()) {
+    return false;
+  }
+  for (auto it = conv.messages.rbegin(); it != conv.messages.rend() && it->role == Role::user; ++it) {
+    if (!it->results.empty()) {
+      return false;
+    }
+  }
+  return !conv.messages.empty();
 }
 
 Workload::Workload(WorkloadConfig config) : config_(config) {
@@ -364,8 +386,8 @@ HttpRequestSpec render_anthropic(const Workload& workload, const Conversation& c
   body["stream"] = true;
   boost::json::array system;
   if (workload.config().billing_header) {
-    system.emplace_back(
-        text_block(billing_line(workload.config().seed, conversation.session_index, conversation.agent_id)));
+    system.emplace_back(text_block(billing_line(workload.config().seed, conversation.session_index,
+                                                conversation.agent_id, conversation.interactive)));
   }
   if (const std::string& prompt = workload.system_prompt(conversation); !prompt.empty()) {
     system.emplace_back(text_block(prompt));
@@ -439,6 +461,47 @@ HttpRequestSpec render_openai(const Workload& workload, const Conversation& conv
   };
   spec.body = boost::json::serialize(body);
   return spec;
+}
+
+std::vector<std::size_t> split_between_tenants(std::size_t agents, const std::vector<std::uint32_t>& shares) {
+  const double total = std::accumulate(shares.begin(), shares.end(), 0.0);
+  std::vector<std::size_t> counts(shares.size(), 0);
+  if (shares.empty() || total <= 0) {
+    return std::vector<std::size_t>(agents, 0);
+  }
+  // Largest remainder: each tenant its whole part, the rest one each by the largest fractions.
+  std::vector<std::pair<double, std::size_t>> rest;
+  std::size_t given = 0;
+  for (std::size_t t = 0; t < shares.size(); ++t) {
+    const double exact = static_cast<double>(agents) * shares[t] / total;
+    counts[t] = static_cast<std::size_t>(exact);
+    given += counts[t];
+    rest.emplace_back(-(exact - static_cast<double>(counts[t])), t);
+  }
+  std::sort(rest.begin(), rest.end());
+  for (std::size_t i = 0; given < agents; ++i, ++given) {
+    ++counts[rest[i % rest.size()].second];
+  }
+  // Interleaved: each agent goes to the tenant furthest behind its count, the first of equals.
+  std::vector<std::size_t> out;
+  std::vector<std::size_t> taken(shares.size(), 0);
+  for (std::size_t a = 0; a < agents; ++a) {
+    std::size_t best = shares.size();
+    for (std::size_t t = 0; t < shares.size(); ++t) {
+      if (taken[t] >= counts[t]) {
+        continue;
+      }
+      const auto behind = [&](std::size_t i) {
+        return (static_cast<double>(taken[i]) + 0.5) / static_cast<double>(counts[i]);
+      };
+      if (best == shares.size() || behind(t) < behind(best)) {
+        best = t;
+      }
+    }
+    ++taken[best];
+    out.push_back(best);
+  }
+  return out;
 }
 
 }  // namespace warden::workload

@@ -123,6 +123,9 @@ struct Conversation {
   Prefix prefix = Prefix::main;
   std::size_t subagent_type = 0;
   std::size_t compactions = 0;
+  // A person at the keyboard runs it (AgenticConfig::interactive; a subagent is its parent's): its billing
+  // line says Claude Code's interactive entrypoint, `cli`.
+  bool interactive = false;
 };
 
 class Workload {
@@ -168,8 +171,18 @@ class Workload {
 // cc_entrypoint=sdk-cli;", XXX three hex digits fixed by (seed, session index): stable within a
 // conversation, different between most conversations, like the real client's.
 std::string billing_line(std::uint64_t seed, std::uint64_t session_index);
-// A subagent's billing line: its suffix differs from its parent's, as the real client's does.
-std::string billing_line(std::uint64_t seed, std::uint64_t session_index, std::string_view agent_id);
+// A subagent's billing line: its suffix differs from its parent's, as the real client's does. `interactive`:
+// the entrypoint of the interactive `claude` (`cli`) instead of `claude -p`'s (`sdk-cli`).
+std::string billing_line(std::uint64_t seed, std::uint64_t session_index, std::string_view agent_id,
+                         bool interactive = false);
+
+// The first request of an agent task (core::RequestFacts::task_start): the main thread, and no tool result
+// in the user messages since its last assistant turn (a compaction request at a task's start is one too).
+bool is_task_start(const Conversation& conv);
+
+// `agents` agents split between tenants in the proportions of `shares` (largest remainder), each tenant's
+// agents spread over the agents' order (agent a -> tenant index).
+std::vector<std::size_t> split_between_tenants(std::size_t agents, const std::vector<std::uint32_t>& shares);
 
 // uuid-like session id (8-4-4-4-12 lowercase hex, version 4 / variant bits set), fixed by seed and index.
 std::string session_id(std::uint64_t seed, std::uint64_t session_index);

@@ -33,6 +33,11 @@ TEST(PlacementFields, ReadsTheWardensFields) {
   f.take("x-warden-expected-cached", "32");
   EXPECT_EQ(f.replica, 2) << "a value that does not parse changes nothing";
   EXPECT_EQ(f.expected_cached, 32u);
+  EXPECT_FALSE(f.queued);
+  f.take("x-warden-queued", "93.180");
+  EXPECT_EQ(f.queued, 93.18);
+  f.take("x-warden-queued", "-1");
+  EXPECT_EQ(f.queued, 93.18) << "a negative wait is not one";
 }
 
 TEST(PlacementComment, ReadsTheCommentAfterKeepAlivesWhateverTheCuts) {
@@ -45,6 +50,7 @@ TEST(PlacementComment, ReadsTheCommentAfterKeepAlivesWhateverTheCuts) {
     EXPECT_EQ(c.fields().replica, 3) << cut;
     EXPECT_EQ(c.fields().route, "new") << cut;
     EXPECT_EQ(c.fields().expected_cached, 4096u) << cut;
+    EXPECT_EQ(c.fields().queued, 12.5) << cut;
   }
 }
 

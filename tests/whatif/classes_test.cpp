@@ -38,19 +38,6 @@ std::size_t held(const std::vector<double>& waits) {
   return static_cast<std::size_t>(std::count_if(waits.begin(), waits.end(), [](double w) { return w > 0; }));
 }
 
-TEST(WhatifClasses, TenantsSplitTheAgentsInProportionAndInterleaved) {
-  const std::vector<std::size_t> split = split_between_tenants(26, {20, 6});
-  EXPECT_EQ(std::count(split.begin(), split.end(), 0U), 20);
-  EXPECT_EQ(std::count(split.begin(), split.end(), 1U), 6);
-  EXPECT_LT(std::find(split.begin(), split.end(), 1U) - split.begin(), 5) << "spread, not a block at the end";
-  EXPECT_EQ(split_between_tenants(4, {1, 1}), (std::vector<std::size_t>{0, 1, 0, 1}));
-  const std::vector<std::size_t> thirds = split_between_tenants(10, {1, 1, 1});
-  EXPECT_EQ(thirds.size(), 10U);
-  for (const std::size_t t : {0U, 1U, 2U}) {
-    EXPECT_GE(std::count(thirds.begin(), thirds.end(), t), 3);
-  }
-}
-
 // A person's task start is never held while the headless ones are (task admission lets it over the room),
 // and the interactive sessions run beside the level's headless agents.
 TEST(WhatifClasses, AnInteractiveTaskStartIsNeverHeldWhileHeadlessOnesAre) {

@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
 #include <regex>
 #include <set>
 
@@ -269,6 +270,40 @@ TEST(Workload, WithoutBillingLineTheSystemPromptIsTheOnlySystemBlock) {
   const boost::json::array blocks = system_blocks(w, w.start_session(0));
   ASSERT_EQ(blocks.size(), 1U);
   EXPECT_EQ(blocks[0].at("text").as_string(), w.system_prompt());
+}
+
+TEST(Tenants, SplitTheAgentsInProportionAndInterleaved) {
+  const std::vector<std::size_t> split = split_between_tenants(26, {20, 6});
+  EXPECT_EQ(std::count(split.begin(), split.end(), 0U), 20);
+  EXPECT_EQ(std::count(split.begin(), split.end(), 1U), 6);
+  EXPECT_LT(std::find(split.begin(), split.end(), 1U) - split.begin(), 5) << "spread, not a block at the end";
+  EXPECT_EQ(split_between_tenants(4, {1, 1}), (std::vector<std::size_t>{0, 1, 0, 1}));
+  const std::vector<std::size_t> thirds = split_between_tenants(10, {1, 1, 1});
+  EXPECT_EQ(thirds.size(), 10U);
+  for (const std::size_t t : {0U, 1U, 2U}) {
+    EXPECT_GE(std::count(thirds.begin(), thirds.end(), t), 3);
+  }
+}
+
+TEST(BillingLine, AnInteractiveSessionSaysTheInteractiveEntrypointItsSubagentsToo) {
+  EXPECT_NE(billing_line(1, 3).find("cc_entrypoint=sdk-cli;"), std::string::npos);
+  EXPECT_NE(billing_line(1, 3, "", true).find("cc_entrypoint=cli;"), std::string::npos);
+  EXPECT_EQ(billing_line(1, 3, "", true).find("sdk-cli"), std::string::npos);
+  const std::string sub = billing_line(1, 3, "agent-a", true);
+  EXPECT_NE(sub.find("cc_entrypoint=cli;"), std::string::npos);
+  EXPECT_NE(sub, billing_line(1, 3, "", true));  // its own suffix, as the headless one's
+}
+
+TEST(TaskStart, TheMainThreadsPromptWithNoToolResultSinceItsLastReply) {
+  Conversation c;
+  EXPECT_FALSE(is_task_start(c));
+  c.messages.push_back(Message{.role = Role::user});
+  EXPECT_TRUE(is_task_start(c));
+  c.messages.back().results.push_back(ToolResult{});
+  EXPECT_FALSE(is_task_start(c));
+  c.agent_id = "a1";
+  c.messages.back().results.clear();
+  EXPECT_FALSE(is_task_start(c));  // a subagent's first request belongs to a task under way
 }
 
 }  // namespace
