@@ -124,7 +124,9 @@ function(warden_layer_tests)
     # warden_layer_tests() (none does today; the layering test checks what is named there is used).
     target_link_libraries(${target} PRIVATE warden_${name} ${WARDEN_TEST_DEPS_${name}} GTest::gtest_main GTest::gmock)
     target_include_directories(${target} PRIVATE ${CMAKE_SOURCE_DIR}/tests)
-    target_compile_options(${target} PRIVATE ${WARDEN_WARNINGS})
+    # Test code at -O1 where the build optimizes: the libraries it calls keep the build's level, the test
+    # units (GoogleTest macros, Asio coroutines) compile in about four fifths of the time.
+    target_compile_options(${target} PRIVATE ${WARDEN_WARNINGS} $<$<CONFIG:RelWithDebInfo,Release>:-O1>)
     set(label unit)
     if(WARDEN_LAYER_KIND_${name} STREQUAL "IO")
       set(label integration)
