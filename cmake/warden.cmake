@@ -32,15 +32,20 @@ endif()
 
 set(WARDEN_LAYERS "")
 
-# The I/O targets share one precompiled Boost header: the first I/O layer builds it and every other I/O
-# library and test binary reuses it (one 300 MB .gch instead of one per target, and one compile of it).
-function(warden_precompiled_header target)
-  get_property(owner GLOBAL PROPERTY WARDEN_PCH_OWNER)
+# Precompiled headers, each built once by the first target of its group and reused by the others (one .gch
+# instead of one per target): "io", Asio, Beast, Boost.JSON and spdlog for the I/O libraries; "io_tests", the
+# same and GoogleTest for their tests; "tests", GoogleTest and the standard containers for the pure layers'
+# tests (no Boost or fmt: their macros differ between those targets, and GCC refuses a header built with others).
+set(WARDEN_PCH_io ${CMAKE_SOURCE_DIR}/src/net/pch.hpp)
+set(WARDEN_PCH_io_tests ${CMAKE_SOURCE_DIR}/src/net/pch.hpp <gtest/gtest.h>)
+set(WARDEN_PCH_tests <gtest/gtest.h> <algorithm> <map> <optional> <set> <string> <string_view> <vector>)
+function(warden_precompiled_header target group)
+  get_property(owner GLOBAL PROPERTY WARDEN_PCH_OWNER_${group})
   if(owner)
     target_precompile_headers(${target} REUSE_FROM ${owner})
   else()
-    target_precompile_headers(${target} PRIVATE ${CMAKE_SOURCE_DIR}/src/net/pch.hpp)
-    set_property(GLOBAL PROPERTY WARDEN_PCH_OWNER ${target})
+    target_precompile_headers(${target} PRIVATE ${WARDEN_PCH_${group}})
+    set_property(GLOBAL PROPERTY WARDEN_PCH_OWNER_${group} ${target})
   endif()
 endfunction()
 
@@ -63,7 +68,7 @@ function(warden_layer name kind)
     target_compile_definitions(${target} PUBLIC BOOST_ASIO_NO_DEPRECATED)
     target_include_directories(${target} PUBLIC ${XXHASH_INCLUDE_DIR})
     if(kind STREQUAL "IO")
-      warden_precompiled_header(${target})
+      warden_precompiled_header(${target} io)
     endif()
   else()
     add_library(${target} INTERFACE)
@@ -133,9 +138,10 @@ function(warden_layer_tests)
       add_dependencies(${target} lm-warden)
       target_compile_definitions(${target} PRIVATE WARDEN_BINARY="$<TARGET_FILE:lm-warden>"
                                                    WARDEN_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
-      warden_precompiled_header(${target})
+      warden_precompiled_header(${target} io_tests)
     else()
       target_compile_definitions(${target} PRIVATE WARDEN_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+      warden_precompiled_header(${target} tests)
     endif()
     if(WARDEN_UNIT_SUITES_${name})
       # The suites of an I/O layer's binary that run over plain objects (no process, no socket) are unit
