@@ -10,8 +10,8 @@ CMAKE_FLAGS = -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # Let ccache share objects between checkouts in different folders (CI clones afresh each run).
 export CCACHE_BASEDIR := $(CURDIR)
 export CCACHE_NOHASHDIR := 1
-# The I/O layers use a precompiled header; ccache caches such compiles only when told to ignore the
-# header's __DATE__/__TIME__ and -D differences it cannot see through.
+# The build uses precompiled headers (cmake/warden.cmake); ccache caches such compiles only when told to
+# ignore the header's __DATE__/__TIME__ and -D differences it cannot see through.
 export CCACHE_SLOPPINESS := pch_defines,time_macros
 
 .PHONY: all setup build build-asan build-fuzz test test-unit test-asan fuzz run bench bench-wardens deb format clean

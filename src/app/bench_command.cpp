@@ -109,16 +109,11 @@ bool finish_options(BenchArgs& a) {
   return true;
 }
 
-}  // namespace
-
-void add_bench_command(CLI::App& app) {
-  auto args = std::make_shared<BenchArgs>();
-  CLI::App* cmd = app.add_subcommand("bench",
-                                     "Closed-loop agent-session load over HTTP: the reference table of "
-                                     "routing.md (Sessions/h, output tokens/min, "
-                                     "TTFB p50/p95, replicas busy, prefix hits, stayed on replica)");
-  bench::BenchOptions& o = args->options;
-  cmd->add_option("--url", args->urls,
+// Where requests go and how much load: targets, model, API, levels and their length, seed, wardens, how a
+// stay is judged, the engines' metrics, the time scale.
+void add_load_options(CLI::App* cmd, BenchArgs& args) {
+  bench::BenchOptions& o = args.options;
+  cmd->add_option("--url", args.urls,
                   "Where requests go: an engine (vLLM, lm-warden sim) or a warden, http://host:port; several "
                   "(repeated or comma-separated): each session's turns rotate over them")
       ->required()
@@ -126,17 +121,17 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--model", o.model,
                   "Model name sent in every request (and the warden's model for --compare)")
       ->required();
-  cmd->add_option("--api", args->api, "anthropic (what Claude Code sends) or openai (chat completions)")
+  cmd->add_option("--api", args.api, "anthropic (what Claude Code sends) or openai (chat completions)")
       ->capture_default_str();
-  cmd->add_option("--levels", args->levels, "Concurrency levels (sessions held open), comma-separated")
+  cmd->add_option("--levels", args.levels, "Concurrency levels (sessions held open), comma-separated")
       ->capture_default_str();
-  cmd->add_option("--duration", args->duration, "Length of each level in model time (e.g. 3m, 90s)")
+  cmd->add_option("--duration", args.duration, "Length of each level in model time (e.g. 3m, 90s)")
       ->capture_default_str();
-  cmd->add_option("--seed", args->seed, "Fixes every prompt and session id")->capture_default_str();
-  cmd->add_option("--warden", args->wardens,
+  cmd->add_option("--seed", args.seed, "Fixes every prompt and session id")->capture_default_str();
+  cmd->add_option("--warden", args.wardens,
                   "Warden base URL (admin API for --compare); one per --url when there are several")
       ->allow_extra_args(false);
-  cmd->add_option("--stayed-by", args->stayed_by,
+  cmd->add_option("--stayed-by", args.stayed_by,
                   "route (x-warden-route is sticky; the default with one --url) or replica (x-warden-replica "
                   "equals the session's previous turn's; the default with several)");
   cmd->add_option(
@@ -149,10 +144,15 @@ void add_bench_command(CLI::App& app) {
          "Model seconds per wall second of the target (the simulator's --time-scale); durations, TTFB and "
          "rates are reported in model time")
       ->capture_default_str();
+}
+
+// What the run writes, and the comparisons it makes (affinity off/on, an earlier report).
+void add_report_options(CLI::App* cmd, BenchArgs& args) {
+  bench::BenchOptions& o = args.options;
   cmd->add_option("--out", o.out, "Write the table to FILE.json (stable schema), .csv or .md");
   cmd->add_option("--svg", o.svg, "Write a chart of TTFB p50/p95 per level (log scale) to this SVG file");
   cmd->add_option(
-      "--compare", args->compare,
+      "--compare", args.compare,
       "off,on: all levels with the warden's affinity off, then all with it on (admin API), same prompts");
   cmd->add_option("--records", o.records,
                   "Write every request (session, turn, times, TTFB, tokens, route, replica) as JSON lines");
@@ -162,35 +162,53 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--label", o.label, "Policy label of the rows of a single pass")->capture_default_str();
   cmd->add_option("--admin-token", o.admin_token, "Bearer token of the warden's admin API")
       ->envname("WARDEN_ADMIN_TOKEN");
-  cmd->add_option("--preset,--workload", args->preset,
+}
+
+// The workload: a preset and the sizes and timings that override it.
+void add_workload_options(CLI::App* cmd, BenchArgs& args) {
+  cmd->add_option("--preset,--workload", args.preset,
                   "Workload preset: claude-code (chat turns, the reference) or agentic (coding agents: tool "
                   "rounds, background subagents, compaction, tasks)")
       ->capture_default_str();
-  cmd->add_option("--context-window", args->context_window,
+  cmd->add_option("--context-window", args.context_window,
                   "Workload agentic: the model's context window in tokens; a thread compacts past 80 % of it "
                   "(default 32768)");
-  add_agentic_options(*cmd, args->agentic);
-  cmd->add_option("--system-tokens", args->system_tokens, "Shared system prompt size (default 3500)");
-  cmd->add_option("--first-tokens", args->first_tokens,
+  add_agentic_options(*cmd, args.agentic);
+  cmd->add_option("--system-tokens", args.system_tokens, "Shared system prompt size (default 3500)");
+  cmd->add_option("--first-tokens", args.first_tokens,
                   "First user message size, unique per session (default 7300)");
-  cmd->add_option("--turn-tokens", args->turn_tokens, "New user tokens per follow-up turn (default 400)");
-  cmd->add_option("--turns", args->turns, "User turns per session, the first included (default 6)");
-  cmd->add_option("--max-output", args->max_output, "max_tokens of every request (default 256)");
-  cmd->add_option("--think-time", args->think_time,
+  cmd->add_option("--turn-tokens", args.turn_tokens, "New user tokens per follow-up turn (default 400)");
+  cmd->add_option("--turns", args.turns, "User turns per session, the first included (default 6)");
+  cmd->add_option("--max-output", args.max_output, "max_tokens of every request (default 256)");
+  cmd->add_option("--think-time", args.think_time,
                   "Model seconds between a turn's end and the session's next turn (default 0)");
-  cmd->add_option("--stagger", args->stagger,
+  cmd->add_option("--stagger", args.stagger,
                   "Model seconds over which each level's first turns are spread (default 0: all at once)");
   cmd->add_flag(
-      "--no-billing-header", args->no_billing_header,
+      "--no-billing-header", args.no_billing_header,
       "Leave out Claude Code's per-conversation billing line (first system block of --api anthropic)");
-  cmd->add_option("--tenants", args->tenants,
+  cmd->add_option("--tenants", args.tenants,
                   "Workload agentic: the headless agents split between tenants in these proportions (20,6: "
                   "20 and 6 of 26 agents), each agent sending its tenant's name in --tenant-header")
       ->group("Classes of work and tenants (--workload agentic)");
-  cmd->add_option("--tenant-header", o.tenant_header,
+  cmd->add_option("--tenant-header", args.options.tenant_header,
                   "With --tenants: the header naming each agent's tenant (tenant-1, tenant-2, ...), as the "
                   "warden's clients.tenant_header")
       ->group("Classes of work and tenants (--workload agentic)");
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand("bench",
+                                     "Closed-loop agent-session load over HTTP: the reference table of "
+                                     "routing.md (Sessions/h, output tokens/min, "
+                                     "TTFB p50/p95, replicas busy, prefix hits, stayed on replica)");
+  add_load_options(cmd, *args);
+  add_report_options(cmd, *args);
+  add_workload_options(cmd, *args);
+  bench::BenchOptions& o = args->options;
   cmd->add_option("--drain-timeout", o.drain_timeout,
                   "Model seconds in-flight turns may take to finish after a level before they are cancelled")
       ->capture_default_str();

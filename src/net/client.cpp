@@ -107,6 +107,12 @@ Result<Endpoint> parse_http_url(std::string_view url) {
 
 namespace detail {
 
+// How reading a response header ended: ec, and the bytes read (0: the peer sent nothing at all).
+struct HeaderRead {
+  boost::system::error_code ec;
+  std::size_t received = 0;
+};
+
 struct Connection {
   Connection(asio::any_io_executor ex, Endpoint e, std::size_t buf_bytes)
       : stream(ex), endpoint(std::move(e)), body_buf(buf_bytes) {}
@@ -148,6 +154,32 @@ struct Connection {
     }
     new_parser(max_header_bytes, head_method);
     return true;
+  }
+
+  // Reads and parses the response header under the first-byte deadline expect_response set, interim
+  // responses skipped; a deadline that passed reads as beast::error::timeout.
+  asio::awaitable<HeaderRead> read_header(std::size_t max_header_bytes, bool head_method) {
+    HeaderRead out;
+    bool read = true;  // false: an interim response left the next header's bytes in the buffer
+    while (!out.ec && !parser->is_header_done()) {
+      if (read) {
+        auto [rec, n] = co_await read_some();
+        buffer.commit(n);
+        out.received += n;
+        out.ec = rec;
+        if (rec == asio::error::operation_aborted && read_deadline.expired()) {
+          out.ec = beast::error::timeout;
+        }
+      }
+      if (!out.ec) {
+        out.ec = put_buffered(*parser, buffer);  // the header, and the body's start if it has room
+      }
+      read = true;
+      if (!out.ec && parser->is_header_done() && skip_interim(max_header_bytes, head_method)) {
+        read = buffer.size() == 0;
+      }
+    }
+    co_return out;
   }
 
   void close() noexcept {
@@ -567,30 +599,10 @@ asio::awaitable<Result<UpstreamResponse>> ClientPool::send_impl(const Endpoint& 
                                                              : ClientErrc::closed_before_response);
     }
     conn->expect_response(pool.opts.max_header_bytes, req.head_method, t.first_byte);
-    boost::system::error_code hec;
-    std::size_t received = 0;
-    bool read = true;  // false: an interim response left the next header's bytes in the buffer
-    while (!hec && !conn->parser->is_header_done()) {
-      if (read) {
-        auto [rec, n] = co_await conn->read_some();
-        conn->buffer.commit(n);
-        received += n;
-        hec = rec;
-        if (rec == asio::error::operation_aborted && conn->read_deadline.expired()) {
-          hec = beast::error::timeout;
-        }
-      }
-      if (!hec) {
-        hec = put_buffered(*conn->parser, conn->buffer);  // the header, and the body's start if it has room
-      }
-      read = true;
-      if (!hec && conn->parser->is_header_done() &&
-          conn->skip_interim(pool.opts.max_header_bytes, req.head_method)) {
-        read = conn->buffer.size() == 0;
-      }
-    }
+    const detail::HeaderRead header = co_await conn->read_header(pool.opts.max_header_bytes, req.head_method);
+    const boost::system::error_code hec = header.ec;
     if (hec) {
-      bool nothing_received = received == 0;
+      bool nothing_received = header.received == 0;
       conn->close();
       if (hec == asio::error::operation_aborted) {
         co_return scope.recalled() ? make_error_code(ClientErrc::recalled) : hec;

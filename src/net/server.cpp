@@ -18,7 +18,6 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -36,7 +35,6 @@
 
 #include <algorithm>
 #include <array>
-#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <iterator>
@@ -1201,120 +1199,6 @@ asio::awaitable<void> Server::session(tcp::socket socket, std::uint64_t id,
   }
   Connection connection(*this, std::move(socket), remote, id, std::move(watch));
   co_await connection.run();
-}
-
-namespace {
-
-const char* signal_name(int sig) {
-  switch (sig) {
-    case SIGINT:
-      return "SIGINT";
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGQUIT:
-      return "SIGQUIT";
-    case SIGHUP:
-      return "SIGHUP";
-    case SIGUSR1:
-      return "SIGUSR1";
-    case SIGUSR2:
-      return "SIGUSR2";
-    default:
-      return "signal";
-  }
-}
-
-}  // namespace
-
-int run_until_signal(asio::io_context& ioc, Server& server, std::function<void()> on_stop,
-                     std::function<void()> on_reload) {
-  // A write to a socket or pipe whose reader is gone must fail with EPIPE, not end the process. (Engines
-  // a launcher starts get the default back: supervisor/process.cpp.)
-  std::signal(SIGPIPE, SIG_IGN);
-  // Caught before listening: from the "listening on" line on, no signal below ends the process silently.
-  asio::signal_set signals(ioc);
-  for (int sig : {SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGUSR1, SIGUSR2}) {
-    signals.add(sig);
-  }
-  auto ep = server.listen();
-  if (!ep) {
-    spdlog::error("cannot listen on {}:{}: {}", server.options().host, server.options().port,
-                  ep.error().message());
-    return 1;
-  }
-  std::string host =
-      ep->address().is_v6() ? "[" + ep->address().to_string() + "]" : ep->address().to_string();
-  std::printf("listening on %s://%s:%u\n", server.tls() ? "https" : "http", host.c_str(),
-              static_cast<unsigned>(ep->port()));
-  std::fflush(stdout);
-  // First stopping signal: drain for up to drain_grace; the end of the drain, the grace period or a
-  // second one stops the server.
-  asio::steady_timer grace(ioc);
-  bool stopping = false;
-  auto stop_now = [&] {
-    if (std::exchange(stopping, true)) {
-      return;
-    }
-    boost::system::error_code ignored;
-    signals.cancel(ignored);
-    grace.cancel();
-    server.stop();
-    if (on_stop) {
-      on_stop();
-    }
-  };
-  auto begin_stop = [&](int sig) {
-    const auto period = server.options().drain_grace;
-    if (server.draining() || period.count() <= 0) {
-      spdlog::info("{}: shutting down now ({} requests in flight cut)", signal_name(sig),
-                   server.requests_in_flight());
-      stop_now();
-      return;
-    }
-    spdlog::info("{}: draining {} requests in flight (up to {} ms; a second signal cuts now)",
-                 signal_name(sig), server.requests_in_flight(), period.count());
-    server.drain([&] {
-      spdlog::info("drained: shutting down");
-      stop_now();
-    });
-    grace.expires_after(period);
-    grace.async_wait([&](const boost::system::error_code& gec) {
-      if (!gec) {
-        spdlog::warn("shutdown grace period over: cutting {} requests in flight",
-                     server.requests_in_flight());
-        stop_now();
-      }
-    });
-  };
-  std::function<void(const boost::system::error_code&, int)> on_signal;
-  on_signal = [&](const boost::system::error_code& ec, int sig) {
-    if (ec || stopping) {
-      return;
-    }
-    if (sig == SIGHUP && on_reload) {
-      spdlog::info("SIGHUP: reloading the configuration");
-      on_reload();
-    } else if (sig == SIGHUP || sig == SIGUSR1 || sig == SIGUSR2) {
-      spdlog::warn("{} ignored: it has no meaning here (SIGTERM, SIGINT or SIGQUIT stop)", signal_name(sig));
-    } else {
-      begin_stop(sig);
-    }
-    if (!stopping) {
-      signals.async_wait(on_signal);
-    }
-  };
-  signals.async_wait(on_signal);
-  asio::co_spawn(ioc, server.run(), [](std::exception_ptr e) {
-    if (e) {
-      try {
-        std::rethrow_exception(e);
-      } catch (const std::exception& ex) {
-        spdlog::error("accept loop: {}", ex.what());
-      }
-    }
-  });
-  ioc.run();
-  return 0;
 }
 
 }  // namespace warden::net

@@ -49,6 +49,20 @@ std::string_view take_token(std::string_view& s) noexcept {
   return t;
 }
 
+// HELP text: a backslash escapes a backslash or an "n" (a line end); any other backslash stays as written.
+std::string unescape_help(std::string_view line) {
+  std::string text;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    if (line[i] == '\\' && i + 1 < line.size() && (line[i + 1] == '\\' || line[i + 1] == 'n')) {
+      text += line[i + 1] == 'n' ? '\n' : '\\';
+      ++i;
+    } else {
+      text += line[i];
+    }
+  }
+  return text;
+}
+
 // Prometheus float: Go's ParseFloat spellings that matter (NaN, [+-]Inf, exponents, leading '+').
 std::optional<double> parse_float(std::string_view t) noexcept {
   if (t.empty()) {
@@ -260,38 +274,7 @@ Result<void> PromParser::process_line(std::string_view line, Thunk t, void* ctx)
   }
   if (line.front() == '#') {
     line.remove_prefix(1);
-    skip_blanks(line);
-    const std::string_view keyword = take_token(line);
-    if (keyword != "TYPE" && keyword != "HELP") {
-      return {};  // a plain comment
-    }
-    skip_blanks(line);
-    const std::string_view family = take_token(line);
-    skip_blanks(line);
-    // Bound the maps too: a hostile scrape could declare endless families.
-    if (family.empty() || types_.size() + help_.size() >= 2 * limits_.max_series) {
-      ++stats_.garbage_lines;
-      return {};
-    }
-    if (keyword == "TYPE") {
-      const auto type = parse_type(take_token(line));
-      if (!type) {
-        ++stats_.garbage_lines;
-        return {};
-      }
-      types_[std::string(family)] = *type;
-    } else {
-      std::string text;
-      for (std::size_t i = 0; i < line.size(); ++i) {
-        if (line[i] == '\\' && i + 1 < line.size() && (line[i + 1] == '\\' || line[i + 1] == 'n')) {
-          text += line[i + 1] == 'n' ? '\n' : '\\';
-          ++i;
-        } else {
-          text += line[i];
-        }
-      }
-      help_[std::string(family)] = std::move(text);
-    }
+    process_comment(line);
     return {};
   }
   const std::string_view name = take_name(line, true);
@@ -339,6 +322,32 @@ Result<void> PromParser::process_line(std::string_view line, Thunk t, void* ctx)
   ++stats_.samples;
   t(ctx, sample_);
   return {};
+}
+
+void PromParser::process_comment(std::string_view line) {
+  skip_blanks(line);
+  const std::string_view keyword = take_token(line);
+  if (keyword != "TYPE" && keyword != "HELP") {
+    return;  // a plain comment
+  }
+  skip_blanks(line);
+  const std::string_view family = take_token(line);
+  skip_blanks(line);
+  // Bound the maps too: a hostile scrape could declare endless families.
+  if (family.empty() || types_.size() + help_.size() >= 2 * limits_.max_series) {
+    ++stats_.garbage_lines;
+    return;
+  }
+  if (keyword == "HELP") {
+    help_[std::string(family)] = unescape_help(line);
+    return;
+  }
+  const auto type = parse_type(take_token(line));
+  if (!type) {
+    ++stats_.garbage_lines;
+    return;
+  }
+  types_[std::string(family)] = *type;
 }
 
 PromType PromParser::type_of(std::string_view family) const {

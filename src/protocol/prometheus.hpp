@@ -87,6 +87,8 @@ class PromParser {
   Result<void> feed_impl(std::string_view bytes, Thunk t, void* ctx);
   Result<void> finish_impl(Thunk t, void* ctx);
   Result<void> process_line(std::string_view line, Thunk t, void* ctx);
+  /// A "#" line without its "#": records "# TYPE" and "# HELP"; other comments are skipped.
+  void process_comment(std::string_view line);
 
   PromLimits limits_;
   PromStats stats_;

@@ -209,6 +209,92 @@ base::Result<std::optional<std::pair<int, std::string_view>>, HttpError> request
   return std::optional<std::pair<int, std::string_view>>{};
 }
 
+// Prometheus families with one sample per rank, labelled as vLLM labels them (engine, model_name).
+class RankFamilies {
+ public:
+  // quoted_model: the model name as a JSON string (Prometheus escapes are a subset); created: the
+  // counters' _created value (Unix seconds).
+  RankFamilies(std::string& out, std::size_t ranks, std::string quoted_model, double created)
+      : out_(out), ranks_(ranks), model_(std::move(quoted_model)), created_(created) {}
+
+  std::string& out() { return out_; }
+  std::string labels(std::size_t r) const { return fmt::format("engine=\"{}\",model_name={}", r, model_); }
+
+  // HELP, TYPE and value(rank) for every rank.
+  template <class F>
+  void family(std::string_view name, std::string_view type, std::string_view help, F value) {
+    out_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+    for (std::size_t r = 0; r < ranks_; ++r) {
+      out_ += fmt::format("{}{{{}}} {}\n", name, labels(r), static_cast<double>(value(r)));
+    }
+  }
+  // base_total, then base_created as vLLM writes it beside every counter.
+  template <class F>
+  void counter(std::string_view base, std::string_view help, F value) {
+    family(fmt::format("{}_total", base), "counter", help, value);
+    family(fmt::format("{}_created", base), "gauge", help, [&](std::size_t) { return created_; });
+  }
+  double created() const { return created_; }
+
+ private:
+  std::string& out_;
+  std::size_t ranks_;
+  std::string model_;
+  double created_;
+};
+
+// vLLM's scheduler, KV cache and token families.
+void engine_families(RankFamilies& f, const std::vector<engine::Metrics>& ms) {
+  f.family("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.",
+           [&](std::size_t r) { return ms[r].num_running; });
+  f.family("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.",
+           [&](std::size_t r) { return ms[r].num_waiting; });
+  f.family("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.",
+           [&](std::size_t r) { return ms[r].kv_cache_usage; });
+  f.counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.",
+            [&](std::size_t r) { return ms[r].prefix_cache_queries_total; });
+  f.counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
+            [&](std::size_t r) { return ms[r].prefix_cache_hits_total; });
+  f.counter("vllm:prompt_tokens", "Number of prefill tokens processed.",
+            [&](std::size_t r) { return ms[r].prompt_tokens_total; });
+  f.counter("vllm:generation_tokens", "Number of generation tokens processed.",
+            [&](std::size_t r) { return ms[r].generation_tokens_total; });
+  f.counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.",
+            [&](std::size_t r) { return ms[r].num_preemptions_total; });
+  f.counter(
+      "vllm:external_prefix_cache_queries",
+      "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of "
+      "queried tokens.",
+      [&](std::size_t r) { return ms[r].external_prefix_cache_queries_total; });
+  f.counter(
+      "vllm:external_prefix_cache_hits",
+      "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of "
+      "cached tokens.",
+      [&](std::size_t r) { return ms[r].external_prefix_cache_hits_total; });
+}
+
+// Histogram of time to first token (model seconds), then its _created gauge.
+void ttft_histogram(RankFamilies& f, const std::vector<engine::Metrics>& ms) {
+  std::string& out = f.out();
+  out += "# HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.\n";
+  out += "# TYPE vllm:time_to_first_token_seconds histogram\n";
+  for (std::size_t r = 0; r < ms.size(); ++r) {
+    const auto& h = ms[r].time_to_first_token;
+    const std::string labels = f.labels(r);
+    for (std::size_t b = 0; b < h.bounds.size() && b < h.buckets.size(); ++b) {
+      out += fmt::format("vllm:time_to_first_token_seconds_bucket{{{},le=\"{}\"}} {}\n", labels, h.bounds[b],
+                         static_cast<double>(h.buckets[b]));
+    }
+    out += fmt::format("vllm:time_to_first_token_seconds_bucket{{{},le=\"+Inf\"}} {}\n", labels,
+                       static_cast<double>(h.count));
+    out += fmt::format("vllm:time_to_first_token_seconds_count{{{}}} {}\n", labels,
+                       static_cast<double>(h.count));
+    out += fmt::format("vllm:time_to_first_token_seconds_sum{{{}}} {}\n", labels, h.sum);
+  }
+  f.family("vllm:time_to_first_token_seconds_created", "gauge",
+           "Histogram of time to first token in seconds.", [&](std::size_t) { return f.created(); });
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------------------------------------------
@@ -326,6 +412,7 @@ struct Sim::Impl {
   base::Result<int, HttpError> output_limit(Api api, const json::object& o, std::int64_t prompt_len) const;
   base::Result<RankChoice, HttpError> choose_rank(const net::Request& req, const net::ConnectionInfo& conn);
   std::string metrics_text() const;
+  void health_families(RankFamilies& families) const;
   std::string models_body() const;
 };
 
@@ -755,67 +842,15 @@ std::string Sim::Impl::models_body() const {
 }
 
 std::string Sim::Impl::metrics_text() const {
-  std::string out;
-  out.reserve(8192);
   std::vector<engine::Metrics> ms;
   for (const auto& r : ranks) {
     ms.push_back(r->engine.metrics());
   }
-  std::string model =
-      protocol::json_quote(opts.served_model_name);  // quoted; Prometheus escapes are a subset
-  auto labels = [&](std::size_t r) { return fmt::format("engine=\"{}\",model_name={}", r, model); };
-  auto family = [&](std::string_view name, std::string_view type, std::string_view help, auto value) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
-    for (std::size_t r = 0; r < ms.size(); ++r) {
-      out += fmt::format("{}{{{}}} {}\n", name, labels(r), static_cast<double>(value(r)));
-    }
-  };
-  auto counter = [&](std::string_view base, std::string_view help, auto value) {
-    family(fmt::format("{}_total", base), "counter", help, value);
-    family(fmt::format("{}_created", base), "gauge", help, [&](std::size_t) { return unix_start; });
-  };
-  family("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.",
-         [&](std::size_t r) { return ms[r].num_running; });
-  family("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.",
-         [&](std::size_t r) { return ms[r].num_waiting; });
-  family("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.",
-         [&](std::size_t r) { return ms[r].kv_cache_usage; });
-  counter("vllm:prefix_cache_queries", "Prefix cache queries, in terms of number of queried tokens.",
-          [&](std::size_t r) { return ms[r].prefix_cache_queries_total; });
-  counter("vllm:prefix_cache_hits", "Prefix cache hits, in terms of number of cached tokens.",
-          [&](std::size_t r) { return ms[r].prefix_cache_hits_total; });
-  counter("vllm:prompt_tokens", "Number of prefill tokens processed.",
-          [&](std::size_t r) { return ms[r].prompt_tokens_total; });
-  counter("vllm:generation_tokens", "Number of generation tokens processed.",
-          [&](std::size_t r) { return ms[r].generation_tokens_total; });
-  counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.",
-          [&](std::size_t r) { return ms[r].num_preemptions_total; });
-  counter(
-      "vllm:external_prefix_cache_queries",
-      "External prefix cache queries from KV connector cross-instance cache sharing, in terms of number of "
-      "queried tokens.",
-      [&](std::size_t r) { return ms[r].external_prefix_cache_queries_total; });
-  counter("vllm:external_prefix_cache_hits",
-          "External prefix cache hits from KV connector cross-instance cache sharing, in terms of number of "
-          "cached tokens.",
-          [&](std::size_t r) { return ms[r].external_prefix_cache_hits_total; });
-  // Histogram of time to first token (model seconds).
-  out += "# HELP vllm:time_to_first_token_seconds Histogram of time to first token in seconds.\n";
-  out += "# TYPE vllm:time_to_first_token_seconds histogram\n";
-  for (std::size_t r = 0; r < ms.size(); ++r) {
-    const auto& h = ms[r].time_to_first_token;
-    for (std::size_t b = 0; b < h.bounds.size() && b < h.buckets.size(); ++b) {
-      out += fmt::format("vllm:time_to_first_token_seconds_bucket{{{},le=\"{}\"}} {}\n", labels(r),
-                         h.bounds[b], static_cast<double>(h.buckets[b]));
-    }
-    out += fmt::format("vllm:time_to_first_token_seconds_bucket{{{},le=\"+Inf\"}} {}\n", labels(r),
-                       static_cast<double>(h.count));
-    out += fmt::format("vllm:time_to_first_token_seconds_count{{{}}} {}\n", labels(r),
-                       static_cast<double>(h.count));
-    out += fmt::format("vllm:time_to_first_token_seconds_sum{{{}}} {}\n", labels(r), h.sum);
-  }
-  family("vllm:time_to_first_token_seconds_created", "gauge", "Histogram of time to first token in seconds.",
-         [&](std::size_t) { return unix_start; });
+  std::string out;
+  out.reserve(8192);
+  RankFamilies families(out, ms.size(), protocol::json_quote(opts.served_model_name), unix_start);
+  engine_families(families, ms);
+  ttft_histogram(families, ms);
   out += "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig\n";
   out += "# TYPE vllm:cache_config_info gauge\n";
   // As in vLLM, the info gauge carries the cache config and the engine, but no model_name.
@@ -823,19 +858,24 @@ std::string Sim::Impl::metrics_text() const {
     out += fmt::format("vllm:cache_config_info{{{}}} 1.0\n",
                        cache_config_labels(opts.engine, static_cast<int>(r)));
   }
-  // The simulator's own health: how far each rank's clock is behind the scaled wall clock.
-  double now = model_now();
-  family("warden_sim_lag_seconds", "gauge",
-         "Model seconds the last step was delivered behind the scaled clock.",
-         [&](std::size_t r) { return ranks[r]->busy ? ranks[r]->lag : 0.0; });
-  family("warden_sim_max_lag_seconds", "gauge", "Largest lag seen (model seconds).",
-         [&](std::size_t r) { return ranks[r]->max_lag; });
-  family("warden_sim_behind_seconds", "gauge", "Scaled wall clock minus the rank's model clock while busy.",
-         [&](std::size_t r) { return ranks[r]->busy ? std::max(0.0, now - ranks[r]->clock) : 0.0; });
-  counter("warden_sim_steps", "Engine steps run.", [&](std::size_t r) { return ranks[r]->steps; });
-  family("warden_sim_model_time_seconds", "gauge", "Model time since start (wall time x time scale).",
-         [&](std::size_t) { return now; });
+  health_families(families);
   return out;
+}
+
+// The simulator's own health: how far each rank's clock is behind the scaled wall clock.
+void Sim::Impl::health_families(RankFamilies& families) const {
+  const double now = model_now();
+  families.family("warden_sim_lag_seconds", "gauge",
+                  "Model seconds the last step was delivered behind the scaled clock.",
+                  [&](std::size_t r) { return ranks[r]->busy ? ranks[r]->lag : 0.0; });
+  families.family("warden_sim_max_lag_seconds", "gauge", "Largest lag seen (model seconds).",
+                  [&](std::size_t r) { return ranks[r]->max_lag; });
+  families.family("warden_sim_behind_seconds", "gauge",
+                  "Scaled wall clock minus the rank's model clock while busy.",
+                  [&](std::size_t r) { return ranks[r]->busy ? std::max(0.0, now - ranks[r]->clock) : 0.0; });
+  families.counter("warden_sim_steps", "Engine steps run.", [&](std::size_t r) { return ranks[r]->steps; });
+  families.family("warden_sim_model_time_seconds", "gauge",
+                  "Model time since start (wall time x time scale).", [&](std::size_t) { return now; });
 }
 
 // ------------------------------------------------------------------------------------------------------

@@ -164,3 +164,90 @@ TEST(NetClient, InterimResponsesAreSkippedUntilTheFinalOne) {
   EXPECT_EQ(status, 200u);
   EXPECT_EQ(body, "ok");
 }
+
+namespace {
+
+void read_request(net::tcp::socket& s) {
+  std::string request;
+  net::asio::read_until(s, net::asio::dynamic_buffer(request), "\r\n\r\n");
+}
+
+// Answers a first GET on a keep-alive connection, reads the next request on it and closes it after writing
+// `before_close` (empty: the peer closed the idle connection just as the request went out); with `retried`
+// it then answers the request again on a new connection.
+void closing_upstream(net::tcp::acceptor& acceptor, const std::string& before_close, bool retried) {
+  net::tcp::socket first(acceptor.get_executor());
+  acceptor.accept(first);
+  read_request(first);
+  net::asio::write(first, net::asio::buffer(std::string("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")));
+  read_request(first);
+  if (!before_close.empty()) {
+    net::asio::write(first, net::asio::buffer(before_close));
+  }
+  first.close();
+  if (retried) {
+    net::tcp::socket next(acceptor.get_executor());
+    acceptor.accept(next);
+    read_request(next);
+    net::asio::write(next, net::asio::buffer(std::string("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok2")));
+  }
+}
+
+struct TwoGets {
+  std::string first;
+  std::string second;
+  boost::system::error_code error;  // of the second
+  net::PoolStats stats;
+};
+
+// Two GETs one after the other through one pool: the second goes out on the first's pooled connection.
+TwoGets two_gets(const std::string& before_close, bool retried) {
+  net::asio::io_context ioc;
+  net::tcp::acceptor acceptor(ioc, {net::asio::ip::make_address("127.0.0.1"), 0});
+  const auto port = acceptor.local_endpoint().port();
+  std::thread upstream([&] { closing_upstream(acceptor, before_close, retried); });
+  TwoGets out;
+  {
+    net::ClientPool pool(ioc.get_executor());
+    net::asio::co_spawn(
+        ioc,
+        [&]() -> awaitable<void> {
+          const net::Endpoint ep{"127.0.0.1", port};
+          for (std::string* body : {&out.first, &out.second}) {
+            auto r = co_await pool.send(ep, net::Request{net::http::verb::get, "/", 11});
+            if (!r) {
+              out.error = r.error();
+              break;
+            }
+            auto all = co_await r->read_all(1024);
+            *body = all ? *all : "";
+          }
+          out.stats = pool.stats();
+        },
+        net::asio::detached);
+    ioc.run_for(20s);
+  }
+  upstream.join();
+  return out;
+}
+
+}  // namespace
+
+// A pooled connection the peer closes as the request goes out, before any byte of a response: the request
+// is sent again once on a new connection. A byte of a response already read means the request may have run:
+// no retry.
+TEST(NetClient, StalePooledConnectionIsRetriedOnlyBeforeAnyResponseByte) {
+  const TwoGets stale = two_gets("", true);
+  EXPECT_EQ(stale.first, "ok");
+  EXPECT_FALSE(stale.error);
+  EXPECT_EQ(stale.second, "ok2");
+  EXPECT_EQ(stale.stats.reuses, 1u);
+  EXPECT_EQ(stale.stats.stale_retries, 1u);
+  EXPECT_EQ(stale.stats.connects, 2u);
+
+  const TwoGets cut = two_gets("HTTP/1.1 2", false);
+  EXPECT_EQ(cut.first, "ok");
+  EXPECT_EQ(cut.error, net::ClientErrc::closed_before_response);
+  EXPECT_EQ(cut.stats.stale_retries, 0u);
+  EXPECT_EQ(cut.stats.connects, 1u);
+}

@@ -156,6 +156,47 @@ TEST(PrometheusTest, GarbageLinesAreSkippedAndCounted) {
   EXPECT_EQ(stats.garbage_lines, 10u);
 }
 
+TEST(PrometheusTest, CommentLinesDeclareTypesAndHelpOrAreSkipped) {
+  const std::string text =
+      "# a plain comment is neither a sample nor garbage\n"
+      "#TYPE  tight\tgauge\n"  // no blank after '#', blanks of both kinds between the words
+      "# HELP odd keeps \\q and a trailing \\\n"
+      "# HELP h_total \n"     // empty help
+      "# TYPE\n"              // no family: garbage
+      "# TYPE untyped_one\n"  // no type: garbage
+      "# EOF\n"
+      "tight 1\n";
+  PromLimits limits;
+  PromParser p(limits);
+  int n = 0;
+  auto on = [&](const PromSample&) { ++n; };
+  ASSERT_TRUE(p.feed(text, on));
+  ASSERT_TRUE(p.finish(on));
+  EXPECT_EQ(n, 1);
+  EXPECT_EQ(p.type_of("tight"), PromType::gauge);
+  EXPECT_EQ(p.help_of("odd"), "keeps \\q and a trailing \\");
+  EXPECT_EQ(p.help_of("h_total"), "");
+  EXPECT_EQ(p.help_of("tight"), std::nullopt);
+  EXPECT_EQ(p.type_of("untyped_one"), PromType::untyped);
+  EXPECT_EQ(p.stats().garbage_lines, 2u);
+  EXPECT_EQ(p.stats().lines, 8u);
+}
+
+TEST(PrometheusTest, DeclaredFamiliesAreBounded) {
+  PromLimits limits;
+  limits.max_series = 3;  // at most 2 * 3 TYPE and HELP entries
+  PromParser p(limits);
+  std::string text;
+  for (int i = 0; i < 10; ++i) {
+    text += "# TYPE f" + std::to_string(i) + " counter\n";
+  }
+  auto on = [](const PromSample&) {};
+  ASSERT_TRUE(p.feed(text, on));
+  EXPECT_EQ(p.type_of("f5"), PromType::counter);
+  EXPECT_EQ(p.type_of("f6"), PromType::untyped);
+  EXPECT_EQ(p.stats().garbage_lines, 4u);
+}
+
 TEST(PrometheusTest, OversizedLinesSkippedWithoutBuffering) {
   PromLimits limits;
   limits.max_line_bytes = 100;
