@@ -56,6 +56,8 @@ struct SimulateOptions {
   std::optional<std::size_t> interactive;
   std::string interactive_think_time = "60s";
   std::string tenants;
+  double direct_share = 0;
+  std::string direct_rule = "vllm-lb";
   bool fair_shares = true;
   bool classes = true;
   bool keep_alive = true;
@@ -191,6 +193,9 @@ base::Result<void> clients_from(const SimulateOptions& o, whatif::SimulationConf
     }
     c.tenants.push_back(*n);
   }
+  c.direct.share = o.direct_share;
+  c.direct.rule = o.direct_rule == "hash" ? whatif::SimulationConfig::DirectRule::hash
+                                          : whatif::SimulationConfig::DirectRule::vllm_lb;
   c.fair_shares = o.fair_shares;
   c.classes = o.classes;
   c.keep_alive = o.keep_alive;
@@ -304,6 +309,7 @@ struct GroupFigures {
   double wait_p95 = 0;
   double ttfb_p50 = 0;
   double ttfb_p95 = 0;
+  double hits = 0;  // % of its requests' prompt tokens served from cache
 };
 
 GroupFigures figures_of(const whatif::LevelStats& l, const whatif::GroupStats& g) {
@@ -318,27 +324,29 @@ GroupFigures figures_of(const whatif::LevelStats& l, const whatif::GroupStats& g
   f.wait_p95 = report::percentile(g.start_waits, 95).value_or(0.0);
   f.ttfb_p50 = report::percentile(g.start_ttfbs, 50).value_or(0.0);
   f.ttfb_p95 = report::percentile(g.start_ttfbs, 95).value_or(0.0);
+  f.hits = report::hit_percent(g.cached_tokens, g.prompt_tokens).value_or(0.0);
   return f;
 }
 
-// Per level with groups (interactive sessions, tenants): each group's tasks/h, per agent, and how long its
-// task starts waited at the warden.
+// Per level with groups (interactive sessions, tenants, the other client's agents): each group's tasks/h, per
+// agent, its prefix hits, and how long its task starts waited at the warden.
 void print_groups(const whatif::Outcome& outcome) {
-  report::Grid grid{{"policy", "sessions", "group", "agents", "tasks/h", "tasks/h/agent", "starts", "held",
-                     "start wait p50 s", "start wait p95 s", "start ttfb p50 s", "start ttfb p95 s"}};
+  report::Grid grid{{"policy", "sessions", "group", "agents", "tasks/h", "tasks/h/agent", "hits %", "starts",
+                     "held", "start wait p50 s", "start wait p95 s", "start ttfb p50 s", "start ttfb p95 s"}};
   for (const whatif::LevelStats& l : outcome.levels) {
     for (const whatif::GroupStats& g : l.groups) {
       const GroupFigures f = figures_of(l, g);
       grid.push_back({l.policy, std::to_string(l.sessions), g.name, std::to_string(g.agents),
                       fmt::format("{:.0f}", f.tasks_per_hour), fmt::format("{:.2f}", f.per_agent),
-                      std::to_string(f.starts), std::to_string(f.held), fmt::format("{:.1f}", f.wait_p50),
-                      fmt::format("{:.1f}", f.wait_p95), fmt::format("{:.1f}", f.ttfb_p50),
-                      fmt::format("{:.1f}", f.ttfb_p95)});
+                      fmt::format("{:.1f}", f.hits), std::to_string(f.starts), std::to_string(f.held),
+                      fmt::format("{:.1f}", f.wait_p50), fmt::format("{:.1f}", f.wait_p95),
+                      fmt::format("{:.1f}", f.ttfb_p50), fmt::format("{:.1f}", f.ttfb_p95)});
     }
   }
   if (grid.size() > 1) {
     fmt::print(
-        "\nBy class of work and tenant (task starts sent in the window: their wait held at the warden, "
+        "\nBy class of work, tenant and client (task starts sent in the window: their wait held at the "
+        "warden, "
         "their TTFB):\n\n{}",
         report::grid_terminal(grid));
   }
@@ -355,6 +363,7 @@ boost::json::array groups_json(const whatif::Outcome& outcome) {
                                         {"agents", g.agents},
                                         {"tasks_per_hour", f.tasks_per_hour},
                                         {"tasks_per_agent_hour", f.per_agent},
+                                        {"prefix_hits", f.hits},
                                         {"task_starts", f.starts},
                                         {"held", f.held},
                                         {"start_wait_p50", f.wait_p50},
@@ -436,6 +445,11 @@ report::Report report_of(const whatif::SimulationConfig& c, const whatif::Outcom
   }
   if (c.wardens > 1) {
     rep.meta["wardens"] = c.wardens;
+  }
+  if (c.direct.share > 0) {
+    rep.meta["direct_share"] = c.direct.share;
+    rep.meta["direct_rule"] =
+        c.direct.rule == whatif::SimulationConfig::DirectRule::hash ? "hash" : "vllm-lb";
   }
   rep.meta["carry_over"] = c.carry_over;
   boost::json::array policies;
@@ -554,6 +568,18 @@ void add_clients_options(CLI::App& cmd, SimulateOptions& o) {
   cmd.add_option("--tenants", o.tenants,
                  "The headless agents split between tenants in these proportions, each tenant's agents "
                  "sending its own key (20,6: 20 and 6 of 26 agents; default none)")
+      ->group(group);
+  cmd.add_option(
+         "--direct-share", o.direct_share,
+         "This share of each level's headless agents (to the nearest agent) belongs to another client "
+         "that sends straight to the replicas, never through the warden (0.25: 7 of 26; default 0)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->group(group);
+  cmd.add_option("--direct-rule", o.direct_rule,
+                 "Where the other client sends each request: vllm-lb (pointed at vLLM's own port, its "
+                 "balancer picks the rank) or hash (each session pinned to a replica by a hash of its id)")
+      ->check(CLI::IsMember({"vllm-lb", "hash"}))
+      ->capture_default_str()
       ->group(group);
   add_switch(cmd, "--fair-shares", o.fair_shares,
              "With --tenants: the agents send their tenant's key, held starts go by fair share (on), or send "
