@@ -3,10 +3,13 @@
 
 Runs each seed and level once per side, each a process of its own (the same draws, whatever ran before),
 and prints, per level, the medians over seeds of tasks/h (or sessions/h), prefix hits and the
-expected-cached column, and the ratio events/estimate. --jobs N runs N processes at once.
+expected-cached column, and the ratio events/estimate. --jobs N runs N processes at once. With groups of
+agents (--direct-share, --tenants, --interactive) each group's tasks/h and prefix hits too, per seed and
+medians.
 
   scripts/kv-events-compare.py build/lm-warden --seeds 1,2,3,4 -- --preset rtx5090-qwen3.6-27b \
-      --replicas 7 --workload agentic --tool-rounds 20 --duration 60m --client-rtt 0.2s --levels 26
+      --replicas 7 --workload agentic --tool-rounds 20 --duration 60m --client-rtt 0.2s --levels 26 \
+      --direct-share 0.25
 """
 import argparse
 import concurrent.futures
@@ -24,7 +27,10 @@ def run(binary, args, seed, events, level):
         if events:
             cmd.append("--kv-events")
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return json.load(open(out.name))["rows"][0]
+        report = json.load(open(out.name))
+        row = report["rows"][0]
+        row["groups"] = {g["group"]: g for g in report.get("meta", {}).get("groups", [])}
+        return row
 
 
 def levels_of(args):
@@ -44,6 +50,21 @@ def levels_of(args):
 def median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
+
+
+def print_groups(sides, i):
+    """Each group's tasks/h and hits, estimate -> events: medians over seeds, then per seed."""
+    for name in sides["estimate"][0][i]["groups"]:
+        cells = {n: [rows[i]["groups"][name] for rows in sides[n]] for n in sides}
+        med = {n: {k: median([g[k] for g in cells[n]]) for k in ("tasks_per_hour", "prefix_hits")} for n in sides}
+        e, v = med["estimate"], med["events"]
+        ratio = v["tasks_per_hour"] / e["tasks_per_hour"] if e["tasks_per_hour"] else float("nan")
+        per_seed = ", ".join(f"{ge['tasks_per_hour']:.0f}->{gv['tasks_per_hour']:.0f} "
+                             f"({ge['prefix_hits']:.1f}->{gv['prefix_hits']:.1f} %)"
+                             for ge, gv in zip(cells["estimate"], cells["events"]))
+        print(f"      {name} ({cells['estimate'][0]['agents']} agents): tasks/h {e['tasks_per_hour']:.1f} -> "
+              f"{v['tasks_per_hour']:.1f} (x{ratio:.3f}), hits {e['prefix_hits']:.1f} -> {v['prefix_hits']:.1f} %")
+        print(f"        per seed: {per_seed}")
 
 
 def main():
@@ -73,6 +94,7 @@ def main():
               f"{fmt(v['prefix_hits'])} | {fmt(e['expected_cached'])} -> {fmt(v['expected_cached'])}")
         per_seed = [f"{rows_e[i].get(rate):.0f}->{rows_v[i].get(rate):.0f}" for rows_e, rows_v in zip(sides["estimate"], sides["events"])]
         print(f"      per seed: {', '.join(per_seed)}")
+        print_groups(sides, i)
 
 
 if __name__ == "__main__":

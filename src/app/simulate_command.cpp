@@ -55,6 +55,8 @@ struct SimulateOptions {
   std::string min_resident = "3s";
   std::uint32_t vllm_api_servers = 0;
   std::string tenants;
+  double direct_share = 0;
+  std::string direct_rule = "vllm-lb";
   bool fair_shares = true;
   bool classes = true;
   bool keep_alive = true;
@@ -182,6 +184,9 @@ base::Result<void> clients_from(const SimulateOptions& o, whatif::SimulationConf
     return base::Failure{tenants.error()};
   }
   c.tenants = *tenants;
+  c.direct.share = o.direct_share;
+  c.direct.rule = o.direct_rule == "hash" ? whatif::SimulationConfig::DirectRule::hash
+                                          : whatif::SimulationConfig::DirectRule::vllm_lb;
   c.fair_shares = o.fair_shares;
   c.classes = o.classes;
   c.keep_alive = o.keep_alive;
@@ -289,12 +294,14 @@ void print_admission(const whatif::Outcome& outcome) {
 // One group's figures in a level (whatif::GroupStats): tasks/h, tasks/h per agent, and the task starts'
 // waits at the warden.
 report::GroupRow figures_of(const whatif::LevelStats& l, const whatif::GroupStats& g) {
-  return report::group_row(report::AgentGroup{g.name, g.agents}, g.tasks, l.end - l.begin, g.start_waits,
-                           g.start_ttfbs);
+  report::GroupRow row = report::group_row(report::AgentGroup{g.name, g.agents}, g.tasks, l.end - l.begin,
+                                           g.start_waits, g.start_ttfbs);
+  row.hits = report::hit_percent(g.cached_tokens, g.prompt_tokens);
+  return row;
 }
 
-// Per level with groups (interactive sessions, tenants): each group's tasks/h, per agent, and how long its
-// task starts waited at the warden.
+// Per level with groups (interactive sessions, tenants, the other client's agents): each group's tasks/h, per
+// agent, its prefix hits, and how long its task starts waited at the warden.
 void print_groups(const whatif::Outcome& outcome) {
   report::Grid grid = report::group_grid_header();
   for (const whatif::LevelStats& l : outcome.levels) {
@@ -306,7 +313,8 @@ void print_groups(const whatif::Outcome& outcome) {
   }
   if (grid.size() > 1) {
     fmt::print(
-        "\nBy class of work and tenant (task starts sent in the window: their wait held at the warden, "
+        "\nBy class of work, tenant and client (task starts sent in the window: their wait held at the "
+        "warden, "
         "their TTFB):\n\n{}",
         report::grid_terminal(grid));
   }
@@ -392,6 +400,11 @@ report::Report report_of(const whatif::SimulationConfig& c, const whatif::Outcom
   }
   if (c.wardens > 1) {
     rep.meta["wardens"] = c.wardens;
+  }
+  if (c.direct.share > 0) {
+    rep.meta["direct_share"] = c.direct.share;
+    rep.meta["direct_rule"] =
+        c.direct.rule == whatif::SimulationConfig::DirectRule::hash ? "hash" : "vllm-lb";
   }
   rep.meta["carry_over"] = c.carry_over;
   boost::json::array policies;
@@ -501,6 +514,18 @@ void add_clients_options(CLI::App& cmd, SimulateOptions& o) {
   cmd.add_option("--tenants", o.tenants,
                  "The headless agents split between tenants in these proportions, each tenant's agents "
                  "sending its own key (20,6: 20 and 6 of 26 agents; default none)")
+      ->group(group);
+  cmd.add_option(
+         "--direct-share", o.direct_share,
+         "This share of each level's headless agents (to the nearest agent) belongs to another client "
+         "that sends straight to the replicas, never through the warden (0.25: 7 of 26; default 0)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->group(group);
+  cmd.add_option("--direct-rule", o.direct_rule,
+                 "Where the other client sends each request: vllm-lb (pointed at vLLM's own port, its "
+                 "balancer picks the rank) or hash (each session pinned to a replica by a hash of its id)")
+      ->check(CLI::IsMember({"vllm-lb", "hash"}))
+      ->capture_default_str()
       ->group(group);
   add_switch(cmd, "--fair-shares", o.fair_shares,
              "With --tenants: the agents send their tenant's key, held starts go by fair share (on), or send "

@@ -32,18 +32,20 @@ GroupRow group_row(const AgentGroup& group, std::size_t tasks, double seconds, s
 }
 
 boost::json::object group_json(const std::string& policy, int sessions, const GroupRow& row) {
-  return boost::json::object{{"policy", policy},
-                             {"sessions", sessions},
-                             {"group", row.group},
-                             {"agents", row.agents},
-                             {"tasks_per_hour", row.tasks_per_hour},
-                             {"tasks_per_agent_hour", row.per_agent},
-                             {"task_starts", row.starts},
-                             {"held", row.held},
-                             {"start_wait_p50", row.wait_p50},
-                             {"start_wait_p95", row.wait_p95},
-                             {"start_ttfb_p50", row.ttfb_p50},
-                             {"start_ttfb_p95", row.ttfb_p95}};
+  return boost::json::object{
+      {"policy", policy},
+      {"sessions", sessions},
+      {"group", row.group},
+      {"agents", row.agents},
+      {"tasks_per_hour", row.tasks_per_hour},
+      {"tasks_per_agent_hour", row.per_agent},
+      {"prefix_hits", row.hits ? boost::json::value(*row.hits) : boost::json::value(nullptr)},
+      {"task_starts", row.starts},
+      {"held", row.held},
+      {"start_wait_p50", row.wait_p50},
+      {"start_wait_p95", row.wait_p95},
+      {"start_ttfb_p50", row.ttfb_p50},
+      {"start_ttfb_p95", row.ttfb_p95}};
 }
 
 std::vector<GroupRow> group_rows(std::span<const RequestRecord> records, std::span<const AgentGroup> groups,
@@ -73,15 +75,16 @@ std::vector<GroupRow> group_rows(std::span<const RequestRecord> records, std::sp
 }
 
 Grid group_grid_header() {
-  return Grid{{"policy", "sessions", "group", "agents", "tasks/h", "tasks/h/agent", "starts", "held",
-               "start wait p50 s", "start wait p95 s", "start ttfb p50 s", "start ttfb p95 s"}};
+  return Grid{{"policy", "sessions", "group", "agents", "tasks/h", "tasks/h/agent", "hits %", "starts",
+               "held", "start wait p50 s", "start wait p95 s", "start ttfb p50 s", "start ttfb p95 s"}};
 }
 
 void append_group_grid(Grid& grid, const std::string& policy, int sessions, std::span<const GroupRow> rows) {
   for (const GroupRow& r : rows) {
     grid.push_back({policy, std::to_string(sessions), r.group, std::to_string(r.agents),
                     fmt::format("{:.0f}", r.tasks_per_hour), fmt::format("{:.2f}", r.per_agent),
-                    std::to_string(r.starts), std::to_string(r.held), fmt::format("{:.1f}", r.wait_p50),
+                    r.hits ? fmt::format("{:.1f}", *r.hits) : std::string("-"), std::to_string(r.starts),
+                    std::to_string(r.held), fmt::format("{:.1f}", r.wait_p50),
                     fmt::format("{:.1f}", r.wait_p95), fmt::format("{:.1f}", r.ttfb_p50),
                     fmt::format("{:.1f}", r.ttfb_p95)});
   }

@@ -4,6 +4,7 @@
 // at the warden (x-warden-queued) and took to their first token.
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@ struct GroupRow {
   double wait_p95 = 0;
   double ttfb_p50 = 0;  // their send to first token, seconds
   double ttfb_p95 = 0;
+  std::optional<double> hits;  // % of its requests' prompt tokens served from cache, where known (simulate)
 };
 
 // One group's row: `tasks` that ended in a window of `seconds`, the holds and TTFBs of its task starts.

@@ -1,6 +1,7 @@
 #include "whatif/clients.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include <fmt/core.h>
@@ -61,26 +62,38 @@ std::uint64_t Clients::start_loop(std::size_t sessions, std::size_t level_index,
   return 0;
 }
 
-// The level's groups: each tenant's headless agents (or the headless ones as one), then the interactive
-// sessions; none when the agents are headless of no tenant alone (the figures are the level's row).
+std::size_t direct_agents(std::size_t agents, double share) {
+  const double exact = static_cast<double>(agents) * std::clamp(share, 0.0, 1.0);
+  return std::min(agents, static_cast<std::size_t>(std::llround(exact)));
+}
+
+// The level's groups: each tenant's headless agents (or the headless ones as one) through the warden, the
+// other client's agents (SimulationConfig::direct), then the interactive sessions; none when the agents are
+// headless of no tenant alone (the figures are the level's row).
 void Clients::make_groups(std::size_t agents) {
   groups_.clear();
   group_of_agent_.clear();
   const workload::AgenticConfig& a = config_.workload.agentic;
-  if (!a.enabled || (a.interactive == 0 && config_.tenants.empty())) {
+  const std::size_t direct = direct_agents(agents, config_.direct.share);
+  if (!a.enabled || (a.interactive == 0 && config_.tenants.empty() && direct == 0)) {
     return;
   }
+  const std::size_t through_warden = agents - direct;
   if (config_.tenants.empty()) {
-    groups_.push_back(GroupStats{.name = "headless", .agents = static_cast<std::uint32_t>(agents)});
-    group_of_agent_.assign(agents, 0);
+    groups_.push_back(GroupStats{.name = direct > 0 ? "warden" : "headless",
+                                 .agents = static_cast<std::uint32_t>(through_warden)});
+    group_of_agent_.assign(through_warden, 0);
   } else {
     for (std::size_t t = 0; t < config_.tenants.size(); ++t) {
       groups_.push_back(GroupStats{.name = fmt::format("tenant {}", t + 1), .tenant = t + 1});
     }
-    group_of_agent_ = workload::split_between_tenants(agents, config_.tenants);
+    group_of_agent_ = workload::split_between_tenants(through_warden, config_.tenants);
     for (const std::size_t g : group_of_agent_) {
       ++groups_[g].agents;
     }
+  }
+  if (direct > 0) {
+    add_direct_group(agents, direct);
   }
   if (a.interactive > 0) {
     group_of_agent_.insert(group_of_agent_.end(), a.interactive, groups_.size());
@@ -88,6 +101,21 @@ void Clients::make_groups(std::size_t agents) {
                                  .work_class = core::WorkClass::interactive,
                                  .agents = static_cast<std::uint32_t>(a.interactive)});
   }
+}
+
+// The other client's `direct` agents among the level's `agents` headless ones, spread over their order (as
+// tenants are); the warden's keep their groups in order around them.
+void Clients::add_direct_group(std::size_t agents, std::size_t direct) {
+  const std::vector<std::size_t> other = workload::split_between_tenants(
+      agents, {static_cast<std::uint32_t>(agents - direct), static_cast<std::uint32_t>(direct)});
+  std::vector<std::size_t> groups;
+  std::size_t warden_agent = 0;
+  for (std::size_t agent = 0; agent < agents; ++agent) {
+    groups.push_back(other[agent] == 1 ? groups_.size() : group_of_agent_[warden_agent++]);
+  }
+  group_of_agent_ = std::move(groups);
+  groups_.push_back(
+      GroupStats{.name = "direct", .agents = static_cast<std::uint32_t>(direct), .direct = true});
 }
 
 std::vector<Flight> Clients::send_ready(double now) {
@@ -122,6 +150,7 @@ Flight Clients::request(std::size_t slot, double now) {
   if (agent < group_of_agent_.size()) {
     f.group = group_of_agent_[agent];
     f.tenant = groups_[f.group].tenant;
+    f.direct = groups_[f.group].direct;
   }
   if (ceiling_ && !f.task_start) {
     // What the thread's previous request left in a cache that kept everything.

@@ -54,6 +54,7 @@ class Clients {
   };
   Flight request(std::size_t slot, double now);
   void make_groups(std::size_t agents);
+  void add_direct_group(std::size_t agents, std::size_t direct);
   ThreadKeys thread_keys(const workload::Conversation& conv);
   protocol::PromptStart prompt_start_digest(const workload::Conversation& conv);
 
@@ -70,5 +71,9 @@ class Clients {
   std::vector<GroupStats> groups_;
   std::vector<std::size_t> group_of_agent_;  // by the loop's session (agent) index
 };
+
+// The other client's agents among a level's `agents` headless ones (SimulationConfig::direct): the share,
+// to the nearest agent.
+std::size_t direct_agents(std::size_t agents, double share);
 
 }  // namespace warden::whatif

@@ -13,6 +13,7 @@
 #include "protocol/kv_events.hpp"
 #include "settings/routing.hpp"
 #include "whatif/clients.hpp"
+#include "whatif/direct.hpp"
 #include "whatif/fleet.hpp"
 #include "whatif/flight.hpp"
 #include "whatif/senses.hpp"
@@ -35,16 +36,17 @@ struct Timed {
 
 // What happens next in a level: the earliest timed event or one of the driver's own clocks. At the same
 // time they happen in this order: timed events, the window's end, a scrape, a publish, a sample, a timeline
-// mark, due turns, the held head's deadline.
+// mark, due turns, the held head's deadline, the other client's balancer's publish.
 enum class Next : std::uint8_t {
-  timed,          // the earliest Timed event
-  window_end,     // the measuring window ends
-  scrape,         // the warden scrapes the engines' metrics (held requests are routed again)
-  publish,        // vLLM's coordinator publishes its stats to the API servers (policy vllm-lb)
-  sample,         // "replicas busy" and live sessions are sampled
-  timeline_mark,  // a timeline interval ends
-  turns_due,      // sessions' next turns are due: their requests are sent
-  head_deadline,  // the held head's deadline: held requests are routed again
+  timed,           // the earliest Timed event
+  window_end,      // the measuring window ends
+  scrape,          // the warden scrapes the engines' metrics (held requests are routed again)
+  publish,         // vLLM's coordinator publishes its stats to the API servers (policy vllm-lb)
+  sample,          // "replicas busy" and live sessions are sampled
+  timeline_mark,   // a timeline interval ends
+  turns_due,       // sessions' next turns are due: their requests are sent
+  head_deadline,   // the held head's deadline: held requests are routed again
+  direct_publish,  // vLLM's coordinator publishes to the other client's balancer (whatif/direct.hpp)
 };
 
 // One timeline interval under way: when it began and the engines' prefix counters then.
@@ -77,6 +79,7 @@ class Driver {
         senses_(senses),
         warden_(config, hooks, fleet, senses),
         clients_(config),
+        direct_(config, fleet),
         now_(now) {}
 
   // Runs the policy's levels, their rows and stats added to `outcome`: the model time it ended at.
@@ -115,6 +118,7 @@ class Driver {
     const std::string policy(warden_.policy().name);
     Level level;
     warden_.start_level(level_index);
+    direct_.start_level(level_index, now_);
     level.carried_sessions = clients_.start_loop(static_cast<std::size_t>(sessions), level_index, now_,
                                                  warden_.policy().settings.ceiling);
     level.carried_on = config_.carry_over && level_index + 1 < config_.levels.size();
@@ -166,6 +170,7 @@ class Driver {
       consider(*due, Next::turns_due);
     }
     consider(warden_.head_deadline(now_), Next::head_deadline);
+    consider(direct_.next_publish(), Next::direct_publish);
     return next;
   }
 
@@ -195,6 +200,9 @@ class Driver {
         return {};
       case Next::head_deadline:
         return retry_held();
+      case Next::direct_publish:
+        direct_.publish(now_);
+        return {};
     }
     return {};
   }
@@ -237,10 +245,13 @@ class Driver {
   // The request's reply (or its failure) is on its way back to the client.
   void reply(std::uint64_t id) { push(now_ + config_.client_rtt / 2, Timed::Kind::client_done, id); }
 
-  // The turns due now are sent: each reaches a warden rtt/2 after its client sent it.
+  // The turns due now are sent: each reaches a warden (the other client's: its replica) rtt/2 after its
+  // client sent it.
   void send_ready() {
     for (Flight& f : clients_.send_ready(now_)) {
-      f.warden = warden_.pick_warden();
+      if (!f.direct) {
+        f.warden = warden_.pick_warden();
+      }
       const std::uint64_t id = fleet_.next_request_id();
       const double arrives = f.started + config_.client_rtt / 2;
       f.in_window = window_open();
@@ -285,7 +296,18 @@ class Driver {
   }
 
   Result<void> arrive(std::uint64_t id) {
-    const auto arrival = warden_.arrive(id, flights_.at(id), now_, stats_);
+    Flight& f = flights_.at(id);
+    if (f.direct) {  // the other client's request reaches its replica, the warden never sees it
+      f.arrived = now_;
+      if (f.failed) {
+        reply(id);
+      } else {
+        direct_.route(f);
+        dispatch(id);
+      }
+      return {};
+    }
+    const auto arrival = warden_.arrive(id, f, now_, stats_);
     if (!arrival) {
       return arrival.error();
     }
@@ -322,7 +344,9 @@ class Driver {
     spec.max_tokens = static_cast<int>(clients_.workload().config().max_output);
     spec.arrival_time = now_;
     spec.assume_cached_tokens = f.assume_cached;
-    if (!policy.vllm_model && f.decision.thread_key != 0) {
+    if (f.direct) {
+      spec.session_id = DirectClient::session_id(f.session_hash);  // its own, the warden never sends it
+    } else if (!policy.vllm_model && f.decision.thread_key != 0) {
       spec.session_id = protocol::kv::session_id_of(f.decision.thread_key);  // as the gateway sends it
       senses_.sent(replica, f.decision.thread_key, f.decision.thread_anew);
     }
@@ -332,7 +356,7 @@ class Driver {
     if (auto added = fleet_.add(replica, std::move(spec)); !added) {
       // Refused like a 400 from vLLM (e.g. prompt longer than max_model_len): the turn fails.
       f.failed = true;
-      warden_.finish(f);
+      ended(f);
       reply(id);
       return;
     }
@@ -361,14 +385,10 @@ class Driver {
       Flight& f = it->second;
       f.reply.push_back(e.token);
       if (e.first_token) {
-        f.ttfb = now_ + config_.client_rtt / 2 - f.started;
-        warden_.first_token(f, e.usage.cached_tokens);
-        if (f.task_start && f.in_window && f.group < stats_.groups.size()) {
-          stats_.groups[f.group].start_ttfbs.push_back(*f.ttfb);
-        }
+        first_token(f, e.usage);
       }
       if (e.finished) {
-        warden_.finish(f);
+        ended(f);
         reply(e.request);
       }
     }
@@ -381,6 +401,26 @@ class Driver {
     }
   }
 
+  // The request's first token reached the warden (the other client's: its client), with its usage.
+  void first_token(Flight& f, const engine::Usage& usage) {
+    f.ttfb = now_ + config_.client_rtt / 2 - f.started;
+    if (!f.direct) {
+      warden_.first_token(f, usage.cached_tokens);
+    }
+    if (f.in_window && f.group < stats_.groups.size()) {
+      GroupStats& g = stats_.groups[f.group];
+      g.cached_tokens += usage.cached_tokens;
+      g.prompt_tokens += usage.prompt_tokens;
+      if (f.task_start) {
+        g.start_ttfbs.push_back(*f.ttfb);
+      }
+    }
+  }
+
+  // The request ended on its replica (finished, refused or lost): the warden that routed it, or the other
+  // client, counts it out.
+  void ended(Flight& f) { f.direct ? direct_.finish(f) : warden_.finish(f); }
+
   // The replica's engine restarted (SimulationConfig::restart): its requests fail as a killed engine's
   // connections do (their clients send the turn again), and it comes back with an empty cache, its
   // counters and its KV events' seq from 0.
@@ -390,7 +430,7 @@ class Driver {
     for (const engine::RequestId id : lost) {
       if (const auto it = flights_.find(id); it != flights_.end()) {
         it->second.failed = true;
-        warden_.finish(it->second);
+        ended(it->second);
         reply(id);
       }
     }
@@ -404,7 +444,9 @@ class Driver {
     rec.ended_at = now_;
     rec.ttfb = f.ttfb;
     rec.turn = f.turn;
-    rec.route = f.route;
+    if (!f.direct) {  // x-warden-route: only a request that went through a warden has one
+      rec.route = f.route;
+    }
     rec.expected_cached_ok = f.expected_cached_ok;
     if (f.failed) {
       rec.ok = false;
@@ -412,7 +454,9 @@ class Driver {
       rec.output_tokens = static_cast<std::int64_t>(f.reply.size());
     }
     if (const std::optional<workload::TurnEnd> end = clients_.complete(f, now_)) {
-      warden_.answered(f, end->final_text);
+      if (!f.direct) {
+        warden_.answered(f, end->final_text);
+      }
       rec.session_finished = end->session_finished;
       if (end->task_finished) {
         rec.task_started_at = end->task_started_at;
@@ -458,6 +502,7 @@ class Driver {
   Senses& senses_;
   Warden warden_;
   Clients clients_;
+  DirectClient direct_;  // the other client beside the warden (SimulationConfig::direct)
   double now_ = 0;
   std::priority_queue<Timed, std::vector<Timed>, std::greater<>> queue_;
   std::uint64_t seq_ = 0;
@@ -518,6 +563,12 @@ Result<void> validate(const SimulationConfig& config) {
   if (config.tenants.size() > 64 ||
       std::any_of(config.tenants.begin(), config.tenants.end(), [](std::uint32_t n) { return n == 0; })) {
     return std::string("tenants: at most 64, each a share of at least 1");
+  }
+  if (!(config.direct.share >= 0 && config.direct.share <= 1)) {
+    return std::string("direct share: a share of the agents, 0 to 1");
+  }
+  if (config.direct.share > 0 && !config.workload.agentic.enabled) {
+    return std::string("direct share: the agentic workload's agents only");
   }
   if (!(config.timeline >= 0) || !std::isfinite(config.timeline)) {
     return std::string("the timeline interval must be 0 (none) or a positive duration");

@@ -100,6 +100,16 @@ struct SimulationConfig {
     double after = 0;
   };
   std::optional<Restart> restart;
+  // Another client beside the warden (whatif/direct.hpp), agentic workload: this share of each level's
+  // headless agents (rounded to the nearest agent, spread over the agents' order) is its, and sends
+  // straight to the replicas by its own rule, never through the warden; LevelStats::groups keeps its
+  // figures apart from the warden's agents'. 0: none, every agent through the warden.
+  enum class DirectRule : std::uint8_t { vllm_lb, hash };
+  struct Direct {
+    double share = 0;
+    DirectRule rule = DirectRule::vllm_lb;
+  };
+  Direct direct;
   std::uint32_t vllm_api_servers = 0;  // vLLM API server processes; 0 = one per replica (vLLM's default)
   double vllm_publish_interval = 0.1;  // vLLM coordinator's stats publish period
   // Every agent streams (Claude Code and Codex always do), and the warden keeps a held stream alive (its
@@ -135,6 +145,11 @@ struct GroupStats {
   // TTFB (from its send to its first token at the client: the hold, the engine's queue and the prefill).
   std::vector<double> start_waits;
   std::vector<double> start_ttfbs;
+  bool direct = false;  // the other client's agents (SimulationConfig::direct), not the warden's
+  // Prompt tokens of its requests sent inside the window and served from cache, each as its engine reported
+  // at its first token (usage's cached_tokens), and all their prompt tokens: its own prefix hit rate.
+  double cached_tokens = 0;
+  double prompt_tokens = 0;
 };
 
 // What else happened in one level (for tests, docs and the trace).

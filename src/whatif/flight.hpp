@@ -57,6 +57,7 @@ struct Flight {
   std::size_t group = 0;
   core::WorkClass work_class = core::WorkClass::headless;
   std::uint64_t tenant = 0;
+  bool direct = false;  // the other client's: sent straight to a replica, never through the warden
   // Policy `ceiling`: the prompt tokens the engine counts as cached, and the prompt as sent.
   std::uint32_t assume_cached = 0;
   engine::Tokens sent;

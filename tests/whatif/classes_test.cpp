@@ -9,26 +9,11 @@
 
 #include "engine/presets.hpp"
 #include "whatif/clients.hpp"
+#include "whatif/crowded.hpp"
 #include "whatif/driver.hpp"
 
 namespace warden::whatif {
 namespace {
-
-// Two replicas past their caches: task admission holds the starts of a level of 8 agents.
-SimulationConfig crowded() {
-  SimulationConfig c;
-  c.engine = *engine::find_preset("a4000-qwen3-4b");
-  c.engine.num_gpu_blocks = 2100;
-  c.replicas = 2;
-  c.levels = {8};
-  c.duration = 600;
-  c.policies = {"affinity"};
-  c.workload = *workload::preset("agentic");
-  c.workload.agentic.think_time = 5;
-  c.workload.agentic.rounds_mean = 4;
-  c.workload.agentic.context_window = c.engine.max_model_len;
-  return c;
-}
 
 double longest(const std::vector<double>& waits) {
   return waits.empty() ? 0.0 : *std::max_element(waits.begin(), waits.end());
