@@ -3,8 +3,8 @@
 // growth never stalls a request. A flat hash map doubles by moving every entry at once and freeing its old
 // array: at a million entries that is tens of milliseconds of the one I/O thread, taken from whichever
 // request crossed the line. Here, past kOneMap entries, the entries are spread over kShards maps by their
-// key: each one doubles on its own, moving at most a 64th of the entries (at the tables' bound of a million,
-// under 13,440 entries and 0.5 MiB), so no request pays for more. Not thread-safe.
+// key: each one doubles on its own, moving at most a 256th of the entries (at the tables' bound of a
+// million, 3,360 entries and 0.1 MiB), so no request pays for more. Not thread-safe.
 
 #include <cstddef>
 #include <cstdint>
@@ -17,9 +17,9 @@ namespace warden::core {
 class SlotIndex {
  public:
   /// Up to this many entries, one map (moving them all takes well under a millisecond).
-  static constexpr std::size_t kOneMap = 16'384;
+  static constexpr std::size_t kOneMap = 4'096;
   /// Maps past it.
-  static constexpr std::size_t kShards = 64;
+  static constexpr std::size_t kShards = 256;
 
   /// The slot of `key`, or nullptr. Valid until the next insert or erase.
   [[nodiscard]] std::uint32_t* find(std::uint64_t key) {
