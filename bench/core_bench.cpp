@@ -322,7 +322,11 @@ struct IdFlood {
 
   explicit IdFlood(bool shared_ids) : shared(shared_ids) {}
 
-  // One id's requests; each one's routing time in `took` when given.
+  // While filling: the slowest request by CPU time, and the requests above 1 ms of it.
+  double fill_slowest_ns = 0;
+  std::uint64_t fill_over_1ms = 0;
+
+  // One id's requests; each one's routing time in `took` when given, else in the fill's figures.
   void send_one(std::vector<Took>* took) {
     const std::uint64_t id = next++;
     const std::uint64_t firsts[] = {1, 2, 1};
@@ -330,25 +334,25 @@ struct IdFlood {
       RequestFacts f = turn(id);
       f.first_message = firsts[i];
       now += std::chrono::microseconds(1);
-      const double cpu_start = took != nullptr ? thread_cpu_ns() : 0;
+      const double cpu_start = thread_cpu_ns();
       const auto start = std::chrono::steady_clock::now();
       const Decision d = router.route(f, metrics, now, rng);
       const std::chrono::duration<double, std::nano> t = std::chrono::steady_clock::now() - start;
+      const double cpu = thread_cpu_ns() - cpu_start;
       if (took != nullptr) {
-        took->push_back({t.count(), thread_cpu_ns() - cpu_start});
+        took->push_back({t.count(), cpu});
+      } else {
+        fill_slowest_ns = std::max(fill_slowest_ns, cpu);
+        fill_over_1ms += cpu > 1e6 ? 1 : 0;
       }
       router.finish(*d.replica);
     }
   }
-  // Sends ids up to `ids`; returns the slowest id's CPU time (ns): a table's growth on the way.
-  double fill_to(std::uint64_t ids) {
-    double slowest = 0;
+  // Sends ids up to `ids`, noting the slowest request on the way (a table's growth).
+  void fill_to(std::uint64_t ids) {
     while (next < ids) {
-      const double start = thread_cpu_ns();
       send_one(nullptr);
-      slowest = std::max(slowest, thread_cpu_ns() - start);
     }
-    return slowest;
   }
   std::vector<Took> measure(std::uint64_t ids) {
     std::vector<Took> took;
@@ -370,14 +374,16 @@ void report_id_flood() {
     for (int at = 0; at < 2; ++at) {
       const std::int64_t before = live_bytes.load();
       full[kind][at] = std::make_unique<IdFlood>(kind == 1);
-      const double slowest = full[kind][at]->fill_to(sizes[at + 1]);
+      IdFlood& flood = *full[kind][at];
+      flood.fill_to(sizes[at + 1]);
       if (at == 0) {
         bytes_per_id[kind] = static_cast<double>(live_bytes.load() - before) / static_cast<double>(sizes[1]);
       }
       std::printf(
-          "(filled a Router with %llu %s ids: the slowest id's requests on the way, as its tables grew, "
-          "%.1f ms of CPU time)\n",
-          static_cast<unsigned long long>(sizes[at + 1]), kind == 1 ? "shared" : "plain", slowest / 1e6);
+          "(filled a Router from 0 to %llu %s ids: the slowest request on the way, as its tables grew, "
+          "%.3f ms of CPU time; %llu requests above 1 ms)\n",
+          static_cast<unsigned long long>(sizes[at + 1]), kind == 1 ? "shared" : "plain",
+          flood.fill_slowest_ns / 1e6, static_cast<unsigned long long>(flood.fill_over_1ms));
     }
   }
   std::vector<Took> took[kinds][3];

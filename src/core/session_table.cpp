@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "core/slab.hpp"
-
 namespace warden::core {
 
 SessionTable::SessionTable(SessionTableConfig config) : config_(config) {
@@ -11,11 +9,11 @@ SessionTable::SessionTable(SessionTableConfig config) : config_(config) {
 }
 
 std::optional<SessionEntry> SessionTable::lookup(std::uint64_t key, Time now) const {
-  const auto it = index_.find(key);
-  if (it == index_.end()) {
+  const std::uint32_t* slot = index_.find(key);
+  if (slot == nullptr) {
     return std::nullopt;
   }
-  const Node& node = nodes_[it->second];
+  const Node& node = nodes_[*slot];
   if (now - node.last_seen > config_.idle_ttl) {
     return std::nullopt;
   }
@@ -137,14 +135,14 @@ void SessionTable::remove(std::uint32_t slot) {
     changed_.erase(node.key);
     removed_.insert(node.key);
   }
-  free_.push_back(slot);
+  nodes_.release(slot);
 }
 
 void SessionTable::remap_homes(std::span<const std::optional<ReplicaIndex>> to, ReplicaIndex gone) {
   for (std::uint32_t slot = 0; slot < nodes_.size(); ++slot) {
     Node& node = nodes_[slot];
-    const auto found = index_.find(node.key);
-    if (found == index_.end() || found->second != slot) {
+    const std::uint32_t* found = index_.find(node.key);
+    if (found == nullptr || *found != slot) {
       continue;  // a free slot
     }
     // A home beyond the old replicas was no replica then: it must not become one of the new ones.
@@ -188,8 +186,8 @@ void SessionTable::assign(std::uint64_t key, ReplicaIndex home, std::uint32_t pr
 void SessionTable::place(std::uint64_t key, ReplicaIndex home, std::uint32_t prompt_tokens, Time seen,
                          bool here) {
   std::uint32_t slot = nil;
-  if (const auto it = index_.find(key); it != index_.end()) {
-    slot = it->second;
+  if (const std::uint32_t* found = index_.find(key); found != nullptr) {
+    slot = *found;
     observe_gap(seen - nodes_[slot].last_seen);
     unlink(slot);
     if (nodes_[slot].active) {
@@ -197,8 +195,8 @@ void SessionTable::place(std::uint64_t key, ReplicaIndex home, std::uint32_t pro
     }
   } else {
     evict_to(config_.max_entries - 1);
-    slot = take_slot(nodes_, free_);
-    index_.emplace(key, slot);
+    slot = nodes_.take();
+    index_.insert(key, slot);
     nodes_[slot].computed_at = SessionEntry::unknown;
   }
   Node& node = nodes_[slot];
@@ -216,16 +214,16 @@ void SessionTable::place(std::uint64_t key, ReplicaIndex home, std::uint32_t pro
 }
 
 void SessionTable::touch(std::uint64_t key, std::uint32_t prompt_tokens, Time now) {
-  const auto it = index_.find(key);
-  if (it == index_.end()) {
+  const std::uint32_t* slot = index_.find(key);
+  if (slot == nullptr) {
     return;
   }
-  assign(key, nodes_[it->second].home, prompt_tokens, now);
+  assign(key, nodes_[*slot].home, prompt_tokens, now);
 }
 
 void SessionTable::mark_computed(std::uint64_t key, std::uint64_t computed_at) {
-  if (const auto it = index_.find(key); it != index_.end()) {
-    nodes_[it->second].computed_at = computed_at;
+  if (const std::uint32_t* slot = index_.find(key); slot != nullptr) {
+    nodes_[*slot].computed_at = computed_at;
   }
 }
 
@@ -238,11 +236,11 @@ bool SessionTable::learn(std::uint64_t key, ReplicaIndex home, std::uint32_t pro
 }
 
 bool SessionTable::seen_elsewhere(std::uint64_t key, ReplicaIndex home, std::uint64_t computed_at, Time now) {
-  const auto it = index_.find(key);
-  if (it == index_.end() || nodes_[it->second].home != home) {
+  const std::uint32_t* slot = index_.find(key);
+  if (slot == nullptr || nodes_[*slot].home != home) {
     return false;
   }
-  Node& node = nodes_[it->second];
+  Node& node = nodes_[*slot];
   place(key, home, node.prompt_tokens, stamp(now), false);  // the same home: the mark stays
   if (computed_at != SessionEntry::unknown &&
       (node.computed_at == SessionEntry::unknown || computed_at > node.computed_at)) {
@@ -252,11 +250,11 @@ bool SessionTable::seen_elsewhere(std::uint64_t key, ReplicaIndex home, std::uin
 }
 
 bool SessionTable::end(std::uint64_t key) {
-  const auto it = index_.find(key);
-  if (it == index_.end()) {
+  const std::uint32_t* slot = index_.find(key);
+  if (slot == nullptr) {
     return false;
   }
-  Node& node = nodes_[it->second];
+  Node& node = nodes_[*slot];
   if (!node.active || !counted(node)) {
     node.ended = true;
     return false;
@@ -269,11 +267,11 @@ bool SessionTable::end(std::uint64_t key) {
 }
 
 bool SessionTable::erase(std::uint64_t key) {
-  const auto it = index_.find(key);
-  if (it == index_.end()) {
+  const std::uint32_t* slot = index_.find(key);
+  if (slot == nullptr) {
     return false;
   }
-  remove(it->second);
+  remove(*slot);
   return true;
 }
 
@@ -346,7 +344,6 @@ void SessionTable::import_entries(std::span<const SessionRecord> entries, Time n
   });
   index_.clear();
   nodes_.clear();
-  free_.clear();
   active_ = {};
   idle_ = {};
   active_count_ = 0;
@@ -354,7 +351,7 @@ void SessionTable::import_entries(std::span<const SessionRecord> entries, Time n
   latest_ = Time{};
   for (const SessionRecord& r : all) {
     place(r.key, r.entry.home, r.entry.prompt_tokens, stamp(r.entry.last_seen));  // a later duplicate wins
-    nodes_[index_.at(r.key)].computed_at = r.entry.home_computed_at;
+    nodes_[*index_.find(r.key)].computed_at = r.entry.home_computed_at;
   }
   expire(now);
 }
@@ -371,12 +368,12 @@ SessionChanges SessionTable::take_changes() {
   SessionChanges out;
   out.changed.reserve(changed_.size());
   for (const std::uint64_t key : changed_) {
-    const auto it = index_.find(key);
-    if (it == index_.end()) {
+    const std::uint32_t* slot = index_.find(key);
+    if (slot == nullptr) {
       out.removed.push_back(key);  // dropped by an import's rebuild (past the TTL)
       continue;
     }
-    const Node& node = nodes_[it->second];
+    const Node& node = nodes_[*slot];
     out.changed.push_back({key, {node.home, node.prompt_tokens, node.last_seen, node.computed_at}});
   }
   out.removed.insert(out.removed.end(), removed_.begin(), removed_.end());
@@ -386,13 +383,10 @@ SessionChanges SessionTable::take_changes() {
 }
 
 std::size_t SessionTable::memory_bytes() const {
-  // Boost's flat map: one slot per bucket plus one metadata byte per slot (15-slot groups + overflow byte).
-  const std::size_t index_bytes =
-      index_.bucket_count() * (sizeof(std::pair<std::uint64_t, std::uint32_t>) + 1);
   const std::size_t change_bytes =
       (changed_.bucket_count() + removed_.bucket_count()) * (sizeof(std::uint64_t) + 1);
-  return sizeof(*this) + nodes_.capacity() * sizeof(Node) + free_.capacity() * sizeof(std::uint32_t) +
-         per_replica_.capacity() * sizeof(ReplicaSessions) + index_bytes + change_bytes;
+  return sizeof(*this) + nodes_.memory_bytes() + per_replica_.capacity() * sizeof(ReplicaSessions) +
+         index_.memory_bytes() + change_bytes;
 }
 
 }  // namespace warden::core

@@ -9,9 +9,10 @@
 #include <span>
 #include <vector>
 
-#include <boost/unordered/unordered_flat_map.hpp>
 #include <boost/unordered/unordered_flat_set.hpp>
 
+#include "core/slab.hpp"
+#include "core/slot_index.hpp"
 #include "core/types.hpp"
 
 namespace warden::core {
@@ -181,9 +182,8 @@ class SessionTable {
   Time stamp(Time now);
 
   SessionTableConfig config_;
-  boost::unordered_flat_map<std::uint64_t, std::uint32_t> index_;
-  std::vector<Node> nodes_;
-  std::vector<std::uint32_t> free_;
+  SlotIndex index_;
+  Slab<Node> nodes_;
   List active_;
   List idle_;
   std::size_t active_count_ = 0;

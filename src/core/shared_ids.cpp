@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "base/splitmix.hpp"
-#include "core/slab.hpp"
 
 namespace warden::core {
 
@@ -44,11 +43,11 @@ std::uint64_t SharedIds::key(std::uint64_t session, std::uint64_t first, Time no
 }
 
 std::uint64_t SharedIds::key_of(std::uint64_t session, std::uint64_t first) const {
-  const auto it = first == 0 ? index_.end() : index_.find(session);
-  if (it == index_.end()) {
+  const std::uint32_t* slot = first == 0 ? nullptr : index_.find(session);
+  if (slot == nullptr) {
     return session;
   }
-  const Node& node = nodes_[it->second];
+  const Node& node = nodes_[*slot];
   return node.shared && digest_of(first) != node.owner ? combined(session, first) : session;
 }
 
@@ -56,8 +55,8 @@ std::uint64_t SharedIds::key_of(std::uint64_t session, std::uint64_t first) cons
 // recently seen id when the table is full, or of one idle beyond the TTL.
 std::uint32_t SharedIds::find_or_insert(std::uint64_t session, std::uint32_t digest, Time now) {
   std::uint32_t slot = nil;
-  if (const auto it = index_.find(session); it != index_.end()) {
-    slot = it->second;
+  if (const std::uint32_t* found = index_.find(session); found != nullptr) {
+    slot = *found;
     unlink(slot);
     if (now - nodes_[slot].last_seen > config_.idle_ttl) {
       nodes_[slot] = Node{.session = session, .owner = digest};
@@ -66,9 +65,9 @@ std::uint32_t SharedIds::find_or_insert(std::uint64_t session, std::uint32_t dig
     if (index_.size() >= config_.max_ids) {
       remove(tail_);
     }
-    slot = take_slot(nodes_, free_);
+    slot = nodes_.take();
     nodes_[slot] = Node{.session = session, .owner = digest};
-    index_.emplace(session, slot);
+    index_.insert(session, slot);
   }
   nodes_[slot].last_seen = now;
   push_front(slot);
@@ -117,12 +116,11 @@ void SharedIds::push_front(std::uint32_t slot) {
 void SharedIds::remove(std::uint32_t slot) {
   unlink(slot);
   index_.erase(nodes_[slot].session);
-  free_.push_back(slot);
+  nodes_.release(slot);
 }
 
 std::size_t SharedIds::memory_bytes() const {
-  return sizeof(*this) + nodes_.capacity() * sizeof(Node) + free_.capacity() * sizeof(std::uint32_t) +
-         index_.bucket_count() * (sizeof(std::pair<std::uint64_t, std::uint32_t>) + 1);
+  return sizeof(*this) + nodes_.memory_bytes() + index_.memory_bytes();
 }
 
 }  // namespace warden::core

@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <vector>
 
-#include <boost/unordered/unordered_flat_map.hpp>
-
+#include "core/slab.hpp"
+#include "core/slot_index.hpp"
 #include "core/types.hpp"
 
 namespace warden::core {
@@ -70,9 +70,8 @@ class SharedIds {
   void expire(Time now);
 
   SharedIdsConfig config_;
-  boost::unordered_flat_map<std::uint64_t, std::uint32_t> index_;
-  std::vector<Node> nodes_;
-  std::vector<std::uint32_t> free_;
+  SlotIndex index_;
+  Slab<Node> nodes_;
   std::uint32_t head_ = nil;
   std::uint32_t tail_ = nil;
   Time latest_{};

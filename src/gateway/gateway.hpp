@@ -19,6 +19,7 @@
 #include "base/result.hpp"
 #include "core/rng.hpp"
 #include "gateway/admin/admin_json.hpp"
+#include "gateway/admin/page_turns.hpp"
 #include "gateway/config/config.hpp"
 #include "gateway/config/origin_guard.hpp"
 #include "gateway/poller/poller.hpp"
@@ -106,7 +107,7 @@ class Gateway {
   Subscriber subscriber_;  // the replicas' KV cache events
   Reloader reloader_;
   std::unique_ptr<SharedHomes> shared_;  // with `state: { redis: ... }` only
-  PageBudget sessions_pages_;            // the admin API's sessions pages built this second
+  PageTurns sessions_turns_;             // the admin API's sessions pages, one at a time
   std::shared_ptr<bool> alive_;          // the flush loop stops when this is false
   net::asio::cancellation_signal flush_cancel_;
   bool stopped_ = false;

@@ -1,5 +1,9 @@
 // The admin API's view of the gateway (admin_context.hpp): what its endpoints read and change, taken from
 // the Gateway's own members, one request at a time on the gateway's thread.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include "gateway/admin/admin_context.hpp"
 #include "gateway/gateway.hpp"
 
@@ -12,7 +16,6 @@ class Gateway::AdminAccess final : public AdminContext {
   const Config& config() const override { return g_.config_; }
   std::int64_t started_unix() const override { return g_.started_unix_; }
   std::int64_t unix_now() const override { return unix_seconds_now(); }
-  PageBudget& sessions_pages() override { return g_.sessions_pages_; }
   std::span<const std::unique_ptr<ModelRuntime>> models() override { return g_.models_.served(); }
   const StatsStore& stats() const override { return g_.stats_; }
 
@@ -52,7 +55,19 @@ class Gateway::AdminAccess final : public AdminContext {
   Gateway& g_;
 };
 
+// A sessions page waits for its turn (PageTurns) on a timer, or is refused when the turns fill kMaxWait.
 net::asio::awaitable<net::Reply> Gateway::admin(net::Request& req) {
+  if (paced_read(req)) {
+    const auto now = PageTurns::Clock::now();
+    const PageTurns::Turn turn = sessions_turns_.take(now);
+    if (!turn.granted) {
+      co_return answer_no_turn(req, turn.retry_after);
+    }
+    if (turn.at > now) {
+      net::asio::steady_timer wait(ioc_, turn.at);
+      co_await wait.async_wait(net::asio::as_tuple(net::asio::use_awaitable));
+    }
+  }
   AdminAccess access(*this);
   co_return answer_admin(access, req);
 }

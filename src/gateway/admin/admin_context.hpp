@@ -4,6 +4,7 @@
 #pragma once
 
 #include <boost/json/value.hpp>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -13,6 +14,7 @@
 #include <string_view>
 
 #include "gateway/admin/admin_json.hpp"
+#include "gateway/admin/page_turns.hpp"
 #include "gateway/config/config.hpp"
 #include "gateway/reload/reload_plan.hpp"
 #include "gateway/runtime/model_runtime.hpp"
@@ -44,11 +46,14 @@ class AdminContext {
   virtual std::optional<boost::json::object> engine_logs(std::string_view model, std::size_t lines) const = 0;
   // POST /api/reload: the configuration file read again (docs/config.md, "Reloading").
   virtual ReloadOutcome reload() = 0;
-  // The sessions pages built this second (GET /api/models/{name}/sessions), across all readers.
-  virtual PageBudget& sessions_pages() = 0;
 };
 
 // Answers an admin API request (docs/api.md): an endpoint's JSON, a console asset, or an error reply.
 net::Response answer_admin(AdminContext& context, const net::Request& req);
+
+// Whether `req` is a read that waits for its turn (PageTurns) before answer_admin: a sessions page.
+bool paced_read(const net::Request& req);
+// The 429 for a paced read that would wait too long, with Retry-After, in the API's error format.
+net::Response answer_no_turn(const net::Request& req, std::chrono::seconds retry_after);
 
 }  // namespace warden::gateway

@@ -24,27 +24,6 @@ namespace warden::gateway {
 inline constexpr std::size_t kCardSessions = 8;
 inline constexpr std::size_t kMaxSessionsPage = 100;
 
-// How many sessions pages are built in one second, at most: a page takes a few milliseconds of the one
-// I/O thread, so readers that loop (any number of them) take at most a few percent of it; the others are
-// answered 429 with Retry-After.
-struct PageBudget {
-  static constexpr int per_second = 10;
-  std::int64_t second = 0;
-  int built = 0;
-
-  // One more page in `unix_second`, or false: the second's pages are spent.
-  bool take(std::int64_t unix_second) {
-    if (unix_second != second) {
-      second = unix_second;
-      built = 0;
-    }
-    if (built >= per_second) {
-      return false;
-    }
-    ++built;
-    return true;
-  }
-};
 boost::json::array threaded_sessions_json(ModelRuntime& model, core::Time now, std::size_t limit,
                                           std::size_t offset = 0);
 

@@ -178,6 +178,34 @@ std::optional<Reply> route(AdminContext& ctx, const net::Request& req) {
 
 }  // namespace
 
+bool paced_read(const net::Request& req) {
+  if (req.method() != http::verb::get && req.method() != http::verb::head) {
+    return false;
+  }
+  const auto url = boost::urls::parse_origin_form(req.target());
+  if (!url) {
+    return false;
+  }
+  std::vector<std::string> segments;
+  for (auto s : url->segments()) {
+    segments.push_back(std::string(s));
+  }
+  std::string_view name;
+  return matches("/api/models/{name}/sessions", segments, name);
+}
+
+net::Response answer_no_turn(const net::Request& req, std::chrono::seconds retry_after) {
+  net::Response res = admin_error(
+      req, 429,
+      fmt::format("sessions pages are built one at a time, at most {} a second, and the reads waiting now "
+                  "fill the next {} s; retry in {} s",
+                  std::chrono::seconds(1) / PageTurns::kSpacing,
+                  std::chrono::duration_cast<std::chrono::seconds>(PageTurns::kMaxWait).count(),
+                  retry_after.count()));
+  res.set(http::field::retry_after, std::to_string(retry_after.count()));
+  return res;
+}
+
 net::Response answer_admin(AdminContext& ctx, const net::Request& req) {
   if (auto res = route(ctx, req)) {
     if (!*res) {
@@ -282,10 +310,6 @@ Reply sessions(const Call& c) {
   const auto offset = count_param(c, "offset", 0, std::numeric_limits<std::uint32_t>::max(), 0);
   if (!limit || !offset) {
     return !limit ? limit.error() : offset.error();
-  }
-  if (!c.ctx.sessions_pages().take(c.ctx.unix_now())) {
-    return AdminError{429, fmt::format("at most {} sessions pages are built a second; retry shortly",
-                                       PageBudget::per_second)};
   }
   // One more than the page says whether another page follows (sessions seen meanwhile move ahead of it).
   boost::json::array page = threaded_sessions_json(

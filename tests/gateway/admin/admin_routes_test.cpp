@@ -36,7 +36,6 @@ class FakeGateway final : public AdminContext {
   std::optional<boost::json::object> engine_logs(std::string_view, std::size_t) const override {
     return std::nullopt;
   }
-  PageBudget& sessions_pages() override { return pages_; }
 
   ModelRuntime& model() { return *models_.front(); }
   int routing_changes = 0;
@@ -54,7 +53,6 @@ class FakeGateway final : public AdminContext {
   Config config_;
   StatsStore stats_;
   std::vector<std::unique_ptr<ModelRuntime>> models_;
-  PageBudget pages_;
 };
 
 const char* kModels = R"(models:
@@ -237,19 +235,42 @@ TEST(AdminRoutes, TheSessionsReadIsABoundedPage) {
   EXPECT_EQ(answer_admin(g, request(http::verb::get, "/api/models/m/sessions?offset=-1")).result_int(), 400u);
 }
 
-// Readers that loop: ten pages are built in a second (the gateway's clock stands still here), the next
-// ones answered 429 without building anything.
-TEST(AdminRoutes, SessionsPagesAreBuiltTenASecond) {
-  FakeGateway g(kModels);
-  int built = 0;
-  int refused = 0;
-  for (int i = 0; i < 25; ++i) {
-    const auto r = answer_admin(g, request(http::verb::get, "/api/models/m/sessions?limit=100"));
-    built += r.result_int() == 200u ? 1 : 0;
-    refused += r.result_int() == 429u ? 1 : 0;
+// Readers that loop wait their turn: a page every 100 ms in the order the reads came, and a read that would
+// wait beyond 2 s is refused, told when a turn within 2 s will be free.
+TEST(PageTurns, ReadsTakeTurnsAPageEvery100MsAndWaitAtMostTwoSeconds) {
+  using namespace std::chrono_literals;
+  PageTurns turns;
+  const PageTurns::Clock::time_point t0 = PageTurns::Clock::time_point{} + 1h;
+  const PageTurns::Turn first = turns.take(t0);
+  EXPECT_TRUE(first.granted);
+  EXPECT_EQ(first.at, t0) << "no wait while no turn is given";
+  for (int i = 1; i <= 20; ++i) {
+    const PageTurns::Turn t = turns.take(t0);
+    ASSERT_TRUE(t.granted) << i;
+    EXPECT_EQ(t.at, t0 + i * 100ms) << "in order, 100 ms apart";
   }
-  EXPECT_EQ(built, 10);
-  EXPECT_EQ(refused, 15);
+  const PageTurns::Turn refused = turns.take(t0 + 1ms);
+  EXPECT_FALSE(refused.granted) << "the 22nd read in the same instant would wait beyond 2 s";
+  EXPECT_EQ(refused.retry_after, 1s);
+  EXPECT_TRUE(turns.take(t0 + 100ms).granted) << "a turn within 2 s again";
+  const PageTurns::Turn later = turns.take(t0 + 10s);
+  EXPECT_TRUE(later.granted);
+  EXPECT_EQ(later.at, t0 + 10s) << "the turns given are all past: at once";
+}
+
+TEST(AdminRoutes, OnlySessionsReadsWaitTheirTurnAndOneRefusedIsA429WithRetryAfter) {
+  EXPECT_TRUE(paced_read(request(http::verb::get, "/api/models/m/sessions?limit=100")));
+  EXPECT_TRUE(paced_read(request(http::verb::head, "/api/models/m/sessions")));
+  EXPECT_FALSE(paced_read(request(http::verb::get, "/api/models/m")));
+  EXPECT_FALSE(paced_read(request(http::verb::get, "/api/models/m/logs")));
+  EXPECT_FALSE(paced_read(request(http::verb::get, "/v1/models")));
+  const auto busy =
+      answer_no_turn(request(http::verb::get, "/api/models/m/sessions"), std::chrono::seconds(3));
+  EXPECT_EQ(busy.result_int(), 429u);
+  EXPECT_EQ(busy[http::field::retry_after], "3");
+  const auto error = body_of(busy).at("error");
+  EXPECT_NE(std::string(error.at("message").as_string()).find("retry in 3 s"), std::string::npos);
+  EXPECT_EQ(error.at("type").as_string(), "rate_limit_error");
 }
 
 TEST(AdminRoutes, StatsWindowIsChecked) {
