@@ -110,11 +110,12 @@ void Router::build_snapshot(std::span<const ReplicaMetrics> metrics, Time now) {
 void Router::note_reach() {
   const TaskPacking packing = routing_.task_admission.packing;
   snapshot_.task_growth = growth_.mean();
+  snapshot_.task_start_tokens = task_start_;
   if (packing == TaskPacking::mean || !growth_.known()) {
     return;
   }
   reach_.assign(snapshot_.replicas.size(), 0.0);
-  if (packing == TaskPacking::growth) {
+  if (packing == TaskPacking::growth || packing == TaskPacking::shared) {
     tasks_.project(reach_, [this](double grown) { return growth_.left(grown); });
   } else {
     const double mean = growth_.mean();
@@ -186,6 +187,10 @@ Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metri
     prefill_backlog_[*decision.replica] += decision.prefill_tokens;
   }
   commit(facts, decision, metrics, now);
+  if (starts_new_task(facts)) {
+    const auto prompt = static_cast<double>(facts.prompt_tokens);
+    task_start_ = task_start_ > 0 ? std::min(task_start_, prompt) : prompt;
+  }
   tasks_.routed(facts, decision, now);
   return decision;
 }

@@ -213,6 +213,8 @@ class Router {
   double task_tokens_ = 0;
   // Snapshot::task_growth and what a task under way still adds (task_growth.hpp).
   TaskGrowth growth_;
+  // Snapshot::task_start_tokens: the smallest first prompt of a new task placed.
+  double task_start_ = 0;
   TasksUnderWay tasks_;
   // Reused per route: each replica's tasks_reach_tokens.
   std::vector<double> reach_;

@@ -51,7 +51,14 @@ bool has_task_room(const Snapshot& snapshot, const ReplicaState& replica, std::u
   if (warm <= 0 || replica.tasks_under_way == 0) {
     return true;
   }
-  return tasks_reach(replica) + static_cast<double>(prompt_tokens) + snapshot.task_growth <= warm;
+  const auto prompt = static_cast<double>(prompt_tokens);
+  if (snapshot.routing.task_admission.packing != TaskPacking::shared) {
+    return tasks_reach(replica) + prompt + snapshot.task_growth <= warm;
+  }
+  // Each task under way and the new one hold the start they share once: its every copy but one off.
+  const double start = std::min(snapshot.task_start_tokens, prompt);
+  const double copies = static_cast<double>(replica.tasks_under_way) * start;
+  return tasks_reach(replica) - copies + prompt + snapshot.task_growth <= warm;
 }
 
 TaskAdmissionRule admit_new_task(const Snapshot& snapshot, const RequestFacts& facts) {

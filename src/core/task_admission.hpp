@@ -45,7 +45,8 @@ enum class TaskAdmissionRule : std::uint8_t {
 /// Whether `replica` keeps one more task warm. Packing `mean`, or before any task ended: has_task_room() at
 /// the assumed task size. Packing growth or remaining: its warm capacity unknown, nothing under way there,
 /// or tasks_reach() plus the new task's first prompt (`prompt_tokens`) grown by a task's measured growth
-/// (Snapshot::task_growth) within it.
+/// (Snapshot::task_growth) within it. Packing shared: the same, less the shared start
+/// (Snapshot::task_start_tokens, at most the prompt) once for each task under way there.
 [[nodiscard]] bool has_task_room(const Snapshot& snapshot, const ReplicaState& replica,
                                  std::uint32_t prompt_tokens);
 

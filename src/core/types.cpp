@@ -48,6 +48,8 @@ std::string_view task_packing_name(TaskPacking packing) {
       return "growth";
     case TaskPacking::remaining:
       return "remaining";
+    case TaskPacking::shared:
+      return "shared";
     case TaskPacking::mean:
       break;
   }
@@ -55,7 +57,8 @@ std::string_view task_packing_name(TaskPacking packing) {
 }
 
 std::optional<TaskPacking> parse_task_packing(std::string_view name) {
-  for (const TaskPacking p : {TaskPacking::mean, TaskPacking::growth, TaskPacking::remaining}) {
+  for (const TaskPacking p :
+       {TaskPacking::mean, TaskPacking::growth, TaskPacking::remaining, TaskPacking::shared}) {
     if (name == task_packing_name(p)) {
       return p;
     }

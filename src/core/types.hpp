@@ -143,8 +143,10 @@ struct CostSpill {
 ///   grew further went on (core/task_growth.hpp, the mean residual growth), and a new one its own prompt
 ///   plus a task's mean growth;
 /// - remaining: each task's last prompt plus a task's mean growth less what it grew already (not below 0),
-///   and a new one its prompt plus the mean growth.
-enum class TaskPacking : std::uint8_t { mean, growth, remaining };
+///   and a new one its prompt plus the mean growth;
+/// - shared: as growth, with the prompt start the tasks on a replica share (system prompt and tools,
+///   Snapshot::task_start_tokens) counted once: the prefix cache holds it once.
+enum class TaskPacking : std::uint8_t { mean, growth, remaining, shared };
 
 [[nodiscard]] std::string_view task_packing_name(TaskPacking packing);
 [[nodiscard]] std::optional<TaskPacking> parse_task_packing(std::string_view name);
@@ -210,6 +212,9 @@ struct Snapshot {
   /// How much a task grows from its first prompt to its last, as measured (kept by the Router: the mean of
   /// the last tasks that ended, core/task_growth.hpp); 0 = none ended yet.
   double task_growth = 0;
+  /// The prompt start new agent tasks share, as the Router takes it: the smallest first prompt of a new
+  /// task it placed (its start and the shortest first message; 0 = none placed yet).
+  double task_start_tokens = 0;
 
   /// routing.max_num_seqs, at least 1.
   [[nodiscard]] std::uint32_t max_num_seqs() const {

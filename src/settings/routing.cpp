@@ -224,9 +224,9 @@ const std::array<Member<core::TaskAdmission>, 3> kTaskAdmission = {{
      }},
     {"packing", [](const core::TaskAdmission& t) { return json::value(core::task_packing_name(t.packing)); },
      [](const json::value& v, core::TaskAdmission& t, const Reading& r) {
-       return read_name(v, t.packing, core::parse_task_packing, r, "mean, growth or remaining");
+       return read_name(v, t.packing, core::parse_task_packing, r, "mean, growth, remaining or shared");
      },
-     RoutingScope::stored, "\"mean\"|\"growth\"|\"remaining\""},
+     RoutingScope::stored, "\"mean\"|\"growth\"|\"remaining\"|\"shared\""},
 }};
 
 // A switch's members: its `mode` besides the members of its list.

@@ -57,6 +57,19 @@ TEST(TaskPacking, ANewTaskFitsWhenWhatTheTasksReachAndItsOwnGrowthFit) {
   EXPECT_FALSE(has_task_room(mean, mean.replicas[0], 14'000)) << "today's rule: 3 x 63k = 189k";
 }
 
+// The tasks on a replica share their prompt start (system prompt and tools): the cache holds it once.
+TEST(TaskPacking, SharedCountsTheStartTheTasksShareOnce) {
+  Snapshot s = reaching({140'000}, TaskPacking::growth);
+  s.task_start_tokens = 12'000;
+  EXPECT_FALSE(has_task_room(s, s.replicas[0], 14'000)) << "growth: 140k + 14k + 18k = 172k";
+  s.routing.task_admission.packing = TaskPacking::shared;
+  EXPECT_TRUE(has_task_room(s, s.replicas[0], 14'000)) << "two copies of the 12k start off: 148k";
+  EXPECT_TRUE(has_task_room(s, s.replicas[0], 5'000)) << "at most the prompt is start: 140k - 10k + 23k";
+  EXPECT_FALSE(has_task_room(s, s.replicas[0], 40'000)) << "140k - 24k + 40k + 18k = 174k";
+  s.task_start_tokens = 0;
+  EXPECT_FALSE(has_task_room(s, s.replicas[0], 14'000)) << "no start known: growth's rule";
+}
+
 TEST(TaskPacking, WhatTheConversationsHoldNowBoundsItFromBelow) {
   Snapshot s = reaching({100'000}, TaskPacking::growth);
   EXPECT_DOUBLE_EQ(tasks_reach(s.replicas[0]), 100'000);
@@ -97,7 +110,8 @@ TEST(TaskPacking, ANewTaskGoesWhereTheTasksReachLeastRoomOrWaits) {
 // Through the Router: each task under way counts its last prompt and what it is still expected to add
 // (growth: as the ended tasks that grew further did; remaining: a mean task's growth less its own).
 TEST(TaskPacking, TheRouterProjectsEachTaskUnderWayFromTheTasksThatEnded) {
-  for (const TaskPacking packing : {TaskPacking::mean, TaskPacking::growth, TaskPacking::remaining}) {
+  for (const TaskPacking packing :
+       {TaskPacking::mean, TaskPacking::growth, TaskPacking::remaining, TaskPacking::shared}) {
     RoutingConfig routing{.max_num_seqs = 4};
     routing.task_admission.packing = packing;
     Router router = made_router(router_config(routing));
@@ -116,8 +130,9 @@ TEST(TaskPacking, TheRouterProjectsEachTaskUnderWayFromTheTasksThatEnded) {
     ASSERT_TRUE(router.route(grown, metrics, seconds(2), rng).ok());
     const Snapshot s = router.snapshot(metrics, seconds(2));
     EXPECT_DOUBLE_EQ(s.task_growth, 20'000);
+    EXPECT_DOUBLE_EQ(s.task_start_tokens, 14'000) << "the smallest first prompt of a new task";
     const std::uint64_t reach = s.replicas[0].tasks_reach_tokens;
-    if (packing == TaskPacking::growth) {
+    if (packing == TaskPacking::growth || packing == TaskPacking::shared) {
       EXPECT_EQ(reach, 50'000U + 20'000 + 29'000 + 15'000) << "the 30k task went on 15k past 15k";
     } else if (packing == TaskPacking::remaining) {
       EXPECT_EQ(reach, 50'000U + 20'000 + 29'000 + 5'000) << "20k mean, 15k grown";
