@@ -85,7 +85,8 @@ Decision place_new(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng
   const double mark = water_mark(snapshot);
   const auto eligible = [&](ReplicaIndex i) {
     const ReplicaState& r = snapshot.replicas[i];
-    return r.healthy && (task != TaskAdmissionRule::with_room || has_task_room(snapshot, r)) &&
+    return r.healthy &&
+           (task != TaskAdmissionRule::with_room || has_task_room(snapshot, r, facts.prompt_tokens)) &&
            (admission != Admission::with_room ||
             can_admit(r, facts.prompt_tokens, mark, snapshot.routing.admission.only_when_waiting));
   };

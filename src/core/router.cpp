@@ -102,6 +102,27 @@ void Router::build_snapshot(std::span<const ReplicaMetrics> metrics, Time now) {
     state.prefill_backlog_tokens = prefill_backlog_[i];
     state.tasks_under_way = tasks_.on(static_cast<ReplicaIndex>(i));
     state.tasks_tokens = tasks_.tokens_on(static_cast<ReplicaIndex>(i));
+    state.tasks_reach_tokens = 0;
+  }
+  note_reach();
+}
+
+void Router::note_reach() {
+  const TaskPacking packing = routing_.task_admission.packing;
+  snapshot_.task_growth = growth_.mean();
+  snapshot_.task_start_tokens = task_start_;
+  if (packing == TaskPacking::mean || !growth_.known()) {
+    return;
+  }
+  reach_.assign(snapshot_.replicas.size(), 0.0);
+  if (packing == TaskPacking::growth || packing == TaskPacking::shared) {
+    tasks_.project(reach_, [this](double grown) { return growth_.left(grown); });
+  } else {
+    const double mean = growth_.mean();
+    tasks_.project(reach_, [mean](double grown) { return std::max(0.0, mean - std::max(0.0, grown)); });
+  }
+  for (std::size_t i = 0; i < reach_.size(); ++i) {
+    snapshot_.replicas[i].tasks_reach_tokens = static_cast<std::uint64_t>(reach_[i]);
   }
 }
 
@@ -166,6 +187,10 @@ Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metri
     prefill_backlog_[*decision.replica] += decision.prefill_tokens;
   }
   commit(facts, decision, metrics, now);
+  if (starts_new_task(facts)) {
+    const auto prompt = static_cast<double>(facts.prompt_tokens);
+    task_start_ = task_start_ > 0 ? std::min(task_start_, prompt) : prompt;
+  }
   tasks_.routed(facts, decision, now);
   return decision;
 }
@@ -260,6 +285,9 @@ void Router::answered(const RequestFacts& request, bool final_text) {
   // A main thread's final text ends its task: its prompt is as large as the task grew.
   if (final_text && facts.session && !subagent && facts.offers_tools && !facts.thread.side) {
     task_tokens_ = next_task_tokens(task_tokens_, facts.prompt_tokens);
+    if (const auto first = tasks_.first_prompt(facts)) {
+      growth_.ended(facts.prompt_tokens > *first ? facts.prompt_tokens - *first : 0);
+    }
   }
   tasks_.answered(facts, final_text);
   if (routing_.threads && final_text && subagent && !facts.thread.side) {

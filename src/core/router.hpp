@@ -21,6 +21,7 @@
 #include "core/rng.hpp"
 #include "core/session_table.hpp"
 #include "core/shared_ids.hpp"
+#include "core/task_growth.hpp"
 #include "core/tasks_under_way.hpp"
 #include "core/thread_homes.hpp"
 #include "core/types.hpp"
@@ -175,6 +176,9 @@ class Router {
  private:
   Router(RouterConfig config, std::unique_ptr<Policy> policy);
   void build_snapshot(std::span<const ReplicaMetrics> metrics, Time now);
+  // Snapshot::task_growth and, under TaskAdmission::packing growth or remaining, each replica's
+  // tasks_reach_tokens.
+  void note_reach();
   void commit(const RequestFacts& facts, const Decision& decision, std::span<const ReplicaMetrics> metrics,
               Time now);
   // Tokens computed at `entry`'s home since its last turn there (RequestFacts::home_computed_since).
@@ -211,7 +215,13 @@ class Router {
   bool admission_holding_ = false;
   // Snapshot::task_tokens: the running mean of the last prompt of the agent tasks that ended.
   double task_tokens_ = 0;
+  // Snapshot::task_growth and what a task under way still adds (task_growth.hpp).
+  TaskGrowth growth_;
+  // Snapshot::task_start_tokens: the smallest first prompt of a new task placed.
+  double task_start_ = 0;
   TasksUnderWay tasks_;
+  // Reused per route: each replica's tasks_reach_tokens.
+  std::vector<double> reach_;
   SharedIds shared_ids_;
   // Per replica, for the request being routed: its events show the thread itself (not only its start).
   std::vector<std::uint8_t> holds_thread_;

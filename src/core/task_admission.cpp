@@ -38,8 +38,27 @@ double assumed_task_tokens(const Snapshot& snapshot, const ReplicaState& replica
                                   : kFirstTaskShare * static_cast<double>(replica.warm_capacity_tokens());
 }
 
-bool has_task_room(const Snapshot& snapshot, const ReplicaState& replica) {
-  return has_task_room(replica, assumed_task_tokens(snapshot, replica));
+double tasks_reach(const ReplicaState& replica) {
+  const double held = static_cast<double>(replica.held_tokens + replica.peer_held_tokens);
+  return std::max(held, static_cast<double>(replica.tasks_reach_tokens));
+}
+
+bool has_task_room(const Snapshot& snapshot, const ReplicaState& replica, std::uint32_t prompt_tokens) {
+  if (snapshot.routing.task_admission.packing == TaskPacking::mean || snapshot.task_tokens <= 0) {
+    return has_task_room(replica, assumed_task_tokens(snapshot, replica));
+  }
+  const auto warm = static_cast<double>(replica.warm_capacity_tokens());
+  if (warm <= 0 || replica.tasks_under_way == 0) {
+    return true;
+  }
+  const auto prompt = static_cast<double>(prompt_tokens);
+  if (snapshot.routing.task_admission.packing != TaskPacking::shared) {
+    return tasks_reach(replica) + prompt + snapshot.task_growth <= warm;
+  }
+  // Each task under way and the new one hold the start they share once: its every copy but one off.
+  const double start = std::min(snapshot.task_start_tokens, prompt);
+  const double copies = static_cast<double>(replica.tasks_under_way) * start;
+  return tasks_reach(replica) - copies + prompt + snapshot.task_growth <= warm;
 }
 
 TaskAdmissionRule admit_new_task(const Snapshot& snapshot, const RequestFacts& facts) {
@@ -47,8 +66,9 @@ TaskAdmissionRule admit_new_task(const Snapshot& snapshot, const RequestFacts& f
   if (!rule.enabled || facts.queued_for >= task_max_wait(rule, facts) || !starts_new_task(facts)) {
     return TaskAdmissionRule::as_usual;
   }
-  const bool any_room = std::any_of(snapshot.replicas.begin(), snapshot.replicas.end(),
-                                    [&](const auto& r) { return r.healthy && has_task_room(snapshot, r); });
+  const bool any_room = std::any_of(snapshot.replicas.begin(), snapshot.replicas.end(), [&](const auto& r) {
+    return r.healthy && has_task_room(snapshot, r, facts.prompt_tokens);
+  });
   if (any_room) {
     return TaskAdmissionRule::with_room;
   }

@@ -37,8 +37,18 @@ enum class TaskAdmissionRule : std::uint8_t {
 /// starts at once is not let in whole before the first task tells how large tasks grow).
 [[nodiscard]] double assumed_task_tokens(const Snapshot& snapshot, const ReplicaState& replica);
 
-/// has_task_room() at the assumed task size.
-[[nodiscard]] bool has_task_room(const Snapshot& snapshot, const ReplicaState& replica);
+/// Tokens the tasks under way on `replica` will hold under TaskAdmission::packing growth or remaining: the
+/// larger of what its conversations hold now (every warden's) and what its tasks are expected to reach
+/// (ReplicaState::tasks_reach_tokens).
+[[nodiscard]] double tasks_reach(const ReplicaState& replica);
+
+/// Whether `replica` keeps one more task warm. Packing `mean`, or before any task ended: has_task_room() at
+/// the assumed task size. Packing growth or remaining: its warm capacity unknown, nothing under way there,
+/// or tasks_reach() plus the new task's first prompt (`prompt_tokens`) grown by a task's measured growth
+/// (Snapshot::task_growth) within it. Packing shared: the same, less the shared start
+/// (Snapshot::task_start_tokens, at most the prompt) once for each task under way there.
+[[nodiscard]] bool has_task_room(const Snapshot& snapshot, const ReplicaState& replica,
+                                 std::uint32_t prompt_tokens);
 
 [[nodiscard]] TaskAdmissionRule admit_new_task(const Snapshot& snapshot, const RequestFacts& facts);
 

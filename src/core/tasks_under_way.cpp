@@ -52,7 +52,8 @@ void TasksUnderWay::routed(const RequestFacts& facts, const Decision& decision, 
   if (it == tasks_.end()) {
     if (main_thread) {
       add(tasks_
-              .emplace(key, Task{*decision.replica, now, facts.prompt_tokens, facts.tenant, facts.work_class})
+              .emplace(key, Task{*decision.replica, now, facts.prompt_tokens, facts.prompt_tokens,
+                                 facts.tenant, facts.work_class})
               .first->second);
       ++per_tenant_[facts.tenant];
     }
@@ -92,6 +93,14 @@ void TasksUnderWay::left_unanswered(const RequestFacts& facts) {
   if (const auto it = tasks_.find(task_key(facts)); it != tasks_.end() && !it->second.answered) {
     end(it);
   }
+}
+
+std::optional<std::uint32_t> TasksUnderWay::first_prompt(const RequestFacts& facts) const {
+  if (!counts(facts)) {
+    return std::nullopt;
+  }
+  const auto it = tasks_.find(task_key(facts));
+  return it == tasks_.end() ? std::nullopt : std::optional<std::uint32_t>(it->second.first);
 }
 
 bool TasksUnderWay::under_way(const RequestFacts& facts) const {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -40,6 +41,20 @@ class TasksUnderWay {
     return replica < per_replica_.size() ? per_replica_[replica].tokens : 0;
   }
   [[nodiscard]] std::size_t size() const { return tasks_.size(); }
+  /// The first prompt of the task under way of the session of `facts` (its main thread's first request).
+  [[nodiscard]] std::optional<std::uint32_t> first_prompt(const RequestFacts& facts) const;
+  /// Adds to out[r], for each task under way on replica r < out.size(), its main thread's last prompt and
+  /// `left(grown)`: what it is expected to add still, having grown by `grown` tokens since its first prompt
+  /// (negative after a compaction).
+  template <class Left>
+  void project(std::span<double> out, Left&& left) const {
+    for (const auto& [key, task] : tasks_) {
+      if (task.replica < out.size()) {
+        const double grown = static_cast<double>(task.tokens) - static_cast<double>(task.first);
+        out[task.replica] += static_cast<double>(task.tokens) + left(grown);
+      }
+    }
+  }
   /// Who a session's task under way is for (the admin API's threads): its class of work and tenant.
   struct TaskOwner {
     WorkClass work_class = WorkClass::headless;
@@ -69,6 +84,7 @@ class TasksUnderWay {
     ReplicaIndex replica = 0;
     Time last_seen{};
     std::uint32_t tokens = 0;  // its main thread's last prompt
+    std::uint32_t first = 0;   // its main thread's first prompt
     std::uint64_t tenant = 0;
     WorkClass work_class = WorkClass::headless;
     bool answered = false;  // a reply to one of its requests ended

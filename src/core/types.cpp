@@ -42,6 +42,30 @@ std::optional<VllmBalancerModel> parse_vllm_balancer_model(std::string_view name
   return std::nullopt;
 }
 
+std::string_view task_packing_name(TaskPacking packing) {
+  switch (packing) {
+    case TaskPacking::growth:
+      return "growth";
+    case TaskPacking::remaining:
+      return "remaining";
+    case TaskPacking::shared:
+      return "shared";
+    case TaskPacking::mean:
+      break;
+  }
+  return "mean";
+}
+
+std::optional<TaskPacking> parse_task_packing(std::string_view name) {
+  for (const TaskPacking p :
+       {TaskPacking::mean, TaskPacking::growth, TaskPacking::remaining, TaskPacking::shared}) {
+    if (name == task_packing_name(p)) {
+      return p;
+    }
+  }
+  return std::nullopt;
+}
+
 namespace {
 constexpr std::array<std::string_view, route_count> route_names = {
     "new", "sticky", "spilled", "pinned", "balanced", "failover", "queued", "rehomed"};

@@ -53,6 +53,9 @@ struct ReplicaState : ReplicaFigures {
   std::uint32_t tasks_under_way = 0;
   /// What those tasks' main threads hold now: the sum of their last prompts.
   std::uint64_t tasks_tokens = 0;
+  /// What they are expected to reach: each one's last prompt plus the growth it is still expected to add
+  /// (TaskAdmission::packing growth or remaining, once a task ended; 0 otherwise).
+  std::uint64_t tasks_reach_tokens = 0;
   /// Prompt tokens of the request being routed that this replica's cache holds, as its engine's KV cache
   /// events tell (core/kv_index.hpp; capped as the engine caps a hit); nullopt = not known exactly (no live
   /// events from it), the estimate applies. Set by the Router for each request.
@@ -134,6 +137,20 @@ struct CostSpill {
   friend bool operator==(const CostSpill&, const CostSpill&) = default;
 };
 
+/// How task admission counts what the tasks under way on a replica will hold (core/task_admission.hpp):
+/// - mean: each task grown to a task's measured size (Snapshot::task_tokens), and a new one as large;
+/// - growth: each task's last prompt plus the growth it is still expected to add, as the ended tasks that
+///   grew further went on (core/task_growth.hpp, the mean residual growth), and a new one its own prompt
+///   plus a task's mean growth;
+/// - remaining: each task's last prompt plus a task's mean growth less what it grew already (not below 0),
+///   and a new one its prompt plus the mean growth;
+/// - shared: as growth, with the prompt start the tasks on a replica share (system prompt and tools,
+///   Snapshot::task_start_tokens) counted once: the prefix cache holds it once.
+enum class TaskPacking : std::uint8_t { mean, growth, remaining, shared };
+
+[[nodiscard]] std::string_view task_packing_name(TaskPacking packing);
+[[nodiscard]] std::optional<TaskPacking> parse_task_packing(std::string_view name);
+
 /// Agents past the caches (core/task_admission.hpp): while the agent tasks under way would outgrow what the
 /// replicas keep warm (GPU cache, or host memory with vLLM's CPU offload), a new agent task's first request
 /// waits (route `queued`) until one ends or `max_wait` has passed. A task under way is never held.
@@ -150,6 +167,8 @@ struct TaskAdmission {
   /// the 8-minute cut is what fills the idle GPUs: 30 minutes cost 19-43 % of the tasks/h at 16-32 agents
   /// (docs/experiments/2026-12-07-classes-and-tenants.md).
   Time stream_max_wait = std::chrono::minutes(8);
+  /// What a replica's tasks under way are taken to hold (TaskPacking).
+  TaskPacking packing = TaskPacking::mean;
 
   friend bool operator==(const TaskAdmission&, const TaskAdmission&) = default;
 };
@@ -190,6 +209,12 @@ struct Snapshot {
   /// The prompt tokens an agent task reaches, as measured (kept by the Router: a running mean of the last
   /// prompt of each task that ended); 0 = none ended yet.
   double task_tokens = 0;
+  /// How much a task grows from its first prompt to its last, as measured (kept by the Router: the mean of
+  /// the last tasks that ended, core/task_growth.hpp); 0 = none ended yet.
+  double task_growth = 0;
+  /// The prompt start new agent tasks share, as the Router takes it: the smallest first prompt of a new
+  /// task it placed (its start and the shortest first message; 0 = none placed yet).
+  double task_start_tokens = 0;
 
   /// routing.max_num_seqs, at least 1.
   [[nodiscard]] std::uint32_t max_num_seqs() const {

@@ -143,6 +143,17 @@ Read read_water(const json::value& v, double& out, const Reading& r) {
   return {};
 }
 
+// One of the names `parse` reads (`choices` lists them for the error).
+template <class T, class Parse>
+Read read_name(const json::value& v, T& out, Parse parse, const Reading& r, std::string_view choices) {
+  const std::optional<T> value = v.is_string() ? parse(v.as_string()) : std::nullopt;
+  if (!value) {
+    return bad(fmt::format("{} must be {}", r.name, choices));
+  }
+  out = *value;
+  return {};
+}
+
 // "auto" (nullopt) or a count from 1.
 Read read_auto_count(const json::value& v, std::optional<std::uint32_t>& out, const Reading& r) {
   if (v.is_string() && v.as_string() == "auto") {
@@ -202,7 +213,7 @@ const std::array<Member<core::CostSpill>, 1> kCostSpill = {{
      }},
 }};
 
-const std::array<Member<core::TaskAdmission>, 2> kTaskAdmission = {{
+const std::array<Member<core::TaskAdmission>, 3> kTaskAdmission = {{
     {"max_wait", [](const core::TaskAdmission& t) { return duration_json(t.max_wait); },
      [](const json::value& v, core::TaskAdmission& t, const Reading& r) {
        return read_duration(v, t.max_wait, std::chrono::milliseconds(1), r, "8m");
@@ -211,6 +222,11 @@ const std::array<Member<core::TaskAdmission>, 2> kTaskAdmission = {{
      [](const json::value& v, core::TaskAdmission& t, const Reading& r) {
        return read_duration(v, t.stream_max_wait, std::chrono::milliseconds(1), r, "30m");
      }},
+    {"packing", [](const core::TaskAdmission& t) { return json::value(core::task_packing_name(t.packing)); },
+     [](const json::value& v, core::TaskAdmission& t, const Reading& r) {
+       return read_name(v, t.packing, core::parse_task_packing, r, "mean, growth, remaining or shared");
+     },
+     RoutingScope::stored, "\"mean\"|\"growth\"|\"remaining\"|\"shared\""},
 }};
 
 // A switch's members: its `mode` besides the members of its list.
@@ -381,13 +397,8 @@ const std::array<Member<RoutingConfig>, 10> kRouting = {{
      RoutingScope::stored, "N"},
     {"vllm_balancer",
      [](const RoutingConfig& c) { return json::value(core::vllm_balancer_model_name(c.vllm_balancer)); },
-     [](const json::value& v, RoutingConfig& c, const Reading& r) -> Read {
-       const auto model = v.is_string() ? core::parse_vllm_balancer_model(v.as_string()) : std::nullopt;
-       if (!model) {
-         return bad(fmt::format("{} must be current or legacy", r.name));
-       }
-       c.vllm_balancer = *model;
-       return {};
+     [](const json::value& v, RoutingConfig& c, const Reading& r) {
+       return read_name(v, c.vllm_balancer, core::parse_vllm_balancer_model, r, "current or legacy");
      },
      RoutingScope::stored, "\"current\"|\"legacy\""},
 }};

@@ -16,9 +16,10 @@
 // - else core::Router, the same object `serve` uses, running the row's core policy (whatif/policies.hpp),
 //   fed the engines' metrics as last scraped (every scrape_interval) and its own live in-flight counts.
 //   Requests the Router answers `queued` (policies `admission`, `tasks`, and affinity's task admission)
-//   wait in the gateway's hold queue (core::HoldQueue, whose rules apply: a new conversation also queues
-//   behind held ones) and are routed again, with queued_for = their wait, when a request finishes, at a
-//   scrape and at the head's deadline; beyond max_queue a request fails as the gateway's 503 would.
+//   wait in the gateway's hold queue (core::HoldQueue, whose rules apply: a request they could hold, a new
+//   conversation or under task admission alone a new session's main thread, also queues behind held ones) and
+//   are routed again, with queued_for = their wait, when a request finishes, at a scrape and at the head's
+//   deadline; beyond max_queue a request fails as the gateway's 503 would.
 // The engine emits tokens; the first one reaches the client rtt/2 later (TTFB = that minus send time); the
 // last one completes the turn and the reply, detokenized, is appended to the history by the workload.
 #pragma once

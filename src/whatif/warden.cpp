@@ -14,6 +14,11 @@ namespace warden::whatif {
 
 namespace {
 
+// A session's main thread (not a subagent's): only its first request, with no home, starts a new task.
+bool main_thread(const Flight& f) {
+  return f.thread_session == 0 || f.thread_session == f.session_hash;
+}
+
 constexpr std::uint64_t kRoutingStream = 0x5157A7E;
 constexpr std::uint64_t kWardenStream = 0x3A7D3;
 
@@ -77,12 +82,14 @@ base::Result<Warden::Arrival> Warden::arrive(std::uint64_t id, Flight& f, double
     route_vllm(f, now, stats);
     return Arrival::dispatch;
   }
-  // First come, first served: a new conversation (policy tasks: a task start too) does not overtake the
-  // held ones; an interactive request is never held behind headless ones (the queue's turn would let it
-  // out first anyway).
-  const bool queues =
-      work_class(f) != core::WorkClass::interactive &&
-      ((s.hold_task_starts && f.task_start) || !router(f).home_of(f.session_hash, to_time(now)));
+  // First come, first served: a request admission could hold does not overtake the held ones: a new
+  // conversation under working-set admission (policy tasks: a task start too), a new session's main thread
+  // under task admission alone (a subagent's first request belongs to a task under way, which is never
+  // held: the gateway routes it at once). An interactive request is never held behind headless ones (the
+  // queue's turn would let it out first anyway).
+  const bool queues = work_class(f) != core::WorkClass::interactive &&
+                      ((s.hold_task_starts && f.task_start) ||
+                       (!router(f).home_of(f.session_hash, to_time(now)) && (s.admission || main_thread(f))));
   if (held_.waits_behind(queues)) {
     hold(id, f, now, stats);
     return f.failed ? Arrival::failed : Arrival::held;

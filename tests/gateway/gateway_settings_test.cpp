@@ -28,7 +28,8 @@ const std::set<std::string> kFileOnly = {"policy",
                                          "admission.high_water",
                                          "admission.low_water",
                                          "admission.when_waiting",
-                                         "admission.hold_task_starts"};
+                                         "admission.hold_task_starts",
+                                         "task_admission.packing"};
 
 // Model m on the simulator at `port`, with `routing` (a YAML mapping; none: the defaults).
 std::string model(int port, const std::string& routing) {

@@ -70,6 +70,10 @@ TEST(RoutingSettings, APatchChangesOnlyWhatItNames) {
       want)
       << "the bound of a held start whose stream the warden keeps alive";
   want = base;
+  want.task_admission.packing = warden::core::TaskPacking::remaining;
+  EXPECT_EQ(patched(base, R"({"task_admission": {"packing": "remaining"}})", RoutingScope::stored), want)
+      << "how the tasks under way are counted: the file and the stored state, not a PATCH";
+  want = base;
   want.rebalance = true;
   EXPECT_EQ(patched(base, R"({"rebalance": true})"), want);
   want = base;
@@ -118,6 +122,8 @@ TEST(RoutingSettings, BadPatchesAreRefusedWithAReason) {
                           R"({"admission": {"hold_task_starts": "yes"}})",
                           R"({"admission": {"when_waiting": 1}})",
                           R"({"task_admission": {"max_wait": "0ms"}})",
+                          R"({"task_admission": {"packing": "tight"}})",
+                          R"({"task_admission": {"packing": 1}})",
                           R"({"policy": "bogus"})",
                           R"({"max_num_seqs": 0})",
                           R"({"vllm_balancer": "newest"})"}) {

@@ -65,6 +65,19 @@ TEST(WhatifClasses, WithoutClassesAnInteractiveStartIsHeldLikeTheRest) {
   EXPECT_EQ(interactive.start_ttfbs.size(), interactive.start_waits.size());
 }
 
+// Under task admission alone only a new task's start may be held: a subagent's first request (a thread of
+// a task under way, with no home yet) never waits behind held starts, as the gateway routes it at once.
+TEST(WhatifClasses, OnlyTaskStartsWaitBehindHeldStarts) {
+  SimulationConfig c = crowded();
+  c.tenants = {1};  // one group: each start's wait
+  c.workload.agentic.subagent_share = 1;
+  const auto o = simulate(c);
+  ASSERT_TRUE(o) << o.error();
+  const LevelStats& l = o->levels.at(0);
+  ASSERT_GT(held(l.groups.at(0).start_waits), 0U) << "past the caches: starts wait";
+  EXPECT_EQ(l.held, held(l.groups.at(0).start_waits)) << "every request held is a task's start";
+}
+
 TEST(WhatifClasses, EachTenantsFiguresAddUpToTheLevels) {
   SimulationConfig c = crowded();
   c.tenants = {2, 1};
