@@ -83,6 +83,7 @@ TEST(GatewaySettings, EverySettingChangesThroughAReloadAPatchAndARestart) {
   patched.admission.low_water = changed.admission.low_water;
   patched.admission.only_when_waiting = changed.admission.only_when_waiting;
   patched.admission.hold_task_starts = changed.admission.hold_task_starts;
+  patched.task_admission.packing = changed.task_admission.packing;
   boost::json::object body;  // every setting the admin API changes, at its default
   for (const auto& [name, value] : routing_test::setting_leaves(defaults)) {
     if (kFileOnly.count(name) == 0) {
