@@ -33,8 +33,9 @@ class StartHomes {
   [[nodiscard]] std::uint64_t length(std::uint64_t start) const;
   /// The replicas that served `start` (empty if none, or unknown).
   [[nodiscard]] ReplicaSet find(std::uint64_t start) const;
-  /// The last thread that started with `start` on each of up to `threads_kept` replicas (0 = none): with KV
-  /// cache events, what a replica holds of its start is what a new thread of that start finds there.
+  /// The witness of `start` on each of up to `threads_kept` replicas (0 = none): a thread that started with
+  /// it there, kept while it still holds the whole start (served()'s `keep`). With KV cache events, what a
+  /// replica holds of that thread's start is what a new thread of the same start finds there.
   static constexpr std::size_t threads_kept = 8;
   using Threads = std::array<std::uint64_t, threads_kept>;
   [[nodiscard]] Threads threads(std::uint64_t start) const;
