@@ -75,10 +75,18 @@ enum class NextTaskRule : std::uint8_t {
 [[nodiscard]] NextTaskRule next_task_rule(const Snapshot& snapshot, const RequestFacts& facts,
                                           ReplicaIndex home);
 
-/// The wait bound of a held task start: TaskAdmission::stream_max_wait when its client's wait is kept alive
-/// (RequestFacts::kept_alive: no client timeout bounds it), max_wait otherwise.
+/// Whether every healthy replica keeps about two tasks warm (at least 1.75:
+/// ReplicaState::warm_capacity_tokens against the measured Snapshot::task_tokens or, before a task has ended,
+/// the share task admission assumes).
+[[nodiscard]] bool keeps_two_tasks_warm(const Snapshot& snapshot);
+
+/// The wait bound of a held task start: TaskAdmission::max_wait, or when its client's wait is kept alive
+/// (RequestFacts::kept_alive: no client timeout bounds it) stream_max_wait; auto: its long bound
+/// (TaskAdmission::auto_stream_max_wait) where keeps_two_tasks_warm(), else max_wait. Where a replica keeps
+/// less than two tasks warm, holding a start longer idles its GPU instead of saving a prefill.
+[[nodiscard]] Time task_max_wait(const Snapshot& snapshot, const RequestFacts& facts);
+/// The longest that bound can be under `rule` (auto: its long bound): what a hold queue waits at most.
 [[nodiscard]] Time task_max_wait(const TaskAdmission& rule, bool kept_alive);
-[[nodiscard]] Time task_max_wait(const TaskAdmission& rule, const RequestFacts& facts);
 
 /// The longest a request whose wait is kept alive or not (`kept_alive`) is held under `routing`:
 /// admission's max_wait, or task admission's bound for it when task admission is on and that is longer (a

@@ -161,12 +161,15 @@ struct TaskAdmission {
   /// 8 minutes leave a request its first token within Claude Code's 10-minute request timeout.
   Time max_wait = std::chrono::minutes(8);
   /// The bound of a held task start whose client's wait is kept alive (RequestFacts::kept_alive): no client
-  /// timeout bounds it, so it is the operator's choice. 8 minutes by default, max_wait's: a longer bound
-  /// bought no tasks/h on the RTX 5090 host (30 minutes: -2 % at 32 agents), and where a replica's cache
-  /// holds less than two tasks (the reference host with agents) task admission runs one task a replica and
-  /// the 8-minute cut is what fills the idle GPUs: 30 minutes cost 19-43 % of the tasks/h at 16-32 agents
+  /// timeout bounds it, so it is the operator's choice. nullopt = auto (core::task_max_wait):
+  /// `auto_stream_max_wait` where every replica keeps about two tasks warm (core::keeps_two_tasks_warm),
+  /// max_wait's elsewhere. Measured on the RTX 5090 host (2-3 tasks a replica), 30 minutes change nothing at
+  /// 4-26 agents and buy 3 % at 32, 15 % at 40 and 91 % at 48; where a replica keeps less than two tasks (the
+  /// reference host with agents) task admission runs one task a replica, the 8-minute cut is what fills the
+  /// idle GPUs, and 30 minutes cost 14-26 % of the tasks/h at 24-32 agents
   /// (docs/experiments/2026-12-07-classes-and-tenants.md).
-  Time stream_max_wait = std::chrono::minutes(8);
+  std::optional<Time> stream_max_wait;
+  static constexpr Time auto_stream_max_wait = std::chrono::minutes(30);
   /// What a replica's tasks under way are taken to hold (TaskPacking).
   TaskPacking packing = TaskPacking::mean;
 

@@ -168,6 +168,22 @@ Read read_auto_count(const json::value& v, std::optional<std::uint32_t>& out, co
   return {};
 }
 
+Read read_auto_duration(const json::value& v, std::optional<core::Time>& out, const Reading& r,
+                        std::string_view example) {
+  if (v.is_string() && v.as_string() == "auto") {
+    out.reset();
+    return {};
+  }
+  const auto t = duration_value(v, std::chrono::milliseconds(1));
+  if (!t) {
+    return bad(
+        fmt::format("{} must be \"auto\", a duration such as \"{}\" or a number of seconds, at least 1ms",
+                    r.name, example));
+  }
+  out = *t;
+  return {};
+}
+
 const std::array<Member<core::AdmissionConfig>, 7> kAdmission = {{
     {"max_queue", [](const core::AdmissionConfig& a) { return json::value(a.max_queue); },
      [](const json::value& v, core::AdmissionConfig& a, const Reading& r) {
@@ -218,9 +234,12 @@ const std::array<Member<core::TaskAdmission>, 3> kTaskAdmission = {{
      [](const json::value& v, core::TaskAdmission& t, const Reading& r) {
        return read_duration(v, t.max_wait, std::chrono::milliseconds(1), r, "8m");
      }},
-    {"stream_max_wait", [](const core::TaskAdmission& t) { return duration_json(t.stream_max_wait); },
+    {"stream_max_wait",
+     [](const core::TaskAdmission& t) {
+       return t.stream_max_wait ? duration_json(*t.stream_max_wait) : json::value("auto");
+     },
      [](const json::value& v, core::TaskAdmission& t, const Reading& r) {
-       return read_duration(v, t.stream_max_wait, std::chrono::milliseconds(1), r, "30m");
+       return read_auto_duration(v, t.stream_max_wait, r, "30m");
      }},
     {"packing", [](const core::TaskAdmission& t) { return json::value(core::task_packing_name(t.packing)); },
      [](const json::value& v, core::TaskAdmission& t, const Reading& r) {

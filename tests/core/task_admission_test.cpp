@@ -316,7 +316,8 @@ TEST(TasksUnderWay, AReloadMovesTasksWithTheirReplicaAndEndsThoseOfARemovedOne) 
 TEST(TaskAdmission, TheLongestHoldIsTheLongerBoundOfTheRulesInForce) {
   RoutingConfig r;
   EXPECT_EQ(longest_hold(r, false), minutes(8));
-  EXPECT_EQ(longest_hold(r, true), minutes(8)) << "by default the stream bound is max_wait's";
+  EXPECT_EQ(longest_hold(r, true), TaskAdmission::auto_stream_max_wait)
+      << "by default (auto) the stream bound may reach its long bound";
   r.task_admission.stream_max_wait = minutes(30);
   EXPECT_EQ(longest_hold(r, true), minutes(30)) << "a start kept alive: the stream bound";
   r.task_admission.enabled = false;
@@ -339,7 +340,7 @@ TEST(TaskAdmission, AStartKeptAliveIsHeldPastMaxWaitUpToItsStreamBound) {
   RequestFacts kept = new_task();
   kept.kept_alive = true;
   kept.queued_for = minutes(8);
-  EXPECT_EQ(task_max_wait(s.routing.task_admission, kept), minutes(30));
+  EXPECT_EQ(task_max_wait(s, kept), minutes(30));
   EXPECT_TRUE(decide(s, kept, rng).queued()) << "8 min is the bound of a client that gives up at 10";
   kept.queued_for = minutes(29);
   EXPECT_TRUE(decide(s, kept, rng).queued());
@@ -351,6 +352,36 @@ TEST(TaskAdmission, AStartKeptAliveIsHeldPastMaxWaitUpToItsStreamBound) {
   s.routing.task_admission.stream_max_wait = minutes(2);
   kept.queued_for = minutes(2);
   EXPECT_TRUE(decide(s, kept, rng).ok()) << "the operator's bound, shorter or longer";
+}
+
+// auto: a start kept alive waits the long bound only where every replica keeps about two tasks warm (1.75);
+// where one keeps less, holding longer idles its GPU (the reference host with agents): max_wait's bound.
+TEST(TaskAdmission, AutoHoldsAStartKeptAliveLongOnlyWhereEveryReplicaKeepsTwoTasksWarm) {
+  ScriptedRng rng;
+  Snapshot s = under_way({2, 2, 2});
+  ASSERT_FALSE(s.routing.task_admission.stream_max_wait) << "auto is the default";
+  for (ReplicaState& r : s.replicas) {
+    r.kv_capacity_tokens = static_cast<std::uint64_t>(1.75 * s.task_tokens);
+  }
+  RequestFacts kept = new_task();
+  kept.kept_alive = true;
+  kept.queued_for = minutes(8);
+  EXPECT_TRUE(keeps_two_tasks_warm(s));
+  EXPECT_EQ(task_max_wait(s, kept), TaskAdmission::auto_stream_max_wait);
+  EXPECT_TRUE(decide(s, kept, rng).queued()) << "1.75 tasks warm a replica: held past max_wait";
+  s.replicas[1].kv_capacity_tokens -= 1;
+  EXPECT_FALSE(keeps_two_tasks_warm(s));
+  EXPECT_EQ(task_max_wait(s, kept), s.routing.task_admission.max_wait);
+  EXPECT_TRUE(decide(s, kept, rng).ok()) << "one replica keeps less than 1.75 tasks: max_wait's bound";
+  s.replicas[1].healthy = false;
+  EXPECT_TRUE(keeps_two_tasks_warm(s)) << "an unhealthy replica takes no task";
+  s.task_tokens = 0;
+  EXPECT_TRUE(keeps_two_tasks_warm(s)) << "no task has ended: a task is assumed a share of the cache";
+  EXPECT_TRUE(decide(s, kept, rng).queued());
+  RequestFacts plain = new_task();
+  plain.queued_for = minutes(8);
+  s.task_tokens = kTask;
+  EXPECT_EQ(task_max_wait(s, plain), s.routing.task_admission.max_wait) << "not kept alive: max_wait";
 }
 
 TEST(TaskAdmission, ASessionsNextTaskKeptAliveIsHeldUpToItsStreamBound) {

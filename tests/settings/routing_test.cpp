@@ -69,6 +69,8 @@ TEST(RoutingSettings, APatchChangesOnlyWhatItNames) {
       patched(base, R"({"task_admission": {"mode": "off", "max_wait": "2m", "stream_max_wait": "45m"}})"),
       want)
       << "the bound of a held start whose stream the warden keeps alive";
+  want.task_admission.stream_max_wait.reset();
+  EXPECT_EQ(patched(want, R"({"task_admission": {"stream_max_wait": "auto"}})"), want) << "auto again";
   want = base;
   want.task_admission.packing = warden::core::TaskPacking::remaining;
   EXPECT_EQ(patched(base, R"({"task_admission": {"packing": "remaining"}})", RoutingScope::stored), want)

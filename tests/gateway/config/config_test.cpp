@@ -197,7 +197,7 @@ TEST(Config, RebalanceThreadsAndCostSpillAreRoutingSwitches) {
   EXPECT_TRUE(r.config->models[0].routing.threads) << "on unless switched off";
   EXPECT_TRUE(r.config->models[0].routing.cost_spill.enabled) << "on unless switched off";
   EXPECT_TRUE(r.config->models[0].routing.task_admission.enabled) << "on unless switched off";
-  EXPECT_EQ(r.config->models[0].routing.task_admission.stream_max_wait, std::chrono::minutes(8));
+  EXPECT_FALSE(r.config->models[0].routing.task_admission.stream_max_wait) << "auto unless set";
   r = parse_config(model("{ task_admission: { mode: off, max_wait: 90s, stream_max_wait: 1h } }"), "w.yaml");
   ASSERT_TRUE(r.ok()) << r.error_text();
   EXPECT_FALSE(r.config->models[0].routing.task_admission.enabled);
