@@ -492,7 +492,13 @@ TEST(GatewaySharedState, TwoWardensFailingOverOneConversationAgreeOnItsNewHome) 
   const Turn moved = send_turn(a.port, "moving", 3);
   ASSERT_EQ(moved.status, 200u);
   EXPECT_EQ(moved.route, "failover");
-  // The other warden's own placement would avoid the replica the first one just filled; it follows it.
+  // The first warden writes the new home after its answer (the flush is asynchronous); once it is in Redis,
+  // the other warden's own placement would avoid the replica the first one just filled: it follows it.
+  RedisClient c(redis.port);
+  std::string key = c.run({"KEYS", "t:home:m:*"});
+  ASSERT_GT(key.size(), 2u) << key;
+  key = key.substr(1, key.size() - 2);
+  ASSERT_TRUE(wait_until([&] { return c.run({"GET", key}) == moved.replica; }));
   const Turn followed = send_turn(b.port, "moving", 4);
   ASSERT_EQ(followed.status, 200u);
   EXPECT_EQ(followed.replica, moved.replica);
