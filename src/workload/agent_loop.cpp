@@ -192,7 +192,7 @@ bool AgentLoop::needs_compaction(const Thread& t) const {
 void AgentLoop::compact(Thread& t) {
   Conversation& c = t.conversation;
   ++c.compactions;
-  ++compactions_;
+  ++counts_.compactions;
   t.compacting = false;
   c.messages.clear();
   c.messages.push_back(user_text(text(kSummaryTag, t, c.compactions, config_.summary_tokens)));
@@ -268,7 +268,7 @@ void AgentLoop::start_subagent(std::size_t agent, std::size_t type, double now) 
     t.ready_at = now;
     ++a.serial;
     ++a.running;
-    ++subagents_started_;
+    ++counts_.subagents_started;
     return;
   }
 }
@@ -327,7 +327,7 @@ void AgentLoop::complete_main(std::size_t agent, std::string reply, double now, 
   end.final_text = true;
   end.task_started_at = a.task_started.value_or(now);
   a.task_started.reset();
-  ++tasks_finished_;
+  ++counts_.tasks_finished;
   m.conversation.messages.push_back(Message{Role::assistant, std::move(reply), {}, {}});
   ++a.task;
   // The user reads the reply, uniform in [0.5, 1.5) x think: a person at the keyboard the longer.
@@ -338,7 +338,7 @@ void AgentLoop::complete_main(std::size_t agent, std::string reply, double now, 
     return;
   }
   end.session_finished = true;
-  ++sessions_finished_;
+  ++counts_.sessions_finished;
   m.active = false;
   if (!stopped_) {
     start_session(agent, now + think);

@@ -53,10 +53,13 @@ class AgentLoop : public Loop {
   std::uint64_t next_session_index() const override { return next_session_index_; }
 
   // What happened so far (tests, docs).
-  std::uint64_t tasks_finished() const { return tasks_finished_; }
-  std::uint64_t subagents_started() const { return subagents_started_; }
-  std::uint64_t compactions() const { return compactions_; }
-  std::uint64_t sessions_finished() const { return sessions_finished_; }
+  struct Counts {
+    std::uint64_t tasks_finished = 0;
+    std::uint64_t subagents_started = 0;
+    std::uint64_t compactions = 0;
+    std::uint64_t sessions_finished = 0;
+  };
+  const Counts& counts() const { return counts_; }
   // Tokens of a slot's conversation as the workload counts them (prefix + history, estimated).
   std::size_t history_tokens(std::size_t slot) const { return thread(slot).tokens; }
 
@@ -117,10 +120,7 @@ class AgentLoop : public Loop {
   std::uint64_t next_session_index_;
   std::size_t in_flight_ = 0;
   bool stopped_ = false;
-  std::uint64_t tasks_finished_ = 0;
-  std::uint64_t subagents_started_ = 0;
-  std::uint64_t compactions_ = 0;
-  std::uint64_t sessions_finished_ = 0;
+  Counts counts_;
 };
 
 // A subagent's X-Claude-Code-Agent-Id as the real client sends it: 'a' and 16 hex digits, fixed by the

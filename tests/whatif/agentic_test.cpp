@@ -48,8 +48,8 @@ TEST(WhatifAgentic, IncrementalPromptsEqualTheFullRender) {
     now = std::max(now + 1, loop.next_ready_at().value_or(now + 1));
   }
   EXPECT_GT(checked, 100U);
-  EXPECT_GT(loop.compactions(), 0U);
-  EXPECT_GT(loop.subagents_started(), 0U);
+  EXPECT_GT(loop.counts().compactions, 0U);
+  EXPECT_GT(loop.counts().subagents_started, 0U);
 }
 
 SimulationConfig agentic_config() {

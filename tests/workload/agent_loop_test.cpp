@@ -118,7 +118,7 @@ TEST(AgentLoop, SubagentsCarryAgentIdAndShareTheirPrefixAcrossSessions) {
   const Workload w(agentic());
   AgentLoop loop(w, 6, 0.0, 0);
   const auto sent = run(w, loop, 400);
-  ASSERT_GT(loop.subagents_started(), 2U);
+  ASSERT_GT(loop.counts().subagents_started, 2U);
   const std::regex id_form("a[0-9a-f]{16}");
   std::map<std::size_t, std::set<std::string>> prefixes;  // subagent type -> system + tools
   std::set<std::uint64_t> sessions_with_subagents;
@@ -209,7 +209,7 @@ TEST(AgentLoop, CompactionReplacesTheHistoryAndKeepsThePrefix) {
   const Workload w(c);
   AgentLoop loop(w, 1, 0.0, 0);
   const auto sent = run(w, loop, 300);
-  ASSERT_GT(loop.compactions(), 0U);
+  ASSERT_GT(loop.counts().compactions, 0U);
   for (const Sent& s : sent) {
     // Tool results are cut so that every request fits the window with room for its reply.
     EXPECT_LE(s.tokens + c.max_output, c.agentic.context_window);
@@ -269,10 +269,10 @@ TEST(AgentLoop, TasksStartWithAPromptAndEndWithTextAfterThinkTime) {
       }
     }
   }
-  EXPECT_EQ(tasks, loop.tasks_finished());
+  EXPECT_EQ(tasks, loop.counts().tasks_finished);
   EXPECT_GT(tasks, 2U);
   // After `tasks` tasks a session ends and a new session id follows.
-  EXPECT_GT(loop.sessions_finished(), 0U);
+  EXPECT_GT(loop.counts().sessions_finished, 0U);
   EXPECT_GT(loop.sessions_started(), 2U);
 }
 
