@@ -1,10 +1,10 @@
-// The Router's use of the replicas' KV cache events (ReplicaMetrics::kv, core/kv_index.hpp): where they are
-// live they replace the estimate of what a replica holds for the request being routed.
+#include "core/residency.hpp"
+
 #include <algorithm>
 
 #include "base/splitmix.hpp"
 #include "core/cost_spill.hpp"
-#include "core/router.hpp"
+#include "core/kv_index.hpp"
 
 namespace warden::core {
 
@@ -76,28 +76,29 @@ bool began_anew(const RequestFacts& facts) {
 
 }  // namespace
 
-void Router::note_residency(const RequestFacts& facts, std::span<const ReplicaMetrics> metrics) {
-  holds_thread_.assign(snapshot_.replicas.size(), 0);
-  expected_tokens_.assign(snapshot_.replicas.size(), 0);
-  expectable_.assign(snapshot_.replicas.size(), 0);
+void Residency::note(const RequestFacts& facts, std::span<const ReplicaMetrics> metrics, bool warden_policy,
+                     ThreadHomes& threads, Snapshot& snapshot) {
+  holds_thread_.assign(snapshot.replicas.size(), 0);
+  expected_tokens_.assign(snapshot.replicas.size(), 0);
+  expectable_.assign(snapshot.replicas.size(), 0);
   start_tokens_ = 0;
-  for (ReplicaState& r : snapshot_.replicas) {
+  for (ReplicaState& r : snapshot.replicas) {
     r.cached_for_request.reset();
   }
   // The baselines model other routers, which know nothing of the events; a side request belongs to no
   // thread.
-  if (routing_.policy != "affinity" || !facts.session || facts.thread.side) {
+  if (!warden_policy || !facts.session || facts.thread.side) {
     return;
   }
   const std::uint64_t thread = facts.session->hash;
-  const StartHomes::Threads starts = threads_.start_threads(facts);
+  const StartHomes::Threads starts = threads.start_threads(facts);
   // Routing reads the start as the events tell it now; the expectation also by the length they told before
   // (routing on the remembered length measured x0.96-0.97 at 26 agents on the 5090 host: a new thread then
   // reads the start resident on every replica and loses its preference for where its project ran).
   const std::uint64_t told = start_length(metrics, thread, starts);
-  const std::uint64_t start = remember_start(facts, told);
+  const std::uint64_t start = remember_start(facts, told, threads);
   const bool anew = began_anew(facts);
-  for (std::size_t i = 0; i < snapshot_.replicas.size() && i < metrics.size(); ++i) {
+  for (std::size_t i = 0; i < snapshot.replicas.size() && i < metrics.size(); ++i) {
     const KvIndex* kv = metrics[i].kv;
     if (kv == nullptr) {
       continue;
@@ -117,24 +118,24 @@ void Router::note_residency(const RequestFacts& facts, std::span<const ReplicaMe
     expected_tokens_[i] = std::max({own.value_or(0), shared.value_or(0), known_start, spilled});
     expectable_[i] = own || shared || expected_tokens_[i] > 0 ? 1 : 0;
     if (own || shared) {
-      snapshot_.replicas[i].cached_for_request = clamp_tokens(std::max(own.value_or(0), shared.value_or(0)));
+      snapshot.replicas[i].cached_for_request = clamp_tokens(std::max(own.value_or(0), shared.value_or(0)));
     }
   }
 }
 
 // The start's length as the events tell it now, kept by the start's digest: the threads that told it
 // (where one branched off another) may be gone from every index while the start stays resident.
-std::uint64_t Router::remember_start(const RequestFacts& facts, std::uint64_t told) {
+std::uint64_t Residency::remember_start(const RequestFacts& facts, std::uint64_t told, ThreadHomes& threads) {
   if (told > 0) {
-    threads_.set_start_length(facts, told);
+    threads.set_start_length(facts, told);
   }
-  start_tokens_ = told > 0 ? told : threads_.start_length(facts);
+  start_tokens_ = told > 0 ? told : threads.start_length(facts);
   return start_tokens_;
 }
 
-bool Router::witness_holds(const RequestFacts& facts, ReplicaIndex chosen,
-                           std::span<const ReplicaMetrics> metrics) const {
-  const std::uint64_t witness = threads_.start_witness(facts, chosen);
+bool Residency::witness_holds(const RequestFacts& facts, ReplicaIndex chosen,
+                              std::span<const ReplicaMetrics> metrics, const ThreadHomes& threads) const {
+  const std::uint64_t witness = threads.start_witness(facts, chosen);
   if (witness == 0 || chosen >= metrics.size() || metrics[chosen].kv == nullptr) {
     return false;
   }
@@ -147,7 +148,7 @@ bool Router::witness_holds(const RequestFacts& facts, ReplicaIndex chosen,
   return kv.leading_tokens(witness, start) >= start;
 }
 
-void Router::use_residency(RequestFacts& facts) const {
+void Residency::use(RequestFacts& facts, const Snapshot& snapshot) const {
   // A known thread keeps the estimate's view of its home (its previous prompt there, evicted once the home
   // computed a cache's worth since): measured, pricing stays and moves by the exact figure moved
   // conversations off homes that still held most of them, and lost tasks (docs/routing.md). One exception:
@@ -155,9 +156,9 @@ void Router::use_residency(RequestFacts& facts) const {
   // it there; this warden's own spills store under another key): it follows, so wardens agree.
   if (facts.home) {
     if (*facts.home < holds_thread_.size()) {
-      const auto at_home = snapshot_.replicas[*facts.home].cached_for_request;
+      const auto at_home = snapshot.replicas[*facts.home].cached_for_request;
       for (std::size_t i = 0; i < holds_thread_.size(); ++i) {
-        const ReplicaState& r = snapshot_.replicas[i];
+        const ReplicaState& r = snapshot.replicas[i];
         if (i != *facts.home && holds_thread_[i] != 0 && r.healthy && at_home &&
             *r.cached_for_request > *at_home + facts.prompt_tokens / 8) {
           facts.home = static_cast<ReplicaIndex>(i);
@@ -172,15 +173,15 @@ void Router::use_residency(RequestFacts& facts) const {
   // forgot it): that replica is its home, the one holding the most of it.
   std::optional<ReplicaIndex> best;
   for (std::size_t i = 0; i < holds_thread_.size(); ++i) {
-    const ReplicaState& r = snapshot_.replicas[i];
+    const ReplicaState& r = snapshot.replicas[i];
     if (holds_thread_[i] != 0 && r.healthy &&
-        (!best || *r.cached_for_request > *snapshot_.replicas[*best].cached_for_request)) {
+        (!best || *r.cached_for_request > *snapshot.replicas[*best].cached_for_request)) {
       best = static_cast<ReplicaIndex>(i);
     }
   }
   if (best) {
     facts.home = best;
-    facts.home_cached_tokens = *snapshot_.replicas[*best].cached_for_request;
+    facts.home_cached_tokens = *snapshot.replicas[*best].cached_for_request;
     facts.preferred = 0;
     return;
   }
@@ -188,8 +189,8 @@ void Router::use_residency(RequestFacts& facts) const {
   // the warden's memory of where starts went names.
   ReplicaSet known = 0;
   ReplicaSet holding = 0;
-  for (std::size_t i = 0; i < snapshot_.replicas.size() && i < replica_set_size; ++i) {
-    if (const auto held = snapshot_.replicas[i].cached_for_request) {
+  for (std::size_t i = 0; i < snapshot.replicas.size() && i < replica_set_size; ++i) {
+    if (const auto held = snapshot.replicas[i].cached_for_request) {
       known |= ReplicaSet{1} << i;
       holding |= *held > 0 ? ReplicaSet{1} << i : 0;
     }
@@ -197,7 +198,7 @@ void Router::use_residency(RequestFacts& facts) const {
   facts.preferred = (facts.preferred & ~known) | holding;
 }
 
-void Router::expect(const RequestFacts& facts, Decision& decision) const {
+void Residency::expect(const RequestFacts& facts, const Snapshot& snapshot, Decision& decision) const {
   decision.thread_key = facts.session && !facts.thread.side ? facts.session->hash : 0;
   decision.thread_anew = began_anew(facts);
   if (decision.route == Route::spilled && decision.thread_key != 0) {
@@ -208,8 +209,8 @@ void Router::expect(const RequestFacts& facts, Decision& decision) const {
   // The prefill the replica's backlog counts stays the estimate's (cost_spill.hpp): only a turn on its
   // home finds its previous prompt cached.
   decision.prefill_tokens = facts.home == decision.replica ? uncached_at_home(facts) : facts.prompt_tokens;
-  if (chosen < snapshot_.replicas.size()) {
-    decision.expected_block = snapshot_.replicas[chosen].block_size;
+  if (chosen < snapshot.replicas.size()) {
+    decision.expected_block = snapshot.replicas[chosen].block_size;
   }
   if (chosen < expectable_.size() && expectable_[chosen] != 0) {
     decision.expected_cached_tokens = clamp_tokens(expected_tokens_[chosen]);

@@ -136,7 +136,8 @@ void Router::commit(const RequestFacts& facts, const Decision& decision,
   if (!facts.session || facts.thread.side) {
     return;  // a side request belongs to no thread: it moves, places and remembers nothing
   }
-  threads_.served(facts, chosen, sessions_, now, decision.thread_key, witness_holds(facts, chosen, metrics));
+  threads_.served(facts, chosen, sessions_, now, decision.thread_key,
+                  residency_.witness_holds(facts, chosen, metrics, threads_));
   const std::uint64_t key = facts.session->hash;
   switch (decision.route) {
     case Route::spilled:
@@ -173,8 +174,8 @@ Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metri
   }
   build_snapshot(metrics, now);
   look_up_home(facts, metrics, now);
-  note_residency(facts, metrics);
-  use_residency(facts);
+  residency_.note(facts, metrics, routing_.policy == "affinity", threads_, snapshot_);
+  residency_.use(facts, snapshot_);
   facts.task_under_way = tasks_.under_way(facts);
   Decision decision = policy_->pick(snapshot_, facts, rng);
   note_admission(facts, decision);
@@ -182,7 +183,7 @@ Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metri
     counters_.record(decision);
     return decision;
   }
-  expect(facts, decision);
+  residency_.expect(facts, snapshot_, decision);
   if (*decision.replica < prefill_backlog_.size()) {
     prefill_backlog_[*decision.replica] += decision.prefill_tokens;
   }

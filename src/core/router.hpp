@@ -17,7 +17,9 @@
 #include "core/counters.hpp"
 #include "core/kv_index.hpp"
 #include "core/policy.hpp"
+#include "core/replica_metrics.hpp"
 #include "core/replica_remap.hpp"
+#include "core/residency.hpp"
 #include "core/rng.hpp"
 #include "core/session_table.hpp"
 #include "core/shared_ids.hpp"
@@ -27,23 +29,6 @@
 #include "core/types.hpp"
 
 namespace warden::core {
-
-/// What the poller knows about one replica: its engine's figures (observe_report) and health.
-struct ReplicaMetrics : ReplicaFigures {
-  bool healthy = true;
-  /// Incremented by the poller on every successful scrape of this replica: when it changes, the Router
-  /// resets the replica's sent_since_scrape (vLLM's balancer view works the same way).
-  std::uint64_t scrape_generation = 0;
-  /// The other wardens' load on this replica (ReplicaState's peer_* fields).
-  std::uint32_t peer_in_flight = 0;
-  std::uint32_t peer_active_conversations = 0;
-  std::uint64_t peer_held_tokens = 0;
-  std::uint32_t peer_wardens = 0;  ///< other wardens whose load is fresh
-  /// What the replica's KV cache events say its cache holds, while they are live (null: not listening, or
-  /// the events stopped or have a gap not yet replayed; the estimate applies). Not owned: the caller keeps
-  /// the index alive while the Router may read it.
-  const KvIndex* kv = nullptr;
-};
 
 struct RouterConfig {
   RoutingConfig routing{};
@@ -189,16 +174,6 @@ class Router {
   // what the request shows at `note_at` (a request being routed, not one answered); the warden's policy only.
   RequestFacts conversation_facts(RequestFacts facts, std::optional<Time> note_at);
   void drop_prefill(const Decision& decision);
-  // KV cache events (ReplicaMetrics::kv; router_residency.cpp): what each replica holds of the request's
-  // thread, or of its start for a new one, into the snapshot; the home's exact figure, or a home found in
-  // the events, into the facts; and the decision's expected cached tokens.
-  void note_residency(const RequestFacts& facts, std::span<const ReplicaMetrics> metrics);
-  std::uint64_t remember_start(const RequestFacts& facts, std::uint64_t told);
-  void use_residency(RequestFacts& facts) const;
-  // Whether the chosen replica's witness of the request's start (StartHomes) still holds the start there.
-  [[nodiscard]] bool witness_holds(const RequestFacts& facts, ReplicaIndex chosen,
-                                   std::span<const ReplicaMetrics> metrics) const;
-  void expect(const RequestFacts& facts, Decision& decision) const;
   void look_up_home(RequestFacts& facts, std::span<const ReplicaMetrics> metrics, Time now) const;
 
   RoutingConfig routing_;
@@ -223,14 +198,8 @@ class Router {
   // Reused per route: each replica's tasks_reach_tokens.
   std::vector<double> reach_;
   SharedIds shared_ids_;
-  // Per replica, for the request being routed: its events show the thread itself (not only its start).
-  std::vector<std::uint8_t> holds_thread_;
-  // Per replica, for the request being routed: what the events say it will find there (its chain, its
-  // start by the length they told, what its spills stored), and whether they can say.
-  std::vector<std::uint64_t> expected_tokens_;
-  std::vector<std::uint8_t> expectable_;
-  // For the request being routed: the length of its start as the events tell it (0 = not known).
-  std::uint64_t start_tokens_ = 0;
+  // What the replicas' KV cache events say of the request being routed.
+  Residency residency_;
 };
 
 }  // namespace warden::core
