@@ -24,9 +24,13 @@ std::uint32_t digest_of(std::uint64_t first) {
 // request pays for a crowd that went idle together.
 constexpr int expiries_per_request = 2;
 
+// The index's salt: the session table holds the same ids, and its maps must not double on the same
+// request as these (SlotIndex).
+constexpr std::uint64_t index_salt = 0x5ad1d50f5e5510ULL;
+
 }  // namespace
 
-SharedIds::SharedIds(SharedIdsConfig config) : config_(config) {
+SharedIds::SharedIds(SharedIdsConfig config) : config_(config), index_(index_salt) {
   config_.max_ids = std::clamp<std::size_t>(config_.max_ids, 1, nil - 1);
 }
 
