@@ -36,25 +36,9 @@ void TasksUnderWay::remove(const Task& task) {
 TasksUnderWay::TasksUnderWay(std::size_t max_tasks)
     : max_tasks_(std::clamp<std::size_t>(max_tasks, 1, nil - 1)) {}
 
-void TasksUnderWay::unlink(std::uint32_t slot) {
-  Task& task = tasks_[slot];
-  (task.prev != nil ? tasks_[task.prev].next : head_) = task.next;
-  (task.next != nil ? tasks_[task.next].prev : tail_) = task.prev;
-  task.prev = nil;
-  task.next = nil;
-}
-
-void TasksUnderWay::push_front(std::uint32_t slot) {
-  Task& task = tasks_[slot];
-  task.prev = nil;
-  task.next = head_;
-  (head_ != nil ? tasks_[head_].prev : tail_) = slot;
-  head_ = slot;
-}
-
 // Forgets the task in `slot` (its load and tenant's count already taken off, or rebuilt without it).
 void TasksUnderWay::forget(std::uint32_t slot) {
-  unlink(slot);
+  list_.unlink(tasks_, slot);
   index_.erase(tasks_[slot].key);
   tasks_.release(slot);
 }
@@ -76,7 +60,7 @@ const TasksUnderWay::Task* TasksUnderWay::find(std::uint64_t key) const {
 // A new task of the session of `facts`, first in the list; the least recently seen ends to make room.
 void TasksUnderWay::start(const RequestFacts& facts, ReplicaIndex replica, Time now) {
   if (index_.size() >= max_tasks_) {
-    end(tail_);
+    end(list_.tail);
   }
   const std::uint32_t slot = tasks_.take();
   tasks_[slot] = Task{.key = task_key(facts),
@@ -87,7 +71,7 @@ void TasksUnderWay::start(const RequestFacts& facts, ReplicaIndex replica, Time 
                       .first = facts.prompt_tokens,
                       .work_class = facts.work_class};
   index_.insert(tasks_[slot].key, slot);
-  push_front(slot);
+  list_.push_front(tasks_, slot);
   add(tasks_[slot]);
   ++per_tenant_[facts.tenant];
 }
@@ -109,8 +93,8 @@ void TasksUnderWay::routed(const RequestFacts& facts, const Decision& decision, 
   const std::uint32_t slot = *found;
   Task& task = tasks_[slot];
   task.last_seen = latest_;
-  unlink(slot);
-  push_front(slot);
+  list_.unlink(tasks_, slot);
+  list_.push_front(tasks_, slot);
   if (!main_thread) {
     return;
   }
@@ -162,9 +146,9 @@ void TasksUnderWay::expire(Time now, Time idle) {
     next_walk_ = now + idle / 16;
     walk_cutoff_ = now - idle;
   }
-  const auto silent = [&] { return tail_ != nil && tasks_[tail_].last_seen <= walk_cutoff_; };
+  const auto silent = [&] { return list_.tail != nil && tasks_[list_.tail].last_seen <= walk_cutoff_; };
   for (std::size_t n = 0; n < expire_budget && silent(); ++n) {
-    end(tail_);
+    end(list_.tail);
   }
   walking_ = silent();
 }
@@ -172,8 +156,7 @@ void TasksUnderWay::expire(Time now, Time idle) {
 void TasksUnderWay::clear() {
   index_.clear();
   tasks_.clear();
-  head_ = nil;
-  tail_ = nil;
+  list_ = {};
   walking_ = false;
   per_tenant_.clear();
   per_replica_.assign(per_replica_.size(), Load{});
@@ -182,7 +165,7 @@ void TasksUnderWay::clear() {
 void TasksUnderWay::remap(const ReplicaRemap& remap) {
   per_tenant_.clear();
   std::vector<Load> moved(remap.new_count);
-  for (std::uint32_t slot = head_; slot != nil;) {
+  for (std::uint32_t slot = list_.head; slot != nil;) {
     Task& task = tasks_[slot];
     const std::uint32_t next = task.next;
     if (task.replica < remap.to.size() && remap.to[task.replica]) {

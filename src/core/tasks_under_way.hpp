@@ -57,7 +57,7 @@ class TasksUnderWay {
   /// (negative after a compaction).
   template <class Left>
   void project(std::span<double> out, Left&& left) const {
-    for (std::uint32_t slot = head_; slot != nil; slot = tasks_[slot].next) {
+    for (std::uint32_t slot = list_.head; slot != nil; slot = tasks_[slot].next) {
       const Task& task = tasks_[slot];
       if (task.replica < out.size()) {
         const double grown = static_cast<double>(task.tokens) - static_cast<double>(task.first);
@@ -109,14 +109,11 @@ class TasksUnderWay {
   void end(std::uint32_t slot);
   void forget(std::uint32_t slot);
   [[nodiscard]] const Task* find(std::uint64_t key) const;
-  void unlink(std::uint32_t slot);
-  void push_front(std::uint32_t slot);
 
   std::size_t max_tasks_;
   SlotIndex index_;  // session key -> slot
   Slab<Task> tasks_;
-  std::uint32_t head_ = nil;
-  std::uint32_t tail_ = nil;
+  SlabList list_;
   Time latest_{};
   std::vector<Load> per_replica_;
   std::unordered_map<std::uint64_t, std::uint32_t> per_tenant_;  // tasks, by tenant
