@@ -4,6 +4,7 @@
 // mallinfo2. Run: build/bench/core_bench [--benchmark_repetitions=5]
 #include <benchmark/benchmark.h>
 #include <malloc.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -20,6 +21,8 @@
 #include "core/decide.hpp"
 #include "core/policy.hpp"
 #include "core/router.hpp"
+#include "core/tasks_under_way.hpp"
+#include "core/thread_index.hpp"
 
 namespace {
 
@@ -303,6 +306,12 @@ double thread_cpu_ns() {
   return static_cast<double>(t.tv_sec) * 1e9 + static_cast<double>(t.tv_nsec);
 }
 
+long thread_faults() {
+  rusage usage{};
+  getrusage(RUSAGE_THREAD, &usage);
+  return usage.ru_minflt + usage.ru_majflt;
+}
+
 double median_wall(std::span<const Took> took) {
   std::vector<double> wall;
   for (const Took& t : took) {
@@ -322,8 +331,11 @@ struct IdFlood {
 
   explicit IdFlood(bool shared_ids) : shared(shared_ids) {}
 
-  // While filling: the slowest request by CPU time, and the requests above 1 ms of it.
+  // While filling: the slowest request by CPU time, the page faults taken in it (a first touch of memory
+  // the system hands out; on a virtual machine one can take a few hundred microseconds), and the requests
+  // above 1 ms of it.
   double fill_slowest_ns = 0;
+  long fill_slowest_faults = 0;
   std::uint64_t fill_over_1ms = 0;
 
   // One id's requests; each one's routing time in `took` when given, else in the fill's figures.
@@ -334,6 +346,7 @@ struct IdFlood {
       RequestFacts f = turn(id);
       f.first_message = firsts[i];
       now += std::chrono::microseconds(1);
+      const long faults_before = took == nullptr ? thread_faults() : 0;
       const double cpu_start = thread_cpu_ns();
       const auto start = std::chrono::steady_clock::now();
       const Decision d = router.route(f, metrics, now, rng);
@@ -341,10 +354,11 @@ struct IdFlood {
       const double cpu = thread_cpu_ns() - cpu_start;
       if (took != nullptr) {
         took->push_back({t.count(), cpu});
-      } else {
-        fill_slowest_ns = std::max(fill_slowest_ns, cpu);
-        fill_over_1ms += cpu > 1e6 ? 1 : 0;
+      } else if (cpu > fill_slowest_ns) {
+        fill_slowest_ns = cpu;
+        fill_slowest_faults = thread_faults() - faults_before;
       }
+      fill_over_1ms += took == nullptr && cpu > 1e6 ? 1 : 0;
       router.finish(*d.replica);
     }
   }
@@ -381,9 +395,10 @@ void report_id_flood() {
       }
       std::printf(
           "(filled a Router from 0 to %llu %s ids: the slowest request on the way, as its tables grew, "
-          "%.3f ms of CPU time; %llu requests above 1 ms)\n",
+          "%.3f ms of CPU time, %ld page faults in it; %llu requests above 1 ms)\n",
           static_cast<unsigned long long>(sizes[at + 1]), kind == 1 ? "shared" : "plain",
-          flood.fill_slowest_ns / 1e6, static_cast<unsigned long long>(flood.fill_over_1ms));
+          flood.fill_slowest_ns / 1e6, flood.fill_slowest_faults,
+          static_cast<unsigned long long>(flood.fill_over_1ms));
     }
   }
   std::vector<Took> took[kinds][3];
@@ -519,10 +534,65 @@ void report_idle_expiry() {
   std::printf("\n");
 }
 
+// Two more tables a client fills, past their bounds: a new session with a thread when 65,536 sessions hold
+// 32 threads each (the thread index forgets the least recently seen session's threads), and 1 M agent
+// tasks under way (sessions offering tools, 1 us apart): each start, a look for silent tasks while none
+// is, then the calls (1 ms apart) that end them all after the silence. Slowest call, CPU time.
+void report_crowds() {
+  warden::core::ThreadIndex index;
+  for (std::uint64_t s = 1; s <= 65'536; ++s) {
+    for (std::uint64_t t = 0; t < 32; ++t) {
+      (void)index.note(s, session_key(s * 64 + t), 0, Time{std::chrono::microseconds(s * 64 + t)});
+    }
+  }
+  double thread_slowest = 0;
+  std::size_t forgotten = 0;
+  for (std::uint64_t s = 65'537; s < 65'537 + 100; ++s) {
+    const double start = thread_cpu_ns();
+    forgotten =
+        std::max(forgotten, index.note(s, session_key(s * 64), 0, Time{std::chrono::seconds(s)}).size());
+    thread_slowest = std::max(thread_slowest, thread_cpu_ns() - start);
+  }
+  warden::core::TasksUnderWay tasks;
+  const Time idle = std::chrono::minutes(5);
+  Decision d;
+  d.route = warden::core::Route::new_conversation;
+  double start_slowest = 0;
+  for (std::uint64_t i = 0; i < 1'000'000; ++i) {
+    RequestFacts f = turn(i);
+    f.offers_tools = true;
+    d.replica = static_cast<warden::core::ReplicaIndex>(i % replicas);
+    const Time now{std::chrono::microseconds(i)};
+    const double start = thread_cpu_ns();
+    tasks.expire(now, idle);
+    tasks.routed(f, d, now);
+    start_slowest = std::max(start_slowest, thread_cpu_ns() - start);
+  }
+  const double look_start = thread_cpu_ns();
+  tasks.expire(std::chrono::seconds(20), idle);
+  const double look = thread_cpu_ns() - look_start;
+  double end_slowest = 0;
+  std::size_t calls = 0;
+  for (Time now = std::chrono::seconds(1) + idle; tasks.size() > 0;
+       now += std::chrono::milliseconds(1), ++calls) {
+    const double start = thread_cpu_ns();
+    tasks.expire(now, idle);
+    end_slowest = std::max(end_slowest, thread_cpu_ns() - start);
+  }
+  std::printf(
+      "tables a client fills, past their bounds (slowest call, CPU time):\n"
+      "  a new session with a thread beside 65,536 sessions of 32 threads: %.3f ms (%zu threads forgotten)\n"
+      "  1 M agent tasks under way: a start %.3f ms; a look for silent ones, none silent: %.3f ms; ending "
+      "them "
+      "after the silence: %.3f ms a call, %zu calls\n\n",
+      thread_slowest / 1e6, forgotten, start_slowest / 1e6, look / 1e6, end_slowest / 1e6, calls);
+}
+
 int main(int argc, char** argv) {
   report_memory();
   report_learn_shared_home();
   report_idle_expiry();
+  report_crowds();
   report_id_flood();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
