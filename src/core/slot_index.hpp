@@ -5,8 +5,9 @@
 // request crossed the line. Here, past kOneMap entries, the entries are spread over kShards maps by their
 // key, kSpreadStep of them per insert: each map doubles on its own, moving at most a 1,024th of the
 // entries (at the tables' bound of a million, about 900 entries and 16 KiB), so no request pays for more.
-// Two tables that hold the same keys (the session table and the shared-id table) choose their maps with
-// different salts: their maps double on different requests, not both on the same one. Not thread-safe.
+// Tables that hold the same keys (the session table, the shared-id table, the tasks under way) choose
+// their maps with different salts: their maps double on different requests, not on the same one.
+// Not thread-safe.
 
 #include <cstddef>
 #include <cstdint>

@@ -15,6 +15,10 @@ bool counts(const RequestFacts& facts) {
   return facts.session && facts.offers_tools && !facts.thread.side;
 }
 
+// The index's salt: the session table holds the same keys, and its maps must not double on the same
+// request as these (SlotIndex).
+constexpr std::uint64_t index_salt = 0x7a5c5a7e5a17ULL;
+
 }  // namespace
 
 void TasksUnderWay::add(const Task& task) {
@@ -34,7 +38,7 @@ void TasksUnderWay::remove(const Task& task) {
 }
 
 TasksUnderWay::TasksUnderWay(std::size_t max_tasks)
-    : max_tasks_(std::clamp<std::size_t>(max_tasks, 1, nil - 1)) {}
+    : max_tasks_(std::clamp<std::size_t>(max_tasks, 1, nil - 1)), index_(index_salt) {}
 
 // Forgets the task in `slot` (its load and tenant's count already taken off, or rebuilt without it).
 void TasksUnderWay::forget(std::uint32_t slot) {
