@@ -1,7 +1,6 @@
 #include "core/thread_index.hpp"
 
 #include <algorithm>
-#include <functional>
 
 namespace warden::core {
 
@@ -76,19 +75,16 @@ void ThreadIndex::forget_oldest(std::vector<std::uint64_t>& forgotten) {
   sessions_.erase(it);
 }
 
+// The list is most recently seen first already: a page walks `offset + limit` of it, no sort of them all.
 std::vector<std::uint64_t> ThreadIndex::recent(std::size_t limit, std::size_t offset) const {
-  std::vector<std::pair<Time, std::uint64_t>> by_age;
-  by_age.reserve(sessions_.size());
-  for (const auto& [session, entry] : sessions_) {
-    by_age.emplace_back(entry.last_seen, session);
-  }
-  const std::size_t first = std::min(offset, by_age.size());
-  const auto end = static_cast<std::ptrdiff_t>(first + std::min(limit, by_age.size() - first));
-  std::partial_sort(by_age.begin(), by_age.begin() + end, by_age.end(), std::greater<>());
   std::vector<std::uint64_t> out;
-  out.reserve(static_cast<std::size_t>(end) - first);
-  for (auto it = by_age.begin() + static_cast<std::ptrdiff_t>(first); it != by_age.begin() + end; ++it) {
-    out.push_back(it->second);
+  out.reserve(std::min(limit, sessions_.size()));
+  std::uint64_t session = head_;
+  for (std::size_t i = 0; session != nil && out.size() < limit; ++i) {
+    if (i >= offset) {
+      out.push_back(session);
+    }
+    session = sessions_.find(session)->second.next;
   }
   return out;
 }

@@ -45,7 +45,8 @@ class ThreadIndex {
   /// Sessions with at least one thread besides the main one, and those threads.
   [[nodiscard]] std::size_t sessions() const { return sessions_.size(); }
   [[nodiscard]] std::size_t threads() const { return threads_; }
-  /// Up to `limit` sessions, most recently seen first, after the first `offset` of them (a page).
+  /// Up to `limit` sessions, most recently seen first, after the first `offset` of them (a page):
+  /// O(offset + limit).
   [[nodiscard]] std::vector<std::uint64_t> recent(std::size_t limit, std::size_t offset = 0) const;
   [[nodiscard]] std::size_t memory_bytes() const;
 

@@ -356,6 +356,20 @@ TEST(ThreadIndex, ManySessionsForgetTheLeastRecentlySeenOneAtATime) {
   EXPECT_EQ(index.threads(991).size(), 2u);
 }
 
+// A page of sessions walks the list from its most recent end: the same order as by last seen, no sort.
+TEST(ThreadIndex, PagesOfSessionsComeMostRecentlySeenFirst) {
+  ThreadIndex index;
+  for (std::uint64_t s = 1; s <= 10; ++s) {
+    (void)index.note(s, 100 + s, 0, seconds(static_cast<std::int64_t>(s)));
+  }
+  (void)index.note(3, 200, 0, seconds(11));
+  EXPECT_EQ(index.recent(3), (std::vector<std::uint64_t>{3, 10, 9}));
+  EXPECT_EQ(index.recent(3, 3), (std::vector<std::uint64_t>{8, 7, 6}));
+  EXPECT_EQ(index.recent(5, 8), (std::vector<std::uint64_t>{2, 1}));
+  EXPECT_TRUE(index.recent(5, 10).empty());
+  EXPECT_TRUE(index.recent(0).empty());
+}
+
 // A crowd of sessions with full thread lists: a new session past the bound forgets one session's threads,
 // never half the index (32,768 sessions' threads, a million keys, in one request before).
 TEST(ThreadIndex, ANewSessionPastTheBoundForgetsOneSessionsThreads) {
