@@ -138,6 +138,17 @@ void SessionTable::remove(std::uint32_t slot) {
   nodes_.release(slot);
 }
 
+// The slot of a conversation still within the TTL at `now`; one idle beyond it that expire() has not
+// dropped yet is dropped here, as if it had been.
+std::uint32_t* SessionTable::live(std::uint64_t key, Time now) {
+  std::uint32_t* slot = index_.find(key);
+  if (slot == nullptr || std::max(now, latest_) - nodes_[*slot].last_seen <= config_.idle_ttl) {
+    return slot;
+  }
+  remove(*slot);
+  return nullptr;
+}
+
 void SessionTable::remap_homes(std::span<const std::optional<ReplicaIndex>> to, ReplicaIndex gone) {
   for (std::uint32_t slot = 0; slot < nodes_.size(); ++slot) {
     Node& node = nodes_[slot];
@@ -186,7 +197,7 @@ void SessionTable::assign(std::uint64_t key, ReplicaIndex home, std::uint32_t pr
 void SessionTable::place(std::uint64_t key, ReplicaIndex home, std::uint32_t prompt_tokens, Time seen,
                          bool here) {
   std::uint32_t slot = nil;
-  if (const std::uint32_t* found = index_.find(key); found != nullptr) {
+  if (const std::uint32_t* found = live(key, seen); found != nullptr) {
     slot = *found;
     observe_gap(seen - nodes_[slot].last_seen);
     unlink(slot);
@@ -214,7 +225,7 @@ void SessionTable::place(std::uint64_t key, ReplicaIndex home, std::uint32_t pro
 }
 
 void SessionTable::touch(std::uint64_t key, std::uint32_t prompt_tokens, Time now) {
-  const std::uint32_t* slot = index_.find(key);
+  const std::uint32_t* slot = live(key, now);
   if (slot == nullptr) {
     return;
   }
@@ -228,7 +239,7 @@ void SessionTable::mark_computed(std::uint64_t key, std::uint64_t computed_at) {
 }
 
 bool SessionTable::learn(std::uint64_t key, ReplicaIndex home, std::uint32_t prompt_tokens, Time now) {
-  if (index_.contains(key)) {
+  if (live(key, now) != nullptr) {
     return false;
   }
   place(key, home, prompt_tokens, stamp(now));
@@ -236,7 +247,7 @@ bool SessionTable::learn(std::uint64_t key, ReplicaIndex home, std::uint32_t pro
 }
 
 bool SessionTable::seen_elsewhere(std::uint64_t key, ReplicaIndex home, std::uint64_t computed_at, Time now) {
-  const std::uint32_t* slot = index_.find(key);
+  const std::uint32_t* slot = live(key, now);
   if (slot == nullptr || nodes_[*slot].home != home) {
     return false;
   }
@@ -275,28 +286,37 @@ bool SessionTable::erase(std::uint64_t key) {
   return true;
 }
 
-void SessionTable::expire(Time now) {
+bool SessionTable::expire(Time now) {
   // Active if seen within the window (and never longer than the TTL allows).
   const Time active_cutoff = now - active_window();
+  const Time ttl_cutoff = now - config_.idle_ttl;
+  const auto back_in_window = [&] {
+    return idle_.head != nil && nodes_[idle_.head].last_seen >= active_cutoff;
+  };
+  const auto out_of_window = [&] {
+    return active_.tail != nil && nodes_[active_.tail].last_seen < active_cutoff;
+  };
+  const auto past_ttl = [&] { return idle_.tail != nil && nodes_[idle_.tail].last_seen < ttl_cutoff; };
+  std::size_t budget = expire_budget;
   // The adaptive window may have grown since the last call: the most recent idle entries come back. Both
   // lists are ordered, and every idle entry is older than every active one, so they join at the tail.
-  while (idle_.head != nil && nodes_[idle_.head].last_seen >= active_cutoff) {
+  for (; budget > 0 && back_in_window(); --budget) {
     const std::uint32_t slot = idle_.head;
     unlink(slot);
     activate(nodes_[slot]);
     push_back(active_, slot);
   }
-  while (active_.tail != nil && nodes_[active_.tail].last_seen < active_cutoff) {
+  for (; budget > 0 && out_of_window(); --budget) {
     const std::uint32_t slot = active_.tail;
     unlink(slot);
     deactivate(nodes_[slot]);
     // Everything already idle is older, so the idle list stays most-recent-first.
     push_front(idle_, slot);
   }
-  const Time ttl_cutoff = now - config_.idle_ttl;
-  while (idle_.tail != nil && nodes_[idle_.tail].last_seen < ttl_cutoff) {
+  for (; budget > 0 && past_ttl(); --budget) {
     remove(idle_.tail);
   }
+  return !back_in_window() && !out_of_window() && !past_ttl();
 }
 
 ReplicaSessions SessionTable::replica(ReplicaIndex index) const {
@@ -353,7 +373,9 @@ void SessionTable::import_entries(std::span<const SessionRecord> entries, Time n
     place(r.key, r.entry.home, r.entry.prompt_tokens, stamp(r.entry.last_seen));  // a later duplicate wins
     nodes_[*index_.find(r.key)].computed_at = r.entry.home_computed_at;
   }
-  expire(now);
+  while (!expire(now)) {
+    // O(size) already: the whole window at once
+  }
 }
 
 void SessionTable::track_changes(bool on) {

@@ -113,8 +113,15 @@ class SessionTable {
   bool erase(std::uint64_t key);
 
   /// Moves conversations out of the active window (updating aggregates) and drops those idle beyond the
-  /// TTL. Amortised O(1) per entry over its lifetime; call it before reading aggregates.
-  void expire(Time now);
+  /// TTL, at most `expire_budget` of them per call, the least recently seen first: a crowd of conversations
+  /// that went idle together (a flood of new ids, a million of them) leaves over many calls instead of
+  /// stalling one request. Returns false when it stopped at the budget with more left to do at `now`.
+  /// Call it before reading aggregates (they may lag by what is left); lookups and inserts treat an entry
+  /// idle beyond the TTL as gone whether or not it was dropped yet.
+  bool expire(Time now);
+  /// Entries expire() moves or drops per call at most. Each request adds one entry at most, so the calls
+  /// of the requests alone (one each) keep up with any rate and catch up with a backlog.
+  static constexpr std::size_t expire_budget = 256;
 
   /// Aggregates for one replica (zero for a replica never seen).
   [[nodiscard]] ReplicaSessions replica(ReplicaIndex index) const;
@@ -176,6 +183,7 @@ class SessionTable {
   void deactivate(Node& node);
   static bool counted(const Node& node);
   void remove(std::uint32_t slot);
+  std::uint32_t* live(std::uint64_t key, Time now);
   void evict_to(std::size_t limit);
   void place(std::uint64_t key, ReplicaIndex home, std::uint32_t prompt_tokens, Time seen, bool here = true);
   ReplicaSessions& aggregate(ReplicaIndex index);

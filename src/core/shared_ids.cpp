@@ -24,9 +24,13 @@ std::uint32_t digest_of(std::uint64_t first) {
 // request pays for a crowd that went idle together.
 constexpr int expiries_per_request = 2;
 
+// The index's salt: the session table holds the same ids, and its maps must not double on the same
+// request as these (SlotIndex).
+constexpr std::uint64_t index_salt = 0x5ad1d50f5e5510ULL;
+
 }  // namespace
 
-SharedIds::SharedIds(SharedIdsConfig config) : config_(config) {
+SharedIds::SharedIds(SharedIdsConfig config) : config_(config), index_(index_salt) {
   config_.max_ids = std::clamp<std::size_t>(config_.max_ids, 1, nil - 1);
 }
 
@@ -57,20 +61,20 @@ std::uint32_t SharedIds::find_or_insert(std::uint64_t session, std::uint32_t dig
   std::uint32_t slot = nil;
   if (const std::uint32_t* found = index_.find(session); found != nullptr) {
     slot = *found;
-    unlink(slot);
+    list_.unlink(nodes_, slot);
     if (now - nodes_[slot].last_seen > config_.idle_ttl) {
       nodes_[slot] = Node{.session = session, .owner = digest};
     }
   } else {
     if (index_.size() >= config_.max_ids) {
-      remove(tail_);
+      remove(list_.tail);
     }
     slot = nodes_.take();
     nodes_[slot] = Node{.session = session, .owner = digest};
     index_.insert(session, slot);
   }
   nodes_[slot].last_seen = now;
-  push_front(slot);
+  list_.push_front(nodes_, slot);
   return slot;
 }
 
@@ -89,32 +93,16 @@ void SharedIds::note(Node& node, std::uint32_t digest) {
 }
 
 void SharedIds::expire(Time now) {
-  for (int i = 0; i < expiries_per_request && tail_ != nil; ++i) {
-    if (now - nodes_[tail_].last_seen <= config_.idle_ttl) {
+  for (int i = 0; i < expiries_per_request && list_.tail != nil; ++i) {
+    if (now - nodes_[list_.tail].last_seen <= config_.idle_ttl) {
       return;
     }
-    remove(tail_);
+    remove(list_.tail);
   }
 }
 
-void SharedIds::unlink(std::uint32_t slot) {
-  Node& node = nodes_[slot];
-  (node.prev != nil ? nodes_[node.prev].next : head_) = node.next;
-  (node.next != nil ? nodes_[node.next].prev : tail_) = node.prev;
-  node.prev = nil;
-  node.next = nil;
-}
-
-void SharedIds::push_front(std::uint32_t slot) {
-  Node& node = nodes_[slot];
-  node.prev = nil;
-  node.next = head_;
-  (head_ != nil ? nodes_[head_].prev : tail_) = slot;
-  head_ = slot;
-}
-
 void SharedIds::remove(std::uint32_t slot) {
-  unlink(slot);
+  list_.unlink(nodes_, slot);
   index_.erase(nodes_[slot].session);
   nodes_.release(slot);
 }

@@ -63,8 +63,6 @@ class SharedIds {
 
   std::uint32_t find_or_insert(std::uint64_t session, std::uint32_t digest, Time now);
   void note(Node& node, std::uint32_t digest);
-  void unlink(std::uint32_t slot);
-  void push_front(std::uint32_t slot);
   void remove(std::uint32_t slot);
   // Forgets a bounded number of ids idle beyond the TTL, from the least recently seen end.
   void expire(Time now);
@@ -72,8 +70,7 @@ class SharedIds {
   SharedIdsConfig config_;
   SlotIndex index_;
   Slab<Node> nodes_;
-  std::uint32_t head_ = nil;
-  std::uint32_t tail_ = nil;
+  SlabList list_;
   Time latest_{};
   std::size_t shared_ = 0;
 };

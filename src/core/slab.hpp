@@ -82,4 +82,29 @@ class Slab {
   std::size_t reserved_ = 0;  // nodes the chunks hold
 };
 
+/// A list of a slab's nodes linked through their `prev` and `next` slots, most recent first (the order a
+/// table forgets them in, from the tail).
+struct SlabList {
+  static constexpr std::uint32_t nil = 0xFFFFFFFFu;
+  std::uint32_t head = nil;
+  std::uint32_t tail = nil;
+
+  template <class Node>
+  void unlink(Slab<Node>& nodes, std::uint32_t slot) {
+    Node& node = nodes[slot];
+    (node.prev != nil ? nodes[node.prev].next : head) = node.next;
+    (node.next != nil ? nodes[node.next].prev : tail) = node.prev;
+    node.prev = nil;
+    node.next = nil;
+  }
+  template <class Node>
+  void push_front(Slab<Node>& nodes, std::uint32_t slot) {
+    Node& node = nodes[slot];
+    node.prev = nil;
+    node.next = head;
+    (head != nil ? nodes[head].prev : tail) = slot;
+    head = slot;
+  }
+};
+
 }  // namespace warden::core

@@ -14,44 +14,51 @@ constexpr int kShardShift = 64 - std::countr_zero(SlotIndex::kShards);
 static_assert(std::has_single_bit(SlotIndex::kShards));
 
 // Mixed first: keys a test or a client makes small or alike still spread.
-std::size_t shard_of(std::uint64_t key) {
-  return static_cast<std::size_t>(base::splitmix64(key) >> kShardShift);
+std::size_t shard_of(std::uint64_t key, std::uint64_t salt) {
+  return static_cast<std::size_t>(base::splitmix64(key ^ salt) >> kShardShift);
+}
+
+// Inserts into `map`; the entries it moved if that made it double, else 0.
+std::size_t insert_into(boost::unordered_flat_map<std::uint64_t, std::uint32_t>& map, std::uint64_t key,
+                        std::uint32_t slot) {
+  const std::size_t buckets = map.bucket_count();
+  map.emplace(key, slot);
+  return map.bucket_count() != buckets ? map.size() - 1 : 0;
 }
 
 }  // namespace
 
-SlotIndex::Map& SlotIndex::map_of(std::uint64_t key) {
-  return shards_.empty() ? one_ : shards_[shard_of(key)];
+SlotIndex::Map& SlotIndex::shard(std::uint64_t key) {
+  return shards_[shard_of(key, salt_)];
 }
 
 void SlotIndex::insert(std::uint64_t key, std::uint32_t slot) {
   if (shards_.empty() && one_.size() >= kOneMap) {
-    spread();
+    shards_.resize(kShards);  // empty maps: each allocates with its first entry
   }
-  Map& map = map_of(key);
-  const std::size_t buckets = map.bucket_count();
-  map.emplace(key, slot);
+  if (!one_.empty() && !shards_.empty()) {
+    spread_step();
+  }
+  largest_move_ = std::max(largest_move_, insert_into(shards_.empty() ? one_ : shard(key), key, slot));
   ++size_;
-  if (map.bucket_count() != buckets) {
-    largest_move_ = std::max(largest_move_, map.size() - 1);  // the map doubled
-  }
 }
 
-// The one map's entries into the shards, once: kOneMap entries moved.
-void SlotIndex::spread() {
-  shards_.resize(kShards);
-  for (Map& map : shards_) {
-    map.reserve(2 * kOneMap / kShards);
+// Moves up to kSpreadStep entries of the one map into the others (their maps may double on the way).
+void SlotIndex::spread_step() {
+  std::size_t moved = 0;
+  for (std::size_t i = 0; i < kSpreadStep && !one_.empty(); ++i) {
+    const auto it = one_.begin();
+    moved += 1 + insert_into(shard(it->first), it->first, it->second);
+    one_.erase(it);
   }
-  for (const auto& [key, slot] : one_) {
-    shards_[shard_of(key)].emplace(key, slot);
+  largest_move_ = std::max(largest_move_, moved);
+  if (one_.empty()) {
+    one_ = Map{};  // its array, freed
   }
-  largest_move_ = std::max(largest_move_, one_.size());
-  one_ = Map{};
 }
 
 bool SlotIndex::erase(std::uint64_t key) {
-  if (map_of(key).erase(key) == 0) {
+  if ((shards_.empty() || shard(key).erase(key) == 0) && one_.erase(key) == 0) {
     return false;
   }
   --size_;
@@ -59,7 +66,7 @@ bool SlotIndex::erase(std::uint64_t key) {
 }
 
 void SlotIndex::clear() {
-  one_.clear();
+  one_ = Map{};
   shards_.clear();
   size_ = 0;
 }

@@ -1,7 +1,6 @@
 #include "core/tasks_under_way.hpp"
 
 #include <algorithm>
-#include <iterator>
 
 namespace warden::core {
 
@@ -15,6 +14,10 @@ std::uint64_t task_key(const RequestFacts& facts) {
 bool counts(const RequestFacts& facts) {
   return facts.session && facts.offers_tools && !facts.thread.side;
 }
+
+// The index's salt: the session table holds the same keys, and its maps must not double on the same
+// request as these (SlotIndex).
+constexpr std::uint64_t index_salt = 0x7a5c5a7e5a17ULL;
 
 }  // namespace
 
@@ -34,33 +37,68 @@ void TasksUnderWay::remove(const Task& task) {
   }
 }
 
-void TasksUnderWay::end(std::unordered_map<std::uint64_t, Task>::iterator it) {
-  remove(it->second);
-  if (const auto t = per_tenant_.find(it->second.tenant); t != per_tenant_.end() && --t->second == 0) {
+TasksUnderWay::TasksUnderWay(std::size_t max_tasks)
+    : max_tasks_(std::clamp<std::size_t>(max_tasks, 1, nil - 1)), index_(index_salt) {}
+
+// Forgets the task in `slot` (its load and tenant's count already taken off, or rebuilt without it).
+void TasksUnderWay::forget(std::uint32_t slot) {
+  list_.unlink(tasks_, slot);
+  index_.erase(tasks_[slot].key);
+  tasks_.release(slot);
+}
+
+void TasksUnderWay::end(std::uint32_t slot) {
+  const Task& task = tasks_[slot];
+  remove(task);
+  if (const auto t = per_tenant_.find(task.tenant); t != per_tenant_.end() && --t->second == 0) {
     per_tenant_.erase(t);
   }
-  tasks_.erase(it);
+  forget(slot);
+}
+
+const TasksUnderWay::Task* TasksUnderWay::find(std::uint64_t key) const {
+  const std::uint32_t* slot = index_.find(key);
+  return slot != nullptr ? &tasks_[*slot] : nullptr;
+}
+
+// A new task of the session of `facts`, first in the list; the least recently seen ends to make room.
+void TasksUnderWay::start(const RequestFacts& facts, ReplicaIndex replica, Time now) {
+  if (index_.size() >= max_tasks_) {
+    end(list_.tail);
+  }
+  const std::uint32_t slot = tasks_.take();
+  tasks_[slot] = Task{.key = task_key(facts),
+                      .last_seen = now,
+                      .tenant = facts.tenant,
+                      .replica = replica,
+                      .tokens = facts.prompt_tokens,
+                      .first = facts.prompt_tokens,
+                      .work_class = facts.work_class};
+  index_.insert(tasks_[slot].key, slot);
+  list_.push_front(tasks_, slot);
+  add(tasks_[slot]);
+  ++per_tenant_[facts.tenant];
 }
 
 void TasksUnderWay::routed(const RequestFacts& facts, const Decision& decision, Time now) {
   if (!counts(facts) || !decision.replica) {
     return;
   }
+  latest_ = std::max(latest_, now);  // the list stays in the order of last_seen
   const std::uint64_t key = task_key(facts);
   const bool main_thread = key == facts.session->hash;
-  const auto it = tasks_.find(key);
-  if (it == tasks_.end()) {
+  const std::uint32_t* found = index_.find(key);
+  if (found == nullptr) {
     if (main_thread) {
-      add(tasks_
-              .emplace(key, Task{*decision.replica, now, facts.prompt_tokens, facts.prompt_tokens,
-                                 facts.tenant, facts.work_class})
-              .first->second);
-      ++per_tenant_[facts.tenant];
+      start(facts, *decision.replica, latest_);
     }
     return;
   }
-  Task& task = it->second;
-  task.last_seen = now;
+  const std::uint32_t slot = *found;
+  Task& task = tasks_[slot];
+  task.last_seen = latest_;
+  list_.unlink(tasks_, slot);
+  list_.push_front(tasks_, slot);
   if (!main_thread) {
     return;
   }
@@ -76,13 +114,13 @@ void TasksUnderWay::answered(const RequestFacts& facts, bool final_text) {
   if (!counts(facts)) {
     return;
   }
-  const auto it = tasks_.find(task_key(facts));
-  if (it == tasks_.end()) {
+  const std::uint32_t* slot = index_.find(task_key(facts));
+  if (slot == nullptr) {
     return;
   }
-  it->second.answered = true;
+  tasks_[*slot].answered = true;
   if (final_text && task_key(facts) == facts.session->hash) {
-    end(it);
+    end(*slot);
   }
 }
 
@@ -90,52 +128,59 @@ void TasksUnderWay::left_unanswered(const RequestFacts& facts) {
   if (!counts(facts)) {
     return;
   }
-  if (const auto it = tasks_.find(task_key(facts)); it != tasks_.end() && !it->second.answered) {
-    end(it);
+  if (const std::uint32_t* slot = index_.find(task_key(facts)); slot != nullptr && !tasks_[*slot].answered) {
+    end(*slot);
   }
 }
 
 std::optional<std::uint32_t> TasksUnderWay::first_prompt(const RequestFacts& facts) const {
-  if (!counts(facts)) {
-    return std::nullopt;
-  }
-  const auto it = tasks_.find(task_key(facts));
-  return it == tasks_.end() ? std::nullopt : std::optional<std::uint32_t>(it->second.first);
+  const Task* task = counts(facts) ? find(task_key(facts)) : nullptr;
+  return task == nullptr ? std::nullopt : std::optional<std::uint32_t>(task->first);
 }
 
 bool TasksUnderWay::under_way(const RequestFacts& facts) const {
-  return counts(facts) && tasks_.contains(task_key(facts));
+  return counts(facts) && index_.contains(task_key(facts));
 }
 
 void TasksUnderWay::expire(Time now, Time idle) {
-  if (now < next_walk_) {
-    return;
-  }
-  next_walk_ = now + idle / 16;
-  for (auto it = tasks_.begin(); it != tasks_.end();) {
-    const auto next = std::next(it);
-    if (now - it->second.last_seen >= idle) {
-      end(it);
+  if (!walking_) {
+    if (now < next_walk_) {
+      return;
     }
-    it = next;
+    next_walk_ = now + idle / 16;
+    walk_cutoff_ = now - idle;
   }
+  const auto silent = [&] { return list_.tail != nil && tasks_[list_.tail].last_seen <= walk_cutoff_; };
+  for (std::size_t n = 0; n < expire_budget && silent(); ++n) {
+    end(list_.tail);
+  }
+  walking_ = silent();
+}
+
+void TasksUnderWay::clear() {
+  index_.clear();
+  tasks_.clear();
+  list_ = {};
+  walking_ = false;
+  per_tenant_.clear();
+  per_replica_.assign(per_replica_.size(), Load{});
 }
 
 void TasksUnderWay::remap(const ReplicaRemap& remap) {
   per_tenant_.clear();
   std::vector<Load> moved(remap.new_count);
-  for (auto it = tasks_.begin(); it != tasks_.end();) {
-    const auto next = std::next(it);
-    Task& task = it->second;
+  for (std::uint32_t slot = list_.head; slot != nil;) {
+    Task& task = tasks_[slot];
+    const std::uint32_t next = task.next;
     if (task.replica < remap.to.size() && remap.to[task.replica]) {
       task.replica = *remap.to[task.replica];
       ++moved[task.replica].tasks;
       moved[task.replica].tokens += task.tokens;
       ++per_tenant_[task.tenant];
     } else {
-      tasks_.erase(it);
+      forget(slot);
     }
-    it = next;
+    slot = next;
   }
   per_replica_ = std::move(moved);
 }

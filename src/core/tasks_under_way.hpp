@@ -5,7 +5,9 @@
 // nothing for `idle` (an agent that stopped), or when the client left its first request before any answer
 // (an abandoned start is no task). Subagents belong to their session's task. Each task's main thread's
 // prompt is followed as it grows, and each task counts against its tenant (RequestFacts::tenant). Pure:
-// time is a parameter.
+// time is a parameter. Bounded (max_tasks, the least recently seen task ends beyond it), and linked most
+// recently seen first, so that forgetting silent tasks takes them from the end of the list, a bounded
+// number per call, never a walk over a table a client can fill.
 
 #include <cstdint>
 #include <optional>
@@ -14,12 +16,18 @@
 #include <vector>
 
 #include "core/replica_remap.hpp"
+#include "core/slab.hpp"
+#include "core/slot_index.hpp"
 #include "core/types.hpp"
 
 namespace warden::core {
 
 class TasksUnderWay {
  public:
+  /// Tasks ended per expire() call at most (the rest on the next calls).
+  static constexpr std::size_t expire_budget = 256;
+
+  explicit TasksUnderWay(std::size_t max_tasks = 1'000'000);
   /// A request of `facts` went to `decision.replica` (a spilled request does not move its task).
   void routed(const RequestFacts& facts, const Decision& decision, Time now);
   /// The reply to a request of `facts` ended; with `final_text` on the main thread, its task has ended.
@@ -27,8 +35,9 @@ class TasksUnderWay {
   /// The client of a request of `facts` left before any answer: a task no request of which was ever
   /// answered ends (its start was abandoned; the client may send it again as a new start).
   void left_unanswered(const RequestFacts& facts);
-  /// Forgets the tasks whose session sent nothing for `idle` by `now`. It walks the tasks at most every
-  /// idle / 16 (a task outlives its silence by that much at most), so a request does not pay for the walk.
+  /// Forgets the tasks whose session sent nothing for `idle` by `now`, looking at most every idle / 16 (a
+  /// task outlives its silence by that much at most), `expire_budget` tasks per call at most: a crowd
+  /// that fell silent together ends over several calls.
   void expire(Time now, Time idle);
   /// Whether the session of `facts` has a task under way.
   [[nodiscard]] bool under_way(const RequestFacts& facts) const;
@@ -40,7 +49,7 @@ class TasksUnderWay {
   [[nodiscard]] std::uint64_t tokens_on(ReplicaIndex replica) const {
     return replica < per_replica_.size() ? per_replica_[replica].tokens : 0;
   }
-  [[nodiscard]] std::size_t size() const { return tasks_.size(); }
+  [[nodiscard]] std::size_t size() const { return index_.size(); }
   /// The first prompt of the task under way of the session of `facts` (its main thread's first request).
   [[nodiscard]] std::optional<std::uint32_t> first_prompt(const RequestFacts& facts) const;
   /// Adds to out[r], for each task under way on replica r < out.size(), its main thread's last prompt and
@@ -48,7 +57,8 @@ class TasksUnderWay {
   /// (negative after a compaction).
   template <class Left>
   void project(std::span<double> out, Left&& left) const {
-    for (const auto& [key, task] : tasks_) {
+    for (std::uint32_t slot = list_.head; slot != nil; slot = tasks_[slot].next) {
+      const Task& task = tasks_[slot];
       if (task.replica < out.size()) {
         const double grown = static_cast<double>(task.tokens) - static_cast<double>(task.first);
         out[task.replica] += static_cast<double>(task.tokens) + left(grown);
@@ -61,9 +71,9 @@ class TasksUnderWay {
     std::uint64_t tenant = 0;
   };
   [[nodiscard]] std::optional<TaskOwner> owner(std::uint64_t session) const {
-    const auto it = tasks_.find(session);
-    return it == tasks_.end() ? std::nullopt
-                              : std::optional<TaskOwner>({it->second.work_class, it->second.tenant});
+    const std::uint32_t* slot = index_.find(session);
+    return slot == nullptr ? std::nullopt
+                           : std::optional<TaskOwner>({tasks_[*slot].work_class, tasks_[*slot].tenant});
   }
   /// Tasks under way of `tenant` (RequestFacts::tenant), on every replica.
   [[nodiscard]] std::uint32_t of_tenant(std::uint64_t tenant) const {
@@ -71,21 +81,21 @@ class TasksUnderWay {
     return it == per_tenant_.end() ? 0 : it->second;
   }
   /// Every task ends (their agents stopped: the what-if driver between levels).
-  void clear() {
-    tasks_.clear();
-    per_tenant_.clear();
-    per_replica_.assign(per_replica_.size(), Load{});
-  }
+  void clear();
   /// A reload relaid the replicas: a task on a removed replica ends.
   void remap(const ReplicaRemap& remap);
 
  private:
+  static constexpr std::uint32_t nil = 0xFFFFFFFFu;
   struct Task {
-    ReplicaIndex replica = 0;
+    std::uint64_t key = 0;  // its session's
     Time last_seen{};
+    std::uint64_t tenant = 0;
+    ReplicaIndex replica = 0;
     std::uint32_t tokens = 0;  // its main thread's last prompt
     std::uint32_t first = 0;   // its main thread's first prompt
-    std::uint64_t tenant = 0;
+    std::uint32_t prev = nil;  // seen more recently
+    std::uint32_t next = nil;  // seen less recently
     WorkClass work_class = WorkClass::headless;
     bool answered = false;  // a reply to one of its requests ended
   };
@@ -95,12 +105,21 @@ class TasksUnderWay {
   };
   void add(const Task& task);
   void remove(const Task& task);
-  void end(std::unordered_map<std::uint64_t, Task>::iterator it);
+  void start(const RequestFacts& facts, ReplicaIndex replica, Time now);
+  void end(std::uint32_t slot);
+  void forget(std::uint32_t slot);
+  [[nodiscard]] const Task* find(std::uint64_t key) const;
 
-  std::unordered_map<std::uint64_t, Task> tasks_;  // by session key
+  std::size_t max_tasks_;
+  SlotIndex index_;  // session key -> slot
+  Slab<Task> tasks_;
+  SlabList list_;
+  Time latest_{};
   std::vector<Load> per_replica_;
   std::unordered_map<std::uint64_t, std::uint32_t> per_tenant_;  // tasks, by tenant
-  Time next_walk_{};                                             // expire() walks the tasks from then on
+  Time next_walk_{};    // expire() looks for silent tasks from then on
+  Time walk_cutoff_{};  // and ends those seen at or before this (a walk that stopped at the budget)
+  bool walking_ = false;
 };
 
 }  // namespace warden::core

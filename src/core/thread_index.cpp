@@ -1,7 +1,6 @@
 #include "core/thread_index.hpp"
 
 #include <algorithm>
-#include <functional>
 
 namespace warden::core {
 
@@ -13,10 +12,10 @@ ThreadIndex::ThreadIndex(ThreadIndexConfig config) : config_(config) {
 std::vector<std::uint64_t> ThreadIndex::note(std::uint64_t session, std::uint64_t key, std::uint64_t parent,
                                              Time now) {
   std::vector<std::uint64_t> forgotten;
-  if (!sessions_.contains(session) && sessions_.size() >= config_.max_sessions) {
-    shed_sessions(forgotten);
+  if (session == nil) {
+    return forgotten;
   }
-  Entry& entry = sessions_[session];
+  Entry& entry = front(session, forgotten);
   entry.last_seen = std::max(entry.last_seen, now);
   auto& threads = entry.threads;
   const auto it = std::find_if(threads.begin(), threads.end(), [&](const auto& t) { return t.key == key; });
@@ -41,38 +40,51 @@ std::vector<std::uint64_t> ThreadIndex::note(std::uint64_t session, std::uint64_
   return forgotten;
 }
 
-// Forgets the least recently seen half of the sessions: O(n) once every n/2 new sessions.
-void ThreadIndex::shed_sessions(std::vector<std::uint64_t>& forgotten) {
-  std::vector<std::pair<Time, std::uint64_t>> by_age;
-  by_age.reserve(sessions_.size());
-  for (const auto& [session, entry] : sessions_) {
-    by_age.emplace_back(entry.last_seen, session);
-  }
-  const auto half = by_age.begin() + static_cast<std::ptrdiff_t>((by_age.size() + 1) / 2);
-  std::nth_element(by_age.begin(), half, by_age.end());
-  for (auto it = by_age.begin(); it != half; ++it) {
-    const auto found = sessions_.find(it->second);
-    for (const ThreadRecord& t : found->second.threads) {
-      forgotten.push_back(t.key);
+// The session's entry, first in the list (a new one in the place of the least recently seen session when
+// the index is full).
+ThreadIndex::Entry& ThreadIndex::front(std::uint64_t session, std::vector<std::uint64_t>& forgotten) {
+  if (const auto it = sessions_.find(session); it != sessions_.end()) {
+    if (head_ == session) {
+      return it->second;
     }
-    threads_ -= found->second.threads.size();
-    sessions_.erase(found);
+    unlink(it->second);
+  } else if (sessions_.size() >= config_.max_sessions) {
+    forget_oldest(forgotten);
   }
+  Entry& entry = sessions_[session];  // the last lookup: a new entry may move the others
+  entry.prev = nil;
+  entry.next = head_;
+  (head_ != nil ? sessions_.find(head_)->second.prev : tail_) = session;
+  head_ = session;
+  return entry;
 }
 
-std::vector<std::uint64_t> ThreadIndex::recent(std::size_t limit, std::size_t offset) const {
-  std::vector<std::pair<Time, std::uint64_t>> by_age;
-  by_age.reserve(sessions_.size());
-  for (const auto& [session, entry] : sessions_) {
-    by_age.emplace_back(entry.last_seen, session);
+void ThreadIndex::unlink(const Entry& entry) {
+  (entry.prev != nil ? sessions_.find(entry.prev)->second.next : head_) = entry.next;
+  (entry.next != nil ? sessions_.find(entry.next)->second.prev : tail_) = entry.prev;
+}
+
+// Forgets the least recently seen session and its threads: max_threads_per_session keys at most.
+void ThreadIndex::forget_oldest(std::vector<std::uint64_t>& forgotten) {
+  const auto it = sessions_.find(tail_);
+  unlink(it->second);
+  for (const ThreadRecord& t : it->second.threads) {
+    forgotten.push_back(t.key);
   }
-  const std::size_t first = std::min(offset, by_age.size());
-  const auto end = static_cast<std::ptrdiff_t>(first + std::min(limit, by_age.size() - first));
-  std::partial_sort(by_age.begin(), by_age.begin() + end, by_age.end(), std::greater<>());
+  threads_ -= it->second.threads.size();
+  sessions_.erase(it);
+}
+
+// The list is most recently seen first already: a page walks `offset + limit` of it, no sort of them all.
+std::vector<std::uint64_t> ThreadIndex::recent(std::size_t limit, std::size_t offset) const {
   std::vector<std::uint64_t> out;
-  out.reserve(static_cast<std::size_t>(end) - first);
-  for (auto it = by_age.begin() + static_cast<std::ptrdiff_t>(first); it != by_age.begin() + end; ++it) {
-    out.push_back(it->second);
+  out.reserve(std::min(limit, sessions_.size()));
+  std::uint64_t session = head_;
+  for (std::size_t i = 0; session != nil && out.size() < limit; ++i) {
+    if (i >= offset) {
+      out.push_back(session);
+    }
+    session = sessions_.find(session)->second.next;
   }
   return out;
 }

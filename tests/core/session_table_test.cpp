@@ -139,6 +139,86 @@ TEST(SessionTable, LookupHidesEntriesPastTtlBeforeExpireRuns) {
   EXPECT_EQ(t.size(), 1u);
 }
 
+// A crowd of conversations that went idle together (a flood of new ids) leaves over several calls, at most
+// expire_budget per call, never all in one request; and what is past the TTL but not dropped yet is gone
+// to every lookup already.
+TEST(SessionTable, ExpiryIsBoundedPerCallAndRepeatedCallsFinishIt) {
+  constexpr std::size_t budget = SessionTable::expire_budget;
+  constexpr std::size_t n = 3 * budget + 10;
+  SessionTable t(fixed_minute_window());
+  for (std::uint64_t key = 1; key <= n; ++key) {
+    t.assign(key, key % 4, 10, at(0));
+  }
+  EXPECT_FALSE(t.expire(at(61)));
+  EXPECT_EQ(t.active_size(), n - budget) << "at most the budget left the window";
+  int calls = 1;
+  for (bool done = false; !done; ++calls) {
+    done = t.expire(at(61));
+    ASSERT_LE(calls, 10);
+  }
+  EXPECT_EQ(calls, 4) << "3 x the budget and 10 more";
+  EXPECT_EQ(t.active_size(), 0u);
+  EXPECT_EQ(t.replica(0).active_conversations + t.replica(1).active_conversations, 0u);
+  EXPECT_EQ(t.size(), n);
+
+  const Time past_ttl = at(30 * 60 + 1);
+  EXPECT_FALSE(t.expire(past_ttl));
+  EXPECT_EQ(t.size(), n - budget) << "at most the budget forgotten";
+  for (std::uint64_t key = 1; key <= n; ++key) {
+    ASSERT_FALSE(t.lookup(key, past_ttl)) << "expired, dropped or not: gone to a lookup";
+  }
+  calls = 1;
+  for (bool done = false; !done; ++calls) {
+    done = t.expire(past_ttl);
+    ASSERT_LE(calls, 10);
+  }
+  EXPECT_EQ(calls, 4);
+  EXPECT_EQ(t.size(), 0u);
+}
+
+// Straight from active to past the TTL: each entry leaves the window, then the table, within the budget.
+TEST(SessionTable, AnActiveCrowdPastTheTtlLeavesWithinTheBudgetPerCall) {
+  constexpr std::size_t n = 2 * SessionTable::expire_budget;
+  SessionTable t(fixed_minute_window());
+  for (std::uint64_t key = 1; key <= n; ++key) {
+    t.assign(key, 0, 10, at(0));
+  }
+  std::size_t before = t.size() + t.active_size();
+  int calls = 0;
+  for (bool done = false; !done; ++calls) {
+    done = t.expire(at(30 * 60 + 1));
+    EXPECT_LE(before - (t.size() + t.active_size()), SessionTable::expire_budget);
+    before = t.size() + t.active_size();
+  }
+  EXPECT_EQ(calls, 4);
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(t.replica(0).active_conversations, 0u);
+  EXPECT_EQ(t.replica(0).held_tokens, 0u);
+}
+
+// An entry past the TTL that expire() has not dropped yet is a new conversation to every insert, as it
+// was when expire() dropped everything at once: no turn gap observed, no computed mark kept, a learned
+// home taken, a keep-alive refused.
+TEST(SessionTable, AnEntryPastTheTtlNotDroppedYetIsANewConversationToInserts) {
+  SessionTable t;
+  t.assign(1, 0, 100, at(0));
+  t.mark_computed(1, 5000);
+  t.assign(1, 0, 200, at(1801));
+  EXPECT_EQ(t.typical_gap(), Time::zero()) << "not a conversation's return";
+  EXPECT_EQ(t.lookup(1, at(1801))->home_computed_at, SessionEntry::unknown);
+  EXPECT_EQ(t.replica(0).active_conversations, 1u);
+  EXPECT_EQ(t.replica(0).held_tokens, 200u);
+
+  t.assign(2, 1, 100, at(1801));
+  EXPECT_TRUE(t.learn(2, 3, 50, at(3602))) << "another warden's home for a conversation gone here";
+  EXPECT_EQ(t.lookup(2, at(3602))->home, 3u);
+  t.assign(4, 1, 100, at(3602));
+  EXPECT_FALSE(t.seen_elsewhere(4, 1, 900, at(5403)));
+  t.touch(4, 100, at(5403));
+  EXPECT_FALSE(t.lookup(4, at(5403)));
+  EXPECT_EQ(t.replica(1).active_conversations, 0u);
+}
+
 TEST(SessionTable, CapacityEvictsLeastRecentlySeenIdleFirst) {
   SessionTableConfig config;
   config.max_entries = 3;

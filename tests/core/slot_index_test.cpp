@@ -19,12 +19,39 @@ TEST(SlotIndex, NoInsertMovesMoreThanASmallMapsEntriesOnTheWayToHalfAMillion) {
   }
   EXPECT_TRUE(index.sharded());
   EXPECT_EQ(index.size(), 500'000U);
-  EXPECT_LE(index.largest_move(), SlotIndex::kOneMap) << "a rehash of the whole table in one call";
+  EXPECT_LT(index.largest_move(), SlotIndex::kOneMap)
+      << "a rehash of the whole table, or the one map spread over the others, in one call";
   for (std::uint32_t i = 0; i < 500'000; i += 997) {
     const std::uint32_t* slot = index.find(i);
     ASSERT_NE(slot, nullptr) << i;
     EXPECT_EQ(*slot, i);
   }
+}
+
+// The one map's entries go over to the others a step per insert; meanwhile each is found, erased and
+// inserted again wherever it is.
+TEST(SlotIndex, TheSpreadTakesStepsAndLosesNothingOnTheWay) {
+  SlotIndex index(7);
+  for (std::uint32_t i = 0; i < SlotIndex::kOneMap; ++i) {
+    index.insert(i, i);
+  }
+  EXPECT_FALSE(index.sharded());
+  const std::size_t grown = index.largest_move();  // the one map's doublings
+  const std::size_t steps = SlotIndex::kOneMap / SlotIndex::kSpreadStep;
+  for (std::uint32_t i = 0; i < steps; ++i) {
+    index.insert(1'000'000 + i, i);
+    EXPECT_TRUE(index.sharded());
+    EXPECT_EQ(index.largest_move(), grown) << "a step moves less than the one map's last doubling did";
+    EXPECT_TRUE(index.erase(i * SlotIndex::kSpreadStep)) << "moved or not";
+    EXPECT_FALSE(index.contains(i * SlotIndex::kSpreadStep));
+    index.insert(i * SlotIndex::kSpreadStep, 7);
+    for (std::uint32_t k = 0; k < SlotIndex::kOneMap; k += 61) {
+      const std::uint32_t* slot = index.find(k);
+      ASSERT_NE(slot, nullptr) << k << " at step " << i;
+      EXPECT_EQ(*slot, k % SlotIndex::kSpreadStep == 0 && k / SlotIndex::kSpreadStep <= i ? 7 : k);
+    }
+  }
+  EXPECT_EQ(index.size(), SlotIndex::kOneMap + steps);
 }
 
 // Random inserts, erases and lookups, with a standard map beside it, before and after the entries are

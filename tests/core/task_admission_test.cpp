@@ -249,6 +249,46 @@ TEST(TasksUnderWay, ATaskLivesOnItsMainThreadsReplicaUntilItsFinalTextOrSilence)
   EXPECT_EQ(tasks.on(1), 0U) << "an agent silent for the window has stopped";
 }
 
+// A crowd of agents that fell silent together (a flood of sessions offering tools) ends over several
+// calls, expire_budget per call at most, never in one request's walk over the whole table.
+TEST(TasksUnderWay, SilentTasksEndAtMostTheBudgetPerCallUntilAllHaveEnded) {
+  constexpr std::size_t budget = TasksUnderWay::expire_budget;
+  constexpr std::size_t n = 3 * budget + 5;
+  TasksUnderWay tasks;
+  for (std::uint64_t s = 1; s <= n; ++s) {
+    tasks.routed(new_task(s), routed(0, Route::new_conversation), seconds(0));
+  }
+  tasks.routed(new_task(n + 1), routed(1, Route::new_conversation), seconds(100));
+  const auto silence = seconds(0) + minutes(5);
+  std::size_t calls = 0;
+  for (std::size_t before = tasks.size(); tasks.size() > 1; before = tasks.size()) {
+    tasks.expire(silence + seconds(static_cast<std::int64_t>(calls)), minutes(5));
+    ++calls;
+    ASSERT_LE(before - tasks.size(), budget);
+    ASSERT_LE(calls, 10U);
+  }
+  EXPECT_EQ(calls, 4U) << "3 x the budget and 5 more, each call going on with the same walk";
+  EXPECT_EQ(tasks.on(0), 0U);
+  EXPECT_EQ(tasks.on(1), 1U) << "a task heard from since stays";
+  EXPECT_EQ(tasks.of_tenant(0), 1U);
+}
+
+// Bounded: past max_tasks, the least recently seen task ends to make room.
+TEST(TasksUnderWay, PastItsBoundTheLeastRecentlySeenTaskEnds) {
+  TasksUnderWay tasks(3);
+  for (std::uint64_t s = 1; s <= 3; ++s) {
+    tasks.routed(new_task(s), routed(static_cast<ReplicaIndex>(s), Route::new_conversation),
+                 seconds(static_cast<std::int64_t>(s)));
+  }
+  tasks.routed(new_task(1), routed(1, Route::sticky), seconds(4));  // task 1 heard from again
+  tasks.routed(new_task(4), routed(0, Route::new_conversation), seconds(5));
+  EXPECT_EQ(tasks.size(), 3U);
+  EXPECT_EQ(tasks.on(2), 0U) << "task 2 was the least recently seen";
+  EXPECT_FALSE(tasks.under_way(new_task(2)));
+  EXPECT_TRUE(tasks.under_way(new_task(1)));
+  EXPECT_EQ(tasks.on(0) + tasks.on(1) + tasks.on(3), 3U);
+}
+
 TEST(TasksUnderWay, ATasksContextIsItsMainThreadsLastPrompt) {
   TasksUnderWay tasks;
   RequestFacts turn = new_task(1, 14'000);

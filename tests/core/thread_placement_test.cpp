@@ -336,17 +336,55 @@ TEST(ThreadIndex, ANewThreadIdOnEveryRequestCannotGrowASession) {
   EXPECT_EQ(forgotten.back(), 1995u);
 }
 
-TEST(ThreadIndex, ManySessionsShedTheLeastRecentlySeenHalf) {
+TEST(ThreadIndex, ManySessionsForgetTheLeastRecentlySeenOneAtATime) {
   ThreadIndex index({.max_threads_per_session = 4, .max_sessions = 10});
   std::size_t forgotten = 0;
-  for (std::uint64_t s = 0; s < 1000; ++s) {
-    forgotten += index.note(s, 5000 + s, s, seconds(static_cast<std::int64_t>(s))).size();
+  for (std::uint64_t s = 1; s <= 1000; ++s) {
+    const auto gone = index.note(s, 5000 + s, s, seconds(static_cast<std::int64_t>(s)));
+    EXPECT_EQ(gone, s > 10 ? std::vector<std::uint64_t>{5000 + s - 10} : std::vector<std::uint64_t>{})
+        << "the least recently seen session's threads, and no more";
+    forgotten += gone.size();
   }
-  EXPECT_LE(index.sessions(), 10u);
+  EXPECT_EQ(index.sessions(), 10u);
   EXPECT_EQ(index.threads(), index.sessions());
   EXPECT_EQ(forgotten + index.threads(), 1000u);
-  EXPECT_EQ(index.threads(999).size(), 1u);  // the most recent stays
-  EXPECT_EQ(index.recent(2), (std::vector<std::uint64_t>{999, 998}));
+  EXPECT_EQ(index.threads(1000).size(), 1u);  // the most recent stays
+  EXPECT_EQ(index.recent(2), (std::vector<std::uint64_t>{1000, 999}));
+  // A session seen again goes to the front: the next to go is the one after it.
+  (void)index.note(991, 7000, 0, seconds(1001));
+  EXPECT_EQ(index.note(2000, 7001, 0, seconds(1002)), (std::vector<std::uint64_t>{5992}));
+  EXPECT_EQ(index.threads(991).size(), 2u);
+}
+
+// A page of sessions walks the list from its most recent end: the same order as by last seen, no sort.
+TEST(ThreadIndex, PagesOfSessionsComeMostRecentlySeenFirst) {
+  ThreadIndex index;
+  for (std::uint64_t s = 1; s <= 10; ++s) {
+    (void)index.note(s, 100 + s, 0, seconds(static_cast<std::int64_t>(s)));
+  }
+  (void)index.note(3, 200, 0, seconds(11));
+  EXPECT_EQ(index.recent(3), (std::vector<std::uint64_t>{3, 10, 9}));
+  EXPECT_EQ(index.recent(3, 3), (std::vector<std::uint64_t>{8, 7, 6}));
+  EXPECT_EQ(index.recent(5, 8), (std::vector<std::uint64_t>{2, 1}));
+  EXPECT_TRUE(index.recent(5, 10).empty());
+  EXPECT_TRUE(index.recent(0).empty());
+}
+
+// A crowd of sessions with full thread lists: a new session past the bound forgets one session's threads,
+// never half the index (32,768 sessions' threads, a million keys, in one request before).
+TEST(ThreadIndex, ANewSessionPastTheBoundForgetsOneSessionsThreads) {
+  ThreadIndex index({.max_threads_per_session = 32, .max_sessions = 2'000});
+  for (std::uint64_t s = 1; s <= 2'000; ++s) {
+    for (std::uint64_t t = 0; t < 32; ++t) {
+      ASSERT_TRUE(index.note(s, s * 100 + t, 0, seconds(static_cast<std::int64_t>(s))).empty());
+    }
+  }
+  for (std::uint64_t s = 2'001; s <= 3'000; ++s) {
+    ASSERT_EQ(index.note(s, s * 100, 0, seconds(static_cast<std::int64_t>(s))).size(), 32u);
+  }
+  EXPECT_EQ(index.sessions(), 2'000u);
+  EXPECT_TRUE(index.threads(1'000).empty());
+  EXPECT_EQ(index.threads(1'001).size(), 32u);
 }
 
 TEST_F(ThreadRouterTest, ThreadsTheIndexForgetsLeaveTheSessionTable) {
