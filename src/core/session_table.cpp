@@ -32,16 +32,10 @@ ReplicaSessions& SessionTable::aggregate(ReplicaIndex index) {
   return per_replica_[index];
 }
 
-// Whether an active node is in its home's aggregates: a real replica index (a bogus one must never size the
-// aggregate vector), this warden's turn (not another's), and not ended for now.
-bool SessionTable::counted(const Node& node) {
-  return node.home < max_tracked_replicas && node.here && !node.ended;
-}
-
 void SessionTable::activate(Node& node) {
   node.active = true;
   ++active_count_;
-  if (!counted(node)) {
+  if (!node.counted()) {
     return;
   }
   auto& agg = aggregate(node.home);
@@ -52,7 +46,7 @@ void SessionTable::activate(Node& node) {
 void SessionTable::deactivate(Node& node) {
   node.active = false;
   --active_count_;
-  if (!counted(node)) {
+  if (!node.counted()) {
     return;
   }
   auto& agg = aggregate(node.home);
@@ -266,7 +260,7 @@ bool SessionTable::end(std::uint64_t key) {
     return false;
   }
   Node& node = nodes_[*slot];
-  if (!node.active || !counted(node)) {
+  if (!node.active || !node.counted()) {
     node.ended = true;
     return false;
   }

@@ -169,6 +169,10 @@ class SessionTable {
     bool active = false;
     bool here = true;    // counted in the aggregates (false: another warden had its latest turn)
     bool ended = false;  // not counted either: it ended for now (end())
+
+    // Whether the node, when active, is in its home's aggregates: a real replica index (a bogus one must
+    // never size the aggregate vector), this warden's turn (not another's), and not ended for now.
+    [[nodiscard]] bool counted() const { return home < max_tracked_replicas && here && !ended; }
   };
   struct List {
     std::uint32_t head = nil;
@@ -181,7 +185,6 @@ class SessionTable {
   void observe_gap(Time gap);
   void activate(Node& node);
   void deactivate(Node& node);
-  static bool counted(const Node& node);
   void remove(std::uint32_t slot);
   std::uint32_t* live(std::uint64_t key, Time now);
   void evict_to(std::size_t limit);
