@@ -14,6 +14,7 @@
 #include <string>
 
 #include "app/cli.hpp"
+#include "engine/config_check.hpp"
 #include "engine/presets.hpp"
 #include "sim/sim.hpp"
 

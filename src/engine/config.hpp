@@ -72,7 +72,4 @@ struct EngineConfig {
   StepTimeModel time;
 };
 
-// Consistency checks (all sizes > 0, block_size <= max_num_batched_tokens, efficiencies in (0,1], ...).
-Result<void> validate(const EngineConfig& config);
-
 }  // namespace warden::engine

@@ -13,6 +13,7 @@
 
 #include "base/splitmix.hpp"
 #include "engine/cache_layout.hpp"
+#include "engine/config_check.hpp"
 #include "engine/kv_event_log.hpp"
 
 namespace warden::engine {

@@ -8,6 +8,7 @@
 
 #include "base/parse.hpp"
 #include "base/trim.hpp"
+#include "engine/config_check.hpp"
 
 namespace warden::engine {
 

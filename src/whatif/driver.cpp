@@ -10,6 +10,7 @@
 #include <queue>
 #include <utility>
 
+#include "engine/config_check.hpp"
 #include "protocol/kv_events.hpp"
 #include "settings/routing.hpp"
 #include "whatif/clients.hpp"

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "engine/cache_layout.hpp"
+#include "engine/config_check.hpp"
 #include "engine/engine.hpp"
 #include "engine/presets.hpp"
 #include "engine/run_one.hpp"

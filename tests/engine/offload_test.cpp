@@ -2,6 +2,7 @@
 // cache evicted from it instead of computing it again.
 #include <gtest/gtest.h>
 
+#include "engine/config_check.hpp"
 #include "engine/engine.hpp"
 #include "engine/offload_tier.hpp"
 #include "engine/seq.hpp"

@@ -1,4 +1,5 @@
 #include "engine/presets.hpp"
+#include "engine/config_check.hpp"
 
 #include <gtest/gtest.h>
 

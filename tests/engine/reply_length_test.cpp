@@ -9,6 +9,7 @@
 #include "engine/presets.hpp"
 #include "engine/run_one.hpp"
 
+#include "engine/config_check.hpp"
 #include "engine/seq.hpp"
 
 namespace warden::engine {
