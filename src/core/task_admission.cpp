@@ -63,7 +63,7 @@ bool has_task_room(const Snapshot& snapshot, const ReplicaState& replica, std::u
 
 TaskAdmissionRule admit_new_task(const Snapshot& snapshot, const RequestFacts& facts) {
   const TaskAdmission& rule = snapshot.routing.task_admission;
-  if (!rule.enabled || facts.queued_for >= task_max_wait(snapshot, facts) || !starts_new_task(facts)) {
+  if (!rule.enabled || !starts_new_task(facts) || facts.queued_for >= task_max_wait(snapshot, facts)) {
     return TaskAdmissionRule::as_usual;
   }
   const bool any_room = std::any_of(snapshot.replicas.begin(), snapshot.replicas.end(), [&](const auto& r) {
@@ -90,7 +90,7 @@ bool has_next_task_room(const ReplicaState& replica, std::uint32_t prompt_tokens
 
 NextTaskRule next_task_rule(const Snapshot& snapshot, const RequestFacts& facts, ReplicaIndex home) {
   const TaskAdmission& rule = snapshot.routing.task_admission;
-  if (!rule.enabled || facts.queued_for >= task_max_wait(snapshot, facts) || !starts_next_task(facts) ||
+  if (!rule.enabled || !starts_next_task(facts) || facts.queued_for >= task_max_wait(snapshot, facts) ||
       has_next_task_room(snapshot.replicas[home], facts.prompt_tokens)) {
     return NextTaskRule::as_usual;
   }
