@@ -77,6 +77,10 @@ std::optional<ReplicaIndex> place_among(const Snapshot& snapshot, const RequestF
 // Rule 7: a new conversation, admitted (or held) as a new agent task and by working set, then placed by
 // placement_score among the replicas each admission leaves.
 Decision place_new(const Snapshot& snapshot, const RequestFacts& facts, Rng& rng) {
+  if (facts.kept_room_at && *facts.kept_room_at < snapshot.replicas.size() &&
+      snapshot.replicas[*facts.kept_room_at].healthy && starts_new_task(facts)) {
+    return Decision{facts.kept_room_at, Route::new_conversation, NoReplicaReason::none};
+  }
   const TaskAdmissionRule task = admit_new_task(snapshot, facts);
   const Admission admission = admit_new_conversation(snapshot, facts);
   if (task == TaskAdmissionRule::hold || admission == Admission::hold) {

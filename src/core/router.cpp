@@ -65,7 +65,7 @@ base::Result<Router> Router::make(RouterConfig config) {
 
 void Router::build_snapshot(std::span<const ReplicaMetrics> metrics, Time now) {
   sessions_.expire(now);
-  tasks_.expire(now, sessions_.config().active_window);
+  tasks_.expire(now, sessions_.config().active_window, kept_room());
   const std::size_t count = metrics.size();
   counters_.ensure(count);
   if (sent_since_scrape_.size() < count) {
@@ -177,6 +177,10 @@ Decision Router::route(RequestFacts facts, std::span<const ReplicaMetrics> metri
   residency_.note(facts, metrics, routing_.policy == "affinity", threads_, snapshot_);
   residency_.use(facts, snapshot_);
   facts.task_under_way = tasks_.under_way(facts);
+  facts.room_kept = tasks_.room_kept(facts);
+  if (facts.work_class == WorkClass::interactive && starts_new_task(facts)) {
+    facts.kept_room_at = tasks_.kept_room_of(facts.tenant);
+  }
   Decision decision = policy_->pick(snapshot_, facts, rng);
   note_admission(facts, decision);
   if (!decision.ok()) {
@@ -290,7 +294,7 @@ void Router::answered(const RequestFacts& request, bool final_text) {
       growth_.ended(facts.prompt_tokens > *first ? facts.prompt_tokens - *first : 0);
     }
   }
-  tasks_.answered(facts, final_text);
+  tasks_.answered(facts, final_text, kept_room() > Time{0});
   if (routing_.threads && final_text && subagent && !facts.thread.side) {
     sessions_.end(facts.session->hash);
   }
@@ -359,7 +363,7 @@ RouterView Router::view(Time now) {
   out.queued = counters_.queued();
   out.admission_holding = admission_holding_;
   out.task_tokens = task_tokens_;
-  tasks_.expire(now, sessions_.config().active_window);
+  tasks_.expire(now, sessions_.config().active_window, kept_room());
   for (std::size_t i = 0; i < out.counters.size(); ++i) {
     out.tasks_under_way.push_back(tasks_.on(static_cast<ReplicaIndex>(i)));
   }

@@ -170,6 +170,11 @@ class Router {
   static std::optional<std::uint64_t> computed_since(const SessionEntry& entry,
                                                      std::span<const ReplicaMetrics> metrics);
   void note_admission(const RequestFacts& facts, const Decision& decision);
+  // How long an interactive task that ended keeps its room (TaskAdmission::interactive_room; 0 with task
+  // admission off).
+  [[nodiscard]] Time kept_room() const {
+    return routing_.task_admission.enabled ? routing_.task_admission.interactive_room : Time{0};
+  }
   // The request's facts with its conversation's key (a shared id's main thread: shared_ids.hpp), noting
   // what the request shows at `note_at` (a request being routed, not one answered); the warden's policy only.
   RequestFacts conversation_facts(RequestFacts facts, std::optional<Time> note_at);

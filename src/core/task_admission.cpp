@@ -90,8 +90,9 @@ bool has_next_task_room(const ReplicaState& replica, std::uint32_t prompt_tokens
 
 NextTaskRule next_task_rule(const Snapshot& snapshot, const RequestFacts& facts, ReplicaIndex home) {
   const TaskAdmission& rule = snapshot.routing.task_admission;
+  // A room kept for the session's next task (an interactive one) is its own: it stays home, in it.
   if (!rule.enabled || !starts_next_task(facts) || facts.queued_for >= task_max_wait(snapshot, facts) ||
-      has_next_task_room(snapshot.replicas[home], facts.prompt_tokens)) {
+      facts.room_kept || has_next_task_room(snapshot.replicas[home], facts.prompt_tokens)) {
     return NextTaskRule::as_usual;
   }
   for (std::size_t i = 0; i < snapshot.replicas.size(); ++i) {

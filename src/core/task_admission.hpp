@@ -67,7 +67,8 @@ enum class TaskAdmissionRule : std::uint8_t {
 /// the home has room for it, else moves to a replica that has (one prefill of its context, against waiting
 /// for a task to end), else waits until a task ends or its wait bound. Never a task under way.
 enum class NextTaskRule : std::uint8_t {
-  as_usual,   ///< not a session's next task, task admission off, its wait bound reached, or room at home
+  as_usual,   ///< not a session's next task, task admission off, its wait bound reached, room at home, or
+              ///< its room at home kept for it (RequestFacts::room_kept)
   elsewhere,  ///< place it among the other healthy replicas with has_next_task_room()
   hold,       ///< no healthy replica has room, and the task is headless: route `queued`
 };

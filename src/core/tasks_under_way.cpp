@@ -89,6 +89,9 @@ void TasksUnderWay::routed(const RequestFacts& facts, const Decision& decision, 
   const bool main_thread = key == facts.session->hash;
   const std::uint32_t* found = index_.find(key);
   if (found == nullptr) {
+    if (main_thread && facts.work_class == WorkClass::interactive) {
+      take_kept_room(facts.tenant, *decision.replica);
+    }
     if (main_thread) {
       start(facts, *decision.replica, latest_);
     }
@@ -102,6 +105,11 @@ void TasksUnderWay::routed(const RequestFacts& facts, const Decision& decision, 
   if (!main_thread) {
     return;
   }
+  if (task.kept) {  // the person's next task starts in the room kept for it
+    task.kept = false;
+    task.answered = false;
+    task.first = facts.prompt_tokens;
+  }
   remove(task);
   if (decision.route != Route::spilled && decision.route != Route::pinned) {
     task.replica = *decision.replica;  // a spilled or pinned request does not move its task
@@ -110,7 +118,7 @@ void TasksUnderWay::routed(const RequestFacts& facts, const Decision& decision, 
   add(task);
 }
 
-void TasksUnderWay::answered(const RequestFacts& facts, bool final_text) {
+void TasksUnderWay::answered(const RequestFacts& facts, bool final_text, bool keep_room) {
   if (!counts(facts)) {
     return;
   }
@@ -118,9 +126,23 @@ void TasksUnderWay::answered(const RequestFacts& facts, bool final_text) {
   if (slot == nullptr) {
     return;
   }
-  tasks_[*slot].answered = true;
-  if (final_text && task_key(facts) == facts.session->hash) {
+  Task& task = tasks_[*slot];
+  task.answered = true;
+  if (!final_text || task_key(facts) != facts.session->hash || task.kept) {
+    return;
+  }
+  if (!keep_room || task.work_class != WorkClass::interactive) {
     end(*slot);
+    return;
+  }
+  task.kept = true;
+  task.kept_seq = ++kept_seq_;
+  kept_.push_back(Kept{task.key, task.kept_seq});
+  if (kept_.size() > max_kept) {
+    if (const std::uint32_t oldest = kept_slot(kept_.front()); oldest != nil) {
+      end(oldest);
+    }
+    kept_.pop_front();
   }
 }
 
@@ -139,10 +161,50 @@ std::optional<std::uint32_t> TasksUnderWay::first_prompt(const RequestFacts& fac
 }
 
 bool TasksUnderWay::under_way(const RequestFacts& facts) const {
-  return counts(facts) && index_.contains(task_key(facts));
+  const Task* task = counts(facts) ? find(task_key(facts)) : nullptr;
+  return task != nullptr && !task->kept;
 }
 
-void TasksUnderWay::expire(Time now, Time idle) {
+bool TasksUnderWay::room_kept(const RequestFacts& facts) const {
+  const Task* task = counts(facts) ? find(task_key(facts)) : nullptr;
+  return task != nullptr && task->kept;
+}
+
+std::uint32_t TasksUnderWay::kept_slot(const Kept& kept) const {
+  const std::uint32_t* slot = index_.find(kept.key);
+  return slot != nullptr && tasks_[*slot].kept && tasks_[*slot].kept_seq == kept.seq ? *slot : nil;
+}
+
+std::optional<ReplicaIndex> TasksUnderWay::kept_room_of(std::uint64_t tenant) const {
+  for (const Kept& kept : kept_) {
+    if (const std::uint32_t slot = kept_slot(kept); slot != nil && tasks_[slot].tenant == tenant) {
+      return tasks_[slot].replica;
+    }
+  }
+  return std::nullopt;
+}
+
+void TasksUnderWay::take_kept_room(std::uint64_t tenant, ReplicaIndex replica) {
+  for (const Kept& kept : kept_) {
+    if (const std::uint32_t slot = kept_slot(kept);
+        slot != nil && tasks_[slot].tenant == tenant && tasks_[slot].replica == replica) {
+      end(slot);  // its entry is stale from now on, dropped when met
+      return;
+    }
+  }
+}
+
+void TasksUnderWay::expire(Time now, Time idle, Time room) {
+  while (!kept_.empty()) {
+    const std::uint32_t slot = kept_slot(kept_.front());
+    if (slot != nil && now - tasks_[slot].last_seen < room) {
+      break;
+    }
+    if (slot != nil) {
+      end(slot);
+    }
+    kept_.pop_front();
+  }
   if (!walking_) {
     if (now < next_walk_) {
       return;
@@ -162,6 +224,7 @@ void TasksUnderWay::clear() {
   tasks_.clear();
   list_ = {};
   walking_ = false;
+  kept_.clear();
   per_tenant_.clear();
   per_replica_.assign(per_replica_.size(), Load{});
 }

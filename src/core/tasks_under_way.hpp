@@ -4,12 +4,16 @@
 // and ends with the main thread's final text (a reply without tool calls), or when its session has sent
 // nothing for `idle` (an agent that stopped), or when the client left its first request before any answer
 // (an abandoned start is no task). Subagents belong to their session's task. Each task's main thread's
-// prompt is followed as it grows, and each task counts against its tenant (RequestFacts::tenant). Pure:
+// prompt is followed as it grows, and each task counts against its tenant (RequestFacts::tenant). An
+// interactive task that ended may keep its room (answered(), `keep_room`): a person reads its answer and
+// types the next task, which task admission never holds, so the room stays counted on its replica until
+// that task starts there or the person stays away (expire()); the headless starts wait instead. Pure:
 // time is a parameter. Bounded (max_tasks, the least recently seen task ends beyond it), and linked most
 // recently seen first, so that forgetting silent tasks takes them from the end of the list, a bounded
 // number per call, never a walk over a table a client can fill.
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -26,21 +30,33 @@ class TasksUnderWay {
  public:
   /// Tasks ended per expire() call at most (the rest on the next calls).
   static constexpr std::size_t expire_budget = 256;
+  /// Rooms kept at most (one per person reading; beyond, the room kept longest ends).
+  static constexpr std::size_t max_kept = 4096;
 
   explicit TasksUnderWay(std::size_t max_tasks = 1'000'000);
   /// A request of `facts` went to `decision.replica` (a spilled request does not move its task).
   void routed(const RequestFacts& facts, const Decision& decision, Time now);
-  /// The reply to a request of `facts` ended; with `final_text` on the main thread, its task has ended.
-  void answered(const RequestFacts& facts, bool final_text);
+  /// The reply to a request of `facts` ended; with `final_text` on the main thread, its task has ended. With
+  /// `keep_room`, an interactive task's end keeps its room: it still counts on its replica (on(),
+  /// tokens_on(), of_tenant()) but is no task under way for its session (under_way()), whose next request
+  /// starts its next task in it (room_kept()).
+  void answered(const RequestFacts& facts, bool final_text, bool keep_room = false);
   /// The client of a request of `facts` left before any answer: a task no request of which was ever
   /// answered ends (its start was abandoned; the client may send it again as a new start).
   void left_unanswered(const RequestFacts& facts);
   /// Forgets the tasks whose session sent nothing for `idle` by `now`, looking at most every idle / 16 (a
   /// task outlives its silence by that much at most), `expire_budget` tasks per call at most: a crowd
-  /// that fell silent together ends over several calls.
-  void expire(Time now, Time idle);
+  /// that fell silent together ends over several calls. A room kept for a person ends once `room` has
+  /// passed since its session's last request.
+  void expire(Time now, Time idle, Time room = Time{0});
   /// Whether the session of `facts` has a task under way.
   [[nodiscard]] bool under_way(const RequestFacts& facts) const;
+  /// Whether the session of `facts` has the room of its interactive task that ended kept for its next.
+  [[nodiscard]] bool room_kept(const RequestFacts& facts) const;
+  /// The replica of the room kept longest for a person of `tenant` (none kept: nullopt). A person who
+  /// starts a new session (Claude Code's `/clear`) leaves the room of its last one kept: a new interactive
+  /// task of the tenant takes it over (routed()).
+  [[nodiscard]] std::optional<ReplicaIndex> kept_room_of(std::uint64_t tenant) const;
   /// Tasks under way on `replica`.
   [[nodiscard]] std::uint32_t on(ReplicaIndex replica) const {
     return replica < per_replica_.size() ? per_replica_[replica].tasks : 0;
@@ -97,7 +113,14 @@ class TasksUnderWay {
     std::uint32_t prev = nil;  // seen more recently
     std::uint32_t next = nil;  // seen less recently
     WorkClass work_class = WorkClass::headless;
-    bool answered = false;  // a reply to one of its requests ended
+    bool answered = false;       // a reply to one of its requests ended
+    bool kept = false;           // an interactive task that ended: its room kept for the person's next task
+    std::uint32_t kept_seq = 0;  // which keeping of its room (kept_) is the current one
+  };
+  // A room kept: its session's key and the keeping's number (the task's next task makes it stale).
+  struct Kept {
+    std::uint64_t key = 0;
+    std::uint32_t seq = 0;
   };
   struct Load {
     std::uint32_t tasks = 0;
@@ -109,6 +132,10 @@ class TasksUnderWay {
   void end(std::uint32_t slot);
   void forget(std::uint32_t slot);
   [[nodiscard]] const Task* find(std::uint64_t key) const;
+  // The slot of the task whose room `kept` names, while it is still kept (nil: stale).
+  [[nodiscard]] std::uint32_t kept_slot(const Kept& kept) const;
+  // A new interactive task of `tenant` on `replica` takes over the room kept longest there for its tenant.
+  void take_kept_room(std::uint64_t tenant, ReplicaIndex replica);
 
   std::size_t max_tasks_;
   SlotIndex index_;  // session key -> slot
@@ -120,6 +147,8 @@ class TasksUnderWay {
   Time next_walk_{};    // expire() looks for silent tasks from then on
   Time walk_cutoff_{};  // and ends those seen at or before this (a walk that stopped at the budget)
   bool walking_ = false;
+  std::deque<Kept> kept_;  // rooms kept, in the order they were kept (stale ones dropped as met)
+  std::uint32_t kept_seq_ = 0;
 };
 
 }  // namespace warden::core

@@ -172,6 +172,11 @@ struct TaskAdmission {
   static constexpr Time auto_stream_max_wait = std::chrono::minutes(30);
   /// What a replica's tasks under way are taken to hold (TaskPacking).
   TaskPacking packing = TaskPacking::mean;
+  /// How long an interactive task that ended keeps its room on its replica after its session's last
+  /// request (core/tasks_under_way.hpp): its person reads and types the next task, which is never held, so
+  /// it goes into that room instead of over a full replica, and headless starts wait for it (0: no room
+  /// kept). 2 minutes: a person's reading (30-90 s) and the reply's own time.
+  Time interactive_room = std::chrono::minutes(2);
 
   friend bool operator==(const TaskAdmission&, const TaskAdmission&) = default;
 };
@@ -295,6 +300,12 @@ struct RequestFacts {
   bool task_start = false;
   /// Its session has an agent task under way (core/tasks_under_way.hpp; the Router fills this in itself).
   bool task_under_way = false;
+  /// Its session's interactive task that ended kept its room on its home (TaskAdmission::interactive_room;
+  /// the Router fills this in itself): the next task it starts stays home, in that room.
+  bool room_kept = false;
+  /// A new interactive task: the replica of the room kept longest for a person of its tenant (the Router
+  /// fills this in itself): it goes there, into that room.
+  std::optional<ReplicaIndex> kept_room_at;
   /// How long this request has already waited in the model's admission queue (0 on its first routing).
   Time queued_for{0};
   /// Tokens the home is expected to have cached for this conversation: its previous prompt there (the

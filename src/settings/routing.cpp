@@ -229,7 +229,7 @@ const std::array<Member<core::CostSpill>, 1> kCostSpill = {{
      }},
 }};
 
-const std::array<Member<core::TaskAdmission>, 3> kTaskAdmission = {{
+const std::array<Member<core::TaskAdmission>, 4> kTaskAdmission = {{
     {"max_wait", [](const core::TaskAdmission& t) { return duration_json(t.max_wait); },
      [](const json::value& v, core::TaskAdmission& t, const Reading& r) {
        return read_duration(v, t.max_wait, std::chrono::milliseconds(1), r, "8m");
@@ -246,6 +246,10 @@ const std::array<Member<core::TaskAdmission>, 3> kTaskAdmission = {{
        return read_name(v, t.packing, core::parse_task_packing, r, "mean, growth, remaining or shared");
      },
      RoutingScope::stored, "\"mean\"|\"growth\"|\"remaining\"|\"shared\""},
+    {"interactive_room", [](const core::TaskAdmission& t) { return duration_json(t.interactive_room); },
+     [](const json::value& v, core::TaskAdmission& t, const Reading& r) {
+       return read_duration(v, t.interactive_room, std::chrono::milliseconds(0), r, "2m");
+     }},
 }};
 
 // A switch's members: its `mode` besides the members of its list.

@@ -33,7 +33,7 @@ inline warden::core::RoutingConfig every_setting_changed() {
   c.cost_spill = {false, 750ms};
   c.rebalance = false;
   c.threads = false;
-  c.task_admission = {false, 2min, 45min, warden::core::TaskPacking::growth};
+  c.task_admission = {false, 2min, 45min, warden::core::TaskPacking::growth, 30s};
   return c;
 }
 
