@@ -3,7 +3,8 @@
 // system prompt and tools, as protocol::prompt_start() takes them) to the replicas that ran a request
 // starting that way, and so hold that prefix in their cache. A new conversation of the same project, or a
 // new subagent of a type that ran before, starts the same way: it prefers those replicas when the load
-// allows (decide.hpp). Beyond `max_entries` the least recently served half of the starts goes.
+// allows (decide.hpp). Beyond `max_entries` the least recently served start goes, one for each new one
+// (a recency list: no request pays for a walk over the table).
 // Not thread-safe: the Router serialises access.
 
 #include <array>
@@ -12,6 +13,7 @@
 
 #include <boost/unordered/unordered_flat_map.hpp>
 
+#include "core/slab.hpp"
 #include "core/types.hpp"
 
 namespace warden::core {
@@ -23,8 +25,7 @@ class StartHomes {
   /// A request of `thread` starting with `start` was just sent to `replica`. A zero digest (no start) is
   /// ignored. `thread` becomes the replica's witness of the start (threads()) unless `keep` says the one it
   /// has is still good.
-  void served(std::uint64_t start, ReplicaIndex replica, Time now, std::uint64_t thread = 0,
-              bool keep = false);
+  void served(std::uint64_t start, ReplicaIndex replica, std::uint64_t thread = 0, bool keep = false);
   /// The thread noted for `start` on `replica` (0 = none).
   [[nodiscard]] std::uint64_t witness(std::uint64_t start, ReplicaIndex replica) const;
   /// The start's length in tokens once a replica's events told it (0 = not yet): it outlives the threads
@@ -40,21 +41,29 @@ class StartHomes {
   using Threads = std::array<std::uint64_t, threads_kept>;
   [[nodiscard]] Threads threads(std::uint64_t start) const;
 
-  [[nodiscard]] std::size_t size() const { return last_.size(); }
+  [[nodiscard]] std::size_t size() const { return slots_.size(); }
 
  private:
+  static constexpr std::uint32_t nil = SlabList::nil;
   struct Served {
+    std::uint64_t start = 0;
     ReplicaSet replicas = 0;
-    Time at{};
-    Threads threads{};  // a ring, newest at `next - 1`; one per replica, on `on[i]`
+    Threads threads{};  // a ring, newest at `ring - 1`; one per replica, on `on[i]`
     std::array<ReplicaIndex, threads_kept> on{};
-    std::uint8_t next = 0;
+    std::uint8_t ring = 0;
     std::uint64_t tokens = 0;  // set_length()
+    std::uint32_t prev = nil;  // served more recently
+    std::uint32_t next = nil;  // served less recently
   };
-  void shed();
+  [[nodiscard]] const Served* find_served(std::uint64_t start) const;
+  // The start's entry, first in the recency list; a new one takes the least recently served one's place
+  // when the table is full.
+  Served& touch(std::uint64_t start);
 
   std::size_t max_entries_;
-  boost::unordered_flat_map<std::uint64_t, Served> last_;
+  boost::unordered_flat_map<std::uint64_t, std::uint32_t> slots_;  // start -> slot
+  Slab<Served> nodes_;
+  SlabList recency_;
 };
 
 }  // namespace warden::core

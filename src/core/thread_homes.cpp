@@ -59,7 +59,7 @@ std::optional<ReplicaIndex> ThreadHomes::side_home(std::uint64_t session, const 
 
 void ThreadHomes::served(const RequestFacts& facts, ReplicaIndex replica, SessionTable& sessions, Time now,
                          std::uint64_t stores_key, bool keep_witness) {
-  starts_.served(facts.thread.start, replica, now, stores_key, keep_witness);
+  starts_.served(facts.thread.start, replica, stores_key, keep_witness);
   const std::uint64_t session = session_of(facts);
   if (!facts.session || session == facts.session->hash) {
     return;  // a main thread: the session table is all there is to it
