@@ -12,7 +12,7 @@
 
 #include "base/splitmix.hpp"
 #include "protocol/request.hpp"
-#include "whatif/driver.hpp"
+#include "whatif/sim_types.hpp"
 
 namespace warden::whatif {
 
