@@ -13,6 +13,7 @@
 #include "base/splitmix.hpp"
 #include "protocol/request.hpp"
 #include "whatif/sim_types.hpp"
+#include "workload/make_loop.hpp"
 
 namespace warden::whatif {
 
