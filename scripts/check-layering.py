@@ -22,9 +22,10 @@ It fails (exit 1) on:
   - in a layer split into rooms: a file in a folder that is not a declared room, an `#include "LAYER/..."`
     of a room the including room does not declare, a declared room edge that is never included, and a
     room that declares a room declared after it (an arrow running back up);
-  - inside a room (or a folder within a room, or at the layer's top level): files (a header and its
-    sources as one) or folders that include each other, directly or through others (an arrow running
-    back up at that scale).
+  - in every folder of every layer (its top level, and each folder below it: a room, or a folder within
+    one): files (a header and its sources as one) or folders that include each other, directly or through
+    others (an arrow running back up at that scale). At the top level of a layer split into rooms only its
+    files count (the rooms' order is checked as above).
 It prints the include graph between the folders of src/ that it found, ready for docs/architecture.md.
 """
 
@@ -258,14 +259,15 @@ def cycles(edges):
 
 
 def check_folders(layer, rooms, root):
-    """Inside each room of src/LAYER/ (and each folder within a room), the includes between what it holds
-    (its files, a header and its sources as one, and its folders) run one way: a cycle is an arrow back up
-    at that scale (two files, or two folders, that include each other, directly or through others). At the
-    layer's top level only its files count (the rooms' order is check_rooms')."""
+    """In every folder of src/LAYER/ (its top level and each folder below it), the includes between what it
+    holds (its files, a header and its sources as one, and its folders) run one way: a cycle is an arrow
+    back up at that scale (two files, or two folders, that include each other, directly or through others).
+    At the top level of a layer split into rooms (`rooms` names more than ".") only its files count: the
+    rooms' order is check_rooms'."""
     errors, src, layer_dir = [], root / "src", root / "src" / layer
     texts = {f: f.read_text(errors="replace") for f in sources(layer_dir)}
-    room_dirs = {layer_dir / room if room != "." else layer_dir for room in rooms}
-    folders = room_dirs | {d for f in texts for d in f.parents if any(r in d.parents for r in room_dirs - {layer_dir})}
+    split = any(room != "." for room in rooms)
+    folders = {layer_dir} | {d for f in texts for d in f.parents if layer_dir in d.parents}
     for folder in sorted(folders):
         edges = {}
         for f, text in texts.items():
@@ -277,13 +279,14 @@ def check_folders(layer, rooms, root):
                 if m.group(1) != '"' or folder not in target.parents:
                     continue
                 to = unit_of(folder, target)
-                if to != unit and not (folder == layer_dir and (unit.endswith("/") or to.endswith("/"))):
+                if to != unit and not (split and folder == layer_dir and (unit.endswith("/") or to.endswith("/"))):
                     edges.setdefault(unit, {}).setdefault(to, f"{f.relative_to(root)}:{line_of(text, m.start())}")
         for component in cycles(edges):
             where = "; ".join(
                 f"{a} -> {b} ({edges[a][b]})" for a in component for b in component if b in edges.get(a, {}))
             errors.append(f"src/{folder.relative_to(src)}: {', '.join(component)} include each other (an arrow "
-                          f"running back up inside the folder): {where}")
+                          f"running back up inside the folder; move what they share into a lower file of its "
+                          f"own): {where}")
     return errors
 
 
@@ -305,7 +308,9 @@ def main(argv):
     graph, room_graph = {}, {}
     errors = check_sources(layers, kinds, root, graph) + check_tests(layers, test_deps, root)
     for layer, declared in rooms.items():
-        errors += check_rooms(layer, declared, root, room_graph) + check_folders(layer, declared, root)
+        errors += check_rooms(layer, declared, root, room_graph)
+    for layer in layers:
+        errors += check_folders(layer, rooms.get(layer, {".": set()}), root)
     print_graph(layers, kinds, graph)
     for layer, (order, used) in room_graph.items():
         print(f"include graph of the rooms of src/{layer}/ (lowest first; . = its top level):")

@@ -30,7 +30,7 @@
 #include "protocol/prometheus.hpp"
 #include "report/side_by_side.hpp"
 #include "report/svg.hpp"
-#include "workload/loop.hpp"
+#include "workload/make_loop.hpp"
 
 namespace warden::bench {
 

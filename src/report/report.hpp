@@ -1,5 +1,6 @@
 // Writers for the reference table: JSON (stable schema, docs/bench.md), CSV, Markdown, a terminal table,
-// the `off → on` comparison layout of routing.md, and the reference measurement itself as data.
+// the `off → on` comparison layout of routing.md, and the reference measurement itself as data
+// (tables and number formatting: report/grid.hpp).
 #pragma once
 
 #include <boost/json/object.hpp>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "base/result.hpp"
+#include "report/grid.hpp"
 #include "report/row.hpp"
 #include "report/timeline.hpp"
 
@@ -38,12 +40,6 @@ std::string to_markdown(const std::vector<Row>& rows);
 // The same table aligned with spaces for a terminal.
 std::string to_terminal(const std::vector<Row>& rows);
 
-// A table as rows of cells, the first row its header: as Markdown, or aligned for a terminal (numbers
-// right-aligned, the first column left-aligned).
-using Grid = std::vector<std::vector<std::string>>;
-std::string grid_markdown(const Grid& grid);
-std::string grid_terminal(const Grid& grid);
-
 // Picks the writer from the file name's extension: .json, .csv or .md; none for anything else.
 std::optional<std::string> render_for_path(std::string_view path, const Report& report);
 
@@ -64,10 +60,5 @@ std::string comparison_terminal(const std::vector<Row>& rows, std::string_view a
 // The reference measurement of routing.md (4 x A4000, Qwen3-4B, DP 4) as rows with policies "off" and
 // "on"; errors are null (not reported there).
 const std::vector<Row>& reference_rows();
-
-// Number formatting shared by the writers: fixed `decimals`, trailing zeros removed ("3.50" -> "3.5").
-std::string format_trimmed(double value, int decimals);
-// Rounded to an integer with thousands separators ("5886" -> "5,886").
-std::string format_thousands(double value);
 
 }  // namespace warden::report

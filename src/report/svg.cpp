@@ -7,7 +7,7 @@
 #include <cmath>
 #include <optional>
 
-#include "report/report.hpp"
+#include "report/grid.hpp"
 
 namespace warden::report {
 

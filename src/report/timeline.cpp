@@ -7,7 +7,7 @@
 #include <cmath>
 #include <utility>
 
-#include "report/report.hpp"
+#include "report/grid.hpp"
 #include "report/svg.hpp"
 
 namespace warden::report {

@@ -12,7 +12,8 @@
 
 #include "base/splitmix.hpp"
 #include "protocol/request.hpp"
-#include "whatif/driver.hpp"
+#include "whatif/sim_types.hpp"
+#include "workload/make_loop.hpp"
 
 namespace warden::whatif {
 

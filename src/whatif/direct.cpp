@@ -3,8 +3,8 @@
 #include <fmt/core.h>
 
 #include "base/splitmix.hpp"
-#include "whatif/driver.hpp"
 #include "whatif/fleet.hpp"
+#include "whatif/sim_types.hpp"
 
 namespace warden::whatif {
 

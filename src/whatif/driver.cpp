@@ -518,12 +518,6 @@ class Driver {
 
 }  // namespace
 
-engine::EngineConfig engine_config(const SimulationConfig& config) {
-  engine::EngineConfig c = config.engine;
-  c.reply = config.replies;
-  return c;
-}
-
 Result<void> validate(const SimulationConfig& config) {
   if (config.replicas < 1 || config.replicas > 1024) {
     return std::string("replicas must be between 1 and 1024");

@@ -1,6 +1,6 @@
 #include "whatif/fleet.hpp"
 
-#include "whatif/driver.hpp"
+#include "whatif/sim_types.hpp"
 
 namespace warden::whatif {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <array>
 
-#include "whatif/driver.hpp"
 #include "whatif/flight.hpp"
+#include "whatif/sim_types.hpp"
 
 namespace warden::whatif {
 

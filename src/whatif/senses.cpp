@@ -1,9 +1,9 @@
 #include "whatif/senses.hpp"
 
 #include "core/replica_report.hpp"
-#include "whatif/driver.hpp"
 #include "whatif/fleet.hpp"
 #include "whatif/flight.hpp"
+#include "whatif/sim_types.hpp"
 
 namespace warden::whatif {
 

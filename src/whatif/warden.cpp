@@ -6,9 +6,9 @@
 
 #include "base/splitmix.hpp"
 #include "core/policy.hpp"
-#include "whatif/driver.hpp"
 #include "whatif/fleet.hpp"
 #include "whatif/senses.hpp"
+#include "whatif/sim_types.hpp"
 
 namespace warden::whatif {
 

@@ -1,16 +1,16 @@
 // What a driver (bench in real time, simulate in virtual time) needs from a workload's closed loop: slots
 // that become due, one request in flight per slot, and the end of each request reported back. Two loops
-// implement it: ClosedLoop (chat sessions, the reference workload) and AgentLoop (coding agents).
+// implement it: ClosedLoop (chat sessions, the reference workload) and AgentLoop (coding agents);
+// make_loop.hpp picks the one of a workload's kind.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "workload/workload.hpp"
+#include "workload/conversation.hpp"
 
 namespace warden::workload {
 
@@ -68,10 +68,5 @@ class Loop {
   virtual std::uint64_t sessions_started() const = 0;
   virtual std::uint64_t next_session_index() const = 0;
 };
-
-// The loop of `workload`'s kind: AgentLoop for the agentic workload, ClosedLoop otherwise. `workload` must
-// outlive it.
-std::unique_ptr<Loop> make_loop(const Workload& workload, std::size_t sessions, double now,
-                                std::uint64_t first_session_index);
 
 }  // namespace warden::workload

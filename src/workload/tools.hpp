@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "base/splitmix.hpp"
-#include "workload/workload.hpp"
+#include "workload/conversation.hpp"
 
 namespace warden::workload {
 

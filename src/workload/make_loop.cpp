@@ -1,4 +1,4 @@
-#include "workload/loop.hpp"
+#include "workload/make_loop.hpp"
 
 #include "workload/agent_loop.hpp"
 #include "workload/closed_loop.hpp"
