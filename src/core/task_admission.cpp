@@ -72,6 +72,9 @@ TaskAdmissionRule admit_new_task(const Snapshot& snapshot, const RequestFacts& f
   if (any_room) {
     return TaskAdmissionRule::with_room;
   }
+  if (!keeps_two_tasks_warm(snapshot)) {
+    return TaskAdmissionRule::as_usual;  // holding would idle a replica longer than the misses cost
+  }
   // A person waits for an interactive task: it goes now, and the headless ones held wait the longer.
   return facts.work_class == WorkClass::interactive ? TaskAdmissionRule::as_usual : TaskAdmissionRule::hold;
 }
@@ -101,7 +104,8 @@ NextTaskRule next_task_rule(const Snapshot& snapshot, const RequestFacts& facts,
       return NextTaskRule::elsewhere;
     }
   }
-  return facts.work_class == WorkClass::interactive ? NextTaskRule::as_usual : NextTaskRule::hold;
+  const bool held = facts.work_class != WorkClass::interactive && keeps_two_tasks_warm(snapshot);
+  return held ? NextTaskRule::hold : NextTaskRule::as_usual;
 }
 
 bool keeps_two_tasks_warm(const Snapshot& snapshot) {

@@ -27,7 +27,7 @@ namespace warden::core {
 
 /// What decide() does with a request under task admission.
 enum class TaskAdmissionRule : std::uint8_t {
-  as_usual,   ///< not a new task, admission off, no task measured yet, or its wait bound reached
+  as_usual,   ///< not a new task, admission off, its wait bound reached, or fewer than two tasks kept warm
   with_room,  ///< place it only on a replica that has_task_room()
   hold,       ///< no healthy replica has room, and the task is headless: route `queued`
 };
@@ -67,8 +67,8 @@ enum class TaskAdmissionRule : std::uint8_t {
 /// the home has room for it, else moves to a replica that has (one prefill of its context, against waiting
 /// for a task to end), else waits until a task ends or its wait bound. Never a task under way.
 enum class NextTaskRule : std::uint8_t {
-  as_usual,   ///< not a session's next task, task admission off, its wait bound reached, room at home, or
-              ///< its room at home kept for it (RequestFacts::room_kept)
+  as_usual,   ///< not a session's next task, task admission off, its wait bound reached, room at home, its
+              ///< room at home kept for it (RequestFacts::room_kept), or fewer than two tasks kept warm
   elsewhere,  ///< place it among the other healthy replicas with has_next_task_room()
   hold,       ///< no healthy replica has room, and the task is headless: route `queued`
 };
@@ -78,7 +78,9 @@ enum class NextTaskRule : std::uint8_t {
 
 /// Whether every healthy replica keeps about two tasks warm (at least 1.75:
 /// ReplicaState::warm_capacity_tokens against the measured Snapshot::task_tokens or, before a task has ended,
-/// the share task admission assumes).
+/// the share task admission assumes). Elsewhere task admission holds nothing (admit_new_task and
+/// next_task_rule answer as_usual): a replica held to one task idles between its agent's rounds for longer
+/// than the misses of a second would cost.
 [[nodiscard]] bool keeps_two_tasks_warm(const Snapshot& snapshot);
 
 /// The wait bound of a held task start: TaskAdmission::max_wait, or when its client's wait is kept alive

@@ -396,6 +396,27 @@ TEST(TaskAdmission, AStartKeptAliveIsHeldPastMaxWaitUpToItsStreamBound) {
 
 // auto: a start kept alive waits the long bound only where every replica keeps about two tasks warm (1.75);
 // where one keeps less, holding longer idles its GPU (the reference host with agents): max_wait's bound.
+// Holding a start pays where the caches keep enough tasks to keep the engines busy; where a replica keeps
+// fewer than about two (the reference host, a task 22k tokens of a 34-43k cache), a held start idles its
+// replica longer than a miss costs, and task admission holds nothing: a start that finds no room goes as
+// with it off.
+TEST(TaskAdmission, HoldsNothingWhereAReplicaKeepsFewerThanTwoTasksWarm) {
+  ScriptedRng rng;
+  Snapshot s = under_way({2, 2});
+  for (ReplicaState& r : s.replicas) {
+    r.kv_capacity_tokens = static_cast<std::uint64_t>(1.75 * s.task_tokens);
+  }
+  RequestFacts next = new_task(1, 30'000);
+  next.home = 0;
+  next.task_start = true;
+  s.replicas[0].tasks_tokens = s.replicas[1].tasks_tokens = 90'000;
+  EXPECT_TRUE(decide(s, new_task(), rng).queued()) << "1.75 tasks warm a replica: a new task waits";
+  EXPECT_TRUE(decide(s, next, rng).queued()) << "and a next task without room";
+  s.replicas[0].kv_capacity_tokens -= 1;
+  EXPECT_TRUE(decide(s, new_task(), rng).ok()) << "one replica keeps fewer: nothing held";
+  EXPECT_EQ(decide(s, next, rng), routed(0, Route::sticky)) << "the next task stays home, as with it off";
+}
+
 TEST(TaskAdmission, AutoHoldsAStartKeptAliveLongOnlyWhereEveryReplicaKeepsTwoTasksWarm) {
   ScriptedRng rng;
   Snapshot s = under_way({2, 2, 2});
